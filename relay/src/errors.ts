@@ -1,0 +1,36 @@
+// Errors carry a stable `code` so callers branch on it, never on message text.
+
+export class RelayError extends Error {
+  readonly code: string = 'ERR_RELAY'
+  constructor (message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = new.target.name
+  }
+}
+
+/** A setting that does not parse: the process exits with code 2. */
+export class ConfigError extends RelayError {
+  override readonly code = 'ERR_CONFIG'
+}
+
+/** uWebSockets.js fell back to its JavaScript implementation. */
+export class NativeUwsMissingError extends RelayError {
+  override readonly code = 'ERR_UWS_NATIVE_MISSING'
+}
+
+/** The identity provider's discovery document or keys cannot be fetched. */
+export class IdpUnavailableError extends RelayError {
+  override readonly code = 'ERR_IDP_UNAVAILABLE'
+}
+
+/** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
+export class HttpError extends RelayError {
+  override readonly code = 'ERR_HTTP'
+  readonly status: number
+  readonly headers: Record<string, string>
+  constructor (status: number, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.status = status
+    this.headers = headers
+  }
+}
