@@ -1,0 +1,130 @@
+import type { Authenticator, Scope } from './auth.js'
+import { corsHeaders, preflightHeaders } from './cors.js'
+import { HttpError } from './errors.js'
+import type { Headers } from './http.js'
+import { readBody, send, sendError, sendJson, trackAbort } from './http.js'
+import type { Logger } from './logger.js'
+import type { OriginPolicy } from './origins.js'
+import type { CreatedSession, SessionTable } from './sessions.js'
+import { iso, viewOf } from './sessions.js'
+import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
+
+/** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
+export const MAX_ADMIN_BODY_BYTES = 16 * 1024
+
+export type AdminDeps = {
+  table: SessionTable
+  /** null when auth is disabled. */
+  auth: Authenticator | null
+  allowsOrigin: OriginPolicy
+  publicBaseUrl: string
+  logger: Logger
+}
+
+type Request = { id: string; body: Buffer | null; cors: Headers }
+type Handler = (res: HttpResponse, request: Request) => void
+
+export function registerAdminRoutes (app: TemplatedApp, deps: AdminDeps): void {
+  const { table } = deps
+
+  app.post('/admin/sessions', adminRoute(deps, 'relay:session:create', true, (res, { body, cors }) => {
+    if (body !== null && body.length > 0) requireJsonObject(body)
+    const created = table.create()
+    sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
+      ...cors,
+      'cache-control': 'no-store',
+      location: `/admin/sessions/${created.session.id}`,
+    })
+  }))
+
+  app.get('/admin/sessions', adminRoute(deps, 'relay:session:read', false, (res, { cors }) => {
+    sendJson(res, 200, { sessions: table.list().map(viewOf) }, { ...cors, 'cache-control': 'no-store' })
+  }))
+
+  app.get('/admin/sessions/:id', adminRoute(deps, 'relay:session:read', false, (res, { id, cors }) => {
+    const session = table.find(id)
+    if (session === undefined) throw notFound()
+    sendJson(res, 200, viewOf(session), { ...cors, 'cache-control': 'no-store' })
+  }))
+
+  app.del('/admin/sessions/:id', adminRoute(deps, 'relay:session:delete', false, (res, { id, cors }) => {
+    const session = table.find(id)
+    if (session === undefined) throw notFound()
+    table.close(session, 'deleted', 4000, 'session deleted', true)
+    send(res, 204, '', cors)
+  }))
+
+  // Per path, not '/admin/*': uWS prefers a parameter route's `any` over a wildcard route.
+  app.options('/admin/sessions', preflight(deps.allowsOrigin))
+  app.options('/admin/sessions/:id', preflight(deps.allowsOrigin))
+  app.any('/admin/sessions', methodNotAllowed('GET, POST, OPTIONS'))
+  app.any('/admin/sessions/:id', methodNotAllowed('GET, DELETE, OPTIONS'))
+}
+
+/**
+ * Wrap a handler with what every admin route does: copy what it needs from the request
+ * (uWS invalidates it at the first await), CORS, the body cap, authentication, and one
+ * place that turns refusals into `{"error": ...}` responses.
+ */
+function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: Handler) {
+  return (res: HttpResponse, req: HttpRequest): void => {
+    const authorization = req.getHeader('authorization')
+    const cors = corsHeaders(deps.allowsOrigin, req.getHeader('origin'), req.getHeader('host')) ?? {}
+    const id = withBody ? '' : req.getParameter(0) ?? ''
+    const declaredLength = Number(req.getHeader('content-length') || 0)
+    if (withBody && declaredLength > MAX_ADMIN_BODY_BYTES) {
+      return sendError(res, new HttpError(413, `request body larger than ${MAX_ADMIN_BODY_BYTES} bytes`), { ...cors, connection: 'close' })
+    }
+    trackAbort(res)
+    const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
+    const authorized = deps.auth === null ? Promise.resolve() : deps.auth.authorize(authorization, scope)
+    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, body: bytes, cors })).catch((error: unknown) => {
+      if (error instanceof HttpError) return sendError(res, error, cors)
+      deps.logger.error({ err: error }, 'admin request failed')
+      sendError(res, new HttpError(500, 'internal error'), cors)
+    })
+  }
+}
+
+export function preflight (allowsOrigin: OriginPolicy) {
+  return (res: HttpResponse, req: HttpRequest): void => {
+    const cors = corsHeaders(allowsOrigin, req.getHeader('origin'), req.getHeader('host'))
+    if (cors === null) return sendError(res, new HttpError(403, 'origin not allowed'))
+    send(res, 204, '', { ...preflightHeaders(cors), allow: 'GET, POST, DELETE, OPTIONS' })
+  }
+}
+
+export function methodNotAllowed (allow: string) {
+  return (res: HttpResponse): void => sendError(res, new HttpError(405, 'method not allowed', { allow }))
+}
+
+function notFound (): HttpError {
+  return new HttpError(404, 'session not found')
+}
+
+function requireJsonObject (body: Buffer): void {
+  let value: unknown
+  try {
+    value = JSON.parse(body.toString('utf8'))
+  } catch {
+    throw new HttpError(400, 'request body is not valid JSON')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new HttpError(400, 'request body must be a JSON object')
+  }
+}
+
+function creationResult ({ session, initiatorToken, responderToken }: CreatedSession, publicBaseUrl: string) {
+  const url = publicBaseUrl === '' ? {} : {
+    initiator_url: `${publicBaseUrl}/relay/${session.id}`,
+    responder_url: `${publicBaseUrl}/relay/${session.id}`,
+  }
+  return {
+    id: session.id,
+    initiator_token: initiatorToken,
+    responder_token: responderToken,
+    ...url,
+    created_at: iso(session.createdAt),
+    expires_at: iso(session.expiresAt),
+  }
+}

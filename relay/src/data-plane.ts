@@ -1,0 +1,115 @@
+import { HttpError } from './errors.js'
+import type { Forwarder } from './forwarding.js'
+import { sendError } from './http.js'
+import type { Logger } from './logger.js'
+import type { AttachRefusal, Metrics } from './metrics.js'
+import type { OriginPolicy } from './origins.js'
+import type { PeerData, SessionTable, Slot } from './sessions.js'
+import { isWellFormedToken } from './tokens.js'
+import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocketBehavior } from './uws.js'
+
+export type DataPlaneDeps = {
+  table: SessionTable
+  forwarder: Forwarder
+  metrics: Metrics
+  logger: Logger
+  allowsOrigin: OriginPolicy
+  /** -1: no limit of its own (the per-connection backlog still bounds a message). */
+  maxFrameSize: number
+  maxBacklog: number
+}
+
+/** What uWS 20.30 reports when it closes a connection for a message above maxPayloadLength. */
+const TOO_BIG_MESSAGE = 'Received too big message'
+/** uWS's close code for a connection lost without a close frame. */
+const ABNORMAL_CLOSURE = 1006
+/** Close both sides if a peer answers no ping for this long; uWS pings automatically. */
+const IDLE_TIMEOUT_SECONDS = 120
+
+export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerData> {
+  const { table, forwarder, metrics, logger } = deps
+
+  function refuse (res: HttpResponse, reason: AttachRefusal, status: number, message: string): void {
+    metrics.attachRefused[reason]++
+    sendError(res, new HttpError(status, message))
+  }
+
+  return {
+    compression: 0, // uWS.DISABLED: a relay of opaque payloads gains nothing from it
+    maxPayloadLength: deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize,
+    // uWS drops sends past this; the relay closes the session at the same limit before that.
+    maxBackpressure: deps.maxBacklog,
+    closeOnBackpressureLimit: false as unknown as number, // a boolean at run time, typed as a number in 20.30
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    sendPingsAutomatically: true,
+
+    upgrade (res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+      // Every check is synchronous, so the request is still valid when we upgrade.
+      const key = req.getHeader('sec-websocket-key')
+      if (key === '' || req.getHeader('sec-websocket-version') !== '13') {
+        return refuse(res, 'bad_request', 400, 'invalid websocket upgrade request')
+      }
+      // Browsers always send Origin on a WebSocket upgrade; other clients need not, and an
+      // Origin check protects nothing against a client that chooses its own headers.
+      const origin = req.getHeader('origin')
+      if (origin !== '' && !deps.allowsOrigin(origin, req.getHeader('host'))) {
+        return refuse(res, 'origin', 403, 'origin not allowed')
+      }
+      const session = table.find(req.getParameter(0) ?? '')
+      if (session === undefined) return refuse(res, 'not_found', 404, 'session not found')
+      const token = slotToken(req.getHeader('authorization'), req.getQuery() ?? '')
+      if (token === '') return refuse(res, 'unauthorized', 401, 'missing slot token')
+      if (!isWellFormedToken(token)) return refuse(res, 'unauthorized', 401, 'invalid slot token')
+      const slot = table.slotForToken(session, token)
+      if (slot === null || session.closed) return refuse(res, 'unauthorized', 401, 'invalid slot token')
+      if (slot.peer !== null) return refuse(res, 'conflict', 409, 'slot already connected')
+      // The relay chooses no subprotocol for its peers, but a client that offered some
+      // gets the first one back, since browsers fail the handshake otherwise.
+      const protocol = req.getHeader('sec-websocket-protocol').split(',')[0]?.trim() ?? ''
+      res.upgrade<PeerData>({ slot, ended: false }, key, protocol, '', context)
+    },
+
+    open (ws): void {
+      const slot = ws.getUserData().slot
+      table.attach(slot, ws)
+      forwarder.deliverHeld(slot)
+    },
+
+    message (ws, message, isBinary): void {
+      const data = ws.getUserData()
+      if (!data.ended) forwarder.forward(data.slot, message, isBinary)
+    },
+
+    drain (ws): void {
+      const data = ws.getUserData()
+      if (!data.ended) forwarder.drained(data.slot)
+    },
+
+    close (ws, code, message): void {
+      const data = ws.getUserData()
+      if (data.ended) return // the relay closed it and has already accounted for it
+      data.ended = true
+      const slot: Slot = data.slot
+      table.releasePeer(slot)
+      if (code === ABNORMAL_CLOSURE) {
+        const reason = Buffer.from(message).toString()
+        if (reason === TOO_BIG_MESSAGE) {
+          metrics.framesTooBig++
+          logger.info({ session: slot.session.id, slot: slot.name, limit: deps.maxFrameSize }, 'message above the frame size limit')
+        }
+        table.dropped(slot, reason === '' ? 'connection lost' : reason)
+        return
+      }
+      // A close frame is a deliberate end: the counterpart gets the same code and reason.
+      table.close(slot.session, 'peer_closed', code, new Uint8Array(message).slice(), false)
+    },
+  }
+}
+
+/** The slot token from `Authorization: Bearer` or, for browsers, the `token` query parameter. */
+function slotToken (authorization: string, query: string): string {
+  const match = /^Bearer +(\S+) *$/i.exec(authorization)
+  if (match !== null) return match[1] as string
+  if (query === '') return ''
+  return new URLSearchParams(query).get('token') ?? ''
+}

@@ -1,0 +1,49 @@
+import { parseConfig } from './config.js'
+import { ConfigError, NativeUwsMissingError } from './errors.js'
+import { createLogger } from './logger.js'
+import { startRelay } from './server.js'
+import { loadUws } from './uws.js'
+
+/** Hard stop if graceful shutdown hangs: orchestrators escalate to SIGKILL anyway. */
+const SHUTDOWN_TIMEOUT_MS = 5_000
+
+async function main (): Promise<void> {
+  let config
+  let uws
+  try {
+    config = parseConfig(process.argv.slice(2), process.env)
+    uws = loadUws()
+  } catch (error) {
+    if (error instanceof ConfigError) exitWith(2, `relay: ${error.message}`)
+    if (error instanceof NativeUwsMissingError) exitWith(1, `relay: ${error.message}`)
+    throw error
+  }
+
+  const logger = createLogger(config.logLevel)
+  let relay
+  try {
+    relay = await startRelay(config, { logger, uws })
+  } catch (error) {
+    if (error instanceof ConfigError) exitWith(2, `relay: ${error.message}`)
+    logger.fatal({ err: error }, 'relay failed to start')
+    process.exit(1)
+  }
+
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down')
+    setTimeout(() => process.exit(0), SHUTDOWN_TIMEOUT_MS).unref()
+    relay.shutdown().then(() => process.exit(0), (error: unknown) => {
+      logger.error({ err: error }, 'shutdown failed')
+      process.exit(1)
+    })
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
+function exitWith (code: number, line: string): never {
+  process.stderr.write(line.replace(/\n/g, ' ') + '\n')
+  process.exit(code)
+}
+
+await main()

@@ -1,0 +1,150 @@
+import { accessSync, constants } from 'node:fs'
+import type * as Uws from 'uWebSockets.js'
+import { methodNotAllowed, preflight, registerAdminRoutes } from './admin-api.js'
+import type { Authenticator, AuthOptions } from './auth.js'
+import { createAuthenticator } from './auth.js'
+import type { RelayConfig } from './config.js'
+import { dataPlaneBehavior } from './data-plane.js'
+import { discoveryHandler } from './discovery.js'
+import { ConfigError, HttpError, RelayError } from './errors.js'
+import { createForwarder } from './forwarding.js'
+import { send, sendError } from './http.js'
+import type { Logger } from './logger.js'
+import { createMetrics, renderMetrics } from './metrics.js'
+import { compileOriginPolicy } from './origins.js'
+import type { PeerData } from './sessions.js'
+import { createSessionTable } from './sessions.js'
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from './uws.js'
+import { loadUws } from './uws.js'
+
+export type RelayServer = {
+  /** The port it listens on (the one the OS picked when the address asked for port 0). */
+  port: number
+  /** Stop accepting, close every peer with 1001, and release the port. */
+  shutdown (): Promise<void>
+}
+
+export type RelayDeps = {
+  logger: Logger
+  uws?: typeof Uws
+  /** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
+  auth?: Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs'>>
+}
+
+/** How long shutdown waits for peers to acknowledge their close frames. */
+const SHUTDOWN_GRACE_MS = 2_000
+
+export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise<RelayServer> {
+  const { logger } = deps
+  const uws = deps.uws ?? loadUws()
+  const app = createApp(uws, config)
+  const metrics = createMetrics()
+  const allowsOrigin = compileOriginPolicy(config.allowedOrigins)
+
+  let auth: Authenticator | null = null
+  if (config.noAuth) {
+    logger.warn('auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production')
+  } else {
+    auth = createAuthenticator({ issuer: config.oidcIssuer, audience: config.oidcAudience, logger, ...deps.auth })
+    if (config.oidcAudience === '') logger.warn('no --oidc-audience: tokens issued for any audience are accepted')
+  }
+
+  const table = createSessionTable({
+    ttlMs: config.sessionTtlMs,
+    peerWaitMs: config.peerWaitMs,
+    reapIntervalMs: config.reapIntervalMs,
+    logger,
+    metrics,
+  })
+  const forwarder = createForwarder(table, {
+    maxBacklog: config.maxBacklog,
+    maxTotalBacklog: config.maxTotalBacklog,
+    metrics,
+  })
+
+  let openSockets = 0
+  const behavior = dataPlaneBehavior({
+    table, forwarder, metrics, logger, allowsOrigin, maxFrameSize: config.maxFrameSize, maxBacklog: config.maxBacklog,
+  })
+  const { open, close } = behavior
+  app.ws<PeerData>('/relay/:id', {
+    ...behavior,
+    open (ws) { openSockets++; open?.(ws) },
+    close (ws, code, message) { openSockets--; close?.(ws, code, message) },
+  })
+  app.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
+    // uWS passes upgrades without a Sec-WebSocket-Key here rather than to the ws route.
+    if (req.getHeader('upgrade') !== '') {
+      metrics.attachRefused.bad_request++
+      return sendError(res, new HttpError(400, 'invalid websocket upgrade request'))
+    }
+    sendError(res, new HttpError(426, 'websocket upgrade required', { upgrade: 'websocket', connection: 'Upgrade' }))
+  })
+
+  registerAdminRoutes(app, { table, auth, allowsOrigin, publicBaseUrl: config.publicBaseUrl, logger })
+
+  app.get('/.well-known/relay-config', discoveryHandler({
+    auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
+  }))
+  app.options('/.well-known/relay-config', preflight(allowsOrigin))
+  app.any('/.well-known/relay-config', methodNotAllowed('GET'))
+
+  app.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
+  app.any('/healthz', methodNotAllowed('GET'))
+
+  app.get('/metrics', (res: HttpResponse) => {
+    const text = renderMetrics(metrics, {
+      sessionsByState: table.countByState(),
+      backlogBytes: table.backlog.total,
+      connections: table.connections(),
+    })
+    send(res, 200, text, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+  })
+  app.any('/metrics', methodNotAllowed('GET'))
+
+  app.any('/*', (res: HttpResponse) => sendError(res, new HttpError(404, 'not found')))
+
+  const listenSocket = await listen(uws, app, config.addr.host, config.addr.port)
+  const port = uws.us_socket_local_port(listenSocket)
+  logger.info({ host: config.addr.host || '*', port, tls: config.tlsCert !== '' }, 'relay listening')
+
+  let stopping: Promise<void> | null = null
+  function shutdown (): Promise<void> {
+    stopping ??= (async () => {
+      uws.us_listen_socket_close(listenSocket)
+      table.closeAll('shutdown', 1001, 'relay shutting down')
+      auth?.close()
+      const deadline = Date.now() + SHUTDOWN_GRACE_MS
+      while (openSockets > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+      ;(app as TemplatedApp & { close (): void }).close()
+      logger.info('relay stopped')
+    })()
+    return stopping
+  }
+
+  return { port, shutdown }
+}
+
+function createApp (uws: typeof Uws, config: RelayConfig): TemplatedApp {
+  if (config.tlsCert === '') return uws.App()
+  for (const [flag, file] of [['--tls-cert', config.tlsCert], ['--tls-key', config.tlsKey]] as const) {
+    try {
+      accessSync(file, constants.R_OK)
+    } catch {
+      throw new ConfigError(`cannot read ${flag} file ${file}`)
+    }
+  }
+  return uws.SSLApp({ cert_file_name: config.tlsCert, key_file_name: config.tlsKey })
+}
+
+function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    const done = (socket: us_listen_socket | false): void => {
+      if (socket === false) reject(new RelayError(`cannot listen on ${host || '*'}:${port}`))
+      else resolve(socket)
+    }
+    // An empty host listens on every interface, IPv4 and IPv6.
+    if (host === '') app.listen(port, done)
+    else app.listen(host, port, done)
+  })
+}

@@ -1,0 +1,308 @@
+import type { Logger } from './logger.js'
+import type { CloseReason, Metrics, SessionState } from './metrics.js'
+import { digestToken, newSessionId, newSlotToken, sameDigest } from './tokens.js'
+import type { WebSocket } from './uws.js'
+
+export type SlotName = 'initiator' | 'responder'
+
+/** uWS per-connection user data. `ended` turns true once the relay or the peer closed it. */
+export type PeerData = { slot: Slot; ended: boolean }
+export type Peer = WebSocket<PeerData>
+
+/** A message held for a slot: its peer is away, or it waits for the end-of-turn flush. */
+export type HeldMessage = { data: Uint8Array; isBinary: boolean }
+
+export type Slot = {
+  name: SlotName
+  session: Session
+  other: Slot
+  tokenDigest: Buffer
+  peer: Peer | null
+  held: HeldMessage[]
+  heldBytes: number
+  /** Last value of the peer's getBufferedAmount() the relay saw. */
+  buffered: number
+  /** Set while the flush of `held` is scheduled. */
+  flushQueued: boolean
+  /** Runs while this slot is empty after the session has had a peer: peer-wait. */
+  waitTimer: NodeJS.Timeout | null
+}
+
+export type Session = {
+  id: string
+  createdAt: number
+  expiresAt: number
+  lastActivity: number
+  bytesIn: number
+  bytesOut: number
+  closed: boolean
+  everAttached: boolean
+  initiator: Slot
+  responder: Slot
+}
+
+export type SessionView = {
+  id: string
+  state: SessionState
+  created_at: string
+  expires_at: string
+  last_activity: string
+  bytes_in: number
+  bytes_out: number
+  initiator_connected: boolean
+  responder_connected: boolean
+}
+
+export type CreatedSession = { session: Session; initiatorToken: string; responderToken: string }
+
+export type SessionTableOptions = {
+  ttlMs: number
+  peerWaitMs: number
+  reapIntervalMs: number
+  logger: Logger
+  metrics: Metrics
+}
+
+export type SessionTable = ReturnType<typeof createSessionTable>
+
+// setTimeout fires at once for delays past 2^31-1 ms; longer waits are re-armed.
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+export function createSessionTable (opts: SessionTableOptions) {
+  const { logger, metrics } = opts
+  // Every session gets the same TTL, so insertion order is expiry order: the head of the
+  // map is always the next to expire and one timer serves the whole table.
+  const sessions = new Map<string, Session>()
+  const closedIds: string[] = []
+  /** Bytes waiting to reach peers, across the process: socket backlogs plus held messages. */
+  const backlog = { total: 0 }
+  let connections = 0
+  let expiryTimer: NodeJS.Timeout | null = null
+  const reapTimer = setInterval(sweep, opts.reapIntervalMs)
+  reapTimer.unref()
+
+  function create (): CreatedSession {
+    const now = Date.now()
+    const initiatorToken = newSlotToken()
+    const responderToken = newSlotToken()
+    const session = {
+      id: newSessionId(),
+      createdAt: now,
+      expiresAt: now + opts.ttlMs,
+      lastActivity: now,
+      bytesIn: 0,
+      bytesOut: 0,
+      closed: false,
+      everAttached: false,
+    } as Session
+    session.initiator = newSlot('initiator', session, digestToken(initiatorToken))
+    session.responder = newSlot('responder', session, digestToken(responderToken))
+    session.initiator.other = session.responder
+    session.responder.other = session.initiator
+    sessions.set(session.id, session)
+    metrics.sessionsCreated++
+    if (expiryTimer === null) armExpiry(session.expiresAt)
+    logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
+    return { session, initiatorToken, responderToken }
+  }
+
+  /** A session that can still be read: not removed and not past its expiry. */
+  function find (id: string): Session | undefined {
+    const session = sessions.get(id)
+    if (session === undefined || session.expiresAt <= Date.now()) return undefined
+    return session
+  }
+
+  function list (): Session[] {
+    const now = Date.now()
+    const live: Session[] = []
+    for (const session of sessions.values()) if (session.expiresAt > now) live.push(session)
+    return live
+  }
+
+  /**
+   * The slot a token opens. Both digests are always compared, in constant time, so the
+   * answer's timing says nothing about which slot, or whether any, matched.
+   */
+  function slotForToken (session: Session, token: string): Slot | null {
+    const digest = digestToken(token)
+    const initiator = sameDigest(digest, session.initiator.tokenDigest)
+    const responder = sameDigest(digest, session.responder.tokenDigest)
+    if (initiator) return session.initiator
+    if (responder) return session.responder
+    return null
+  }
+
+  function attach (slot: Slot, peer: Peer): void {
+    const session = slot.session
+    slot.peer = peer
+    connections++
+    session.everAttached = true
+    session.lastActivity = Date.now()
+    stopWaiting(slot)
+    if (slot.other.peer === null && slot.other.waitTimer === null) startWaiting(slot.other)
+    logger.info({ session: session.id, slot: slot.name, state: stateOf(session) }, 'peer attached')
+  }
+
+  /** The peer's connection was lost without a close frame: the slot may be reattached within peer-wait. */
+  function dropped (slot: Slot, why: string): void {
+    const session = slot.session
+    releasePeer(slot)
+    session.lastActivity = Date.now()
+    startWaiting(slot)
+    logger.info({ session: session.id, slot: slot.name, state: stateOf(session), why }, 'peer dropped')
+  }
+
+  /** Forget the slot's connection, after uWS reported it closed or before the relay ends it. */
+  function releasePeer (slot: Slot): void {
+    if (slot.peer === null) return
+    slot.peer = null
+    connections--
+    backlog.total -= slot.buffered
+    slot.buffered = 0
+  }
+
+  /**
+   * Close a session: end both peers with `code`, kill its tokens. Removed sessions answer 404
+   * at once; the others stay visible as `closed` until the next sweep.
+   */
+  function close (session: Session, reason: CloseReason, code: number, message: string | Uint8Array, remove: boolean): void {
+    if (!session.closed) {
+      session.closed = true
+      for (const slot of [session.initiator, session.responder]) {
+        stopWaiting(slot)
+        backlog.total -= slot.heldBytes
+        slot.held = []
+        slot.heldBytes = 0
+        endPeer(slot, code, message)
+      }
+      metrics.sessionsClosed[reason]++
+      logger.info({ session: session.id, reason, code }, 'session closed')
+      if (!remove) closedIds.push(session.id)
+    }
+    if (remove && sessions.delete(session.id)) logger.info({ session: session.id }, 'session removed')
+  }
+
+  function endPeer (slot: Slot, code: number, message: string | Uint8Array): void {
+    const peer = slot.peer
+    if (peer === null) return
+    // Mark first: end() runs the close handler synchronously, which must not treat this as a drop.
+    peer.getUserData().ended = true
+    releasePeer(slot)
+    peer.end(code, message)
+  }
+
+  function startWaiting (slot: Slot): void {
+    if (slot.waitTimer !== null || slot.session.closed) return
+    slot.waitTimer = setTimeout(() => {
+      slot.waitTimer = null
+      close(slot.session, 'peer_wait', 4002, 'peer did not arrive', false)
+    }, opts.peerWaitMs)
+  }
+
+  function stopWaiting (slot: Slot): void {
+    if (slot.waitTimer === null) return
+    clearTimeout(slot.waitTimer)
+    slot.waitTimer = null
+  }
+
+  function armExpiry (at: number): void {
+    expiryTimer = setTimeout(expireDue, Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS))
+    expiryTimer.unref()
+  }
+
+  function expireDue (): void {
+    expiryTimer = null
+    const now = Date.now()
+    for (const session of sessions.values()) {
+      if (session.expiresAt > now) {
+        armExpiry(session.expiresAt)
+        return
+      }
+      close(session, 'expired', 4001, 'session expired', true)
+    }
+  }
+
+  /** The periodic reap: closed sessions leave the table (expired ones left it when they expired). */
+  function sweep (): void {
+    const ids = closedIds.splice(0)
+    for (const id of ids) sessions.delete(id)
+    if (ids.length > 0) logger.info({ removed: ids.length }, 'swept closed sessions')
+    expireDue()
+  }
+
+  /** Close every session with `code`, for shutdown, and stop the timers. */
+  function closeAll (reason: CloseReason, code: number, message: string): void {
+    for (const session of sessions.values()) close(session, reason, code, message, true)
+    stop()
+  }
+
+  function stop (): void {
+    clearInterval(reapTimer)
+    if (expiryTimer !== null) clearTimeout(expiryTimer)
+    expiryTimer = null
+  }
+
+  function countByState (): Record<SessionState, number> {
+    const counts: Record<SessionState, number> = { pending: 0, half_open: 0, open: 0, closed: 0 }
+    for (const session of list()) counts[stateOf(session)]++
+    return counts
+  }
+
+  return {
+    create,
+    find,
+    list,
+    slotForToken,
+    attach,
+    dropped,
+    releasePeer,
+    close,
+    sweep,
+    closeAll,
+    stop,
+    countByState,
+    backlog,
+    connections: () => connections,
+    size: () => sessions.size,
+  }
+}
+
+function newSlot (name: SlotName, session: Session, tokenDigest: Buffer): Slot {
+  return {
+    name,
+    session,
+    other: undefined as unknown as Slot, // linked right after both slots exist
+    tokenDigest,
+    peer: null,
+    held: [],
+    heldBytes: 0,
+    buffered: 0,
+    flushQueued: false,
+    waitTimer: null,
+  }
+}
+
+export function stateOf (session: Session): SessionState {
+  if (session.closed) return 'closed'
+  const connected = (session.initiator.peer === null ? 0 : 1) + (session.responder.peer === null ? 0 : 1)
+  return connected === 0 ? 'pending' : connected === 1 ? 'half_open' : 'open'
+}
+
+export function viewOf (session: Session): SessionView {
+  return {
+    id: session.id,
+    state: stateOf(session),
+    created_at: iso(session.createdAt),
+    expires_at: iso(session.expiresAt),
+    last_activity: iso(session.lastActivity),
+    bytes_in: session.bytesIn,
+    bytes_out: session.bytesOut,
+    initiator_connected: session.initiator.peer !== null,
+    responder_connected: session.responder.peer !== null,
+  }
+}
+
+export function iso (ms: number): string {
+  return new Date(ms).toISOString()
+}
