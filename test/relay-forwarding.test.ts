@@ -1,0 +1,87 @@
+// What no client can observe from outside: that a large message is handed to uWS as the very
+// buffer it arrived in, and that a send uWS reports as dropped closes the session. The peers
+// here are stand-ins for uWS WebSocket objects; everything else is the relay's own code.
+import t from 'tap'
+import type { Test } from 'tap'
+import { createForwarder, DIRECT_SEND_MIN_BYTES } from '../relay/src/forwarding.js'
+import { createLogger } from '../relay/src/logger.js'
+import { createMetrics } from '../relay/src/metrics.js'
+import type { Peer, PeerData, Slot } from '../relay/src/sessions.js'
+import { createSessionTable } from '../relay/src/sessions.js'
+
+type Sent = { message: unknown; isBinary: boolean }
+
+function fakePeer (slot: Slot, answer: () => number = () => 1) {
+  const data: PeerData = { slot, ended: false }
+  const sent: Sent[] = []
+  const ends: Array<[number, string]> = []
+  let corked = 0
+  const peer = {
+    getUserData: () => data,
+    send: (message: unknown, isBinary: boolean) => { sent.push({ message, isBinary }); return answer() },
+    getBufferedAmount: () => 0,
+    cork: (fn: () => void) => { corked++; fn() },
+    end: (code: number, message: string | Uint8Array) => { ends.push([code, Buffer.from(message).toString()]) },
+  }
+  return { peer: peer as unknown as Peer, sent, ends, corks: () => corked }
+}
+
+function setup (t: Test) {
+  const metrics = createMetrics()
+  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
+  t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
+  const forwarder = createForwarder(table, { maxBacklog: 1024 * 1024, maxTotalBacklog: 4 * 1024 * 1024, metrics })
+  const { session } = table.create()
+  return { table, forwarder, session, metrics }
+}
+
+t.test('a large message goes to the peer as the same ArrayBuffer, without a copy', async (t) => {
+  const { table, forwarder, session } = setup(t)
+  const responder = fakePeer(session.responder)
+  table.attach(session.responder, responder.peer)
+  const message = new ArrayBuffer(DIRECT_SEND_MIN_BYTES)
+  forwarder.forward(session.initiator, message, true)
+  t.equal(responder.sent.length, 1)
+  t.equal(responder.sent[0]!.message, message, 'the received buffer itself is sent')
+  t.equal(session.bytesOut, DIRECT_SEND_MIN_BYTES)
+})
+
+t.test('small messages are copied, then written in one corked batch per event-loop turn', async (t) => {
+  const { table, forwarder, session } = setup(t)
+  const responder = fakePeer(session.responder)
+  table.attach(session.responder, responder.peer)
+  const messages = [1, 2, 3].map((n) => new Uint8Array([n]).buffer)
+  for (const m of messages) forwarder.forward(session.initiator, m, false)
+  t.equal(responder.sent.length, 0, 'nothing written inside the handler')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(responder.corks(), 1, 'one corked flush')
+  t.same(responder.sent.map((s) => [...(s.message as Uint8Array)]), [[1], [2], [3]], 'in order')
+  t.ok(responder.sent.every((s, i) => s.message !== messages[i] && s.isBinary === false), 'copies, types kept')
+})
+
+t.test('a large message behind held ones is held too, so order is kept', async (t) => {
+  const { table, forwarder, session } = setup(t)
+  const responder = fakePeer(session.responder)
+  table.attach(session.responder, responder.peer)
+  forwarder.forward(session.initiator, new Uint8Array([7]).buffer, true)
+  forwarder.forward(session.initiator, new ArrayBuffer(DIRECT_SEND_MIN_BYTES * 2), true)
+  t.equal(responder.sent.length, 0)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(responder.sent.map((s) => (s.message as Uint8Array).byteLength), [1, DIRECT_SEND_MIN_BYTES * 2])
+})
+
+t.test('a send uWS reports as dropped closes the session with 4003', async (t) => {
+  for (const size of [1, DIRECT_SEND_MIN_BYTES]) {
+    const { table, forwarder, session, metrics } = setup(t)
+    const initiator = fakePeer(session.initiator)
+    const responder = fakePeer(session.responder, () => 2)
+    table.attach(session.initiator, initiator.peer)
+    table.attach(session.responder, responder.peer)
+    forwarder.forward(session.initiator, new ArrayBuffer(size), true)
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(session.closed, true, `${size}-byte message`)
+    t.same(responder.ends, [[4003, 'receiver too slow']])
+    t.same(initiator.ends, [[4003, 'receiver too slow']])
+    t.equal(metrics.sessionsClosed.too_slow, 1)
+  }
+})
