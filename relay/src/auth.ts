@@ -111,8 +111,10 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       return await set(header, token)
     } catch (error) {
-      // A key the relay has not seen: the provider may have rotated. Refresh, rate-limited.
-      if (codeOf(error) !== 'ERR_JWKS_NO_MATCHING_KEY' || Date.now() - lastAttempt < refreshCooldownMs) throw error
+      // A key the relay has not seen: the provider may have rotated. Refresh, rate-limited;
+      // joining a refresh already in flight costs no fetch, so it is never refused.
+      if (codeOf(error) !== 'ERR_JWKS_NO_MATCHING_KEY') throw error
+      if (inFlight === null && Date.now() - lastAttempt < refreshCooldownMs) throw error
       return (await refresh())(header, token)
     }
   }
