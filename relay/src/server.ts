@@ -134,7 +134,12 @@ function createApp (uws: typeof Uws, config: RelayConfig): TemplatedApp {
       throw new ConfigError(`cannot read ${flag} file ${file}`)
     }
   }
-  return uws.SSLApp({ cert_file_name: config.tlsCert, key_file_name: config.tlsKey })
+  try {
+    return uws.SSLApp({ cert_file_name: config.tlsCert, key_file_name: config.tlsKey })
+  } catch {
+    // uWS only says "App construction failed": the files are readable but not a PEM pair.
+    throw new ConfigError(`--tls-cert ${config.tlsCert} and --tls-key ${config.tlsKey} are not a valid PEM certificate and key`)
+  }
 }
 
 function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
