@@ -152,7 +152,8 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
 }
 
 function bearerToken (authorization: string): string {
-  if (authorization === '') throw unauthorized('missing bearer token')
+  // RFC 6750 §3.1: a request without credentials gets the challenge but no error code.
+  if (authorization === '') throw new HttpError(401, 'missing bearer token', { 'www-authenticate': 'Bearer' })
   const match = BEARER.exec(authorization)
   if (match === null) throw unauthorized('malformed authorization header')
   const token = match[1] as string
