@@ -73,7 +73,7 @@ function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: H
     const id = withBody ? '' : req.getParameter(0) ?? ''
     const declaredLength = Number(req.getHeader('content-length') || 0)
     if (withBody && declaredLength > MAX_ADMIN_BODY_BYTES) {
-      return sendError(res, new HttpError(413, `request body larger than ${MAX_ADMIN_BODY_BYTES} bytes`), { ...cors, connection: 'close' })
+      return sendError(res, new HttpError(413, `request body larger than ${MAX_ADMIN_BODY_BYTES} bytes`), cors)
     }
     trackAbort(res)
     const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
