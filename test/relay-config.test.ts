@@ -1,12 +1,7 @@
 import t from 'tap'
-import {
-  parseBytes,
-  parseConfig,
-  parseListenAddress,
-  settings,
-  usage,
-  type RelayConfig,
-} from '../relay/src/config.js'
+import { parseBytes, parseListenAddress } from '../common/src/settings.js'
+import { parseConfig, relayUsage, settings } from '../relay/src/config.js'
+import type { RelayConfig } from '../relay/src/config.js'
 import { ConfigError } from '../relay/src/errors.js'
 
 const issuer = 'https://id.example.com/realms/relay/'
@@ -310,7 +305,7 @@ t.test('settings table', async (t) => {
     t.match(row.env, /^RELAY_[A-Z]+(?:_[A-Z]+)*$/, row.env)
     t.ok(row.help.length > 0, `${row.flag} has help`)
   }
-  const text = usage()
+  const text = relayUsage()
   for (const row of settings) t.ok(text.includes(`${row.flag}, ${row.env}`), `usage lists ${row.flag}`)
   t.ok(text.includes('(default 1h)'), 'usage shows defaults')
 })

@@ -1,6 +1,7 @@
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import type { FlattenedJWSInput, JSONWebKeySet, JWSHeaderParameters, JWTPayload } from 'jose'
 import { HttpError, IdpUnavailableError } from './errors.js'
+import { bearerCredentials } from './http.js'
 import type { Logger } from './logger.js'
 
 export const SCOPES = ['relay:session:create', 'relay:session:read', 'relay:session:delete'] as const
@@ -41,7 +42,6 @@ export type Authenticator = {
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
 const MAX_TOKEN_LENGTH = 16 * 1024
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
-const BEARER = /^Bearer +(\S+) *$/i
 
 type KeySet = ReturnType<typeof createLocalJWKSet>
 
@@ -154,9 +154,8 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
 function bearerToken (authorization: string): string {
   // RFC 6750 §3.1: a request without credentials gets the challenge but no error code.
   if (authorization === '') throw new HttpError(401, 'missing bearer token', { 'www-authenticate': 'Bearer' })
-  const match = BEARER.exec(authorization)
-  if (match === null) throw unauthorized('malformed authorization header')
-  const token = match[1] as string
+  const token = bearerCredentials(authorization)
+  if (token === null) throw unauthorized('malformed authorization header')
   if (token.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(token)) throw unauthorized('malformed token')
   return token
 }

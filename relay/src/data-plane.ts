@@ -1,6 +1,6 @@
 import { HttpError } from './errors.js'
 import type { Forwarder } from './forwarding.js'
-import { sendError } from './http.js'
+import { bearerCredentials, sendError } from './http.js'
 import type { Logger } from './logger.js'
 import type { AttachRefusal, Metrics } from './metrics.js'
 import type { OriginPolicy } from './origins.js'
@@ -108,8 +108,8 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
 
 /** The slot token from `Authorization: Bearer` or, for browsers, the `token` query parameter. */
 function slotToken (authorization: string, query: string): string {
-  const match = /^Bearer +(\S+) *$/i.exec(authorization)
-  if (match !== null) return match[1] as string
+  const fromHeader = bearerCredentials(authorization)
+  if (fromHeader !== null) return fromHeader
   if (query === '') return ''
   return new URLSearchParams(query).get('token') ?? ''
 }

@@ -8,10 +8,8 @@ export class RelayError extends Error {
   }
 }
 
-/** A setting that does not parse: the process exits with code 2. */
-export class ConfigError extends RelayError {
-  override readonly code = 'ERR_CONFIG'
-}
+/** A setting that does not parse: the process exits with code 2. Shared with the control plane. */
+export { ConfigError } from '../../common/src/settings.js'
 
 /** uWebSockets.js fell back to its JavaScript implementation. */
 export class NativeUwsMissingError extends RelayError {

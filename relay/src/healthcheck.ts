@@ -2,7 +2,7 @@
 // relay serves TLS. Exit 0 when healthy, 1 otherwise.
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { parseListenAddress } from './config.js'
+import { parseListenAddress } from '../../common/src/settings.js'
 
 const TIMEOUT_MS = 3_000
 
