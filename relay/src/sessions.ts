@@ -9,7 +9,7 @@ export type SlotName = 'initiator' | 'responder'
 export type PeerData = { slot: Slot; ended: boolean }
 export type Peer = WebSocket<PeerData>
 
-/** A message held for a slot: its peer is away, or it waits for the end-of-turn flush. */
+/** A message kept for a slot whose peer is away. */
 export type HeldMessage = { data: Uint8Array; isBinary: boolean }
 
 export type Slot = {
@@ -18,11 +18,15 @@ export type Slot = {
   other: Slot
   tokenDigest: Buffer
   peer: Peer | null
+  /** Copies of messages that arrived while the peer was away, oldest first. Empty while it is attached. */
   held: HeldMessage[]
   heldBytes: number
+  /** Messages waiting in the forwarder's arena for this turn's flush: flat (offset, length, isBinary) triples. */
+  queued: number[]
+  queuedBytes: number
   /** Last value of the peer's getBufferedAmount() the relay saw. */
   buffered: number
-  /** Set while the flush of `held` is scheduled. */
+  /** Set while the flush of `queued` is scheduled. */
   flushQueued: boolean
   /** Runs while this slot is empty after the session has had a peer: peer-wait. */
   waitTimer: NodeJS.Timeout | null
@@ -171,9 +175,11 @@ export function createSessionTable (opts: SessionTableOptions) {
       session.closed = true
       for (const slot of [session.initiator, session.responder]) {
         stopWaiting(slot)
-        backlog.total -= slot.heldBytes
+        backlog.total -= slot.heldBytes + slot.queuedBytes
         slot.held = []
         slot.heldBytes = 0
+        slot.queued = []
+        slot.queuedBytes = 0
         endPeer(slot, code, message)
       }
       metrics.sessionsClosed[reason]++
@@ -277,6 +283,8 @@ function newSlot (name: SlotName, session: Session, tokenDigest: Buffer): Slot {
     peer: null,
     held: [],
     heldBytes: 0,
+    queued: [],
+    queuedBytes: 0,
     buffered: 0,
     flushQueued: false,
     waitTimer: null,

@@ -1,0 +1,266 @@
+// One benchmark case in its own process: N session pairs, the initiator of each sends binary
+// frames of one size as fast as its responder receives them (within a window), then at a
+// fixed rate for latency. Every frame carries a sequence number and every receiver checks
+// order and count: a single lost or reordered frame fails the run.
+//
+// Input: one JSON argument (GeneratorCase). Output: one JSON line (GeneratorResult).
+import type { Socket } from 'node:net'
+import { clientFrameHeader, closeFrame, createFrameParser, PREFIX_BYTES, rawWebSocket } from './frames.js'
+import { cpuTicks, rssBytes, TICKS_PER_SECOND } from './proc.js'
+
+export type GeneratorCase = {
+  /** http://host:port of the server under test. */
+  url: string
+  /** The server's pid, for its CPU time and RSS. */
+  pid: number
+  size: number
+  pairs: number
+  warmupMs: number
+  durationMs: number
+  /** Messages per second across all pairs for the latency phase; 0: half the peak just measured. */
+  latencyRate: number
+  /** How long the latency phase lasts; 0 skips it. */
+  latencyMs: number
+  windowBytes: number
+  windowMessages: number
+  /** Bearer token for POST /admin/sessions, when the server wants one. */
+  adminToken?: string
+}
+
+export type GeneratorResult = {
+  messagesPerSec: number
+  mbPerSec: number
+  serverCpuPercent: number
+  serverRssBytes: number
+  generatorCpuPercent: number
+  latency: { rate: number; samples: number; p50Ms: number; p99Ms: number } | null
+  messagesChecked: number
+}
+
+type Pair = {
+  index: number
+  sender: Socket
+  receiver: Socket
+  sent: number
+  received: number
+  /** Frames that may be in flight at once: bounded in messages and in bytes. */
+  window: number
+}
+
+/** Up to this many small frames go out in one write. */
+const MAX_BATCH_FRAMES = 512
+/** Frames from this size on are written as a header plus a shared, never-modified body. */
+const SHARED_BODY_FROM = 4096
+
+async function main (): Promise<void> {
+  const c = JSON.parse(process.argv[2] ?? '{}') as GeneratorCase
+  if (c.size < PREFIX_BYTES) throw new Error(`frames must be at least ${PREFIX_BYTES} bytes`)
+  const target = new URL(c.url)
+  const host = target.hostname
+  const port = Number(target.port)
+
+  const header = clientFrameHeader(c.size)
+  const frameBytes = header.length + c.size
+  const sharedBody = Buffer.alloc(c.size - PREFIX_BYTES)
+  // A batch of small frames, built once; each write copies it and stamps the prefixes.
+  const template = Buffer.alloc(frameBytes * MAX_BATCH_FRAMES)
+  for (let i = 0; i < MAX_BATCH_FRAMES; i++) header.copy(template, i * frameBytes)
+
+  let failure: Error | null = null
+  let receivedTotal = 0
+  const latencies: number[] = []
+
+  let saturating = true
+  let finished = false
+  let pacer: ReturnType<typeof createPacer> | null = null
+  const pairs: Pair[] = []
+  for (let index = 0; index < c.pairs; index++) {
+    const session = await createSession(c.url, c.adminToken)
+    const path = `/relay/${session.id}`
+    const window = Math.max(2, Math.min(c.windowMessages, Math.floor(c.windowBytes / c.size)))
+    const pair: Pair = { index, sender: null as unknown as Socket, receiver: null as unknown as Socket, sent: 0, received: 0, window }
+    const parse = createFrameParser((seq, sentAt) => {
+      if (seq !== pair.received) {
+        failure ??= new Error(`pair ${index}: expected frame ${pair.received}, got ${seq}: lost or reordered`)
+      }
+      pair.received++
+      receivedTotal++
+      if (sentAt !== 0n) latencies.push(Number(process.hrtime.bigint() - sentAt) / 1e6)
+    }, (code) => { failure ??= new Error(`pair ${index}: the server closed the receiver with ${code}`) })
+    pair.receiver = await rawWebSocket(host, port, path, session.responder_token, (chunk) => {
+      parse(chunk)
+      // Top the sender's window up after every read, so writes batch.
+      if (saturating) send(pair, pair.window - (pair.sent - pair.received))
+      else pacer?.pump()
+    })
+    pair.sender = await rawWebSocket(host, port, path, session.initiator_token, createFrameParser(() => {}, (code) => {
+      failure ??= new Error(`pair ${index}: the server closed the sender with ${code}`)
+    }))
+    pairs.push(pair)
+    for (const socket of [pair.sender, pair.receiver]) {
+      socket.on('error', (error) => { failure ??= error })
+      socket.on('close', () => { if (!finished) failure ??= new Error(`pair ${index}: connection closed`) })
+    }
+  }
+
+  /** Write `count` frames to the pair's sender, each stamped with `now` (0: no latency sample). */
+  function send (pair: Pair, count: number, now = 0n): void {
+    if (count <= 0 || failure !== null) return
+    if (c.size >= SHARED_BODY_FROM) {
+      pair.sender.cork()
+      for (let k = 0; k < count; k++) {
+        const head = Buffer.allocUnsafe(header.length + PREFIX_BYTES)
+        header.copy(head)
+        head.writeUInt32LE(pair.sent++, header.length)
+        head.writeUInt32LE(0, header.length + 4)
+        head.writeBigUInt64LE(now, header.length + 8)
+        pair.sender.write(head)
+        pair.sender.write(sharedBody)
+      }
+      pair.sender.uncork()
+      return
+    }
+    while (count > 0) {
+      const frames = Math.min(count, MAX_BATCH_FRAMES)
+      const batch = Buffer.allocUnsafe(frames * frameBytes)
+      template.copy(batch, 0, 0, frames * frameBytes)
+      for (let k = 0, at = header.length; k < frames; k++, at += frameBytes) {
+        batch.writeUInt32LE(pair.sent++, at)
+        batch.writeBigUInt64LE(now, at + 8)
+      }
+      pair.sender.write(batch)
+      count -= frames
+    }
+  }
+
+  // Saturation: fill every window; reads keep them full.
+  for (const pair of pairs) send(pair, pair.window)
+  await sleep(c.warmupMs)
+  const start = snapshot(c.pid, receivedTotal)
+  await sleep(c.durationMs)
+  const end = snapshot(c.pid, receivedTotal)
+  saturating = false
+  await drain(pairs, () => failure)
+
+  const seconds = (end.at - start.at) / 1000
+  const messages = end.received - start.received
+  let latency: GeneratorResult['latency'] = null
+  if (c.latencyMs > 0 && failure === null) {
+    const rate = c.latencyRate > 0 ? c.latencyRate : Math.round(messages / seconds / 2)
+    pacer = createPacer(pairs, rate, send)
+    latency = await measureLatency({ ...c, latencyRate: rate }, pacer, pairs, latencies, () => failure)
+  }
+
+  finished = true
+  for (const pair of pairs) {
+    pair.sender.write(closeFrame(1000))
+    pair.sender.end()
+    pair.receiver.end()
+  }
+  if (failure !== null) throw failure
+
+  const result: GeneratorResult = {
+    messagesPerSec: messages / seconds,
+    mbPerSec: (messages * c.size) / seconds / 1e6,
+    serverCpuPercent: ((end.serverTicks - start.serverTicks) / TICKS_PER_SECOND / seconds) * 100,
+    serverRssBytes: end.serverRss,
+    generatorCpuPercent: ((end.ownCpu - start.ownCpu) / 1e6 / seconds) * 100,
+    latency,
+    messagesChecked: pairs.reduce((n, p) => n + p.received, 0),
+  }
+  process.stdout.write(JSON.stringify(result) + '\n')
+}
+
+/**
+ * Send at a fixed total rate, spread over the pairs, and take one-way latencies after a short
+ * settle. Each frame carries the time it was due, not the time it left: when the generator
+ * or a full window holds a frame back, that wait counts as latency (no coordinated omission).
+ * `pump` runs on a 1 ms tick and after every read, so a full window refills at once.
+ */
+function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, dueAt: bigint) => void) {
+  const origin = process.hrtime.bigint()
+  const nsPerMessage = 1e9 / rate
+  let due = 0
+  let next = 0
+  let stopped = false
+  function pump (): void {
+    if (stopped) return
+    const target = Math.floor(Number(process.hrtime.bigint() - origin) / nsPerMessage)
+    // Round-robin over the pairs until caught up, never past a pair's window.
+    let stalled = 0
+    while (due < target && stalled < pairs.length) {
+      const pair = pairs[next]!
+      next = (next + 1) % pairs.length
+      const room = pair.window - (pair.sent - pair.received)
+      const count = Math.min(room, Math.ceil((target - due) / pairs.length))
+      if (count <= 0) {
+        stalled++
+        continue
+      }
+      stalled = 0
+      send(pair, count, origin + BigInt(Math.round(due * nsPerMessage)))
+      due += count
+    }
+  }
+  return { pump, stop: () => { stopped = true }, elapsedMs: () => Number(process.hrtime.bigint() - origin) / 1e6 }
+}
+
+async function measureLatency (
+  c: GeneratorCase,
+  pacer: ReturnType<typeof createPacer>,
+  pairs: Pair[],
+  latencies: number[],
+  failed: () => Error | null,
+): Promise<GeneratorResult['latency']> {
+  const settleMs = Math.min(500, c.latencyMs / 4)
+  let dropFrom = -1
+  while (pacer.elapsedMs() < c.latencyMs && failed() === null) {
+    if (dropFrom === -1 && pacer.elapsedMs() >= settleMs) dropFrom = latencies.length
+    pacer.pump()
+    await sleep(1)
+  }
+  pacer.stop()
+  await drain(pairs, failed)
+  const samples = Float64Array.from(latencies.slice(Math.max(dropFrom, 0))).sort()
+  if (samples.length === 0) return { rate: c.latencyRate, samples: 0, p50Ms: NaN, p99Ms: NaN }
+  const at = (q: number): number => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!
+  return { rate: c.latencyRate, samples: samples.length, p50Ms: at(0.5), p99Ms: at(0.99) }
+}
+
+/** Wait until every frame sent has been received; anything missing by then is a failure. */
+async function drain (pairs: Pair[], failed: () => Error | null): Promise<void> {
+  const deadline = Date.now() + 10_000
+  while (pairs.some((p) => p.received < p.sent)) {
+    if (failed() !== null) return
+    if (Date.now() > deadline) {
+      const short = pairs.filter((p) => p.received < p.sent).map((p) => `pair ${p.index}: ${p.sent - p.received} missing`)
+      throw new Error(`frames never arrived: ${short.slice(0, 5).join(', ')}`)
+    }
+    await sleep(5)
+  }
+}
+
+function snapshot (pid: number, received: number) {
+  return { at: performance.now(), received, serverTicks: cpuTicks(pid), serverRss: rssBytes(pid), ownCpu: cpuUsed() }
+}
+
+function cpuUsed (): number {
+  const { user, system } = process.cpuUsage()
+  return user + system
+}
+
+async function createSession (url: string, token?: string): Promise<{ id: string; initiator_token: string; responder_token: string }> {
+  const response = await fetch(`${url}/admin/sessions`, {
+    method: 'POST',
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  })
+  if (response.status !== 201) throw new Error(`POST /admin/sessions answered ${response.status}`)
+  return await response.json() as { id: string; initiator_token: string; responder_token: string }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+main().catch((error: unknown) => {
+  process.stderr.write(`load generator: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exit(1)
+})

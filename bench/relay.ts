@@ -1,0 +1,234 @@
+// npm run bench:relay -- [--sizes 16,1024,65536,1048576] [--pairs 1,100] [--targets relay,ws,tcp]
+//   [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3] [--window-bytes 1MiB]
+//   [--window-messages 1024] [--latency-rate N] [--json]
+//
+// Frame throughput of the relay against two baselines in the same run, each target in its
+// own process and the load generator in another, on loopback. Each case runs `repetitions`
+// times and reports medians. Latency is measured at a fixed rate: --latency-rate messages
+// per second if given, else half the peak that same run reached.
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { cpus, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { parseDuration } from '../common/src/duration.js'
+import { parseBytes } from '../common/src/settings.js'
+import type { GeneratorCase, GeneratorResult } from './load-generator.js'
+
+type Options = {
+  sizes: number[]
+  pairs: number[]
+  targets: TargetName[]
+  warmupMs: number
+  durationMs: number
+  latencyMs: number
+  repetitions: number
+  windowBytes: number
+  windowMessages: number
+  latencyRate: number
+  json: boolean
+}
+
+type TargetName = 'relay' | 'ws' | 'tcp'
+
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
+
+/** How each target starts; `{port}` is replaced by a free port. */
+const TARGETS: Record<TargetName, { label: string; argv: string[] }> = {
+  relay: { label: 'relay (uWS)', argv: [here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn'] },
+  ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
+  tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
+}
+
+export type CaseResult = {
+  target: TargetName
+  size: number
+  pairs: number
+  runs: GeneratorResult[]
+  median: {
+    messagesPerSec: number
+    mbPerSec: number
+    p50Ms: number
+    p99Ms: number
+    latencyRate: number
+    serverCpuPercent: number
+    serverRssBytes: number
+    generatorCpuPercent: number
+  }
+}
+
+async function main (): Promise<void> {
+  const options = parseOptions(process.argv.slice(2))
+  const results: CaseResult[] = []
+  for (const name of options.targets) {
+    const server = await startTarget(name)
+    try {
+      for (const size of options.sizes) {
+        for (const pairs of options.pairs) {
+          const runs: GeneratorResult[] = []
+          for (let r = 0; r < options.repetitions; r++) {
+            runs.push(await runCase(options, server, size, pairs))
+            if (!options.json) process.stderr.write('.')
+          }
+          results.push({ target: name, size, pairs, runs, median: medians(runs) })
+        }
+      }
+    } finally {
+      server.process.kill('SIGTERM')
+    }
+  }
+  if (!options.json) process.stderr.write('\n')
+  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version }
+  if (options.json) process.stdout.write(JSON.stringify({ date: new Date().toISOString(), machine, options, results }, null, 2) + '\n')
+  else process.stdout.write(table(results, machine))
+}
+
+type Target = { process: ChildProcess; port: number; pid: number }
+
+async function startTarget (name: TargetName): Promise<Target> {
+  const port = await freePort()
+  const argv = TARGETS[name].argv.map((arg) => arg.replace('{port}', String(port)))
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'inherit'] })
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break
+    } catch {}
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${name} did not start`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return { process: child, port, pid: child.pid as number }
+}
+
+function runCase (options: Options, server: Target, size: number, pairs: number): Promise<GeneratorResult> {
+  const input: GeneratorCase = {
+    url: `http://127.0.0.1:${server.port}`,
+    pid: server.pid,
+    size,
+    pairs,
+    warmupMs: options.warmupMs,
+    durationMs: options.durationMs,
+    latencyRate: options.latencyRate,
+    latencyMs: options.latencyMs,
+    windowBytes: options.windowBytes,
+    windowMessages: options.windowMessages,
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [here('./load-generator.js'), JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (chunk) => { out += chunk })
+    child.stderr.on('data', (chunk) => { err += chunk })
+    child.on('exit', (code) => {
+      if (code === 0) return resolve(JSON.parse(out) as GeneratorResult)
+      // Loss, reordering or a refused connection: stop everything, loudly.
+      reject(new Error(`${size} B x ${pairs} pairs failed (exit ${code}): ${err.trim()}`))
+    })
+  })
+}
+
+function medians (runs: GeneratorResult[]): CaseResult['median'] {
+  const median = (pick: (r: GeneratorResult) => number): number => {
+    const values = runs.map(pick).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b)
+    return values.length === 0 ? NaN : values[Math.floor(values.length / 2)]!
+  }
+  return {
+    messagesPerSec: median((r) => r.messagesPerSec),
+    mbPerSec: median((r) => r.mbPerSec),
+    p50Ms: median((r) => r.latency?.p50Ms ?? NaN),
+    p99Ms: median((r) => r.latency?.p99Ms ?? NaN),
+    latencyRate: median((r) => r.latency?.rate ?? NaN),
+    serverCpuPercent: median((r) => r.serverCpuPercent),
+    serverRssBytes: median((r) => r.serverRssBytes),
+    generatorCpuPercent: median((r) => r.generatorCpuPercent),
+  }
+}
+
+function table (results: CaseResult[], machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string }): string {
+  const rows: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'lat. rate/s', 'p50 ms', 'p99 ms', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
+  const find = (target: TargetName, size: number, pairs: number) => results.find((r) => r.target === target && r.size === size && r.pairs === pairs)
+  for (const r of results) {
+    const m = r.median
+    const ws = find('ws', r.size, r.pairs)
+    const tcp = find('tcp', r.size, r.pairs)
+    rows.push([
+      `${bytes(r.size)} x ${r.pairs}`,
+      TARGETS[r.target].label,
+      Math.round(m.messagesPerSec).toLocaleString('en-US'),
+      m.mbPerSec.toFixed(1),
+      Number.isNaN(m.latencyRate) ? '-' : Math.round(m.latencyRate).toLocaleString('en-US'),
+      Number.isNaN(m.p50Ms) ? '-' : m.p50Ms.toFixed(2),
+      Number.isNaN(m.p99Ms) ? '-' : m.p99Ms.toFixed(2),
+      `${Math.round(m.serverCpuPercent)}%`,
+      `${(m.serverRssBytes / 2 ** 20).toFixed(0)} MiB`,
+      `${Math.round(m.generatorCpuPercent)}%`,
+      r.target !== 'ws' && ws !== undefined ? `${(m.messagesPerSec / ws.median.messagesPerSec).toFixed(2)}x` : '',
+      r.target !== 'tcp' && tcp !== undefined ? `${Math.round((m.mbPerSec / tcp.median.mbPerSec) * 100)}%` : '',
+    ])
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)))
+  const lines = rows.map((row) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '))
+  return `${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}\n${lines.join('\n')}\n`
+}
+
+function bytes (n: number): string {
+  if (n >= 2 ** 20 && n % 2 ** 20 === 0) return `${n / 2 ** 20} MiB`
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`
+  return `${n} B`
+}
+
+function parseOptions (argv: string[]): Options {
+  const options: Options = {
+    sizes: [16, 1024, 65536, 1048576],
+    pairs: [1, 100],
+    targets: ['relay', 'ws', 'tcp'],
+    warmupMs: 1000,
+    durationMs: 3000,
+    latencyMs: 2000,
+    repetitions: 3,
+    windowBytes: 2 ** 20,
+    windowMessages: 1024,
+    latencyRate: 0,
+    json: false,
+  }
+  const list = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean)
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!
+    if (flag === '--json') { options.json = true; continue }
+    const value = argv[++i]
+    if (value === undefined) throw new Error(`missing value for ${flag}`)
+    switch (flag) {
+      case '--sizes': options.sizes = list(value).map(parseBytes); break
+      case '--pairs': options.pairs = list(value).map(Number); break
+      case '--targets': options.targets = list(value).map((t) => {
+        if (!(t in TARGETS)) throw new Error(`unknown target ${t}`)
+        return t as TargetName
+      }); break
+      case '--warmup': options.warmupMs = parseDuration(value); break
+      case '--duration': options.durationMs = parseDuration(value); break
+      case '--latency': options.latencyMs = parseDuration(value); break
+      case '--repetitions': options.repetitions = Number(value); break
+      case '--window-bytes': options.windowBytes = parseBytes(value); break
+      case '--window-messages': options.windowMessages = Number(value); break
+      case '--latency-rate': options.latencyRate = Number(value); break
+      default: throw new Error(`unknown flag ${flag}`)
+    }
+  }
+  return options
+}
+
+async function freePort (): Promise<number> {
+  const { createServer } = await import('node:net')
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0))
+    })
+  })
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`\nbench:relay: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exit(1)
+})
