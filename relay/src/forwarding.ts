@@ -1,5 +1,5 @@
 import type { Metrics } from './metrics.js'
-import type { SessionTable, Slot } from './sessions.js'
+import type { HeldMessage, SessionTable, Slot } from './sessions.js'
 
 export type ForwardingOptions = {
   /** Per-connection limit on bytes waiting for a peer: its socket backlog plus held messages. */
@@ -11,19 +11,31 @@ export type ForwardingOptions = {
 
 /**
  * Messages at least this big go straight from the received buffer to the peer when nothing
- * is held for it; smaller ones are copied and written once per event-loop turn, because one
- * syscall per small message costs more than the copy (uWS 20.30 does not cork the other
+ * is queued for it. Smaller ones are copied and written once per event-loop turn, because
+ * one syscall per small message costs more than the copy (uWS 20.30 does not cork the other
  * socket from inside a message handler).
  */
 export const DIRECT_SEND_MIN_BYTES = 4096
+
+/** The arena starts at this size and returns to it after a turn that needed more. */
+const ARENA_BYTES = 1024 * 1024
 
 const SEND_DROPPED = 2
 
 export type Forwarder = ReturnType<typeof createForwarder>
 
+/**
+ * The hot path. A message for an attached peer is either sent at once from the buffer uWS
+ * handed us, or copied into one arena shared by every connection and written, with the rest
+ * of its turn, in one corked write per peer; the arena is then reused, so forwarding small
+ * messages allocates no buffers of its own. Only messages for a peer that is away are copied
+ * into buffers of their own, since they outlive the turn.
+ */
 export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   const { metrics } = opts
   const backlog = table.backlog
+  let arena = Buffer.allocUnsafeSlow(ARENA_BYTES)
+  let arenaUsed = 0
   let flushScheduled = false
   const toFlush: Slot[] = []
 
@@ -35,40 +47,68 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     session.lastActivity = Date.now()
     const to = from.other
     const peer = to.peer
-    if (peer !== null && to.held.length === 0 && size >= DIRECT_SEND_MIN_BYTES) {
+    if (peer === null) return hold(to, message, isBinary)
+    if (to.queued.length === 0 && size >= DIRECT_SEND_MIN_BYTES) {
       if (peer.send(message, isBinary, false) === SEND_DROPPED) return tooSlow(to)
       sent(to, size)
       observeBuffered(to)
       return
     }
-    // The ArrayBuffer is detached when the handler returns: keep a copy.
+    // The ArrayBuffer is detached when the handler returns: copy it into the arena.
+    if (arenaUsed + size > arena.length) growArena(arenaUsed + size)
+    arena.set(new Uint8Array(message), arenaUsed)
+    to.queued.push(arenaUsed, size, isBinary ? 1 : 0)
+    arenaUsed += size
+    to.queuedBytes += size
+    backlog.total += size
+    if (overLimit(to)) return tooSlow(to)
+    scheduleFlush(to)
+  }
+
+  function hold (to: Slot, message: ArrayBuffer, isBinary: boolean): void {
+    const size = message.byteLength
     to.held.push({ data: new Uint8Array(message).slice(), isBinary })
     to.heldBytes += size
     backlog.total += size
-    if (overLimit(to)) return tooSlow(to)
-    if (peer !== null) scheduleFlush(to)
+    if (overLimit(to)) tooSlow(to)
   }
 
-  /** Hand everything held for the slot to its peer, in order, in one corked write. */
+  /** A peer attached: hand it, in order, what was queued before it left and what was held while it was away. */
   function deliverHeld (slot: Slot): void {
     const peer = slot.peer
-    if (peer === null || slot.held.length === 0) return
+    if (peer === null || (slot.held.length === 0 && slot.queued.length === 0)) return
     const held = slot.held
     slot.held = []
     backlog.total -= slot.heldBytes
     slot.heldBytes = 0
     let dropped = false
     peer.cork(() => {
-      for (const message of held) {
-        if (peer.send(message.data, message.isBinary, false) === SEND_DROPPED) {
-          dropped = true
-          return
-        }
-        sent(slot, message.data.byteLength)
+      dropped = !sendQueued(slot)
+      for (let i = 0; i < held.length && !dropped; i++) {
+        const message = held[i]!
+        if (peer.send(message.data, message.isBinary, false) === SEND_DROPPED) dropped = true
+        else sent(slot, message.data.byteLength)
       }
     })
     if (dropped) return tooSlow(slot)
     observeBuffered(slot)
+  }
+
+  /** Send the slot's arena messages to its peer; false when uWS dropped one. Call inside cork. */
+  function sendQueued (slot: Slot): boolean {
+    const peer = slot.peer
+    const queued = slot.queued
+    if (peer === null || queued.length === 0) return true
+    backlog.total -= slot.queuedBytes
+    slot.queued = []
+    slot.queuedBytes = 0
+    for (let i = 0; i < queued.length; i += 3) {
+      const offset = queued[i]!
+      const size = queued[i + 1]!
+      if (peer.send(arena.subarray(offset, offset + size), queued[i + 2] === 1, false) === SEND_DROPPED) return false
+      sent(slot, size)
+    }
+    return true
   }
 
   /** The peer's socket wrote some of its backlog. */
@@ -88,11 +128,43 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
 
   function flush (): void {
     flushScheduled = false
-    const slots = toFlush.splice(0)
-    for (const slot of slots) {
+    for (let i = 0; i < toFlush.length; i++) {
+      const slot = toFlush[i]!
       slot.flushQueued = false
-      if (!slot.session.closed) deliverHeld(slot)
+      const peer = slot.peer
+      if (slot.session.closed || slot.queued.length === 0) continue
+      // The peer dropped since: its messages outlive the arena, so they become held copies.
+      if (peer === null) {
+        keepQueued(slot)
+        continue
+      }
+      let ok = true
+      peer.cork(() => { ok = sendQueued(slot) })
+      if (!ok) tooSlow(slot)
+      else observeBuffered(slot)
     }
+    toFlush.length = 0
+    arenaUsed = 0
+    if (arena.length > ARENA_BYTES) arena = Buffer.allocUnsafeSlow(ARENA_BYTES)
+  }
+
+  /** Move a slot's arena messages in front of its held ones, as copies. */
+  function keepQueued (slot: Slot): void {
+    const copies: HeldMessage[] = []
+    for (let i = 0; i < slot.queued.length; i += 3) {
+      const offset = slot.queued[i]!
+      copies.push({ data: new Uint8Array(arena.subarray(offset, offset + slot.queued[i + 1]!)), isBinary: slot.queued[i + 2] === 1 })
+    }
+    slot.held = copies.concat(slot.held)
+    slot.heldBytes += slot.queuedBytes
+    slot.queued = []
+    slot.queuedBytes = 0
+  }
+
+  function growArena (needed: number): void {
+    const bigger = Buffer.allocUnsafeSlow(Math.max(needed, arena.length * 2))
+    arena.copy(bigger, 0, 0, arenaUsed)
+    arena = bigger
   }
 
   function sent (to: Slot, size: number): void {
@@ -111,7 +183,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   }
 
   function overLimit (slot: Slot): boolean {
-    return slot.buffered + slot.heldBytes > opts.maxBacklog || backlog.total > opts.maxTotalBacklog
+    return slot.buffered + slot.heldBytes + slot.queuedBytes > opts.maxBacklog || backlog.total > opts.maxTotalBacklog
   }
 
   function tooSlow (slot: Slot): void {
