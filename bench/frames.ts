@@ -2,7 +2,7 @@
 // frames built once and sent in batches, and a parser that reads frames by length only.
 //
 // Every payload starts with a 16-byte prefix: a u32 sequence number (LE), 4 spare bytes and
-// a u64 send time in nanoseconds (process.hrtime), so receivers check order and count and
+// a float64 send time in milliseconds (performance.now(), 0 when not timed), so receivers check order and count and
 // measure one-way latency without looking at the rest.
 import { createHash } from 'node:crypto'
 import { connect } from 'node:net'
@@ -39,7 +39,7 @@ export function closeFrame (code: number): Buffer {
   return Buffer.concat([clientFrameHeader(2, OPCODE_CLOSE), payload])
 }
 
-export type FrameHandler = (seq: number, sentAt: bigint, length: number) => void
+export type FrameHandler = (seq: number, sentAt: number, length: number) => void
 
 /**
  * Feed it every chunk a socket reads; it calls `onFrame` once per complete data frame with
@@ -81,8 +81,8 @@ export function createFrameParser (onFrame: FrameHandler, onClose: (code: number
     inPayload = false
     if (opcode === OPCODE_CLOSE) return onClose(length >= 2 ? prefix.readUInt16BE(0) : 1005)
     if (opcode === 0x9 || opcode === 0xa) return // ping/pong: not counted
-    if (length < PREFIX_BYTES) return onFrame(-1, 0n, length)
-    onFrame(prefix.readUInt32LE(0), prefix.readBigUInt64LE(8), length)
+    if (length < PREFIX_BYTES) return onFrame(-1, 0, length)
+    onFrame(prefix.readUInt32LE(0), prefix.readDoubleLE(8), length)
   }
 
   return (chunk: Buffer): void => {
@@ -98,7 +98,7 @@ export function createFrameParser (onFrame: FrameHandler, onClose: (code: number
             i += need
             // The whole prefix is in this chunk: decode it without copying.
             if (len >= PREFIX_BYTES && n - i >= len && op === OPCODE_BINARY) {
-              onFrame(chunk.readUInt32LE(i), chunk.readBigUInt64LE(i + 8), len)
+              onFrame(chunk.readUInt32LE(i), chunk.readDoubleLE(i + 8), len)
               i += len
               continue
             }

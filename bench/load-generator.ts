@@ -68,7 +68,7 @@ async function main (): Promise<void> {
 
   let failure: Error | null = null
   let receivedTotal = 0
-  const latencies: number[] = []
+  const latencies = createSamples(Math.ceil((c.latencyRate > 0 ? c.latencyRate : 2_000_000) * (c.latencyMs / 1000) * 1.2) + 1024)
 
   let saturating = true
   let finished = false
@@ -85,7 +85,7 @@ async function main (): Promise<void> {
       }
       pair.received++
       receivedTotal++
-      if (sentAt !== 0n) latencies.push(Number(process.hrtime.bigint() - sentAt) / 1e6)
+      if (sentAt !== 0) latencies.add(performance.now() - sentAt)
     }, (code) => { failure ??= new Error(`pair ${index}: the server closed the receiver with ${code}`) })
     pair.receiver = await rawWebSocket(host, port, path, session.responder_token, (chunk) => {
       parse(chunk)
@@ -104,7 +104,7 @@ async function main (): Promise<void> {
   }
 
   /** Write `count` frames to the pair's sender, each stamped with `now` (0: no latency sample). */
-  function send (pair: Pair, count: number, now = 0n): void {
+  function send (pair: Pair, count: number, now = 0): void {
     if (count <= 0 || failure !== null) return
     if (c.size >= SHARED_BODY_FROM) {
       pair.sender.cork()
@@ -113,7 +113,7 @@ async function main (): Promise<void> {
         header.copy(head)
         head.writeUInt32LE(pair.sent++, header.length)
         head.writeUInt32LE(0, header.length + 4)
-        head.writeBigUInt64LE(now, header.length + 8)
+        head.writeDoubleLE(now, header.length + 8)
         pair.sender.write(head)
         pair.sender.write(sharedBody)
       }
@@ -126,7 +126,7 @@ async function main (): Promise<void> {
       template.copy(batch, 0, 0, frames * frameBytes)
       for (let k = 0, at = header.length; k < frames; k++, at += frameBytes) {
         batch.writeUInt32LE(pair.sent++, at)
-        batch.writeBigUInt64LE(now, at + 8)
+        batch.writeDoubleLE(now, at + 8)
       }
       pair.sender.write(batch)
       count -= frames
@@ -168,7 +168,8 @@ async function main (): Promise<void> {
     latency,
     messagesChecked: pairs.reduce((n, p) => n + p.received, 0),
   }
-  process.stdout.write(JSON.stringify(result) + '\n')
+  // Exit once the result is out: a server that never closes its side must not hold the run.
+  process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0))
 }
 
 /**
@@ -177,15 +178,15 @@ async function main (): Promise<void> {
  * or a full window holds a frame back, that wait counts as latency (no coordinated omission).
  * `pump` runs on a 1 ms tick and after every read, so a full window refills at once.
  */
-function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, dueAt: bigint) => void) {
-  const origin = process.hrtime.bigint()
-  const nsPerMessage = 1e9 / rate
+function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, dueAt: number) => void) {
+  const origin = performance.now()
+  const msPerMessage = 1000 / rate
   let due = 0
   let next = 0
   let stopped = false
   function pump (): void {
     if (stopped) return
-    const target = Math.floor(Number(process.hrtime.bigint() - origin) / nsPerMessage)
+    const target = Math.floor((performance.now() - origin) / msPerMessage)
     // Round-robin over the pairs until caught up, never past a pair's window.
     let stalled = 0
     while (due < target && stalled < pairs.length) {
@@ -198,30 +199,30 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
         continue
       }
       stalled = 0
-      send(pair, count, origin + BigInt(Math.round(due * nsPerMessage)))
+      send(pair, count, origin + due * msPerMessage)
       due += count
     }
   }
-  return { pump, stop: () => { stopped = true }, elapsedMs: () => Number(process.hrtime.bigint() - origin) / 1e6 }
+  return { pump, stop: () => { stopped = true }, elapsedMs: () => performance.now() - origin }
 }
 
 async function measureLatency (
   c: GeneratorCase,
   pacer: ReturnType<typeof createPacer>,
   pairs: Pair[],
-  latencies: number[],
+  latencies: Samples,
   failed: () => Error | null,
 ): Promise<GeneratorResult['latency']> {
   const settleMs = Math.min(500, c.latencyMs / 4)
   let dropFrom = -1
   while (pacer.elapsedMs() < c.latencyMs && failed() === null) {
-    if (dropFrom === -1 && pacer.elapsedMs() >= settleMs) dropFrom = latencies.length
+    if (dropFrom === -1 && pacer.elapsedMs() >= settleMs) dropFrom = latencies.count()
     pacer.pump()
     await sleep(1)
   }
   pacer.stop()
   await drain(pairs, failed)
-  const samples = Float64Array.from(latencies.slice(Math.max(dropFrom, 0))).sort()
+  const samples = latencies.from(Math.max(dropFrom, 0)).sort()
   if (samples.length === 0) return { rate: c.latencyRate, samples: 0, p50Ms: NaN, p99Ms: NaN }
   const at = (q: number): number => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!
   return { rate: c.latencyRate, samples: samples.length, p50Ms: at(0.5), p99Ms: at(0.99) }
@@ -237,6 +238,19 @@ async function drain (pairs: Pair[], failed: () => Error | null): Promise<void> 
       throw new Error(`frames never arrived: ${short.slice(0, 5).join(', ')}`)
     }
     await sleep(5)
+  }
+}
+
+type Samples = ReturnType<typeof createSamples>
+
+/** Latency samples in a preallocated array, so measuring allocates nothing; past capacity they are dropped. */
+function createSamples (capacity: number) {
+  const values = new Float64Array(capacity)
+  let n = 0
+  return {
+    add: (ms: number): void => { if (n < capacity) values[n++] = ms },
+    count: (): number => n,
+    from: (start: number): Float64Array => values.slice(start, n),
   }
 }
 

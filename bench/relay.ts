@@ -1,18 +1,19 @@
 // npm run bench:relay -- [--sizes 16,1024,65536,1048576] [--pairs 1,100] [--targets relay,ws,tcp]
 //   [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3] [--window-bytes 1MiB]
-//   [--window-messages 1024] [--latency-rate N] [--json]
+//   [--window-messages 1024] [--latency-rate moderate|half|N] [--json]
 //
 // Frame throughput of the relay against two baselines in the same run, each target in its
 // own process and the load generator in another, on loopback. Each case runs `repetitions`
-// times and reports medians. Latency is measured at a fixed rate: --latency-rate messages
-// per second if given, else half the peak that same run reached.
+// times and reports medians. Latency is measured at a fixed rate after the throughput phase:
+// `moderate` (default) is the same for every target, 50,000 messages/s or 200 MB/s, whichever
+// is fewer messages; `half` is half the peak that same run reached; a number is messages/s.
 import { spawn } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
-import { fileURLToPath } from 'node:url'
 import { parseDuration } from '../common/src/duration.js'
 import { parseBytes } from '../common/src/settings.js'
 import type { GeneratorCase, GeneratorResult } from './load-generator.js'
+import type { RunningServer, ServerName } from './servers.js'
+import { scriptPath, SERVERS, startServer } from './servers.js'
 
 type Options = {
   sizes: number[]
@@ -24,20 +25,16 @@ type Options = {
   repetitions: number
   windowBytes: number
   windowMessages: number
-  latencyRate: number
+  latencyRate: 'moderate' | 'half' | number
   json: boolean
 }
 
-type TargetName = 'relay' | 'ws' | 'tcp'
-
-const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
-
-/** How each target starts; `{port}` is replaced by a free port. */
-const TARGETS: Record<TargetName, { label: string; argv: string[] }> = {
-  relay: { label: 'relay (uWS)', argv: [here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn'] },
-  ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
-  tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
+/** The `moderate` latency rate for a frame size: 50,000 messages/s, at most 200 MB/s. */
+export function moderateRate (size: number): number {
+  return Math.max(1, Math.min(50_000, Math.floor(200e6 / size)))
 }
+
+type TargetName = ServerName
 
 export type CaseResult = {
   target: TargetName
@@ -60,7 +57,7 @@ async function main (): Promise<void> {
   const options = parseOptions(process.argv.slice(2))
   const results: CaseResult[] = []
   for (const name of options.targets) {
-    const server = await startTarget(name)
+    const server = await startServer(name)
     try {
       for (const size of options.sizes) {
         for (const pairs of options.pairs) {
@@ -82,24 +79,7 @@ async function main (): Promise<void> {
   else process.stdout.write(table(results, machine))
 }
 
-type Target = { process: ChildProcess; port: number; pid: number }
-
-async function startTarget (name: TargetName): Promise<Target> {
-  const port = await freePort()
-  const argv = TARGETS[name].argv.map((arg) => arg.replace('{port}', String(port)))
-  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'inherit'] })
-  const deadline = Date.now() + 10_000
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break
-    } catch {}
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${name} did not start`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return { process: child, port, pid: child.pid as number }
-}
-
-function runCase (options: Options, server: Target, size: number, pairs: number): Promise<GeneratorResult> {
+function runCase (options: Options, server: RunningServer, size: number, pairs: number): Promise<GeneratorResult> {
   const input: GeneratorCase = {
     url: `http://127.0.0.1:${server.port}`,
     pid: server.pid,
@@ -107,13 +87,13 @@ function runCase (options: Options, server: Target, size: number, pairs: number)
     pairs,
     warmupMs: options.warmupMs,
     durationMs: options.durationMs,
-    latencyRate: options.latencyRate,
+    latencyRate: options.latencyRate === 'moderate' ? moderateRate(size) : options.latencyRate === 'half' ? 0 : options.latencyRate,
     latencyMs: options.latencyMs,
     windowBytes: options.windowBytes,
     windowMessages: options.windowMessages,
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [here('./load-generator.js'), JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [scriptPath('./load-generator.js'), JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
     child.stdout.on('data', (chunk) => { out += chunk })
@@ -152,7 +132,7 @@ function table (results: CaseResult[], machine: { cpus: number; cpuModel: string
     const tcp = find('tcp', r.size, r.pairs)
     rows.push([
       `${bytes(r.size)} x ${r.pairs}`,
-      TARGETS[r.target].label,
+      SERVERS[r.target].label,
       Math.round(m.messagesPerSec).toLocaleString('en-US'),
       m.mbPerSec.toFixed(1),
       Number.isNaN(m.latencyRate) ? '-' : Math.round(m.latencyRate).toLocaleString('en-US'),
@@ -187,7 +167,7 @@ function parseOptions (argv: string[]): Options {
     repetitions: 3,
     windowBytes: 2 ** 20,
     windowMessages: 1024,
-    latencyRate: 0,
+    latencyRate: 'moderate',
     json: false,
   }
   const list = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean)
@@ -200,7 +180,7 @@ function parseOptions (argv: string[]): Options {
       case '--sizes': options.sizes = list(value).map(parseBytes); break
       case '--pairs': options.pairs = list(value).map(Number); break
       case '--targets': options.targets = list(value).map((t) => {
-        if (!(t in TARGETS)) throw new Error(`unknown target ${t}`)
+        if (!(t in SERVERS)) throw new Error(`unknown target ${t}`)
         return t as TargetName
       }); break
       case '--warmup': options.warmupMs = parseDuration(value); break
@@ -209,23 +189,11 @@ function parseOptions (argv: string[]): Options {
       case '--repetitions': options.repetitions = Number(value); break
       case '--window-bytes': options.windowBytes = parseBytes(value); break
       case '--window-messages': options.windowMessages = Number(value); break
-      case '--latency-rate': options.latencyRate = Number(value); break
+      case '--latency-rate': options.latencyRate = value === 'moderate' || value === 'half' ? value : Number(value); break
       default: throw new Error(`unknown flag ${flag}`)
     }
   }
   return options
-}
-
-async function freePort (): Promise<number> {
-  const { createServer } = await import('node:net')
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0))
-    })
-  })
 }
 
 main().catch((error: unknown) => {

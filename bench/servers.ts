@@ -1,0 +1,50 @@
+// Starting the servers under test: each in its own process, on a port the kernel says is free.
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+
+export type ServerName = 'relay' | 'ws' | 'tcp'
+export type RunningServer = { process: ChildProcess; port: number; pid: number }
+
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
+
+/** How each server starts; `{port}` is replaced by a free port. */
+export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
+  relay: { label: 'relay (uWS)', argv: [here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn'] },
+  ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
+  tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
+}
+
+export async function startServer (name: ServerName, extraArgs: string[] = []): Promise<RunningServer> {
+  const port = await freePort()
+  const argv = [...SERVERS[name].argv, ...extraArgs].map((arg) => arg.replace('{port}', String(port)))
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'inherit'] })
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break
+    } catch {}
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill()
+      throw new Error(`${name} did not start`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return { process: child, port, pid: child.pid as number }
+}
+
+export function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0))
+    })
+  })
+}
+
+export function scriptPath (path: string): string {
+  return here(path)
+}
