@@ -1,6 +1,6 @@
 import type { Logger } from './logger.js'
 import type { CloseReason, Metrics, SessionState } from './metrics.js'
-import { digestToken, newSessionId, newSlotToken, sameDigest } from './tokens.js'
+import { newCredentials, slotOfToken } from './tokens.js'
 import type { WebSocket } from './uws.js'
 
 export type SlotName = 'initiator' | 'responder'
@@ -16,7 +16,6 @@ export type Slot = {
   name: SlotName
   session: Session
   other: Slot
-  tokenDigest: Buffer
   peer: Peer | null
   /** Copies of messages that arrived while the peer was away, oldest first. Empty while it is attached. */
   held: HeldMessage[]
@@ -41,6 +40,8 @@ export type Session = {
   bytesOut: number
   closed: boolean
   everAttached: boolean
+  /** SHA-256 of the initiator's then the responder's token (see tokens.ts). */
+  tokenDigests: Buffer
   initiator: Slot
   responder: Slot
 }
@@ -87,10 +88,9 @@ export function createSessionTable (opts: SessionTableOptions) {
 
   function create (): CreatedSession {
     const now = Date.now()
-    const initiatorToken = newSlotToken()
-    const responderToken = newSlotToken()
+    const { id, initiatorToken, responderToken, digests } = newCredentials()
     const session = {
-      id: newSessionId(),
+      id,
       createdAt: now,
       expiresAt: now + opts.ttlMs,
       lastActivity: now,
@@ -98,9 +98,10 @@ export function createSessionTable (opts: SessionTableOptions) {
       bytesOut: 0,
       closed: false,
       everAttached: false,
+      tokenDigests: digests,
     } as Session
-    session.initiator = newSlot('initiator', session, digestToken(initiatorToken))
-    session.responder = newSlot('responder', session, digestToken(responderToken))
+    session.initiator = newSlot('initiator', session)
+    session.responder = newSlot('responder', session)
     session.initiator.other = session.responder
     session.responder.other = session.initiator
     sessions.set(session.id, session)
@@ -124,17 +125,10 @@ export function createSessionTable (opts: SessionTableOptions) {
     return live
   }
 
-  /**
-   * The slot a token opens. Both digests are always compared, in constant time, so the
-   * answer's timing says nothing about which slot, or whether any, matched.
-   */
+  /** The slot a token opens, or null; see slotOfToken for why it takes constant time. */
   function slotForToken (session: Session, token: string): Slot | null {
-    const digest = digestToken(token)
-    const initiator = sameDigest(digest, session.initiator.tokenDigest)
-    const responder = sameDigest(digest, session.responder.tokenDigest)
-    if (initiator) return session.initiator
-    if (responder) return session.responder
-    return null
+    const slot = slotOfToken(session.tokenDigests, token)
+    return slot === 0 ? session.initiator : slot === 1 ? session.responder : null
   }
 
   function attach (slot: Slot, peer: Peer): void {
@@ -274,12 +268,11 @@ export function createSessionTable (opts: SessionTableOptions) {
   }
 }
 
-function newSlot (name: SlotName, session: Session, tokenDigest: Buffer): Slot {
+function newSlot (name: SlotName, session: Session): Slot {
   return {
     name,
     session,
     other: undefined as unknown as Slot, // linked right after both slots exist
-    tokenDigest,
     peer: null,
     held: [],
     heldBytes: 0,
