@@ -9,9 +9,12 @@ export type RunningServer = { process: ChildProcess; port: number; pid: number }
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
 
+/** The relay runs as in production (see the Dockerfile and `npm run relay`). */
+const RELAY_NODE_FLAGS = ['--max-semi-space-size=4']
+
 /** How each server starts; `{port}` is replaced by a free port. */
 export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
-  relay: { label: 'relay (uWS)', argv: [here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn'] },
+  relay: { label: 'relay (uWS)', argv: [...RELAY_NODE_FLAGS, here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn'] },
   ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
   tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
 }
