@@ -38,13 +38,16 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   let arenaUsed = 0
   let flushScheduled = false
   const toFlush: Slot[] = []
+  // The clock is read once per event-loop turn: every message of a turn arrived within
+  // microseconds, and one syscall-free read per message still showed in profiles.
+  let turnClock = 0
 
   /** A message from `from`'s peer, bound for the other slot. */
   function forward (from: Slot, message: ArrayBuffer, isBinary: boolean): void {
     const session = from.session
     const size = message.byteLength
     session.bytesIn += size
-    session.lastActivity = Date.now()
+    session.lastActivity = now()
     const to = from.other
     const peer = to.peer
     if (peer === null) return hold(to, message, isBinary)
@@ -116,18 +119,30 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     observeBuffered(slot)
   }
 
+  function now (): number {
+    if (turnClock === 0) {
+      turnClock = Date.now()
+      endOfTurn()
+    }
+    return turnClock
+  }
+
   function scheduleFlush (slot: Slot): void {
     if (slot.flushQueued) return
     slot.flushQueued = true
     toFlush.push(slot)
-    if (!flushScheduled) {
-      flushScheduled = true
-      setImmediate(flush)
-    }
+    endOfTurn()
+  }
+
+  function endOfTurn (): void {
+    if (flushScheduled) return
+    flushScheduled = true
+    setImmediate(flush)
   }
 
   function flush (): void {
     flushScheduled = false
+    turnClock = 0
     for (let i = 0; i < toFlush.length; i++) {
       const slot = toFlush[i]!
       slot.flushQueued = false
