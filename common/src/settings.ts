@@ -20,6 +20,8 @@ export type Setting<C, K extends keyof C = keyof C> = {
   default: string
   parse: (text: string) => C[K]
   help: string
+  /** The value may hold a password: error messages leave it out. */
+  secret?: boolean
 }
 
 /**
@@ -40,7 +42,8 @@ export function readSettings<C> (settings: ReadonlyArray<Setting<C>>, argv: stri
     try {
       values[row.key as string] = row.parse(value)
     } catch (err) {
-      throw new ConfigError(`invalid value ${JSON.stringify(value)} for ${source}: ${(err as Error).message}`)
+      const shown = row.secret === true ? 'value' : `value ${JSON.stringify(value)}`
+      throw new ConfigError(`invalid ${shown} for ${source}: ${(err as Error).message}`)
     }
   }
   return values as C

@@ -16,10 +16,8 @@ export class NativeUwsMissingError extends RelayError {
   override readonly code = 'ERR_UWS_NATIVE_MISSING'
 }
 
-/** The identity provider's discovery document or keys cannot be fetched. */
-export class IdpUnavailableError extends RelayError {
-  override readonly code = 'ERR_IDP_UNAVAILABLE'
-}
+/** The identity provider's discovery document or keys cannot be fetched. Shared with the control plane. */
+export { IdpUnavailableError } from '../../common/src/oidc-keys.js'
 
 /** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
 export class HttpError extends RelayError {

@@ -5,13 +5,8 @@ import type { HttpResponse } from './uws.js'
 export type Headers = Record<string, string>
 
 const JSON_TYPE = 'application/json'
-const BEARER = /^Bearer +(\S+) *$/i
 
-/** The credentials of an `Authorization: Bearer ...` header; null when it is absent or another scheme. */
-export function bearerCredentials (authorization: string): string | null {
-  const match = BEARER.exec(authorization)
-  return match === null ? null : match[1] as string
-}
+export { bearerCredentials } from '../../common/src/oidc-keys.js'
 
 export function statusLine (status: number): string {
   return `${status} ${STATUS_CODES[status] ?? 'Unknown'}`

@@ -1,0 +1,218 @@
+// What both processes need to verify JWTs from an OpenID provider: the discovery document and
+// the key set it points at, cached, refreshed (rate-limited) when a token names an unknown key,
+// and retried in the background while the provider cannot be reached; plus the verification
+// of an `Authorization: Bearer` JWT against them. What a valid token may then do (scopes,
+// claims) is each process's own business.
+import { createLocalJWKSet, jwtVerify } from 'jose'
+import type { FlattenedJWSInput, JSONWebKeySet, JWSHeaderParameters, JWTPayload } from 'jose'
+
+/** The provider's discovery document or keys cannot be fetched. */
+export class IdpUnavailableError extends Error {
+  readonly code = 'ERR_IDP_UNAVAILABLE'
+  constructor (message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'IdpUnavailableError'
+  }
+}
+
+/** A bearer token that is missing or not acceptable; the message is safe to show the caller. */
+export class TokenRejectedError extends Error {
+  readonly code = 'ERR_TOKEN_REJECTED'
+  /** No credentials at all: RFC 6750 §3.1 wants the challenge without an error code then. */
+  readonly missing: boolean
+  constructor (message: string, missing = false) {
+    super(message)
+    this.name = 'TokenRejectedError'
+    this.missing = missing
+  }
+}
+
+type KeySet = ReturnType<typeof createLocalJWKSet>
+type KeyResolver = (header: JWSHeaderParameters, token: FlattenedJWSInput) => ReturnType<KeySet>
+
+/** The subset of a pino logger this module writes to. */
+export type OidcLogger = {
+  info (details: object, message: string): void
+  warn (details: object, message: string): void
+}
+
+export type OidcKeysOptions = {
+  issuer: string
+  logger: OidcLogger
+  /** Every fetch from the provider gives up after this long. */
+  fetchTimeoutMs?: number
+  /** At most one key refresh per this long, however many unknown `kid`s arrive. */
+  refreshCooldownMs?: number
+  /** While the provider is unreachable, retry in the background this often. */
+  retryMs?: number
+}
+
+export type OidcKeys = {
+  issuer: string
+  /** A jose key resolver; rejects with IdpUnavailableError when no keys can be had. */
+  getKey: KeyResolver
+  /** The discovery document (its issuer checked); rejects with IdpUnavailableError while it cannot be fetched. */
+  discovery (): Promise<Record<string, unknown>>
+  close (): void
+}
+
+export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
+  const fetchTimeoutMs = opts.fetchTimeoutMs ?? 5_000
+  const refreshCooldownMs = opts.refreshCooldownMs ?? 5_000
+  const retryMs = opts.retryMs ?? 5_000
+  const { issuer, logger } = opts
+
+  let document: Record<string, unknown> | null = null
+  let keys: KeySet | null = null
+  let lastAttempt = 0
+  let inFlight: Promise<KeySet> | null = null
+  let available = true
+  let retryTimer: NodeJS.Timeout | null = null
+
+  /** Fetch the discovery document, then the keys it points at. One fetch at a time. */
+  function refresh (): Promise<KeySet> {
+    if (inFlight !== null) return inFlight
+    lastAttempt = Date.now()
+    inFlight = (async () => {
+      try {
+        const fresh = checkDiscovery(await fetchJson(discoveryUrl(issuer), fetchTimeoutMs), issuer)
+        const jwks = await fetchJson(fresh.jwks_uri as string, fetchTimeoutMs) as JSONWebKeySet
+        if (!Array.isArray(jwks?.keys)) throw new Error('JWKS without a keys array')
+        document = fresh
+        keys = createLocalJWKSet(jwks)
+        if (!available) logger.info({ issuer }, 'identity provider reachable again')
+        available = true
+        return keys
+      } catch (error) {
+        if (available) logger.warn({ issuer, err: describe(error) }, 'identity provider unavailable')
+        available = false
+        throw new IdpUnavailableError('identity provider unavailable', { cause: error })
+      } finally {
+        inFlight = null
+      }
+    })()
+    return inFlight
+  }
+
+  async function currentKeys (): Promise<KeySet> {
+    if (keys !== null) return keys
+    // Not loaded yet: try again, but not more than once per cooldown while it keeps failing.
+    if (inFlight === null && Date.now() - lastAttempt < Math.min(refreshCooldownMs, 1_000)) {
+      throw new IdpUnavailableError('identity provider unavailable')
+    }
+    return refresh()
+  }
+
+  function retryUntilLoaded (): void {
+    refresh().catch(() => {
+      retryTimer = setTimeout(retryUntilLoaded, retryMs)
+      retryTimer.unref()
+    })
+  }
+  retryUntilLoaded()
+
+  async function getKey (header: JWSHeaderParameters, token: FlattenedJWSInput): ReturnType<KeySet> {
+    const set = await currentKeys()
+    try {
+      return await set(header, token)
+    } catch (error) {
+      // A key not seen yet: the provider may have rotated. Refresh, rate-limited; joining a
+      // refresh already in flight costs no fetch, so it is never refused.
+      if (codeOf(error) !== 'ERR_JWKS_NO_MATCHING_KEY') throw error
+      if (inFlight === null && Date.now() - lastAttempt < refreshCooldownMs) throw error
+      return (await refresh())(header, token)
+    }
+  }
+
+  async function discovery (): Promise<Record<string, unknown>> {
+    await currentKeys()
+    return document as Record<string, unknown>
+  }
+
+  function close (): void {
+    if (retryTimer !== null) clearTimeout(retryTimer)
+  }
+
+  return { issuer, getKey, discovery, close }
+}
+
+// Only asymmetric algorithms: a verifier that accepted HS256 could be fooled by a token
+// "signed" with the provider's public key.
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
+const MAX_TOKEN_LENGTH = 16 * 1024
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
+const BEARER = /^Bearer +(\S+) *$/i
+
+/** The credentials of an `Authorization: Bearer ...` header; null when it is absent or another scheme. */
+export function bearerCredentials (authorization: string): string | null {
+  const match = BEARER.exec(authorization)
+  return match === null ? null : match[1] as string
+}
+
+/**
+ * Verify the JWT of an Authorization header: signature by one of the provider's keys with an
+ * asymmetric algorithm, `iss`, `exp`/`nbf`, and `aud` when an audience is given (empty: any).
+ * Rejects with TokenRejectedError (the reason is in the message) or IdpUnavailableError.
+ */
+export async function verifyBearer (keys: OidcKeys, authorization: string, audience: string): Promise<JWTPayload> {
+  if (authorization === '') throw new TokenRejectedError('missing bearer token', true)
+  const token = bearerCredentials(authorization)
+  if (token === null) throw new TokenRejectedError('malformed authorization header')
+  if (token.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(token)) throw new TokenRejectedError('malformed token')
+  try {
+    const { payload } = await jwtVerify(token, keys.getKey, {
+      issuer: keys.issuer,
+      algorithms: ALGORITHMS,
+      ...(audience === '' ? {} : { audience }),
+    })
+    return payload
+  } catch (error) {
+    if (error instanceof IdpUnavailableError) throw error
+    throw new TokenRejectedError(rejectionReason(error))
+  }
+}
+
+function rejectionReason (error: unknown): string {
+  switch (codeOf(error)) {
+    case 'ERR_JWT_EXPIRED': return 'token expired'
+    case 'ERR_JOSE_ALG_NOT_ALLOWED': return 'token algorithm not accepted'
+    case 'ERR_JWKS_NO_MATCHING_KEY': return 'token signing key unknown'
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED': return 'invalid token signature'
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED': {
+      const claim = (error as { claim?: string }).claim
+      if (claim === 'iss') return 'token issuer not accepted'
+      if (claim === 'aud') return 'token audience not accepted'
+      if (claim === 'nbf') return 'token not yet valid'
+      return 'invalid token claims'
+    }
+    default: return 'invalid token'
+  }
+}
+
+function codeOf (error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined
+}
+
+function describe (error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } })?.cause
+  const message = error instanceof Error ? error.message : String(error)
+  return cause?.code !== undefined ? `${message} (${cause.code})` : message
+}
+
+function discoveryUrl (issuer: string): string {
+  return `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`
+}
+
+async function fetchJson (url: string, timeoutMs: number): Promise<unknown> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } })
+  if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`)
+  return response.json()
+}
+
+function checkDiscovery (doc: unknown, issuer: string): Record<string, unknown> {
+  const d = (typeof doc === 'object' && doc !== null ? doc : {}) as Record<string, unknown>
+  // OpenID Connect Discovery 1.0 §4.3: the document must name the issuer it was fetched for.
+  if (d.issuer !== issuer) throw new Error(`discovery document names issuer ${JSON.stringify(d.issuer)}, expected ${issuer}`)
+  if (typeof d.jwks_uri !== 'string') throw new Error('discovery document has no jwks_uri')
+  return d
+}

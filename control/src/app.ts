@@ -1,0 +1,130 @@
+// The control plane's HTTP application: Fastify with TypeBox validation, one error handler,
+// the OpenAPI document, /healthz, and the /api/v1 routes behind authentication.
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import Fastify from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { Authenticator } from './auth.js'
+import { requireToken } from './auth.js'
+import type { ControlConfig } from './config.js'
+import type { Database } from './db.js'
+import { ApiError } from './errors.js'
+import type { Logger } from './logger.js'
+import { registerOpenApi } from './openapi.js'
+import { applicationRoutes } from './routes-applications.js'
+import { buildRoutes } from './routes-builds.js'
+import { functionRoutes } from './routes-functions.js'
+import { metricsRoutes } from './routes-metrics.js'
+import { runtimeRoutes } from './routes-runtime.js'
+import { sourceRoutes } from './routes-sources.js'
+import { errors } from './schemas.js'
+import { validatorCompiler } from './validation.js'
+
+export const API_PREFIX = '/api/v1'
+export const JSON_BODY_LIMIT = 1024 * 1024
+
+export type ControlDeps = {
+  db: Database
+  logger: Logger
+  /** null: authentication is off (PLATFORM_DEV_INSECURE_SKIP_AUTH). */
+  auth: Authenticator | null
+}
+
+/** What every route module gets. */
+export type RouteDeps = { db: Database; config: ControlConfig }
+
+export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: JSON_BODY_LIMIT,
+    // Unique across restarts and replicas, so a request id in a bug report finds one log line.
+    genReqId: () => randomUUID(),
+    // Only exact paths: /applications/ is not /applications.
+    routerOptions: { ignoreTrailingSlash: false },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // JSON only: a text/plain body would otherwise reach the schema as a string.
+  app.removeContentTypeParser('text/plain')
+  app.setValidatorCompiler(validatorCompiler)
+  app.setErrorHandler(handleError)
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: `no route ${request.method} ${request.url.split('?')[0]}` })
+  })
+  // The id a 500's log line carries, so a caller can quote it.
+  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+
+  await registerOpenApi(app)
+
+  app.get('/healthz', {
+    schema: {
+      tags: ['health'],
+      summary: 'Liveness: the process answers',
+      security: [],
+      response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } } },
+    },
+  }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'))
+
+  let openApiText: string | undefined
+  await app.register(async (api) => {
+    api.get('/openapi.json', {
+      schema: {
+        tags: ['health'],
+        summary: 'This API, as an OpenAPI 3.1 document',
+        security: [],
+        response: { 200: Type.Object({}, { additionalProperties: true }) },
+      },
+    }, async (_request, reply) => {
+      // Built once, on first request: the routes cannot change after start.
+      openApiText ??= JSON.stringify(app.swagger())
+      return reply.type('application/json; charset=utf-8').send(openApiText)
+    })
+
+    await api.register(async (secured) => {
+      // Every route below can refuse the caller or fail; the OpenAPI document says so once here.
+      secured.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
+      })
+      if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
+      const routeDeps: RouteDeps = { db: deps.db, config }
+      await secured.register(applicationRoutes, routeDeps)
+      await secured.register(functionRoutes, routeDeps)
+      await secured.register(sourceRoutes, routeDeps)
+      await secured.register(buildRoutes, routeDeps)
+      await secured.register(runtimeRoutes, routeDeps)
+      await secured.register(metricsRoutes, routeDeps)
+    })
+  }, { prefix: API_PREFIX })
+
+  return app
+}
+
+// Fastify's own refusals get a plainer wording; the rest of its 4xx messages are fine as they are.
+const FASTIFY_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'body is not valid JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'body is empty; expected JSON',
+  FST_ERR_CTP_BODY_TOO_LARGE: `request body too large: at most ${JSON_BODY_LIMIT} bytes`,
+}
+
+/**
+ * The one error handler: every failure becomes `{"error": reason}`. ApiErrors and Fastify's
+ * 4xx carry a reason written for the caller; anything else is a bug or a broken dependency,
+ * so the caller gets only "internal error" and the log gets the error with the request id.
+ */
+function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error instanceof ApiError) {
+    reply.code(error.status).headers(error.headers).send({ error: error.message })
+    return
+  }
+  const status = error.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    if (status === 415) {
+      reply.code(415).send({ error: `unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}` })
+      return
+    }
+    reply.code(status).send({ error: FASTIFY_MESSAGES[error.code] ?? error.message })
+    return
+  }
+  request.log.error({ err: error }, 'internal error')
+  reply.code(500).send({ error: 'internal error' })
+}

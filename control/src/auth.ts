@@ -1,0 +1,65 @@
+// Bearer id tokens. A token is accepted when it is a JWT signed by one of the issuer's keys
+// (asymmetric algorithms only), its `iss` is the configured issuer, its `aud` holds the
+// configured audience (the OAuth client id the token was issued to; any when unset), and it
+// has not expired. That is what OpenID Connect Core §3.1.3.7 asks of an id token's consumer,
+// minus the nonce, which only the client that started the login can check. Optionally the
+// token must also carry a claim value (a group or role), else 403.
+import type { FastifyRequest } from 'fastify'
+import type { JWTPayload } from 'jose'
+import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
+import type { OidcKeysOptions, OidcLogger } from '../../common/src/oidc-keys.js'
+import type { RequiredClaim } from './config.js'
+import { ForbiddenError, UnauthorizedError, UnavailableError } from './errors.js'
+
+export type AuthOptions = {
+  issuer: string
+  /** Empty disables the audience check. */
+  audience: string
+  requiredClaim: RequiredClaim | null
+  logger: OidcLogger
+} & Pick<OidcKeysOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs'>
+
+export type Authenticator = {
+  /** Resolves with the token's claims, or rejects with a 401, 403 or 503 ApiError. */
+  authenticate (authorization: string): Promise<JWTPayload>
+  close (): void
+}
+
+export function createAuthenticator (opts: AuthOptions): Authenticator {
+  const keys = createOidcKeys(opts)
+
+  async function authenticate (authorization: string): Promise<JWTPayload> {
+    let payload: JWTPayload
+    try {
+      payload = await verifyBearer(keys, authorization, opts.audience)
+    } catch (error) {
+      if (error instanceof IdpUnavailableError) throw new UnavailableError('identity provider unavailable', { 'retry-after': '5' })
+      if (error instanceof TokenRejectedError) {
+        // RFC 6750 §3.1: a request without credentials gets the challenge but no error code.
+        throw new UnauthorizedError(error.message, { 'www-authenticate': error.missing ? 'Bearer' : 'Bearer error="invalid_token"' })
+      }
+      throw error
+    }
+    const claim = opts.requiredClaim
+    if (claim !== null && !carries(payload[claim.name], claim.value)) {
+      throw new ForbiddenError(`token lacks the required claim ${claim.name}=${claim.value}`, {
+        'www-authenticate': 'Bearer error="insufficient_scope"',
+      })
+    }
+    return payload
+  }
+
+  return { authenticate, close: keys.close }
+}
+
+/** A claim carries a value when it equals it or, as an array (groups, roles), contains it. */
+function carries (claim: unknown, value: string): boolean {
+  return Array.isArray(claim) ? claim.includes(value) : claim === value
+}
+
+/** An onRequest hook that lets a request through only with an acceptable token. */
+export function requireToken (auth: Authenticator) {
+  return async (request: FastifyRequest): Promise<void> => {
+    await auth.authenticate(request.headers.authorization ?? '')
+  }
+}

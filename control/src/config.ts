@@ -1,0 +1,94 @@
+import type { ListenAddress, Setting } from '../../common/src/settings.js'
+import {
+  anyText,
+  ConfigError,
+  logLevels,
+  parseBoolean,
+  parseHttpUrl,
+  parseListenAddress,
+  parseLogLevel,
+  parsePositiveBytes,
+  readSettings,
+  usage,
+} from '../../common/src/settings.js'
+
+export type { ListenAddress }
+
+/** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
+export type RequiredClaim = { name: string; value: string }
+
+export type ControlConfig = {
+  addr: ListenAddress
+  databaseUrl: string // empty: embedded PGlite in dataDir
+  dataDir: string
+  oidcIssuer: string
+  oidcAudience: string // empty disables the audience check
+  devInsecureSkipAuth: boolean
+  requiredClaim: RequiredClaim | null
+  kubeconfig: string
+  namespace: string
+  prometheusUrl: string // without trailing slash
+  publicBaseUrl: string // without trailing slash
+  maxArchiveBytes: number // compressed upload and unpacked total of a source archive
+  logLevel: string
+}
+
+// Only ties each parser's return type to its key.
+const setting = <K extends keyof ControlConfig>(row: Setting<ControlConfig, K>): Setting<ControlConfig, K> => row
+
+// The URL may hold a password, so its row is marked secret and errors never repeat it.
+function parseDatabaseUrl (text: string): string {
+  if (text === '') return ''
+  if (!/^postgres(ql)?:\/\//i.test(text) || !URL.canParse(text)) throw new Error('expected a postgres:// or postgresql:// URL')
+  return text
+}
+
+function parseRequiredClaim (text: string): RequiredClaim | null {
+  if (text === '') return null
+  const equals = text.indexOf('=')
+  const name = text.slice(0, equals).trim()
+  const value = text.slice(equals + 1).trim()
+  if (equals === -1 || name === '' || value === '') throw new Error('expected claim=value, e.g. groups=platform-admins')
+  return { name, value }
+}
+
+// Kubernetes namespaces are RFC 1123 labels.
+function parseNamespace (text: string): string {
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(text)) throw new Error('expected a Kubernetes namespace name (lowercase letters, digits and "-", at most 63)')
+  return text
+}
+
+const withoutTrailingSlash = (text: string): string => text.replace(/\/+$/, '')
+
+// One row per setting. The default is written in the same syntax an operator would use and
+// goes through the same parser, so the table documents itself.
+export const settings = [
+  setting({ key: 'addr', env: 'PLATFORM_ADDR', flag: '--addr', default: ':8081', parse: parseListenAddress, help: 'listen address: :port, host:port or [ipv6]:port; port 0 picks a free port' }),
+  setting({ key: 'databaseUrl', env: 'PLATFORM_DATABASE_URL', flag: '--database-url', default: '', parse: parseDatabaseUrl, help: 'PostgreSQL URL; empty: embedded PostgreSQL (PGlite) in --data-dir', secret: true }),
+  setting({ key: 'dataDir', env: 'PLATFORM_DATA_DIR', flag: '--data-dir', default: './data/control', parse: anyText, help: 'directory of the embedded database, created on first start' }),
+  setting({ key: 'oidcIssuer', env: 'PLATFORM_OIDC_ISSUER', flag: '--oidc-issuer', default: '', parse: parseHttpUrl, help: 'OIDC issuer of the id tokens, exactly as in their iss claim; required unless --dev-insecure-skip-auth' }),
+  setting({ key: 'oidcAudience', env: 'PLATFORM_OIDC_AUDIENCE', flag: '--oidc-audience', default: '', parse: anyText, help: 'expected aud of the id tokens (the OAuth client id); empty: any' }),
+  setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all (development only)' }),
+  setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry (string or array claim), e.g. groups=platform-admins; else 403' }),
+  setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: 'kubeconfig path; empty: in-cluster, then the default kubeconfig' }),
+  setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace for builds and deployments' }),
+  setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL; empty: the metrics endpoints answer 503' }),
+  setting({ key: 'publicBaseUrl', env: 'PLATFORM_PUBLIC_BASE_URL', flag: '--public-base-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'http(s) base URL of deployed applications; fills deployment.publicUrl' }),
+  setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: 'largest source archive, compressed and unpacked, bytes or KiB/MiB/GiB' }),
+  setting({ key: 'logLevel', env: 'PLATFORM_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `log level: ${logLevels.join(', ')}` }),
+]
+
+// Fails to compile when a ControlConfig field has no row in the table.
+type MissingSettings = Exclude<keyof ControlConfig, (typeof settings)[number]['key']>
+const everySettingListed: [MissingSettings] extends [never] ? true : MissingSettings = true
+void everySettingListed
+
+export function parseConfig (argv: string[], env: Record<string, string | undefined>): ControlConfig {
+  const config = readSettings(settings, argv, env)
+  if (!config.devInsecureSkipAuth && config.oidcIssuer === '') {
+    throw new ConfigError('--oidc-issuer (PLATFORM_OIDC_ISSUER) is required unless --dev-insecure-skip-auth is set')
+  }
+  return config
+}
+
+export const controlUsage = (): string => usage(settings)

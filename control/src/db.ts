@@ -1,0 +1,100 @@
+// One small interface over the two engines: PostgreSQL through a `pg` pool, or PostgreSQL
+// compiled to WebAssembly (PGlite) in a local directory when no database URL is configured.
+// Both speak the same SQL and hand back the same JavaScript types (Date for timestamptz,
+// parsed objects for jsonb, strings for uuid), so nothing above this module knows which runs.
+import { mkdirSync } from 'node:fs'
+import pg from 'pg'
+import { ConfigError } from './errors.js'
+
+export type Row = Record<string, unknown>
+
+export type Sql = {
+  query<T extends Row = Row>(text: string, params?: unknown[]): Promise<T[]>
+}
+
+export type Database = Sql & {
+  engine: 'pglite' | 'postgres'
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+export type DatabaseLogger = { error (details: object, message: string): void }
+
+export async function openDatabase (opts: { url: string; dataDir: string; logger: DatabaseLogger }): Promise<Database> {
+  return opts.url === '' ? openPglite(opts.dataDir) : openPostgres(opts.url, opts.logger)
+}
+
+async function openPglite (dataDir: string): Promise<Database> {
+  try {
+    mkdirSync(dataDir, { recursive: true })
+  } catch (error) {
+    throw new ConfigError(`cannot create --data-dir ${dataDir}: ${(error as Error).message}`)
+  }
+  // Loaded only when used: it is a large WebAssembly module a PostgreSQL deployment never needs.
+  const { PGlite } = await import('@electric-sql/pglite')
+  const db = await PGlite.create(dataDir)
+  return {
+    engine: 'pglite',
+    query: async (text, params) => (await db.query<never>(text, params)).rows,
+    transaction: (fn) => db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<never>(text, params)).rows })),
+    close: once(() => db.close()),
+  }
+}
+
+async function openPostgres (url: string, logger: DatabaseLogger): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: 10, application_name: 'platform-control' })
+  // An idle connection that breaks (server restart) emits here; unhandled, it would kill the process.
+  pool.on('error', (error) => logger.error({ err: error }, 'idle database connection failed'))
+  return {
+    engine: 'postgres',
+    query: async (text, params) => (await pool.query(text, params)).rows,
+    async transaction (fn) {
+      const client = await pool.connect()
+      let broken: Error | undefined
+      try {
+        await client.query('BEGIN')
+        const result = await fn({ query: async (text, params) => (await client.query(text, params)).rows })
+        await client.query('COMMIT')
+        return result
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => { broken = rollbackError })
+        throw error
+      } finally {
+        // A connection whose rollback failed is in an unknown state: the pool must drop it.
+        client.release(broken)
+      }
+    },
+    close: once(() => pool.end()),
+  }
+}
+
+// Closing twice (a failed start, then a shutdown) must not throw: pg's pool refuses a second end.
+function once (close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | null = null
+  return () => (closing ??= close())
+}
+
+/** PostgreSQL's unique_violation on the named constraint. */
+export function isUniqueViolation (error: unknown, constraint: string): boolean {
+  const e = error as { code?: string; constraint?: string } | null
+  return e?.code === '23505' && e.constraint === constraint
+}
+
+/** PostgreSQL's foreign_key_violation on the named constraint. */
+export function isForeignKeyViolation (error: unknown, constraint: string): boolean {
+  const e = error as { code?: string; constraint?: string } | null
+  return e?.code === '23503' && e.constraint === constraint
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Ids are UUIDs; anything else names no row, and must not reach PostgreSQL's uuid parser (a 500). */
+export function isUuid (id: string): boolean {
+  return UUID.test(id)
+}
+
+/** Timestamps leave the database as Date and the API as ISO 8601 in UTC. */
+export function iso (date: Date): string {
+  return date.toISOString()
+}

@@ -1,0 +1,63 @@
+// Errors carry a stable `code` so callers branch on it, never on message text. An ApiError's
+// message is written for the caller and goes into the `{"error": ...}` body as it is; anything
+// else that reaches the error handler is an internal error and its message is only logged.
+
+/** A setting that does not parse: the process exits with code 2. Shared with the relay. */
+export { ConfigError } from '../../common/src/settings.js'
+
+export class ControlError extends Error {
+  readonly code: string = 'ERR_CONTROL'
+  constructor (message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = new.target.name
+  }
+}
+
+/** A refusal with an HTTP status; the message is safe to show. */
+export class ApiError extends ControlError {
+  override readonly code: string = 'ERR_API'
+  readonly status: number
+  readonly headers: Record<string, string>
+  constructor (status: number, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.status = status
+    this.headers = headers
+  }
+}
+
+export class InvalidInputError extends ApiError {
+  override readonly code = 'ERR_INVALID_INPUT'
+  constructor (message: string) { super(400, message) }
+}
+
+export class UnauthorizedError extends ApiError {
+  override readonly code = 'ERR_UNAUTHORIZED'
+  constructor (message: string, headers: Record<string, string>) { super(401, message, headers) }
+}
+
+export class ForbiddenError extends ApiError {
+  override readonly code = 'ERR_FORBIDDEN'
+  constructor (message: string, headers: Record<string, string> = {}) { super(403, message, headers) }
+}
+
+export class NotFoundError extends ApiError {
+  override readonly code = 'ERR_NOT_FOUND'
+  constructor (message: string) { super(404, message) }
+}
+
+/** A name (or route) another application or function of the same application already has. */
+export class ConflictError extends ApiError {
+  override readonly code = 'ERR_CONFLICT'
+  constructor (message: string) { super(409, message) }
+}
+
+export class TooLargeError extends ApiError {
+  override readonly code = 'ERR_TOO_LARGE'
+  constructor (message: string) { super(413, message) }
+}
+
+/** A dependency (cluster, metrics, identity provider) is missing or down. */
+export class UnavailableError extends ApiError {
+  override readonly code = 'ERR_UNAVAILABLE'
+  constructor (message: string, headers: Record<string, string> = {}) { super(503, message, headers) }
+}

@@ -1,0 +1,83 @@
+// Versioned schema changes, applied in order at start. Each runs once: schema_migrations
+// records the versions applied, so running them again (a restart, a second replica) changes
+// nothing. Never edit a migration that has shipped; add the next version instead.
+import type { Database } from './db.js'
+
+// One statement per string: PGlite runs one statement per query call, as PostgreSQL's extended
+// protocol does.
+export type Migration = { version: number; name: string; statements: string[] }
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'applications, functions, sources and builds',
+    // Constraint names are spelled out: the repositories map violations of them to 404 and 409.
+    statements: [`
+      CREATE TABLE applications (
+        id uuid PRIMARY KEY,
+        name text NOT NULL CONSTRAINT applications_name_key UNIQUE,
+        language text NOT NULL,
+        runtime text NOT NULL,
+        description text NOT NULL DEFAULT '',
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`, `
+      CREATE TABLE functions (
+        id uuid PRIMARY KEY,
+        application_id uuid NOT NULL
+          CONSTRAINT functions_application_fkey REFERENCES applications (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        route text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        CONSTRAINT functions_name_key UNIQUE (application_id, name),
+        CONSTRAINT functions_route_key UNIQUE (application_id, route)
+      )`, `
+      CREATE TABLE sources (
+        function_id uuid PRIMARY KEY
+          CONSTRAINT sources_function_fkey REFERENCES functions (id) ON DELETE CASCADE,
+        files jsonb NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`, `
+      CREATE TABLE builds (
+        id uuid PRIMARY KEY,
+        application_id uuid NOT NULL
+          CONSTRAINT builds_application_fkey REFERENCES applications (id) ON DELETE CASCADE,
+        status text NOT NULL
+          CONSTRAINT builds_status_check CHECK (status IN ('pending', 'running', 'succeeded', 'failed')),
+        image_ref text,
+        error text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz
+      )`, `
+      CREATE INDEX builds_application_created_idx ON builds (application_id, created_at DESC)`,
+    ],
+  },
+]
+
+// Any constant works; it only has to be the same in every replica.
+const MIGRATION_LOCK = 7_302_145_001
+
+/**
+ * Apply the migrations `db` lacks, all in one transaction under an advisory lock, so two
+ * processes starting together cannot both apply one. Resolves with the versions applied now.
+ */
+export async function migrate (db: Database, list: Migration[] = migrations): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+    await tx.query(`
+      CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`)
+    const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations')
+    const done = new Set(rows.map((row) => row.version))
+    const applied: number[] = []
+    for (const migration of [...list].sort((a, b) => a.version - b.version)) {
+      if (done.has(migration.version)) continue
+      for (const statement of migration.statements) await tx.query(statement)
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name])
+      applied.push(migration.version)
+    }
+    return applied
+  })
+}

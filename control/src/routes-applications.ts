@@ -1,0 +1,53 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { RouteDeps } from './app.js'
+import { createApplication, deleteApplication, getApplication, listApplications } from './applications.js'
+import { NotFoundError } from './errors.js'
+import { Application, ApplicationSummary, AppParams, CreateApplication, errors } from './schemas.js'
+
+export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db }) => {
+  app.get('/applications', {
+    schema: {
+      tags: ['applications'],
+      summary: 'List applications, by name',
+      response: { 200: Type.Array(ApplicationSummary) },
+    },
+  }, async () => listApplications(db))
+
+  app.get('/applications/:appId', {
+    schema: {
+      tags: ['applications'],
+      summary: 'An application with its functions, deployment and builds',
+      params: AppParams,
+      response: { 200: Application, ...errors(404) },
+    },
+  }, async (request) => {
+    const application = await getApplication(db, request.params.appId)
+    if (application === null) throw new NotFoundError('application not found')
+    return application
+  })
+
+  app.post('/applications', {
+    schema: {
+      tags: ['applications'],
+      summary: 'Create an application and its first function (same name, route "/...")',
+      body: CreateApplication,
+      response: { 201: Application, ...errors(400, 409, 413, 415) },
+    },
+  }, async (request, reply) => {
+    reply.code(201)
+    return createApplication(db, request.body)
+  })
+
+  app.delete('/applications/:appId', {
+    schema: {
+      tags: ['applications'],
+      summary: 'Delete an application with its functions, sources and builds',
+      params: AppParams,
+      response: { 204: Type.Null({ description: 'deleted' }), ...errors(404) },
+    },
+  }, async (request, reply) => {
+    if (!await deleteApplication(db, request.params.appId)) throw new NotFoundError('application not found')
+    reply.code(204).send(null)
+  })
+}

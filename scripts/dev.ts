@@ -1,0 +1,68 @@
+// `npm run dev`: the relay and the control plane side by side on their embedded defaults, for
+// development only (both without authentication), their output interleaved line by line with
+// a prefix. Ctrl+C (or SIGTERM) stops both gracefully; a second Ctrl+C kills them.
+//
+//   relay          :8080  --no-auth
+//   control plane  :8081  --dev-insecure-skip-auth, PGlite in ./data/control
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+type Service = { name: string; script: string; args: string[]; color: number }
+
+const SERVICES: Service[] = [
+  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth'], color: 36 },
+  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth'], color: 35 },
+]
+
+const width = Math.max(...SERVICES.map((s) => s.name.length))
+const colored = process.stdout.isTTY === true
+
+function prefix (service: Service): string {
+  const label = service.name.padEnd(width)
+  return colored ? `\u001b[${service.color}m${label} |\u001b[0m ` : `${label} | `
+}
+
+const children = new Map<Service, ChildProcess>()
+let stopping = false
+let exitCode = 0
+
+for (const service of SERVICES) {
+  // A process group of its own: Ctrl+C reaches only this script, which then stops each child
+  // exactly once (a child getting SIGINT from the terminal and SIGTERM from here would die
+  // on the second signal instead of shutting down).
+  const child = spawn(process.execPath, [fileURLToPath(new URL(service.script, import.meta.url)), ...service.args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  })
+  children.set(service, child)
+  const label = prefix(service)
+  createInterface({ input: child.stdout! }).on('line', (line) => process.stdout.write(label + line + '\n'))
+  createInterface({ input: child.stderr! }).on('line', (line) => process.stderr.write(label + line + '\n'))
+  child.on('exit', (code, signal) => {
+    children.delete(service)
+    process.stdout.write(`${label}exited (${signal ?? `code ${code}`})\n`)
+    if (!stopping) {
+      // One service down leaves a half-working setup that is easy to misread: stop the other.
+      exitCode = code === 0 || code === null ? 1 : code
+      stop('SIGTERM')
+    }
+    if (children.size === 0) process.exit(exitCode)
+  })
+}
+
+function stop (signal: NodeJS.Signals): void {
+  if (stopping) {
+    // Asked twice: no more waiting.
+    for (const child of children.values()) child.kill('SIGKILL')
+    return
+  }
+  stopping = true
+  for (const child of children.values()) child.kill(signal === 'SIGINT' ? 'SIGTERM' : signal)
+}
+
+process.on('SIGINT', () => stop('SIGINT'))
+process.on('SIGTERM', () => stop('SIGTERM'))
+// If this script dies some other way, do not leave the services running in their own groups.
+process.on('exit', () => { for (const child of children.values()) child.kill('SIGKILL') })

@@ -1,0 +1,110 @@
+// The control plane's settings table: defaults, environment and flags, and every value that
+// must be refused (the process turns those into exit code 2; control-process checks that).
+import t from 'tap'
+import { controlUsage, parseConfig, settings } from '../control/src/config.js'
+import { ConfigError } from '../control/src/errors.js'
+
+const SKIP = ['--dev-insecure-skip-auth']
+
+t.test('defaults (decisions.md, Control plane settings)', async (t) => {
+  t.same(parseConfig(SKIP, {}), {
+    addr: { host: '', port: 8081 },
+    databaseUrl: '',
+    dataDir: './data/control',
+    oidcIssuer: '',
+    oidcAudience: '',
+    devInsecureSkipAuth: true,
+    requiredClaim: null,
+    kubeconfig: '',
+    namespace: 'default',
+    prometheusUrl: '',
+    publicBaseUrl: '',
+    maxArchiveBytes: 8 * 1024 * 1024,
+    logLevel: 'info',
+  })
+})
+
+t.test('every setting from the environment; a flag wins over its variable', async (t) => {
+  const env = {
+    PLATFORM_ADDR: '127.0.0.1:9000',
+    PLATFORM_DATABASE_URL: 'postgres://u:p@db:5432/platform',
+    PLATFORM_DATA_DIR: '/var/lib/control',
+    PLATFORM_OIDC_ISSUER: 'https://idp.example.com/realms/x',
+    PLATFORM_OIDC_AUDIENCE: 'platform-cli',
+    PLATFORM_DEV_INSECURE_SKIP_AUTH: 'false',
+    PLATFORM_REQUIRED_CLAIM: 'groups=platform-admins',
+    PLATFORM_KUBECONFIG: '/etc/kube/config',
+    PLATFORM_NAMESPACE: 'apps',
+    PLATFORM_PROMETHEUS_URL: 'http://prometheus:9090/',
+    PLATFORM_PUBLIC_BASE_URL: 'https://apps.example.com/',
+    PLATFORM_MAX_ARCHIVE_BYTES: '16MiB',
+    PLATFORM_LOG_LEVEL: 'debug',
+  }
+  t.same(parseConfig([], env), {
+    addr: { host: '127.0.0.1', port: 9000 },
+    databaseUrl: 'postgres://u:p@db:5432/platform',
+    dataDir: '/var/lib/control',
+    oidcIssuer: 'https://idp.example.com/realms/x',
+    oidcAudience: 'platform-cli',
+    devInsecureSkipAuth: false,
+    requiredClaim: { name: 'groups', value: 'platform-admins' },
+    kubeconfig: '/etc/kube/config',
+    namespace: 'apps',
+    prometheusUrl: 'http://prometheus:9090',
+    publicBaseUrl: 'https://apps.example.com',
+    maxArchiveBytes: 16 * 1024 * 1024,
+    logLevel: 'debug',
+  })
+  const flags = parseConfig(['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '], env)
+  t.same(flags.addr, { host: '', port: 7000 }, '--addr=value form')
+  t.equal(flags.namespace, 'other')
+  t.equal(flags.maxArchiveBytes, 1024)
+  t.same(flags.requiredClaim, { name: 'roles', value: 'admin' }, 'spaces around the parts are trimmed')
+  t.equal(parseConfig(['--dev-insecure-skip-auth=false', '--oidc-issuer', 'http://idp'], {}).devInsecureSkipAuth, false)
+  t.equal(parseConfig(['--oidc-issuer', 'http://idp'], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }).devInsecureSkipAuth, true)
+  t.equal(parseConfig(['--oidc-issuer', 'http://idp', '--required-claim', 'email=a=b'], {}).requiredClaim?.value, 'a=b', 'only the first = splits')
+})
+
+t.test('values that are refused: ConfigError naming the setting', async (t) => {
+  const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
+    ['no issuer and no skip-auth', [], {}, /--oidc-issuer \(PLATFORM_OIDC_ISSUER\) is required unless --dev-insecure-skip-auth is set/],
+    ['an issuer that is no URL', ['--oidc-issuer', 'idp.example.com'], {}, /"idp.example.com" for --oidc-issuer/],
+    ['an unknown flag', [...SKIP, '--port', '80'], {}, /unknown flag --port/],
+    ['a bad address', [...SKIP, '--addr', '8081'], {}, /"8081" for --addr/],
+    ['a database URL of another kind', [...SKIP, '--database-url', 'mysql://root:hunter2@db/x'], {}, /invalid value for --database-url: expected a postgres:\/\/ or postgresql:\/\/ URL/],
+    ['a zero archive limit', [...SKIP, '--max-archive-bytes', '0'], {}, /--max-archive-bytes: must be greater than 0/],
+    ['an archive limit in MB', [...SKIP], { PLATFORM_MAX_ARCHIVE_BYTES: '8MB' }, /"8MB" for PLATFORM_MAX_ARCHIVE_BYTES/],
+    ['a claim without a value', [...SKIP, '--required-claim', 'groups'], {}, /--required-claim: expected claim=value/],
+    ['a claim without a name', [...SKIP, '--required-claim', '=admin'], {}, /expected claim=value/],
+    ['an upper-case namespace', [...SKIP, '--namespace', 'Apps'], {}, /"Apps" for --namespace/],
+    ['a Prometheus URL without a scheme', [...SKIP, '--prometheus-url', 'prometheus:9090'], {}, /--prometheus-url/],
+    ['a public base URL without a scheme', [...SKIP], { PLATFORM_PUBLIC_BASE_URL: 'apps.example.com' }, /PLATFORM_PUBLIC_BASE_URL/],
+    ['skip-auth that is no boolean', [], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' }, /"yes" for PLATFORM_DEV_INSECURE_SKIP_AUTH/],
+    ['an unknown log level', [...SKIP, '--log-level', 'verbose'], {}, /"verbose" for --log-level/],
+  ]
+  for (const [what, argv, env, message] of cases) {
+    const error = refusal(() => parseConfig(argv, env))
+    t.type(error, ConfigError, what)
+    t.match(error.message, message, `${what}: says what is wrong`)
+  }
+  const secret = refusal(() => parseConfig([...SKIP], { PLATFORM_DATABASE_URL: 'postgres://user:hunter2@[bad' }))
+  t.match(secret.message, /^invalid value for PLATFORM_DATABASE_URL/)
+  t.notMatch(secret.message, /hunter2/, 'a refused database URL is not repeated: it may hold a password')
+})
+
+function refusal (fn: () => unknown): Error {
+  try {
+    fn()
+  } catch (error) {
+    return error as Error
+  }
+  throw new Error('expected a ConfigError')
+}
+
+t.test('usage lists every flag with its variable', async (t) => {
+  const text = controlUsage()
+  for (const row of settings) {
+    t.match(text, `${row.flag}, ${row.env}`, row.flag)
+  }
+  t.match(text, '--addr, PLATFORM_ADDR (default :8081)')
+})
