@@ -49,6 +49,8 @@ export type OidcKeysOptions = {
 
 export type OidcKeys = {
   issuer: string
+  /** Tokens this process already verified; see verifyBearer. Cleared whenever the keys change. */
+  verified: Map<string, VerifiedToken>
   /** A jose key resolver; rejects with IdpUnavailableError when no keys can be had. */
   getKey: KeyResolver
   /** The discovery document (its issuer checked); rejects with IdpUnavailableError while it cannot be fetched. */
@@ -62,6 +64,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   const retryMs = opts.retryMs ?? 5_000
   const { issuer, logger } = opts
 
+  const verified = new Map<string, VerifiedToken>()
   let document: Record<string, unknown> | null = null
   let keys: KeySet | null = null
   let lastAttempt = 0
@@ -80,6 +83,8 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
         if (!Array.isArray(jwks?.keys)) throw new Error('JWKS without a keys array')
         document = fresh
         keys = createLocalJWKSet(jwks)
+        // A key the provider withdrew must not keep vouching for tokens it signed.
+        verified.clear()
         if (!available) logger.info({ issuer }, 'identity provider reachable again')
         available = true
         return keys
@@ -133,7 +138,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     if (retryTimer !== null) clearTimeout(retryTimer)
   }
 
-  return { issuer, getKey, discovery, close }
+  return { issuer, verified, getKey, discovery, close }
 }
 
 // Only asymmetric algorithms: a verifier that accepted HS256 could be fooled by a token
@@ -149,6 +154,13 @@ export function bearerCredentials (authorization: string): string | null {
   return match === null ? null : match[1] as string
 }
 
+type VerifiedToken = { payload: JWTPayload; audience: string; until: number }
+
+/** How long a verified token is trusted without checking its signature again, at most. */
+const VERIFIED_TTL_MS = 5 * 60_000
+/** Verified tokens kept at once; the oldest goes first. */
+const VERIFIED_MAX = 4096
+
 /**
  * Verify the JWT of an Authorization header: signature by one of the provider's keys with an
  * asymmetric algorithm, `iss`, `exp`/`nbf`, and `aud` when an audience is given (empty: any).
@@ -159,17 +171,33 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
   const token = bearerCredentials(authorization)
   if (token === null) throw new TokenRejectedError('malformed authorization header')
   if (token.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(token)) throw new TokenRejectedError('malformed token')
+  // Clients reuse one token for many requests, and checking its signature is the dominant cost
+  // of an authenticated request: a token verified once is trusted until it expires (and at
+  // most VERIFIED_TTL_MS). Only successes are kept, so a bad token is checked every time.
+  const known = keys.verified.get(token)
+  if (known !== undefined) {
+    if (known.until > Date.now() && known.audience === audience) return known.payload
+    keys.verified.delete(token)
+  }
   try {
     const { payload } = await jwtVerify(token, keys.getKey, {
       issuer: keys.issuer,
       algorithms: ALGORITHMS,
       ...(audience === '' ? {} : { audience }),
     })
+    remember(keys.verified, token, payload, audience)
     return payload
   } catch (error) {
     if (error instanceof IdpUnavailableError) throw error
     throw new TokenRejectedError(rejectionReason(error))
   }
+}
+
+function remember (verified: Map<string, VerifiedToken>, token: string, payload: JWTPayload, audience: string): void {
+  // A token without an expiry is verified every time: nothing says how long to trust it.
+  if (typeof payload.exp !== 'number') return
+  if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value as string)
+  verified.set(token, { payload, audience, until: Math.min(payload.exp * 1000, Date.now() + VERIFIED_TTL_MS) })
 }
 
 function rejectionReason (error: unknown): string {
