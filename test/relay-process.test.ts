@@ -61,6 +61,15 @@ t.test('--no-auth on port 0: JSON logs, an auth-disabled warning, the port it go
   t.equal(await health.text(), 'ok')
 })
 
+t.test('a port another relay holds: the second one exits 1 instead of sharing it', async (t) => {
+  // uWS would bind with SO_REUSEPORT and split the connections between the two processes.
+  const first = await startRelayProcess(t, noAuth)
+  const second = await runToExit(t, ['--no-auth', '--addr', `127.0.0.1:${first.port}`])
+  t.equal(second.code, 1)
+  t.match(second.stdout, /"level":60.*relay failed to start/, 'a fatal log line says why')
+  t.equal((await fetch(`http://127.0.0.1:${first.port}/healthz`)).status, 200, 'the first keeps serving')
+})
+
 t.test('configuration from the environment', async (t) => {
   t.test('RELAY_NO_AUTH and RELAY_ADDR alone start the relay', async (t) => {
     const relay = await startRelayProcess(t, [], { RELAY_NO_AUTH: 'true', RELAY_ADDR: '127.0.0.1:0' })

@@ -142,14 +142,23 @@ function createApp (uws: typeof Uws, config: RelayConfig): TemplatedApp {
   }
 }
 
+/** uWS 20.30 takes (host, port, options, handler); its typings declare neither that form nor the options' values. */
+type ListenWithHost = {
+  listen (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
+  listen (port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
+}
+
 function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
   return new Promise((resolve, reject) => {
     const done = (socket: us_listen_socket | false): void => {
       if (socket === false) reject(new RelayError(`cannot listen on ${host || '*'}:${port}`))
       else resolve(socket)
     }
+    // uWS binds with SO_REUSEPORT unless told otherwise: a second relay on the same port
+    // would start and take half the connections, whose sessions live in the other process.
+    const exclusive = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT
     // An empty host listens on every interface, IPv4 and IPv6.
-    if (host === '') app.listen(port, done)
-    else app.listen(host, port, done)
+    if (host === '') (app as unknown as ListenWithHost).listen(port, exclusive, done)
+    else (app as unknown as ListenWithHost).listen(host, port, exclusive, done)
   })
 }
