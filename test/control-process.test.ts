@@ -4,7 +4,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,10 +11,14 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
 import { call, ENGINES, freshStore } from './helpers/control.js'
+import { lines, processRunner } from './helpers/process.js'
 
 const mainJs = fileURLToPath(new URL('../dist/control/src/main.js', import.meta.url))
 const healthcheckJs = fileURLToPath(new URL('../dist/control/src/healthcheck.js', import.meta.url))
 const relayHealthcheckJs = fileURLToPath(new URL('../dist/relay/src/healthcheck.js', import.meta.url))
+const { childEnv, runToExit, start: startProcess } = processRunner({
+  mainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening', startTimeoutMs: 60_000, exitTimeoutMs: 30_000,
+})
 
 function scratchDir (t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'control-process-'))
@@ -133,73 +136,3 @@ if (ENGINES.includes('postgres')) {
 
 // ---------------------------------------------------------------------------------------------
 
-type Exit = { code: number | null; signal: NodeJS.Signals | null }
-
-type ControlProcess = {
-  child: ChildProcess
-  port: number
-  readonly logs: Array<Record<string, unknown>>
-  logText: () => string
-  exited: Promise<Exit>
-}
-
-// The parent's environment minus anything that would configure the control plane or hook the
-// child into tap (tap's NODE_OPTIONS loads its process-info hooks into every node child).
-function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(PLATFORM_|TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
-  }
-  return { ...env, ...extra }
-}
-
-function spawnControl (t: Test, args: string[], env: Record<string, string>): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
-  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run "npm run build" first (npm test builds it)`)
-  const child = spawn(process.execPath, [mainJs, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const exited = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject)
-    child.once('close', (code, signal) => resolve({ code, signal }))
-  })
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  return { child, out: () => stdout, err: () => stderr, exited }
-}
-
-async function runToExit (t: Test, args: string[], env: Record<string, string> = {}): Promise<Exit & { stdout: string; stderr: string }> {
-  const run = spawnControl(t, args, env)
-  const exit = await withTimeout(run.exited, 30_000, `control ${args.join(' ')} to exit`)
-  return { ...exit, stdout: run.out(), stderr: run.err() }
-}
-
-async function startProcess (t: Test, args: string[], env: Record<string, string> = {}): Promise<ControlProcess> {
-  const run = spawnControl(t, args, env)
-  const parsed = (): Array<Record<string, unknown>> =>
-    lines(run.out().slice(0, run.out().lastIndexOf('\n') + 1)).map((line) => JSON.parse(line) as Record<string, unknown>)
-  const listening = new Promise<number>((resolve, reject) => {
-    const check = (): void => {
-      const line = parsed().find((entry) => entry.msg === 'control plane listening')
-      if (line !== undefined) resolve(line.port as number)
-    }
-    run.child.stdout!.on('data', check)
-    void run.exited.then((exit) => reject(new Error(`control plane exited before listening (${JSON.stringify(exit)}); stderr: ${run.err()}; stdout: ${run.out()}`)))
-  })
-  const port = await withTimeout(listening, 60_000, 'the control plane to log "control plane listening"')
-  return { child: run.child, port, get logs () { return parsed() }, logText: run.out, exited: run.exited }
-}
-
-function lines (text: string): string[] {
-  return text.split('\n').filter((line) => line !== '')
-}
-
-function withTimeout<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}

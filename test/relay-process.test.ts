@@ -1,19 +1,19 @@
 // The compiled relay as an operator runs it: `node dist/relay/src/main.js`. Startup errors,
 // the refusal of the JavaScript uWebSockets.js fallback, logging, env and flag configuration,
 // the listen address forms and graceful shutdown on SIGTERM / SIGINT.
-import { spawn } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import type { Test } from 'tap'
 import { attach } from './helpers/relay.js'
 import type { Created } from './helpers/relay.js'
+import { lines, processRunner } from './helpers/process.js'
 
 const mainJs = fileURLToPath(new URL('../dist/relay/src/main.js', import.meta.url))
 const packageJson = fileURLToPath(new URL('../package.json', import.meta.url))
 const noAuth = ['--no-auth', '--addr', '127.0.0.1:0']
+const { runToExit, start: startRelayProcess } = processRunner({
+  mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening', startTimeoutMs: 10_000, exitTimeoutMs: 10_000,
+})
 
 t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on stdout', async (t) => {
   const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
@@ -136,77 +136,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 
 // ---------------------------------------------------------------------------------------------
 
-type Exit = { code: number | null; signal: NodeJS.Signals | null }
-
-type RelayProcess = {
-  child: ChildProcess
-  port: number
-  /** Every JSON line the relay wrote to stdout so far, parsed. */
-  readonly logs: Array<Record<string, unknown>>
-  stderr: () => string
-  exited: Promise<Exit>
-}
-
-// The parent's environment minus anything that would configure the relay or hook the
-// child into tap (tap's NODE_OPTIONS loads its process-info hooks into every node child).
-function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(RELAY_|UWS_|TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
-  }
-  return { ...env, ...extra }
-}
-
-function spawnRelay (t: Test, args: string[], env: Record<string, string>): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
-  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run "npm run build" first (npm test builds it)`)
-  const child = spawn(process.execPath, [mainJs, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  // 'close' rather than 'exit': it waits for stdout and stderr to be read to the end.
-  const exited = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject)
-    child.once('close', (code, signal) => resolve({ code, signal }))
-  })
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  return { child, out: () => stdout, err: () => stderr, exited }
-}
-
-async function runToExit (t: Test, args: string[], env: Record<string, string> = {}): Promise<Exit & { stdout: string; stderr: string }> {
-  const run = spawnRelay(t, args, env)
-  const exit = await withTimeout(run.exited, 10_000, `relay ${args.join(' ')} to exit`)
-  return { ...exit, stdout: run.out(), stderr: run.err() }
-}
-
-/** Starts the relay and resolves once it has logged the port it listens on. */
-async function startRelayProcess (t: Test, args: string[], env: Record<string, string> = {}): Promise<RelayProcess> {
-  const run = spawnRelay(t, args, env)
-  // Only complete lines: a chunk may end in the middle of one.
-  const parsed = (): Array<Record<string, unknown>> =>
-    lines(run.out().slice(0, run.out().lastIndexOf('\n') + 1)).map((line) => JSON.parse(line) as Record<string, unknown>)
-  const listening = new Promise<number>((resolve, reject) => {
-    const check = (): void => {
-      const line = parsed().find((entry) => entry.msg === 'relay listening')
-      if (line !== undefined) resolve(line.port as number)
-    }
-    run.child.stdout!.on('data', check)
-    void run.exited.then((exit) => reject(new Error(
-      `relay exited before listening (${JSON.stringify(exit)}); stderr: ${run.err()}; stdout: ${run.out()}`,
-    )))
-  })
-  const port = await withTimeout(listening, 10_000, 'the relay to log "relay listening"')
-  return {
-    child: run.child,
-    port,
-    get logs () { return parsed() },
-    stderr: run.err,
-    exited: run.exited,
-  }
-}
-
 async function createSessionAt (port: number): Promise<Created> {
   const response = await fetch(`http://127.0.0.1:${port}/admin/sessions`, { method: 'POST' })
   if (response.status !== 201) throw new Error(`create answered ${response.status}: ${await response.text()}`)
@@ -241,14 +170,4 @@ function ipv6LoopbackWorks (): Promise<boolean> {
   })
 }
 
-function lines (text: string): string[] {
-  return text.split('\n').filter((line) => line !== '')
-}
 
-function withTimeout<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}
