@@ -1,10 +1,8 @@
+import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
 import { parseConfig } from './config.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
 import { startControlPlane } from './server.js'
-
-/** Hard stop if graceful shutdown hangs: orchestrators escalate to SIGKILL anyway. */
-const SHUTDOWN_TIMEOUT_MS = 5_000
 
 async function main (): Promise<void> {
   let config
@@ -25,21 +23,7 @@ async function main (): Promise<void> {
     process.exit(1)
   }
 
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down')
-    setTimeout(() => process.exit(0), SHUTDOWN_TIMEOUT_MS).unref()
-    server.close().then(() => process.exit(0), (error: unknown) => {
-      logger.error({ err: error }, 'shutdown failed')
-      process.exit(1)
-    })
-  }
-  process.once('SIGTERM', stop)
-  process.once('SIGINT', stop)
-}
-
-function exitWith (code: number, line: string): never {
-  process.stderr.write(line.replace(/\n/g, ' ') + '\n')
-  process.exit(code)
+  stopOnSignals(logger, () => server.close())
 }
 
 await main()
