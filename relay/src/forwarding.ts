@@ -17,7 +17,7 @@ export type ForwardingOptions = {
  */
 export const DIRECT_SEND_MIN_BYTES = 4096
 
-/** The arena starts at this size and returns to it after a turn that needed more. */
+/** The arena starts at this size, grows when a turn needs more, and returns to it when a turn fits again. */
 const ARENA_BYTES = 1024 * 1024
 
 const SEND_DROPPED = 2
@@ -159,8 +159,11 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
       else observeBuffered(slot)
     }
     toFlush.length = 0
+    // Give a grown arena back only after a turn that fit in the base size: shrinking after
+    // every busy turn made the next one grow it again, copying as it went (15% of the relay's
+    // profile at 1 KiB frames over 100 pairs).
+    if (arena.length > ARENA_BYTES && arenaUsed <= ARENA_BYTES) arena = Buffer.allocUnsafeSlow(ARENA_BYTES)
     arenaUsed = 0
-    if (arena.length > ARENA_BYTES) arena = Buffer.allocUnsafeSlow(ARENA_BYTES)
   }
 
   /** Move a slot's arena messages in front of its held ones, as copies. */
