@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { formatDuration, parseDuration } from '../common/src/duration.js'
+import { freePort } from './servers.js'
 
 type Options = {
   databaseUrl: string
@@ -200,17 +201,6 @@ async function adminQuery (url: string, sql: string): Promise<void> {
   }
 }
 
-async function freePort (): Promise<number> {
-  const { createServer } = await import('node:net')
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 function machine (): { line: string; nproc: number; node: string; cpu: string; memoryGiB: number; date: string } {
   const nproc = cpus().length

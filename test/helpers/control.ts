@@ -167,14 +167,4 @@ export function isErrorBody (body: unknown): boolean {
     typeof (body as { error: unknown }).error === 'string' && (body as { error: string }).error !== ''
 }
 
-export function until (check: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  return new Promise((resolve, reject) => {
-    const poll = async (): Promise<void> => {
-      if (await check()) return resolve()
-      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`))
-      setTimeout(poll, 20)
-    }
-    void poll()
-  })
-}
+export { until } from './wait.js'

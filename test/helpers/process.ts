@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import type { Test } from 'tap'
+import { withTimeout } from './wait.js'
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null }
 
@@ -90,10 +91,3 @@ export function lines (text: string): string[] {
   return text.split('\n').filter((line) => line !== '')
 }
 
-export function withTimeout<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}

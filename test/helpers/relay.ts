@@ -149,16 +149,7 @@ export async function pair (relay: TestRelay): Promise<{ session: Created; initi
   return { session, initiator, responder }
 }
 
-export function until (check: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  return new Promise((resolve, reject) => {
-    const poll = async (): Promise<void> => {
-      if (await check()) return resolve()
-      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`))
-      setTimeout(poll, 10)
-    }
-    void poll()
-  })
-}
 
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+export { until } from './wait.js'
