@@ -91,7 +91,7 @@ async function main (): Promise<void> {
       parse(chunk)
       // Top the sender's window up after every read, so writes batch.
       if (saturating) send(pair, pair.window - (pair.sent - pair.received))
-      else pacer?.pump()
+      else pacer?.refill(pair)
     })
     pair.sender = await rawWebSocket(host, port, path, session.initiator_token, createFrameParser(() => {}, (code) => {
       failure ??= new Error(`pair ${index}: the server closed the sender with ${code}`)
@@ -103,8 +103,11 @@ async function main (): Promise<void> {
     }
   }
 
-  /** Write `count` frames to the pair's sender, each stamped with `now` (0: no latency sample). */
-  function send (pair: Pair, count: number, now = 0): void {
+  /**
+   * Write `count` frames to the pair's sender. Frame k is stamped with the time it was due,
+   * `dueAt + k * spacing` (a dueAt of 0: no latency sample).
+   */
+  function send (pair: Pair, count: number, dueAt = 0, spacing = 0): void {
     if (count <= 0 || failure !== null) return
     if (c.size >= SHARED_BODY_FROM) {
       pair.sender.cork()
@@ -113,7 +116,7 @@ async function main (): Promise<void> {
         header.copy(head)
         head.writeUInt32LE(pair.sent++, header.length)
         head.writeUInt32LE(0, header.length + 4)
-        head.writeDoubleLE(now, header.length + 8)
+        head.writeDoubleLE(dueAt === 0 ? 0 : dueAt + k * spacing, header.length + 8)
         pair.sender.write(head)
         pair.sender.write(sharedBody)
       }
@@ -126,7 +129,8 @@ async function main (): Promise<void> {
       template.copy(batch, 0, 0, frames * frameBytes)
       for (let k = 0, at = header.length; k < frames; k++, at += frameBytes) {
         batch.writeUInt32LE(pair.sent++, at)
-        batch.writeDoubleLE(now, at + 8)
+        batch.writeDoubleLE(dueAt, at + 8)
+        if (dueAt !== 0) dueAt += spacing
       }
       pair.sender.write(batch)
       count -= frames
@@ -173,37 +177,42 @@ async function main (): Promise<void> {
 }
 
 /**
- * Send at a fixed total rate, spread over the pairs, and take one-way latencies after a short
+ * Send at a fixed total rate, each pair at its share, and take one-way latencies after a short
  * settle. Each frame carries the time it was due, not the time it left: when the generator
  * or a full window holds a frame back, that wait counts as latency (no coordinated omission).
- * `pump` runs on a 1 ms tick and after every read, so a full window refills at once.
+ * `pump` runs on a 1 ms tick and writes what each pair owes in one batch, as a client that
+ * buffers for a millisecond would; a read refills only a pair its window held back, so the
+ * number of writes follows the tick, not the rate.
  */
-function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, dueAt: number) => void) {
+function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, dueAt: number, spacing: number) => void) {
   const origin = performance.now()
-  const msPerMessage = 1000 / rate
-  let due = 0
-  let next = 0
+  const msPerMessage = (1000 * pairs.length) / rate
+  // Spread the pairs' schedules over one message interval, so their frames do not all fall due at once.
+  const offset = (pair: Pair): number => (pair.index / pairs.length) * msPerMessage
+  const handed = new Array<number>(pairs.length).fill(0)
+  const heldBack = new Array<boolean>(pairs.length).fill(false)
   let stopped = false
-  function pump (): void {
-    if (stopped) return
-    const target = Math.floor((performance.now() - origin) / msPerMessage)
-    // Round-robin over the pairs until caught up, never past a pair's window.
-    let stalled = 0
-    while (due < target && stalled < pairs.length) {
-      const pair = pairs[next]!
-      next = (next + 1) % pairs.length
-      const room = pair.window - (pair.sent - pair.received)
-      const count = Math.min(room, Math.ceil((target - due) / pairs.length))
-      if (count <= 0) {
-        stalled++
-        continue
-      }
-      stalled = 0
-      send(pair, count, origin + due * msPerMessage)
-      due += count
-    }
+  function sendDue (pair: Pair, now: number): void {
+    const owed = Math.floor((now - origin - offset(pair)) / msPerMessage) + 1 - handed[pair.index]!
+    const room = pair.window - (pair.sent - pair.received)
+    const count = Math.min(room, owed)
+    heldBack[pair.index] = owed > room
+    if (count <= 0) return
+    send(pair, count, origin + offset(pair) + handed[pair.index]! * msPerMessage, msPerMessage)
+    handed[pair.index] = handed[pair.index]! + count
   }
-  return { pump, stop: () => { stopped = true }, elapsedMs: () => performance.now() - origin }
+  return {
+    pump (): void {
+      if (stopped) return
+      const now = performance.now()
+      for (const pair of pairs) sendDue(pair, now)
+    },
+    refill (pair: Pair): void {
+      if (!stopped && heldBack[pair.index]!) sendDue(pair, performance.now())
+    },
+    stop: () => { stopped = true },
+    elapsedMs: () => performance.now() - origin,
+  }
 }
 
 async function measureLatency (

@@ -42,7 +42,11 @@ t.test('the load generator fails loudly on a lost or a reordered frame', async (
     const run = await runGenerator(port)
     if (fault === 'none') {
       t.equal(run.code, 0, 'a faithful forwarder passes')
-      t.ok(JSON.parse(run.stdout).messagesChecked > 200, 'frames were checked')
+      const result = JSON.parse(run.stdout)
+      t.ok(result.messagesChecked > 200, 'frames were checked')
+      // 1,000 messages/s for 200 ms less the settle: paced frames arrive and carry their due times.
+      t.ok(result.latency.samples >= 100, 'the paced phase sent at its rate')
+      t.ok(result.latency.p50Ms >= 0 && result.latency.p50Ms < 1000, 'latencies are measured from the due time')
     } else {
       t.equal(run.code, 1, `${fault}: the run fails`)
       t.match(run.stderr, /lost or reordered/, `${fault}: and says why`)
