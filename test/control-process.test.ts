@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -103,6 +103,31 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.same((list.body as Array<{ name: string }>).map((a) => a.name), ['kept'], 'the application is still there')
   })
 }
+
+t.test('one process per embedded database: a second start on the same data directory exits 2', async (t) => {
+  const dataDir = join(scratchDir(t), 'data')
+  const args = ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', dataDir]
+  const first = await startProcess(t, args)
+  const lock = join(dataDir, 'control.pid')
+  t.equal(readFileSync(lock, 'utf8'), `${first.child.pid}\n`, 'the lock names the owner')
+
+  const second = await runToExit(t, args)
+  t.equal(second.code, 2)
+  t.equal(lines(second.stderr).length, 1, 'exactly one line on stderr')
+  t.match(second.stderr, new RegExp(`^control: --data-dir .* is in use by process ${first.child.pid}: one control plane per embedded database`))
+  const health = await fetch(`http://127.0.0.1:${first.port}/healthz`)
+  t.equal(health.status, 200, 'the first keeps serving')
+
+  first.child.kill('SIGTERM')
+  t.same(await first.exited, { code: 0, signal: null })
+  t.notOk(existsSync(lock), 'a clean stop gives the directory back')
+
+  // A process killed outright leaves its lock; a pid that no longer runs does not hold it.
+  const gone = spawnSync(process.execPath, ['-e', '']).pid
+  writeFileSync(lock, `${gone}\n`)
+  const third = await startProcess(t, args)
+  t.equal(readFileSync(lock, 'utf8'), `${third.child.pid}\n`, 'a stale lock is taken over')
+})
 
 t.test('the health checks of both images (common/src/healthcheck.ts): exit 0 only on a 200 from /healthz', async (t) => {
   let status = 200

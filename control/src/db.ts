@@ -4,6 +4,7 @@
 // parsed objects for jsonb, strings for uuid), so nothing above this module knows which runs.
 import { mkdirSync } from 'node:fs'
 import pg from 'pg'
+import { lockDataDir } from './data-dir-lock.js'
 import { ConfigError } from './errors.js'
 
 export type Row = Record<string, unknown>
@@ -31,15 +32,29 @@ async function openPglite (dataDir: string): Promise<Database> {
   } catch (error) {
     throw new ConfigError(`cannot create --data-dir ${dataDir}: ${(error as Error).message}`)
   }
-  // Loaded only when used: it is a large WebAssembly module a PostgreSQL deployment never needs.
-  const { PGlite } = await import('@electric-sql/pglite')
-  const db = await PGlite.create(dataDir)
+  const unlock = lockDataDir(dataDir)
+  const db = await createPglite(dataDir).catch((error: unknown) => {
+    unlock()
+    throw error
+  })
   return {
     engine: 'pglite',
     query: async (text, params) => (await db.query<never>(text, params)).rows,
     transaction: (fn) => db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<never>(text, params)).rows })),
-    close: once(() => db.close()),
+    close: once(async () => {
+      try {
+        await db.close()
+      } finally {
+        unlock()
+      }
+    }),
   }
+}
+
+// Loaded only when used: it is a large WebAssembly module a PostgreSQL deployment never needs.
+async function createPglite (dataDir: string) {
+  const { PGlite } = await import('@electric-sql/pglite')
+  return PGlite.create(dataDir)
 }
 
 async function openPostgres (url: string, logger: DatabaseLogger): Promise<Database> {
