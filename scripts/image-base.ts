@@ -6,8 +6,8 @@
 // directory, so only the first run pays for them (CI starts from a clean clone).
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { run } from './image-host.js'
-import type { Podman } from './image-host.js'
+import { removeDir, run, unmountAllUnder } from './image-host.js'
+import type { Podman, UndoStack } from './image-host.js'
 
 // The npm that Node 20's own releases bundle, as the official image carries it.
 const NPM_VERSION = '10.8.2'
@@ -21,13 +21,13 @@ export function baseImageName (): string {
 }
 
 /** The image name to pass as BASE_IMAGE, made (or found in the cache) first. */
-export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir: string, log: (line: string) => void): Promise<string> {
+export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir: string, undo: UndoStack, log: (line: string) => void): Promise<string> {
   const name = baseImageName()
   if (podman.sync(['image', 'exists', name]).ok) {
     log(`base image ${name}: cached`)
     return name
   }
-  const rootfs = await ensureDebootstrapRoot(cacheDir, workDir, log)
+  const rootfs = await ensureDebootstrapRoot(cacheDir, workDir, undo, log)
 
   const staging = join(workDir, 'base-root')
   // cp, not fs.cpSync: the root holds device nodes.
@@ -55,7 +55,7 @@ export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir
   return name
 }
 
-async function ensureDebootstrapRoot (cacheDir: string, workDir: string, log: (line: string) => void): Promise<string> {
+async function ensureDebootstrapRoot (cacheDir: string, workDir: string, undo: UndoStack, log: (line: string) => void): Promise<string> {
   const rootfs = join(cacheDir, `${SUITE}-minbase`)
   if (existsSync(join(rootfs, 'etc', 'debian_version'))) {
     log(`debootstrap root: cached in ${rootfs}`)
@@ -66,7 +66,10 @@ async function ensureDebootstrapRoot (cacheDir: string, workDir: string, log: (l
   // Into a fresh directory that becomes the cache only once complete: an interrupted run
   // must not leave a half-made root behind that the next run would take for a cached one.
   const partial = `${rootfs}.partial`
-  rmSync(partial, { recursive: true, force: true })
+  // debootstrap mounts /proc and /sys inside its target; killed halfway, it leaves them there.
+  unmountAllUnder(partial)
+  removeDir(partial)
+  undo.push(`mounts under ${partial}`, () => unmountAllUnder(partial))
   await run('debootstrap', ['--variant=minbase', SUITE, partial, mirror], { logFile: join(workDir, 'debootstrap.log') })
   rmSync(rootfs, { recursive: true, force: true })
   renameSync(partial, rootfs)

@@ -4,7 +4,7 @@
 // the script.
 import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, readFileSync, rmSync } from 'node:fs'
 
 export type CommandOptions = {
   /** Append stdout and stderr here instead of keeping them (the builds print a lot). */
@@ -79,11 +79,16 @@ export type UndoStack = {
   push: (what: string, step: () => void) => void
   /** Runs every step still registered, each once, even when an earlier one fails. */
   unwind: () => string[]
+  /**
+   * A stack for one part of the work, unwound as a single step of this one: the part unwinds
+   * it when done, and a signal that unwinds this one reaches the part's steps too.
+   */
+  nested: (what: string) => UndoStack
 }
 
 export function undoStack (): UndoStack {
   const steps: Array<{ what: string; step: () => void }> = []
-  return {
+  const stack: UndoStack = {
     push: (what, step) => { steps.push({ what, step }) },
     unwind: () => {
       const failures: string[] = []
@@ -96,5 +101,37 @@ export function undoStack (): UndoStack {
       }
       return failures
     },
+    nested: (what) => {
+      const inner = undoStack()
+      stack.push(what, () => {
+        const failures = inner.unwind()
+        if (failures.length > 0) throw new Error(failures.join('; '))
+      })
+      return inner
+    },
+  }
+  return stack
+}
+
+/** Mount points at or below `dir`, from this process's mount table. */
+export function mountsUnder (dir: string): string[] {
+  // Fields: id parent major:minor root mountpoint ...; octal escapes for spaces and the like.
+  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+    .map((line) => (line.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((point) => point === dir || point.startsWith(`${dir}/`))
+}
+
+/** rm -rf, but never across a mount point: what is mounted there is not ours to delete. */
+export function removeDir (dir: string): void {
+  const mounted = mountsUnder(dir)
+  if (mounted.length > 0) throw new Error(`not removing ${dir}: still mounted there: ${mounted.join(', ')}`)
+  rmSync(dir, { recursive: true, force: true })
+}
+
+/** Unmounts whatever is mounted at or below `dir`, deepest first (what an interrupted debootstrap leaves). */
+export function unmountAllUnder (dir: string): void {
+  for (const point of mountsUnder(dir).reverse()) {
+    const result = runSync('umount', [point])
+    if (!result.ok && !runSync('umount', ['-l', point]).ok) throw new Error(`umount ${point}: ${result.output}`)
   }
 }

@@ -6,9 +6,9 @@
 // listen address is moved to a free loopback port.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { runSync } from './image-host.js'
+import { removeDir, runSync } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 
 export type ImageConfig = {
@@ -101,7 +101,7 @@ export async function mountImageRoot (podman: Podman, name: string, config: Imag
     if (!existsSync(join(dir, volume))) throw new Error(`VOLUME ${volume} does not exist in the image`)
     // A fresh volume as Kubernetes makes one with fsGroup: writable by the pod's user.
     const hostDir = mkdtempSync(join(workDir, 'volume-'))
-    undo.push(`rm ${hostDir}`, () => rmSync(hostDir, { recursive: true, force: true }))
+    undo.push(`rm ${hostDir}`, () => removeDir(hostDir))
     chownSync(hostDir, owner.uid, owner.gid)
     mount(['--bind', hostDir, join(dir, volume)])
     unmountLater(undo, join(dir, volume))

@@ -12,14 +12,14 @@
 // Prints one line per check and ends with "N passed, M failed"; exits 1 on any failure.
 // Every mount and process it made is undone on every exit path, signals included.
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { ensureBaseImage } from './image-base.js'
-import { commandExists, killRunning, podmanOn, run, undoStack } from './image-host.js'
+import { commandExists, killRunning, podmanOn, removeDir, run, undoStack } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 import { imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
 import type { ImageConfig, ImageRoot, Started } from './image-root.js'
@@ -100,7 +100,7 @@ async function ensureTools (): Promise<void> {
   // Others may hold apt's lock for a while (CI installs more than this).
   const lock = ['-o', 'DPkg::Lock::Timeout=600']
   await run('apt-get', [...lock, 'update', '-qq'], { env, logFile })
-  await run('apt-get', [...lock, 'install', '-y', '-qq', '--no-install-recommends', ...missing], { env, logFile })
+  await run('apt-get', [...lock, 'install', '-y', '-qq', ...missing], { env, logFile })
 }
 
 function freePort (): Promise<number> {
@@ -188,7 +188,7 @@ function checkContents (spec: ImageSpec, root: ImageRoot, config: ImageConfig): 
   check(main.uid === 0 && (main.mode & 0o022) === 0, `${spec.name}: its code belongs to root and is not writable by the runtime user`, { uid: main.uid, mode: (main.mode & 0o777).toString(8) })
 }
 
-async function testImage (spec: ImageSpec, podman: Podman, baseImage: string, workDir: string): Promise<void> {
+async function testImage (spec: ImageSpec, podman: Podman, baseImage: string, workDir: string, parentUndo: UndoStack): Promise<void> {
   const tag = `localhost/session-relay/${spec.name}:test`
   await timed(`build ${spec.name}`, () => podman([
     'build', '--isolation=chroot', '--format=docker', '--pull=never',
@@ -202,7 +202,7 @@ async function testImage (spec: ImageSpec, podman: Podman, baseImage: string, wo
   if (!check(owner !== null && owner.uid !== 0 && owner.gid !== 0, `${spec.name}: USER is a numeric non-root uid:gid (runAsNonRoot can verify it)`, config.user)) return
   check(config.healthcheck[0] === 'CMD' || config.healthcheck[0] === 'CMD-SHELL', `${spec.name}: declares a HEALTHCHECK`, config.healthcheck)
 
-  const undo = undoStack()
+  const undo = parentUndo.nested(`${spec.name}: mounts and processes`)
   try {
     const root = await mountImageRoot(podman, tag, config, owner!, workDir, undo)
     checkContents(spec, root, config)
@@ -331,7 +331,7 @@ async function main (): Promise<number> {
   mkdirSync(join(cacheDir, 'logs'), { recursive: true })
   const workDir = mkdtempSync(join(tmpdir(), 'test-images-'))
   const undo = undoStack()
-  undo.push(`rm ${workDir}`, () => rmSync(workDir, { recursive: true, force: true }))
+  undo.push(`rm ${workDir}`, () => removeDir(workDir))
   const interrupt = (signal: NodeJS.Signals): void => {
     log(`${signal}: cleaning up`)
     killRunning()
@@ -344,10 +344,10 @@ async function main (): Promise<number> {
   try {
     await timed('tools', ensureTools)
     const podman = podmanOn(join(cacheDir, 'storage'), join(cacheDir, 'run'))
-    const baseImage = await timed('base image', () => ensureBaseImage(podman, cacheDir, workDir, log))
+    const baseImage = await timed('base image', () => ensureBaseImage(podman, cacheDir, workDir, undo, log))
     for (const spec of IMAGES) {
       try {
-        await testImage(spec, podman, baseImage, workDir)
+        await testImage(spec, podman, baseImage, workDir, undo)
       } catch (error) {
         check(false, `${spec.name}: ${(error as Error).message}`)
       }
