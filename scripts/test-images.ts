@@ -26,6 +26,8 @@ import type { ImageConfig, ImageRoot, Started } from './image-root.js'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
 const cacheDir = join(repo, '.cache', 'test-images')
+// The base carries this machine's node, so this is the one binary the relay can load.
+const UWS_BINARY = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
 const START_TIMEOUT_MS = 60_000
 const EXIT_TIMEOUT_MS = 10_000
 
@@ -52,7 +54,7 @@ const IMAGES: ImageSpec[] = [
     dockerfile: 'Dockerfile.relay',
     addressVariable: 'RELAY_ADDR',
     env: (port) => ({ RELAY_NO_AUTH: 'true', RELAY_PUBLIC_BASE_URL: `ws://127.0.0.1:${port}` }),
-    present: ['dist/relay/src/main.js', 'dist/relay/src/healthcheck.js', 'node_modules/uWebSockets.js'],
+    present: ['dist/relay/src/main.js', 'dist/relay/src/healthcheck.js', `node_modules/uWebSockets.js/binaries/${UWS_BINARY}`],
     absent: ['dist/control', 'dist/scripts', 'dist/bench'],
     exercise: exerciseRelay,
   },
@@ -184,6 +186,10 @@ function checkContents (spec: ImageSpec, root: ImageRoot, config: ImageConfig): 
   check(missing.length === 0, `${spec.name}: holds ${spec.present.join(', ')}`, missing)
   const extra = spec.absent.filter((path) => existsSync(join(app, path)))
   check(extra.length === 0, `${spec.name}: none of ${spec.absent.join(', ')}`, extra)
+  if (spec.name === 'relay') {
+    const binaries = readdirSync(join(app, 'node_modules', 'uWebSockets.js'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.node'))
+    check(binaries.length === 1 && binaries[0]!.endsWith(UWS_BINARY), `relay: the one uWebSockets.js binary its node loads (${UWS_BINARY}), not every platform's`, binaries)
+  }
   const main = statSync(join(app, spec.present[0]!))
   check(main.uid === 0 && (main.mode & 0o022) === 0, `${spec.name}: its code belongs to root and is not writable by the runtime user`, { uid: main.uid, mode: (main.mode & 0o777).toString(8) })
 }
