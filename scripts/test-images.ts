@@ -316,7 +316,8 @@ async function exerciseControl (running: Running): Promise<void> {
   check(created.status === 201, 'control: POST /api/v1/applications 201 on embedded PGlite', `${created.status} ${await created.clone().text()}`)
   const [volume, hostDir] = [...running.root.volumes][0] ?? []
   const stored = hostDir === undefined ? [] : readdirSync(hostDir)
-  check(volume !== undefined && stored.length > 0 && statSync(hostDir!).uid === running.owner.uid, `control: the database is in the declared volume ${volume}`, stored)
+  const foreign = stored.filter((file) => statSync(join(hostDir!, file)).uid !== running.owner.uid)
+  check(volume !== undefined && stored.length > 0 && foreign.length === 0, `control: the database is in the declared volume ${volume}, written as uid ${running.owner.uid}`, { stored, foreign })
   await stopWithSigterm(running, 'control')
 
   // The same volume under a new process: what a pod restart with a persistent volume sees.
