@@ -2,7 +2,7 @@
 // graceful stop on SIGTERM or SIGINT with a hard limit.
 
 /** Hard stop if graceful shutdown hangs: orchestrators escalate to SIGKILL anyway. */
-const SHUTDOWN_TIMEOUT_MS = 5_000
+export const SHUTDOWN_TIMEOUT_MS = 5_000
 
 /** One line on stderr, then exit: the form every startup error takes. */
 export function exitWith (code: number, line: string): never {
