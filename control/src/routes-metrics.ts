@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
 import { formatDuration, parseDuration } from '../../common/src/duration.js'
 import type { RouteDeps } from './app.js'
 import { applicationName } from './applications.js'
@@ -51,6 +52,7 @@ type Series = { points: Point[]; unit: string }
  */
 async function querySeries<K extends string> (
   prometheus: PrometheusClient,
+  log: FastifyBaseLogger,
   window: MetricsWindow,
   queries: Record<K, string>,
   units: Record<K, string>,
@@ -62,6 +64,10 @@ async function querySeries<K extends string> (
   try {
     const points = await Promise.all(keys.map((key) => prometheus.queryRange({ query: queries[key], ...range }, cancel.signal)))
     return Object.fromEntries(keys.map((key, i) => [key, { points: points[i], unit: units[key] }])) as Record<K, Series>
+  } catch (error) {
+    // The caller sees a 503; the operator needs to know which dependency said what.
+    if (error instanceof UnavailableError) log.warn({ reason: error.message }, 'metrics query failed')
+    throw error
   } finally {
     cancel.abort()
   }
@@ -94,7 +100,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     if (appName === null) throw applicationNotFound()
     if (prometheus === null) throw notConfigured()
     const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
-    const series = await querySeries(prometheus, window, queries, { cpu: 'cores', memory: 'bytes' })
+    const series = await querySeries(prometheus, request.log, window, queries, { cpu: 'cores', memory: 'bytes' })
     return { range: window.range, step: window.step, series }
   })
 
@@ -113,7 +119,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     if (appName === null || fn === null) throw functionNotFound()
     if (prometheus === null) throw notConfigured()
     const queries = functionQueries({ namespace: config.namespace, appName }, fn.route, windowMsFor(window))
-    const series = await querySeries(prometheus, window, queries, { requestRate: 'req/s', latencyP95: 'ms', errorRate: 'req/s' })
+    const series = await querySeries(prometheus, request.log, window, queries, { requestRate: 'req/s', latencyP95: 'ms', errorRate: 'req/s' })
     return { range: window.range, step: window.step, series }
   })
 
@@ -127,7 +133,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   }, async (request) => {
     const window = metricsWindow(request.query)
     if (prometheus === null) throw notConfigured()
-    const series = await querySeries(prometheus, window, overviewQueries(windowMsFor(window)), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
+    const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window)), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
     return { range: window.range, step: window.step, series }
   })
 }
