@@ -3,7 +3,9 @@
 // control-prometheus.test.ts has a real Prometheus scrape it.
 import t from 'tap'
 import type { Test } from 'tap'
+import { readFileSync } from 'node:fs'
 import { createControlMetrics } from '../control/src/metrics.js'
+import { applicationQueries, functionQueries, overviewQueries } from '../control/src/metrics-queries.js'
 import type { BuildT } from '../control/src/schemas.js'
 import { createApp, startTestControl } from './helpers/control.js'
 import type { TestControl } from './helpers/control.js'
@@ -110,4 +112,15 @@ t.test('each control plane counts its own requests', async (t) => {
   await one.call('GET', '/applications')
   t.equal(sample((await scrape(t, one)).text, 'platform_http_requests_total', 'method="GET",route="/api/v1/applications",status_code="200"'), 1)
   t.equal(sample((await scrape(t, two)).text, 'platform_http_requests_total', 'method="GET",route="/api/v1/applications",status_code="200"'), undefined)
+})
+
+t.test('the README shows the PromQL the code sends', async (t) => {
+  // Markdown tables escape the pipe.
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replaceAll('\\|', '|')
+  const app = { namespace: '$ns', appName: '$app' }
+  const queries = { ...applicationQueries(app, 60_000), ...functionQueries(app, '$route', 60_000), ...overviewQueries(60_000) }
+  t.equal(Object.keys(queries).length, 7)
+  for (const [series, query] of Object.entries(queries)) {
+    t.ok(readme.includes(`| \`${series}\` |`) && readme.includes(`\`${query.replaceAll('[60s]', '[$w]')}\``), `${series}: ${query}`)
+  }
 })
