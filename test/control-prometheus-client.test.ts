@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
+import { MAX_ANSWER_BYTES } from '../control/src/prometheus.js'
 import { freePort } from './fixtures/prometheus.js'
 import { createApp, firstFunction, startTestControl } from './helpers/control.js'
 
@@ -93,6 +94,21 @@ t.test('a Prometheus that does not answer in time, or answers something else: 50
     t.equal(reply.status, 503, reason)
     t.same(reply.body, { error: reason })
   }
+
+  // Far more than any series: not read into memory, whether the length is declared or not.
+  const big = Buffer.alloc(MAX_ANSWER_BYTES + 1, ' ')
+  answer = (response) => { response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(big.length) }).end(big) }
+  t.same((await control.call('GET', '/overview/metrics')).body, { error: 'metrics unavailable: Prometheus answered more than 4 MiB' }, 'declared length')
+  answer = (response) => {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    const chunk = Buffer.alloc(64 * 1024, ' ')
+    const write = (left: number): void => {
+      if (left <= 0 || response.destroyed) return void response.end()
+      response.write(chunk, () => write(left - chunk.length))
+    }
+    write(MAX_ANSWER_BYTES + chunk.length)
+  }
+  t.same((await control.call('GET', '/overview/metrics')).body, { error: 'metrics unavailable: Prometheus answered more than 4 MiB' }, 'chunked')
 
   answer = (response) => {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({

@@ -20,6 +20,10 @@ export type PrometheusOptions = { baseUrl: string; timeoutMs: number }
 // Prometheus's own error texts are short; a proxy's HTML page is not, and is cut.
 const MAX_REASON_CHARS = 200
 
+// One series of at most 11,001 points is a few hundred KiB of JSON; anything far larger is not
+// an answer to these queries, and is not read into memory.
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
 export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOptions): PrometheusClient {
   // fetch() refuses URLs with credentials: they travel as a Basic authorization header instead.
   const url = new URL(`${baseUrl}/api/v1/query_range`)
@@ -49,8 +53,9 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
       try {
         // POST: a form body has no URL length limit, and query_range accepts it.
         response = await fetch(endpoint, { method: 'POST', headers, body, signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) })
-        text = await response.text()
+        text = await readLimited(response)
       } catch (error) {
+        if (error instanceof UnavailableError) throw error
         if (timeout.aborted) throw unavailable(`Prometheus did not answer within ${formatDuration(timeoutMs)}`)
         throw unavailable(`Prometheus unreachable (${networkCode(error)})`)
       }
@@ -58,6 +63,27 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
     },
   }
 }
+
+async function readLimited (response: Response): Promise<string> {
+  if (response.body === null) return ''
+  if (Number(response.headers.get('content-length') ?? 0) > MAX_ANSWER_BYTES) {
+    await response.body.cancel()
+    throw tooLarge()
+  }
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of response.body) {
+    size += chunk.byteLength
+    if (size > MAX_ANSWER_BYTES) {
+      // Leaving the loop early cancels the stream, so the connection is not read to its end.
+      throw tooLarge()
+    }
+    chunks.push(Buffer.from(chunk))
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+const tooLarge = (): UnavailableError => unavailable(`Prometheus answered more than ${MAX_ANSWER_BYTES / (1024 * 1024)} MiB`)
 
 const unavailable = (reason: string): UnavailableError => new UnavailableError(`metrics unavailable: ${reason}`)
 
