@@ -2,10 +2,9 @@
 // from the database, the endpoints that wait for a cluster or Prometheus (503, after their
 // request checks), internal errors that show nothing but are logged with the request id,
 // unknown routes, /healthz.
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { createBuild } from '../control/src/builds.js'
+import { freePort } from './fixtures/prometheus.js'
 import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
 import type { App } from './helpers/control.js'
 
@@ -179,12 +178,7 @@ eachEngine(t, 'cluster endpoints: their checks first (404, 400), then 503 "clust
 
 eachEngine(t, 'metrics endpoints: range and step checked, then 503 when Prometheus is not configured or not there', async (t, engine) => {
   const plain = await startTestControl(t, engine)
-  const closedPort = await new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+  const closedPort = await freePort() // nothing listens there
   const withUrl = await startTestControl(t, engine, ['--dev-insecure-skip-auth', '--prometheus-url', `http://127.0.0.1:${closedPort}/`])
   t.equal(withUrl.config.prometheusUrl, `http://127.0.0.1:${closedPort}`, 'the trailing slash is dropped')
   for (const control of [plain, withUrl]) {
