@@ -74,12 +74,13 @@ t.test('one query_range per series, credentials from the URL as Basic auth, neve
 t.test('a Prometheus that does not answer in time, or answers something else: 503 with the reason', async (t) => {
   let answer: ((response: ServerResponse) => void) | null = null
   const prometheus = await standIn(t, (_body, _request, response) => { answer?.(response) })
-  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--prometheus-url', `http://127.0.0.1:${prometheus.port}`, '--prometheus-timeout', '300ms'])
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--prometheus-url', `http://127.0.0.1:${prometheus.port}`, '--prometheus-timeout', '300.5ms'])
 
   const started = Date.now()
   const slow = await control.call('GET', '/overview/metrics') // nobody answers
   t.equal(slow.status, 503)
-  t.same(slow.body, { error: 'metrics unavailable: Prometheus did not answer within 300ms' })
+  t.same(slow.body, { error: 'metrics unavailable: Prometheus did not answer within 300.5ms' })
+  t.same(prometheus.requests.map((r) => r.body.get('timeout')), ['301ms', '301ms'], 'Prometheus gets whole milliseconds, rounded up')
   t.ok(Date.now() - started < 3_000, `answered after ${Date.now() - started} ms`)
 
   for (const [status, contentType, text, reason] of [

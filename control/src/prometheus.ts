@@ -29,24 +29,26 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
   const url = new URL(`${baseUrl}/api/v1/query_range`)
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
   if (url.username !== '' || url.password !== '') {
-    const user = decodeURIComponent(url.username)
-    const password = decodeURIComponent(url.password)
+    const user = decodedOrAsIs(url.username)
+    const password = decodedOrAsIs(url.password)
     headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
     url.username = ''
     url.password = ''
   }
   const endpoint = url.toString()
+  // Prometheus takes whole milliseconds at most (a `1.5ms` timeout does not parse).
+  const wholeMs = Math.max(1, Math.ceil(timeoutMs))
 
   return {
     async queryRange ({ query, startSeconds, endSeconds, stepSeconds }, signal) {
-      const timeout = AbortSignal.timeout(timeoutMs)
+      const timeout = AbortSignal.timeout(wholeMs)
       const body = new URLSearchParams({
         query,
         start: String(startSeconds),
         end: String(endSeconds),
         step: String(stepSeconds),
         // Prometheus gives up too, instead of evaluating a query nobody waits for.
-        timeout: `${timeoutMs}ms`,
+        timeout: `${wholeMs}ms`,
       })
       let response: Response
       let text: string
@@ -61,6 +63,15 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
       }
       return pointsOf(response.status, text)
     },
+  }
+}
+
+// The URL keeps userinfo percent-encoded; a stray `%` is taken literally.
+function decodedOrAsIs (text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
   }
 }
 
