@@ -4,6 +4,7 @@
 // unknown routes, /healthz.
 import t from 'tap'
 import { createBuild } from '../control/src/builds.js'
+import { freePort } from './fixtures/prometheus.js'
 import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
 import type { App } from './helpers/control.js'
 
@@ -58,7 +59,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
     'GET /api/v1/applications/{appId}/builds', 'GET /api/v1/applications/{appId}/builds/{buildId}', 'POST /api/v1/applications/{appId}/builds',
     'GET /api/v1/applications/{appId}/builds/{buildId}/logs', 'POST /api/v1/applications/{appId}/functions/{fnId}/invoke',
     'GET /api/v1/applications/{appId}/logs', 'GET /api/v1/applications/{appId}/metrics', 'GET /api/v1/applications/{appId}/functions/{fnId}/metrics',
-    'GET /api/v1/overview/metrics', 'GET /healthz', 'GET /api/v1/openapi.json',
+    'GET /api/v1/overview/metrics', 'GET /healthz', 'GET /metrics', 'GET /api/v1/openapi.json',
   ]) t.ok(documented.has(expected), `${expected} (control-plane.md §4)`)
 
   for (const [path, ops] of Object.entries(doc.paths)) {
@@ -69,7 +70,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
       for (const name of path.match(/\{(\w+)\}/g) ?? []) {
         t.ok(op.parameters?.some((p) => p.in === 'path' && `{${p.name}}` === name), `${what}: path parameter ${name}`)
       }
-      if (path === '/healthz' || path === '/api/v1/openapi.json') {
+      if (path === '/healthz' || path === '/metrics' || path === '/api/v1/openapi.json') {
         t.same(op.security, [], `${what}: public`)
       } else {
         t.ok(op.responses['401'] && op.responses['500'], `${what}: documents 401 and 500`)
@@ -175,16 +176,17 @@ eachEngine(t, 'cluster endpoints: their checks first (404, 400), then 503 "clust
   t.equal(big.status, 413, 'an invoke request past 1 MiB')
 })
 
-eachEngine(t, 'metrics endpoints: range and step checked, then 503 naming the missing setting', async (t, engine) => {
+eachEngine(t, 'metrics endpoints: range and step checked, then 503 when Prometheus is not configured or not there', async (t, engine) => {
   const plain = await startTestControl(t, engine)
-  const withUrl = await startTestControl(t, engine, ['--dev-insecure-skip-auth', '--prometheus-url', 'http://prometheus.invalid:9090/'])
-  t.equal(withUrl.config.prometheusUrl, 'http://prometheus.invalid:9090', 'the trailing slash is dropped')
+  const closedPort = await freePort() // nothing listens there
+  const withUrl = await startTestControl(t, engine, ['--dev-insecure-skip-auth', '--prometheus-url', `http://127.0.0.1:${closedPort}/`])
+  t.equal(withUrl.config.prometheusUrl, `http://127.0.0.1:${closedPort}`, 'the trailing slash is dropped')
   for (const control of [plain, withUrl]) {
     const app = await createApp(control)
     const fn = firstFunction(app)
     const expected = control === plain
       ? { error: 'metrics not configured: set PLATFORM_PROMETHEUS_URL' }
-      : { error: 'metrics not available: this version has no Prometheus client yet' }
+      : { error: 'metrics unavailable: Prometheus unreachable (ECONNREFUSED)' }
     for (const base of [`/applications/${app.id}/metrics`, `/applications/${app.id}/functions/${fn.id}/metrics`, '/overview/metrics']) {
       for (const query of ['', '?range=15m&step=15s', '?range=1m', '?range=24h&step=10s', '?range=6h&step=30s', '?range=1h&step=1s']) {
         const reply = await control.call('GET', base + query)

@@ -18,6 +18,8 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     kubeconfig: '',
     namespace: 'default',
     prometheusUrl: '',
+    prometheusTimeoutMs: 10_000,
+    metricsRateWindowMs: 60_000,
     publicBaseUrl: '',
     maxArchiveBytes: 8 * 1024 * 1024,
     logLevel: 'info',
@@ -36,6 +38,8 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_KUBECONFIG: '/etc/kube/config',
     PLATFORM_NAMESPACE: 'apps',
     PLATFORM_PROMETHEUS_URL: 'http://prometheus:9090/',
+    PLATFORM_PROMETHEUS_TIMEOUT: '2.5s',
+    PLATFORM_METRICS_RATE_WINDOW: '2m',
     PLATFORM_PUBLIC_BASE_URL: 'https://apps.example.com/',
     PLATFORM_MAX_ARCHIVE_BYTES: '16MiB',
     PLATFORM_LOG_LEVEL: 'debug',
@@ -51,6 +55,8 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     kubeconfig: '/etc/kube/config',
     namespace: 'apps',
     prometheusUrl: 'http://prometheus:9090',
+    prometheusTimeoutMs: 2_500,
+    metricsRateWindowMs: 120_000,
     publicBaseUrl: 'https://apps.example.com',
     maxArchiveBytes: 16 * 1024 * 1024,
     logLevel: 'debug',
@@ -78,6 +84,10 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
     ['a claim without a name', [...SKIP, '--required-claim', '=admin'], {}, /expected claim=value/],
     ['an upper-case namespace', [...SKIP, '--namespace', 'Apps'], {}, /"Apps" for --namespace/],
     ['a Prometheus URL without a scheme', [...SKIP, '--prometheus-url', 'prometheus:9090'], {}, /--prometheus-url/],
+    ['a zero Prometheus timeout', [...SKIP, '--prometheus-timeout', '0s'], {}, /--prometheus-timeout: must be greater than 0/],
+    ['a Prometheus timeout without a unit', [...SKIP], { PLATFORM_PROMETHEUS_TIMEOUT: '10' }, /PLATFORM_PROMETHEUS_TIMEOUT/],
+    ['a rate window under 1s', [...SKIP, '--metrics-rate-window', '500ms'], {}, /--metrics-rate-window: expected a duration of at least 1s/],
+    ['a rate window in fractions of a millisecond', [...SKIP, '--metrics-rate-window', '1.0005s'], {}, /--metrics-rate-window: expected a duration of at least 1s in whole milliseconds/],
     ['a public base URL without a scheme', [...SKIP], { PLATFORM_PUBLIC_BASE_URL: 'apps.example.com' }, /PLATFORM_PUBLIC_BASE_URL/],
     ['skip-auth that is no boolean', [], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' }, /"yes" for PLATFORM_DEV_INSECURE_SKIP_AUTH/],
     ['an unknown log level', [...SKIP, '--log-level', 'verbose'], {}, /"verbose" for --log-level/],
@@ -90,6 +100,9 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
   const secret = refusal(() => parseConfig([...SKIP], { PLATFORM_DATABASE_URL: 'postgres://user:hunter2@[bad' }))
   t.match(secret.message, /^invalid value for PLATFORM_DATABASE_URL/)
   t.notMatch(secret.message, /hunter2/, 'a refused database URL is not repeated: it may hold a password')
+  const prometheus = refusal(() => parseConfig([...SKIP, '--prometheus-url', 'ftp://reader:hunter2@prometheus'], {}))
+  t.match(prometheus.message, /^invalid value for --prometheus-url/)
+  t.notMatch(prometheus.message, /hunter2/, 'nor a Prometheus URL, which may hold credentials too')
 })
 
 function refusal (fn: () => unknown): Error {

@@ -11,6 +11,8 @@ import type { ControlConfig } from './config.js'
 import type { Database } from './db.js'
 import { ApiError } from './errors.js'
 import type { Logger } from './logger.js'
+import type { ControlMetrics } from './metrics.js'
+import { createControlMetrics } from './metrics.js'
 import { registerOpenApi } from './openapi.js'
 import { applicationRoutes } from './routes-applications.js'
 import { buildRoutes } from './routes-builds.js'
@@ -29,6 +31,8 @@ export type ControlDeps = {
   logger: Logger
   /** null: authentication is off (PLATFORM_DEV_INSECURE_SKIP_AUTH). */
   auth: Authenticator | null
+  /** The counters /metrics serves; a fresh set when absent. */
+  metrics?: ControlMetrics
 }
 
 /** What every route module gets. */
@@ -53,6 +57,9 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
   })
   // The id a 500's log line carries, so a caller can quote it.
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+  const metrics = deps.metrics ?? createControlMetrics()
+  // By route pattern, never the raw URL: ids in paths would make a series per resource.
+  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode) })
 
   await registerOpenApi(app)
 
@@ -64,6 +71,16 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } } },
     },
   }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'))
+
+  // Public like /healthz, for Prometheus: keep it off the public ingress.
+  app.get('/metrics', {
+    schema: {
+      tags: ['health'],
+      summary: 'The control plane\'s own metrics, in Prometheus\'s text format',
+      security: [],
+      response: { 200: { content: { 'text/plain': { schema: Type.String() } } } },
+    },
+  }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.render()))
 
   let openApiText: string | undefined
   await app.register(async (api) => {

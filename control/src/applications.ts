@@ -42,6 +42,13 @@ export async function applicationExists (db: Database, id: string): Promise<bool
   return (await db.query('SELECT 1 FROM applications WHERE id = $1', [id])).length > 0
 }
 
+/** Null when the application does not exist. */
+export async function applicationName (db: Database, id: string): Promise<string | null> {
+  if (!isUuid(id)) return null
+  const [row] = await db.query<{ name: string }>('SELECT name FROM applications WHERE id = $1', [id])
+  return row?.name ?? null
+}
+
 export async function createApplication (db: Database, input: NewApplication): Promise<ApplicationT> {
   const id = randomUUID()
   try {

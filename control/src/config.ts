@@ -4,6 +4,7 @@ import {
   ConfigError,
   logLevels,
   parseBoolean,
+  parseTimerDuration,
   parseHttpUrl,
   parseListenAddress,
   parseLogLevel,
@@ -28,6 +29,8 @@ export type ControlConfig = {
   kubeconfig: string
   namespace: string
   prometheusUrl: string // without trailing slash
+  prometheusTimeoutMs: number // per query_range request, also sent to Prometheus as its own timeout
+  metricsRateWindowMs: number // shortest rate() window; at least four scrape intervals
   publicBaseUrl: string // without trailing slash
   maxArchiveBytes: number // compressed upload and unpacked total of a source archive
   logLevel: string
@@ -58,6 +61,13 @@ function parseNamespace (text: string): string {
   return text
 }
 
+// A window PromQL can hold: whole milliseconds, at least 1s (a rate needs two samples in it).
+function parseRateWindow (text: string): number {
+  const ms = parseTimerDuration(text)
+  if (ms < 1000 || !Number.isInteger(ms)) throw new Error('expected a duration of at least 1s in whole milliseconds, e.g. 1m')
+  return ms
+}
+
 const withoutTrailingSlash = (text: string): string => text.replace(/\/+$/, '')
 
 // One row per setting. The default is written in the same syntax an operator would use and
@@ -72,7 +82,9 @@ export const settings = [
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry (string or array claim), e.g. groups=platform-admins; else 403' }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: 'kubeconfig path; empty: in-cluster, then the default kubeconfig' }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace for builds and deployments' }),
-  setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL; empty: the metrics endpoints answer 503' }),
+  setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, credentials allowed (sent as Basic auth); empty: the metrics endpoints answer 503', secret: true }),
+  setting({ key: 'prometheusTimeoutMs', env: 'PLATFORM_PROMETHEUS_TIMEOUT', flag: '--prometheus-timeout', default: '10s', parse: parseTimerDuration, help: 'how long one Prometheus query may take before the metrics endpoint answers 503' }),
+  setting({ key: 'metricsRateWindowMs', env: 'PLATFORM_METRICS_RATE_WINDOW', flag: '--metrics-rate-window', default: '1m', parse: parseRateWindow, help: 'shortest window of the rate() in metrics queries, at least four scrape intervals; a longer step widens it to twice the step' }),
   setting({ key: 'publicBaseUrl', env: 'PLATFORM_PUBLIC_BASE_URL', flag: '--public-base-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'http(s) base URL of deployed applications; fills deployment.publicUrl' }),
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: 'largest source archive, compressed and unpacked, bytes or KiB/MiB/GiB' }),
   setting({ key: 'logLevel', env: 'PLATFORM_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `log level: ${logLevels.join(', ')}` }),

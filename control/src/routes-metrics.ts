@@ -1,12 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
 import { formatDuration, parseDuration } from '../../common/src/duration.js'
 import type { RouteDeps } from './app.js'
-import { applicationExists } from './applications.js'
-import { InvalidInputError } from './errors.js'
+import { applicationName } from './applications.js'
+import type { ControlConfig } from './config.js'
+import { InvalidInputError, UnavailableError } from './errors.js'
 import { applicationNotFound, getFunction } from './functions.js'
+import { applicationQueries, functionQueries, overviewQueries, rateWindowMs } from './metrics-queries.js'
+import type { Point, PrometheusClient } from './prometheus.js'
+import { createPrometheusClient } from './prometheus.js'
 import { functionNotFound } from './routes-functions.js'
 import { ApplicationMetrics, AppParams, errors, FunctionMetrics, FunctionParams, MetricsQuery, OverviewMetrics } from './schemas.js'
-import { metricsUnavailable } from './unavailable.js'
 
 export const DEFAULT_RANGE = '15m'
 export const DEFAULT_STEP = '15s'
@@ -39,7 +43,49 @@ function durationOrNaN (text: string): number {
   }
 }
 
+type Series = { points: Point[]; unit: string }
+
+/**
+ * One query_range per series, all at once, over the window ending at the last whole step (so
+ * the same request a moment later gives the same points). The first failure answers for all
+ * and cancels the rest.
+ */
+async function querySeries<K extends string> (
+  prometheus: PrometheusClient,
+  log: FastifyBaseLogger,
+  window: MetricsWindow,
+  queries: Record<K, string>,
+  units: Record<K, string>,
+): Promise<Record<K, Series>> {
+  const endMs = Math.floor(Date.now() / window.stepMs) * window.stepMs
+  const range = { startSeconds: (endMs - window.rangeMs) / 1000, endSeconds: endMs / 1000, stepSeconds: window.stepMs / 1000 }
+  const cancel = new AbortController()
+  const keys = Object.keys(queries) as K[]
+  try {
+    const points = await Promise.all(keys.map((key) => prometheus.queryRange({ query: queries[key], ...range }, cancel.signal)))
+    return Object.fromEntries(keys.map((key, i) => [key, { points: points[i], unit: units[key] }])) as Record<K, Series>
+  } catch (error) {
+    // The caller sees a 503; the operator needs to know which dependency said what.
+    if (error instanceof UnavailableError) log.warn({ reason: error.message }, 'metrics query failed')
+    throw error
+  } finally {
+    cancel.abort()
+  }
+}
+
+function prometheusFor (config: ControlConfig): PrometheusClient | null {
+  if (config.prometheusUrl === '') return null
+  return createPrometheusClient({ baseUrl: config.prometheusUrl, timeoutMs: config.prometheusTimeoutMs })
+}
+
+function notConfigured (): UnavailableError {
+  return new UnavailableError('metrics not configured: set PLATFORM_PROMETHEUS_URL')
+}
+
 export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config }) => {
+  const prometheus = prometheusFor(config)
+  const windowMsFor = (window: MetricsWindow): number => rateWindowMs(window.stepMs, config.metricsRateWindowMs)
+
   app.get('/applications/:appId/metrics', {
     schema: {
       tags: ['metrics'],
@@ -49,9 +95,13 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       response: { 200: ApplicationMetrics, ...errors(400, 404) },
     },
   }, async (request) => {
-    metricsWindow(request.query)
-    if (!await applicationExists(db, request.params.appId)) throw applicationNotFound()
-    throw metricsUnavailable(config)
+    const window = metricsWindow(request.query)
+    const appName = await applicationName(db, request.params.appId)
+    if (appName === null) throw applicationNotFound()
+    if (prometheus === null) throw notConfigured()
+    const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
+    const series = await querySeries(prometheus, request.log, window, queries, { cpu: 'cores', memory: 'bytes' })
+    return { range: window.range, step: window.step, series }
   })
 
   app.get('/applications/:appId/functions/:fnId/metrics', {
@@ -63,9 +113,14 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       response: { 200: FunctionMetrics, ...errors(400, 404) },
     },
   }, async (request) => {
-    metricsWindow(request.query)
-    if (await getFunction(db, request.params.appId, request.params.fnId) === null) throw functionNotFound()
-    throw metricsUnavailable(config)
+    const window = metricsWindow(request.query)
+    const appName = await applicationName(db, request.params.appId)
+    const fn = appName === null ? null : await getFunction(db, request.params.appId, request.params.fnId)
+    if (appName === null || fn === null) throw functionNotFound()
+    if (prometheus === null) throw notConfigured()
+    const queries = functionQueries({ namespace: config.namespace, appName }, fn.route, windowMsFor(window))
+    const series = await querySeries(prometheus, request.log, window, queries, { requestRate: 'req/s', latencyP95: 'ms', errorRate: 'req/s' })
+    return { range: window.range, step: window.step, series }
   })
 
   app.get('/overview/metrics', {
@@ -76,7 +131,9 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       response: { 200: OverviewMetrics, ...errors(400) },
     },
   }, async (request) => {
-    metricsWindow(request.query)
-    throw metricsUnavailable(config)
+    const window = metricsWindow(request.query)
+    if (prometheus === null) throw notConfigured()
+    const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window)), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
+    return { range: window.range, step: window.step, series }
   })
 }

@@ -9,11 +9,15 @@ import type { ControlConfig } from './config.js'
 import type { Database } from './db.js'
 import { openDatabase } from './db.js'
 import type { Logger } from './logger.js'
+import type { ControlMetrics } from './metrics.js'
+import { createControlMetrics } from './metrics.js'
 import { migrate } from './migrations.js'
 
 export type ControlServer = {
   app: FastifyInstance
   db: Database
+  /** The counters /metrics serves; `recordBuildFinished` is for whatever sees builds end. */
+  metrics: ControlMetrics
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
   /** Stop accepting, finish requests in flight, close the database. */
@@ -34,7 +38,8 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     const applied = await migrate(db)
     logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
     auth = authenticatorFor(config, deps)
-    const app = await buildApp(config, { db, logger, auth })
+    const metrics = createControlMetrics()
+    const app = await buildApp(config, { db, logger, auth, metrics })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
@@ -43,6 +48,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     return {
       app,
       db,
+      metrics,
       port,
       async close () {
         await app.close()
