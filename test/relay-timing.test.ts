@@ -47,7 +47,7 @@ t.test('a wrong token for an existing session is answered alike, whoever it belo
   const notFound = await upgrade(relay, unknown, { authorization: `Bearer ${target.initiator_token}` })
   t.equal(notFound.status, 404)
   for (const [what, token] of [...wrong, ['no token at all', '']] as Array<[string, string]>) {
-    const headers = token === '' ? {} : { authorization: `Bearer ${token}` }
+    const headers: Record<string, string> = token === '' ? {} : { authorization: `Bearer ${token}` }
     t.same(comparable(await upgrade(relay, unknown, headers)), comparable(notFound), `unknown session, ${what}`)
   }
 })
