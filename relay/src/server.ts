@@ -24,6 +24,8 @@ export type RelayServer = {
   port: number
   /** Entries in the session table, closed ones awaiting the sweep included. */
   sessionCount (): number
+  /** Bytes waiting to reach peers across the process, as the backlog limits count them. */
+  backlogBytes (): number
   /** Stop accepting, close every peer with 1001, and release the port. */
   shutdown (): Promise<void>
 }
@@ -147,7 +149,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     return stopping
   }
 
-  return { port, sessionCount: table.size, shutdown }
+  return { port, sessionCount: table.size, backlogBytes: () => table.backlog.total, shutdown }
 }
 
 function createApp (uws: typeof Uws, config: RelayConfig): TemplatedApp {

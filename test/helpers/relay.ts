@@ -17,6 +17,8 @@ export type TestRelay = {
   logText: () => string
   /** Entries in the relay's session table, closed ones awaiting the sweep included. */
   sessionCount: () => number
+  /** Bytes the relay counts against its backlog limits right now. */
+  backlogBytes: () => number
   shutdown: () => Promise<void>
 }
 
@@ -41,6 +43,7 @@ export async function startTestRelay (t: Test, flags: string[] = ['--no-auth'], 
     get logs () { return lines.map((line) => JSON.parse(line) as Record<string, unknown>) },
     logText: () => lines.join(''),
     sessionCount: () => relay.sessionCount(),
+    backlogBytes: () => relay.backlogBytes(),
     shutdown: () => relay.shutdown(),
   }
 }
