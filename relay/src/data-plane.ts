@@ -41,14 +41,15 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
     sendError(res, new HttpError(status, message))
   }
 
+  const maxPayloadLength = deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize
   return {
     compression: 0, // uWS.DISABLED: a relay of opaque payloads gains nothing from it
-    maxPayloadLength: deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize,
+    maxPayloadLength,
     // uWS drops sends past this, the close frame too. The relay closes the session once a
-    // backlog passes maxBacklog, by at most one message (itself at most maxBacklog), so twice
-    // the limit always leaves room for the 4003 frame: a slow receiver that reads again gets
-    // it after the data before it, instead of a bare 1006.
-    maxBackpressure: deps.maxBacklog * 2,
+    // backlog passes maxBacklog, by at most one message, so this much always leaves room for
+    // the 4003 frame: a slow receiver that reads again gets it after the data queued before
+    // it, instead of a bare 1006.
+    maxBackpressure: deps.maxBacklog + maxPayloadLength,
     closeOnBackpressureLimit: false as unknown as number, // a boolean at run time, typed as a number in 20.30
     idleTimeout: IDLE_TIMEOUT_SECONDS,
     sendPingsAutomatically: true,
