@@ -47,12 +47,15 @@ t.test('the limiter\'s table is bounded: a flood of distinct addresses, refilled
 
 t.test('client address keys: IPv4-mapped as IPv4, IPv6 by its /64', async (t) => {
   t.equal(addressKey('127.0.0.1'), '127.0.0.1')
+  t.equal(addressKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), '127.0.0.1', 'as uWS writes an IPv4 client of a dual-stack listener')
+  t.equal(addressKey('0000:0000:0000:0000:0000:ffff:c000:0207'), '192.0.2.7')
   t.equal(addressKey('::ffff:192.0.2.7'), '192.0.2.7')
-  t.equal(addressKey('0000:0000:0000:0000:0000:ffff:192.0.2.7'), '192.0.2.7')
+  t.equal(addressKey('::ffff:c000:207'), '192.0.2.7')
   t.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64')
   t.equal(addressKey('2001:0db8:0000:0000:ffff:0000:0000:0002'), '2001:db8:0:0::/64', 'same /64, same key')
-  t.equal(addressKey('2001:db8:0:1::1'), '2001:db8:0:1::/64', 'another /64')
-  t.equal(addressKey('::1'), '0:0:0:0::/64')
+  t.equal(addressKey('2001:0db8:0000:0001:0000:0000:0000:0001'), '2001:db8:0:1::/64', 'another /64')
+  t.equal(addressKey('0000:0000:0000:0000:0000:0000:0000:0001'), '0:0:0:0::/64', '::1 as uWS writes it')
+  t.equal(addressKey('64:ff9b::192.0.2.7'), '64:ff9b:0:0::/64', 'a NAT64 address is IPv6')
 })
 
 t.test('refused attaches: past the limit every attach from that address answers 429, others are unaffected', async (t) => {
@@ -73,6 +76,14 @@ t.test('refused attaches: past the limit every attach from that address answers 
   t.pass('the address may attach again once its bucket refills')
   const metrics = await (await fetch(`${relay.http}/metrics`)).text()
   t.match(metrics, /relay_attach_refused_total\{reason="rate_limited"\} [1-9]/)
+})
+
+t.test('on a dual-stack listener (the default :8080 form), IPv4 clients are told apart', async (t) => {
+  // All interfaces, as in production; an unreachable issuer keeps the admin API shut meanwhile.
+  const relay = await startTestRelay(t, ['--addr', ':0', '--oidc-issuer', 'http://127.0.0.1:9', '--attach-failure-limit', '3/1m'])
+  for (let i = 0; i < 3; i++) t.equal((await upgrade(relay, '/relay/none', 'A'.repeat(22))).status, 404)
+  t.equal((await upgrade(relay, '/relay/none', 'A'.repeat(22))).status, 429, '127.0.0.1 is past its limit')
+  t.equal((await upgrade(relay, '/relay/none', 'A'.repeat(22), OTHER_ADDRESS)).status, 404, `${OTHER_ADDRESS} is not`)
 })
 
 t.test('--attach-failure-limit off: refusals keep their own status', async (t) => {

@@ -1,7 +1,7 @@
 // Admission limits: how many failed attaches, failed admin authentications and session
 // creations one client address may cause, and how many sessions the process holds at once.
 // They run on upgrades and admin requests only, never per message.
-import { isIPv4, isIPv6 } from 'node:net'
+import { isIPv6 } from 'node:net'
 import type { HttpResponse } from './uws.js'
 
 /** `count` events per `windowMs`, in bursts of up to `count`. */
@@ -83,16 +83,27 @@ export function clientAddress (res: HttpResponse): string {
 }
 
 export function addressKey (text: string): string {
-  const mapped = /^(?:0{0,4}:){5}ffff:([0-9.]+)$/i.exec(text) ?? /^::ffff:([0-9.]+)$/i.exec(text)
-  if (mapped !== null && isIPv4(mapped[1]!)) return mapped[1]!
   if (!isIPv6(text)) return text
-  return `${expandIPv6(text).slice(0, 4).join(':')}::/64`
+  // uWS writes every address in full IPv6 form; an IPv4 client of a dual-stack listener is
+  // 0000:0000:0000:0000:0000:ffff:7f00:0001.
+  const groups = expandIPv6(text)
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 255, groups[7]! >> 8, groups[7]! & 255].join('.')
+  }
+  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`
 }
 
-function expandIPv6 (text: string): string[] {
-  const [head, tail] = text.toLowerCase().split('::') as [string, string | undefined]
+/** The eight 16-bit groups of a valid IPv6 address, a dotted IPv4 tail included. */
+function expandIPv6 (text: string): number[] {
+  let address = text.toLowerCase()
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address)
+  if (dotted !== null) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number]
+    address = `${address.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const [head, tail] = address.split('::') as [string, string | undefined]
   const left = head === '' ? [] : head.split(':')
   const right = tail === undefined || tail === '' ? [] : tail.split(':')
   const zeros = Array<string>(8 - left.length - right.length).fill('0')
-  return [...left, ...(tail === undefined ? [] : zeros), ...right].map((group) => group.replace(/^0+(?=.)/, ''))
+  return [...left, ...(tail === undefined ? [] : zeros), ...right].map((group) => parseInt(group, 16))
 }
