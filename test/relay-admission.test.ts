@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import t from 'tap'
 import { addressKey, createAddressLimiter } from '../relay/src/admission.js'
 import { startOidcProvider } from './fixtures/oidc-provider.js'
-import { attach, createSession, startTestRelay, until } from './helpers/relay.js'
+import { attach, createSession, pair, startTestRelay, until } from './helpers/relay.js'
 import type { TestRelay } from './helpers/relay.js'
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: unknown }
@@ -76,6 +76,15 @@ t.test('refused attaches: past the limit every attach from that address answers 
   t.pass('the address may attach again once its bucket refills')
   const metrics = await (await fetch(`${relay.http}/metrics`)).text()
   t.match(metrics, /relay_attach_refused_total\{reason="rate_limited"\} [1-9]/)
+})
+
+t.test('a 409 is not a failure: it takes the right token, and a reconnecting peer retries on it', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--attach-failure-limit', '3/1m'])
+  const { session } = await pair(relay)
+  const statuses = new Set<number>()
+  for (let i = 0; i < 10; i++) statuses.add((await upgrade(relay, `/relay/${session.id}`, session.initiator_token)).status)
+  t.same([...statuses], [409], 'ten attaches to a taken slot: 409 each time, never 429')
+  t.equal((await upgrade(relay, '/relay/none', 'A'.repeat(22))).status, 404, 'and the address is not limited')
 })
 
 t.test('on a dual-stack listener (the default :8080 form), IPv4 clients are told apart', async (t) => {

@@ -37,7 +37,9 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
 
   function refuse (res: HttpResponse, address: string, reason: AttachRefusal, status: number, message: string): void {
     metrics.attachRefused[reason]++
-    attachFailures.hit(address)
+    // A 409 needs the right token, so it is no guess: a peer that retries while the relay has
+    // not yet noticed its old connection is gone must not lock itself out.
+    if (reason !== 'conflict') attachFailures.hit(address)
     sendError(res, new HttpError(status, message))
   }
 
