@@ -12,9 +12,15 @@ const here = (path: string): string => fileURLToPath(new URL(path, import.meta.u
 /** The relay runs as in production (see the Dockerfile and `npm run relay`). */
 const RELAY_NODE_FLAGS = ['--max-semi-space-size=4']
 
+/**
+ * One load generator on one address creates every session: the per-address creation limit and
+ * the session cap are lifted, or the benchmarks would measure 429s and 503s.
+ */
+const RELAY_UNLIMITED = ['--session-create-limit', 'off', '--max-sessions', '10000000']
+
 /** How each server starts; `{port}` is replaced by a free port. */
 export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
-  relay: { label: 'relay (uWS)', argv: [...RELAY_NODE_FLAGS, here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn'] },
+  relay: { label: 'relay (uWS)', argv: [...RELAY_NODE_FLAGS, here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn', ...RELAY_UNLIMITED] },
   ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
   tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
 }

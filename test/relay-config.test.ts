@@ -45,6 +45,11 @@ t.test('defaults', async (t) => {
     maxBacklog: 16_777_216,
     maxTotalBacklog: 1_073_741_824,
     logLevel: 'info',
+    attachFailureLimit: { count: 30, windowMs: 60_000 },
+    adminAuthFailureLimit: { count: 30, windowMs: 60_000 },
+    sessionCreateLimit: { count: 1200, windowMs: 60_000 },
+    limitAddresses: 100_000,
+    maxSessions: 100_000,
   }
   t.strictSame(parseConfig([], withIssuer), expected)
 })
@@ -66,7 +71,30 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--max-backlog', 'RELAY_MAX_BACKLOG', '1MiB', { maxBacklog: 1_048_576 }],
   ['--max-total-backlog', 'RELAY_MAX_TOTAL_BACKLOG', '2GiB', { maxTotalBacklog: 2_147_483_648 }],
   ['--log-level', 'RELAY_LOG_LEVEL', 'debug', { logLevel: 'debug' }],
+  ['--attach-failure-limit', 'RELAY_ATTACH_FAILURE_LIMIT', '5/10s', { attachFailureLimit: { count: 5, windowMs: 10_000 } }],
+  ['--admin-auth-failure-limit', 'RELAY_ADMIN_AUTH_FAILURE_LIMIT', '100/1h', { adminAuthFailureLimit: { count: 100, windowMs: 3_600_000 } }],
+  ['--session-create-limit', 'RELAY_SESSION_CREATE_LIMIT', '10/1.5s', { sessionCreateLimit: { count: 10, windowMs: 1500 } }],
+  ['--limit-addresses', 'RELAY_LIMIT_ADDRESSES', '500', { limitAddresses: 500 }],
+  ['--max-sessions', 'RELAY_MAX_SESSIONS', '7', { maxSessions: 7 }],
 ]
+
+t.test('admission limits: count/duration or off; bad values stop the start', async (t) => {
+  for (const [flag, key] of [
+    ['--attach-failure-limit', 'attachFailureLimit'],
+    ['--admin-auth-failure-limit', 'adminAuthFailureLimit'],
+    ['--session-create-limit', 'sessionCreateLimit'],
+  ] as const) {
+    t.equal(parseConfig([flag, 'off'], withIssuer)[key], null, `${flag} off`)
+    for (const bad of ['0/1m', '5', '5/', '/1m', '5/0s', '5/1', '-1/1m', '1.5/1m', 'OFF', 'none']) {
+      t.match(configError([flag, bad]), new RegExp(`^invalid value "${bad.replace(/[.]/g, '\\.')}" for ${flag}: `), `${flag} ${bad}`)
+    }
+  }
+  for (const flag of ['--limit-addresses', '--max-sessions']) {
+    for (const bad of ['0', '-5', '1.5', 'many', '1e3']) {
+      t.equal(configError([flag, bad]), `invalid value "${bad}" for ${flag}: expected a positive integer`, `${flag} ${bad}`)
+    }
+  }
+})
 
 t.test('every setting from env, --flag=value and --flag value', async (t) => {
   for (const [flag, env, text, expected] of cases) {

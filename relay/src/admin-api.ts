@@ -1,9 +1,12 @@
+import type { AddressLimiter } from './admission.js'
+import { clientAddress } from './admission.js'
 import type { Authenticator, Scope } from './auth.js'
 import { corsHeaders, preflightHeaders } from './cors.js'
 import { HttpError } from './errors.js'
 import type { Headers } from './http.js'
 import { readBody, send, sendError, sendJson, trackAbort } from './http.js'
 import type { Logger } from './logger.js'
+import type { Metrics } from './metrics.js'
 import type { OriginPolicy } from './origins.js'
 import type { CreatedSession, SessionTable } from './sessions.js'
 import { iso, viewOf } from './sessions.js'
@@ -19,16 +22,35 @@ export type AdminDeps = {
   allowsOrigin: OriginPolicy
   publicBaseUrl: string
   logger: Logger
+  metrics: Metrics
+  /** Admin 401s per client address; past the limit its admin requests answer 429 unverified. */
+  authFailures: AddressLimiter
+  /** Sessions created per client address. */
+  creates: AddressLimiter
+  /** Sessions the table may hold; creation past it answers 503. */
+  maxSessions: number
+  /** What a 503 for a full table tells clients to wait: a sweep frees closed sessions. */
+  fullRetryAfterSeconds: number
 }
 
-type Request = { id: string; body: Buffer | null; cors: Headers }
+type Request = { id: string; address: string; body: Buffer | null; cors: Headers }
 type Handler = (res: HttpResponse, request: Request) => void
 
 export function registerAdminRoutes (app: TemplatedApp, deps: AdminDeps): void {
   const { table } = deps
 
-  app.post('/admin/sessions', adminRoute(deps, 'relay:session:create', true, (res, { body, cors }) => {
+  app.post('/admin/sessions', adminRoute(deps, 'relay:session:create', true, (res, { address, body, cors }) => {
     if (body !== null && body.length > 0) requireJsonObject(body)
+    // A full table refuses new sessions rather than evicting live ones.
+    if (table.size() >= deps.maxSessions) {
+      deps.metrics.adminRefused.sessions_full++
+      throw new HttpError(503, 'session limit reached', { 'retry-after': String(deps.fullRetryAfterSeconds) })
+    }
+    const wait = deps.creates.take(address)
+    if (wait > 0) {
+      deps.metrics.adminRefused.create_rate++
+      throw new HttpError(429, 'too many sessions created from this address', { 'retry-after': String(wait) })
+    }
     const created = table.create()
     sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
       ...cors,
@@ -70,6 +92,13 @@ function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: H
   return (res: HttpResponse, req: HttpRequest): void => {
     const authorization = req.getHeader('authorization')
     const cors = corsHeaders(deps.allowsOrigin, req.getHeader('origin'), req.getHeader('host')) ?? {}
+    const address = clientAddress(res)
+    // Checked before the token: an address past the limit costs no signature check.
+    const wait = deps.authFailures.retryAfter(address)
+    if (wait > 0) {
+      deps.metrics.adminRefused.auth_failures++
+      return sendError(res, new HttpError(429, 'too many failed authentications from this address', { 'retry-after': String(wait) }), cors)
+    }
     const id = withBody ? '' : req.getParameter(0) ?? ''
     const declaredLength = Number(req.getHeader('content-length') || 0)
     if (withBody && declaredLength > MAX_ADMIN_BODY_BYTES) {
@@ -78,8 +107,11 @@ function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: H
     trackAbort(res)
     const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
     const authorized = deps.auth === null ? Promise.resolve() : deps.auth.authorize(authorization, scope)
-    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, body: bytes, cors })).catch((error: unknown) => {
-      if (error instanceof HttpError) return sendError(res, error, cors)
+    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, address, body: bytes, cors })).catch((error: unknown) => {
+      if (error instanceof HttpError) {
+        if (error.status === 401) deps.authFailures.hit(address)
+        return sendError(res, error, cors)
+      }
       deps.logger.error({ err: error }, 'admin request failed')
       sendError(res, new HttpError(500, 'internal error'), cors)
     })

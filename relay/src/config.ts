@@ -12,6 +12,8 @@ import {
   readSettings,
   usage,
 } from '../../common/src/settings.js'
+import { formatDuration, parseDuration } from '../../common/src/duration.js'
+import type { RateLimit } from './admission.js'
 import { compileOriginPolicy } from './origins.js'
 
 export type { ListenAddress }
@@ -33,6 +35,11 @@ export type RelayConfig = {
   maxBacklog: number // per-connection outgoing backlog limit, bytes
   maxTotalBacklog: number // whole-process outgoing backlog limit, bytes
   logLevel: string // pino level: fatal,error,warn,info,debug,trace,silent
+  attachFailureLimit: RateLimit | null // refused attaches per client address; null = off
+  adminAuthFailureLimit: RateLimit | null // admin 401s per client address; null = off
+  sessionCreateLimit: RateLimit | null // sessions created per client address; null = off
+  limitAddresses: number // addresses each of those limits tracks at most
+  maxSessions: number // sessions the table holds at most, closed ones until the sweep included
 }
 
 // Only ties each parser's return type to its key.
@@ -43,6 +50,25 @@ function parseFrameSize (text: string): number {
   const size = /^[0-9]+$/.test(text) ? Number(text) : NaN
   if (!Number.isSafeInteger(size) || size <= 0) throw new Error('expected -1 (unlimited) or a positive integer')
   return size
+}
+
+// `count/duration` such as 30/1m, or `off`.
+function parseRateLimit (text: string): RateLimit | null {
+  if (text === 'off') return null
+  const [, digits, window] = /^([0-9]+)\/(.+)$/.exec(text) ?? []
+  const count = Number(digits)
+  if (digits === undefined || window === undefined || !Number.isSafeInteger(count) || count <= 0) {
+    throw new Error('expected count/duration such as 30/1m, or off')
+  }
+  const windowMs = parseDuration(window)
+  if (windowMs < 1) throw new Error(`the window must be at least 1ms, not ${formatDuration(windowMs)}`)
+  return { count, windowMs }
+}
+
+function parsePositiveInteger (text: string): number {
+  const value = /^[0-9]+$/.test(text) ? Number(text) : NaN
+  if (!Number.isSafeInteger(value) || value <= 0) throw new Error('expected a positive integer')
+  return value
 }
 
 // Paths get appended to this, so a query or fragment would end up in the middle.
@@ -81,6 +107,11 @@ export const settings = [
   setting({ key: 'maxFrameSize', env: 'RELAY_MAX_FRAME_SIZE', flag: '--max-frame-size', default: '-1', parse: parseFrameSize, help: 'largest accepted frame in bytes; -1 = unlimited' }),
   setting({ key: 'maxBacklog', env: 'RELAY_MAX_BACKLOG', flag: '--max-backlog', default: '16MiB', parse: parsePositiveBytes, help: 'outgoing backlog limit per connection, bytes or KiB/MiB/GiB' }),
   setting({ key: 'maxTotalBacklog', env: 'RELAY_MAX_TOTAL_BACKLOG', flag: '--max-total-backlog', default: '1GiB', parse: parsePositiveBytes, help: 'outgoing backlog limit for the whole process; at least --max-backlog' }),
+  setting({ key: 'attachFailureLimit', env: 'RELAY_ATTACH_FAILURE_LIMIT', flag: '--attach-failure-limit', default: '30/1m', parse: parseRateLimit, help: 'refused WebSocket attaches per client address, count/duration; past it attaches answer 429; off disables' }),
+  setting({ key: 'adminAuthFailureLimit', env: 'RELAY_ADMIN_AUTH_FAILURE_LIMIT', flag: '--admin-auth-failure-limit', default: '30/1m', parse: parseRateLimit, help: 'admin requests answered 401 per client address, count/duration; past it admin requests answer 429; off disables' }),
+  setting({ key: 'sessionCreateLimit', env: 'RELAY_SESSION_CREATE_LIMIT', flag: '--session-create-limit', default: '1200/1m', parse: parseRateLimit, help: 'sessions created per client address, count/duration; past it creation answers 429; off disables' }),
+  setting({ key: 'limitAddresses', env: 'RELAY_LIMIT_ADDRESSES', flag: '--limit-addresses', default: '100000', parse: parsePositiveInteger, help: 'client addresses each admission limit tracks at most; the least recently seen are forgotten first' }),
+  setting({ key: 'maxSessions', env: 'RELAY_MAX_SESSIONS', flag: '--max-sessions', default: '100000', parse: parsePositiveInteger, help: 'sessions held at once; past it creation answers 503' }),
   setting({ key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `log level: ${logLevels.join(', ')}` }),
 ]
 

@@ -1,3 +1,5 @@
+import type { AddressLimiter } from './admission.js'
+import { clientAddress } from './admission.js'
 import { HttpError } from './errors.js'
 import type { Forwarder } from './forwarding.js'
 import { bearerCredentials, sendError } from './http.js'
@@ -17,6 +19,8 @@ export type DataPlaneDeps = {
   /** -1: no limit of its own (the per-connection backlog still bounds a message). */
   maxFrameSize: number
   maxBacklog: number
+  /** Refused attaches per client address; past the limit every attach from it answers 429. */
+  attachFailures: AddressLimiter
 }
 
 /** What uWS 20.30 reports when it closes a connection for a message above maxPayloadLength. */
@@ -29,40 +33,57 @@ const IDLE_TIMEOUT_SECONDS = 120
 export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerData> {
   const { table, forwarder, metrics, logger } = deps
 
-  function refuse (res: HttpResponse, reason: AttachRefusal, status: number, message: string): void {
+  const { attachFailures } = deps
+
+  function refuse (res: HttpResponse, address: string, reason: AttachRefusal, status: number, message: string): void {
     metrics.attachRefused[reason]++
+    // A 409 needs the right token, so it is no guess: a peer that retries while the relay has
+    // not yet noticed its old connection is gone must not lock itself out.
+    if (reason !== 'conflict') attachFailures.hit(address)
     sendError(res, new HttpError(status, message))
   }
 
+  const maxPayloadLength = deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize
   return {
     compression: 0, // uWS.DISABLED: a relay of opaque payloads gains nothing from it
-    maxPayloadLength: deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize,
-    // uWS drops sends past this; the relay closes the session at the same limit before that.
-    maxBackpressure: deps.maxBacklog,
+    maxPayloadLength,
+    // uWS drops sends past this, the close frame too. The relay closes the session once a
+    // backlog passes maxBacklog, by at most one message, so this much always leaves room for
+    // the 4003 frame: a slow receiver that reads again gets it after the data queued before
+    // it, instead of a bare 1006.
+    maxBackpressure: deps.maxBacklog + maxPayloadLength,
     closeOnBackpressureLimit: false as unknown as number, // a boolean at run time, typed as a number in 20.30
     idleTimeout: IDLE_TIMEOUT_SECONDS,
     sendPingsAutomatically: true,
 
     upgrade (res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
       // Every check is synchronous, so the request is still valid when we upgrade.
+      // The limit comes first: an address that keeps guessing learns nothing more, not even
+      // whether a token it tries now would have been right.
+      const address = clientAddress(res)
+      const wait = attachFailures.retryAfter(address)
+      if (wait > 0) {
+        metrics.attachRefused.rate_limited++
+        return sendError(res, new HttpError(429, 'too many refused attaches from this address', { 'retry-after': String(wait) }))
+      }
       const key = req.getHeader('sec-websocket-key')
       if (key === '' || req.getHeader('sec-websocket-version') !== '13') {
-        return refuse(res, 'bad_request', 400, 'invalid websocket upgrade request')
+        return refuse(res, address, 'bad_request', 400, 'invalid websocket upgrade request')
       }
       // Browsers always send Origin on a WebSocket upgrade; other clients need not, and an
       // Origin check protects nothing against a client that chooses its own headers.
       const origin = req.getHeader('origin')
       if (origin !== '' && !deps.allowsOrigin(origin, req.getHeader('host'))) {
-        return refuse(res, 'origin', 403, 'origin not allowed')
+        return refuse(res, address, 'origin', 403, 'origin not allowed')
       }
       const session = table.find(req.getParameter(0) ?? '')
-      if (session === undefined) return refuse(res, 'not_found', 404, 'session not found')
+      if (session === undefined) return refuse(res, address, 'not_found', 404, 'session not found')
       const token = slotToken(req.getHeader('authorization'), req.getQuery() ?? '')
-      if (token === '') return refuse(res, 'unauthorized', 401, 'missing slot token')
-      if (!isWellFormedToken(token)) return refuse(res, 'unauthorized', 401, 'invalid slot token')
+      if (token === '') return refuse(res, address, 'unauthorized', 401, 'missing slot token')
+      if (!isWellFormedToken(token)) return refuse(res, address, 'unauthorized', 401, 'invalid slot token')
       const slot = table.slotForToken(session, token)
-      if (slot === null || session.closed) return refuse(res, 'unauthorized', 401, 'invalid slot token')
-      if (slot.peer !== null) return refuse(res, 'conflict', 409, 'slot already connected')
+      if (slot === null || session.closed) return refuse(res, address, 'unauthorized', 401, 'invalid slot token')
+      if (slot.peer !== null) return refuse(res, address, 'conflict', 409, 'slot already connected')
       // The relay chooses no subprotocol for its peers, but a client that offered some
       // gets the first one back, since browsers fail the handshake otherwise.
       const protocol = req.getHeader('sec-websocket-protocol').split(',')[0]?.trim() ?? ''

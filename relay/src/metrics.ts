@@ -1,10 +1,14 @@
 // Counters are plain numbers bumped on the hot path; the text format is built only on scrape.
 
-export const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict'] as const
+export const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict', 'rate_limited'] as const
 export type AttachRefusal = typeof ATTACH_REFUSALS[number]
 
 export const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_slow', 'shutdown'] as const
 export type CloseReason = typeof CLOSE_REASONS[number]
+
+/** Admin requests refused by an admission limit: the 429s and the 503 of a full table. */
+export const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full'] as const
+export type AdminRefusal = typeof ADMIN_REFUSALS[number]
 
 export const SESSION_STATES = ['pending', 'half_open', 'open', 'closed'] as const
 export type SessionState = typeof SESSION_STATES[number]
@@ -12,6 +16,7 @@ export type SessionState = typeof SESSION_STATES[number]
 export type Metrics = {
   sessionsCreated: number
   attachRefused: Record<AttachRefusal, number>
+  adminRefused: Record<AdminRefusal, number>
   sessionsClosed: Record<CloseReason, number>
   messagesForwarded: number
   bytesForwarded: number
@@ -22,6 +27,7 @@ export function createMetrics (): Metrics {
   return {
     sessionsCreated: 0,
     attachRefused: zeroes(ATTACH_REFUSALS),
+    adminRefused: zeroes(ADMIN_REFUSALS),
     sessionsClosed: zeroes(CLOSE_REASONS),
     messagesForwarded: 0,
     bytesForwarded: 0,
@@ -48,6 +54,7 @@ export function renderMetrics (m: Metrics, g: Gauges): string {
   family('relay_sessions_created_total', 'counter', 'Sessions created.', [['', m.sessionsCreated]])
   family('relay_sessions_closed_total', 'counter', 'Sessions closed, by reason.', labelled('reason', m.sessionsClosed))
   family('relay_attach_refused_total', 'counter', 'WebSocket attaches refused, by reason.', labelled('reason', m.attachRefused))
+  family('relay_admin_refused_total', 'counter', 'Admin requests refused by an admission limit, by reason.', labelled('reason', m.adminRefused))
   family('relay_connections', 'gauge', 'Attached WebSocket peers.', [['', g.connections]])
   family('relay_messages_forwarded_total', 'counter', 'Messages handed to a peer.', [['', m.messagesForwarded]])
   family('relay_bytes_forwarded_total', 'counter', 'Payload bytes handed to a peer.', [['', m.bytesForwarded]])

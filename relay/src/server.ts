@@ -1,5 +1,7 @@
 import { accessSync, constants } from 'node:fs'
 import type * as Uws from 'uWebSockets.js'
+import { createAddressLimiter, unlimited } from './admission.js'
+import type { AddressLimiter, RateLimit } from './admission.js'
 import { methodNotAllowed, preflight, registerAdminRoutes } from './admin-api.js'
 import type { Authenticator, AuthOptions } from './auth.js'
 import { createAuthenticator } from './auth.js'
@@ -20,6 +22,10 @@ import { loadUws } from './uws.js'
 export type RelayServer = {
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
+  /** Entries in the session table, closed ones awaiting the sweep included. */
+  sessionCount (): number
+  /** Bytes waiting to reach peers across the process, as the backlog limits count them. */
+  backlogBytes (): number
   /** Stop accepting, close every peer with 1001, and release the port. */
   shutdown (): Promise<void>
 }
@@ -62,9 +68,19 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     metrics,
   })
 
+  const limiter = (limit: RateLimit | null): AddressLimiter =>
+    limit === null ? unlimited : createAddressLimiter(limit, config.limitAddresses)
+
   let openSockets = 0
   const behavior = dataPlaneBehavior({
-    table, forwarder, metrics, logger, allowsOrigin, maxFrameSize: config.maxFrameSize, maxBacklog: config.maxBacklog,
+    table,
+    forwarder,
+    metrics,
+    logger,
+    allowsOrigin,
+    maxFrameSize: config.maxFrameSize,
+    maxBacklog: config.maxBacklog,
+    attachFailures: limiter(config.attachFailureLimit),
   })
   const { open, close } = behavior
   app.ws<PeerData>('/relay/:id', {
@@ -81,7 +97,18 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     sendError(res, new HttpError(426, 'websocket upgrade required', { upgrade: 'websocket', connection: 'Upgrade' }))
   })
 
-  registerAdminRoutes(app, { table, auth, allowsOrigin, publicBaseUrl: config.publicBaseUrl, logger })
+  registerAdminRoutes(app, {
+    table,
+    auth,
+    allowsOrigin,
+    publicBaseUrl: config.publicBaseUrl,
+    logger,
+    metrics,
+    authFailures: limiter(config.adminAuthFailureLimit),
+    creates: limiter(config.sessionCreateLimit),
+    maxSessions: config.maxSessions,
+    fullRetryAfterSeconds: Math.ceil(config.reapIntervalMs / 1000),
+  })
 
   app.get('/.well-known/relay-config', discoveryHandler({
     auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
@@ -122,7 +149,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     return stopping
   }
 
-  return { port, shutdown }
+  return { port, sessionCount: table.size, backlogBytes: () => table.backlog.total, shutdown }
 }
 
 function createApp (uws: typeof Uws, config: RelayConfig): TemplatedApp {

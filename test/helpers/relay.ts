@@ -15,6 +15,10 @@ export type TestRelay = {
   /** Every log line the relay wrote, parsed. */
   logs: Array<Record<string, unknown>>
   logText: () => string
+  /** Entries in the relay's session table, closed ones awaiting the sweep included. */
+  sessionCount: () => number
+  /** Bytes the relay counts against its backlog limits right now. */
+  backlogBytes: () => number
   shutdown: () => Promise<void>
 }
 
@@ -38,6 +42,8 @@ export async function startTestRelay (t: Test, flags: string[] = ['--no-auth'], 
     ws: `ws${scheme}://${host}`,
     get logs () { return lines.map((line) => JSON.parse(line) as Record<string, unknown>) },
     logText: () => lines.join(''),
+    sessionCount: () => relay.sessionCount(),
+    backlogBytes: () => relay.backlogBytes(),
     shutdown: () => relay.shutdown(),
   }
 }
