@@ -1,12 +1,8 @@
 // Dependencies this version has no client for yet. The endpoints that need them exist, with
 // their full request schemas, check what they can (ids, parameters) and then answer 503, so
-// adding the cluster and Prometheus clients changes handlers, not the API.
+// adding the Prometheus client changes handlers, not the API.
 import type { ControlConfig } from './config.js'
 import { UnavailableError } from './errors.js'
-
-export function clusterUnavailable (): UnavailableError {
-  return new UnavailableError('cluster not configured')
-}
 
 export function metricsUnavailable (config: ControlConfig): UnavailableError {
   if (config.prometheusUrl === '') return new UnavailableError('metrics not configured: set PLATFORM_PROMETHEUS_URL')
