@@ -154,8 +154,9 @@ function capture (answer: IncomingMessage, limit: number): Promise<{ bytes: Buff
       const room = limit - size
       if (chunk.length > room) {
         chunks.push(chunk.subarray(0, room))
-        answer.destroy()
+        // Settled before destroy(), which reports itself as an abort.
         resolve({ bytes: Buffer.concat(chunks), truncated: true })
+        answer.destroy()
         return
       }
       chunks.push(chunk)
