@@ -5,6 +5,7 @@ import type { V1Deployment, V1Service } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { ControlConfig } from './config.js'
+import { ApiError } from './errors.js'
 import type { Kube } from './kube.js'
 import { clusterError, spinAppCrdMissing, statusBody, statusOf } from './kube.js'
 import type { Static } from 'typebox'
@@ -76,7 +77,7 @@ async function orNull<T> (read: () => Promise<T>, action: string): Promise<T | n
  * cluster cannot say more, `message` says why and the counts are 0, so GET application keeps
  * working while the cluster is down.
  */
-export async function readDeployment (kube: Kube | null, config: ControlConfig, app: { name: string }, image: string): Promise<DeploymentT> {
+export async function readDeployment (kube: Kube, config: ControlConfig, app: { name: string }, image: string): Promise<DeploymentT> {
   const base: DeploymentT = {
     image,
     replicas: config.replicas,
@@ -88,7 +89,6 @@ export async function readDeployment (kube: Kube | null, config: ControlConfig, 
     publicUrl: config.publicBaseUrl === '' ? null : `${config.publicBaseUrl}/${app.name}`,
     message: '',
   }
-  if (kube === null) return { ...base, message: 'cluster not configured' }
   try {
     const spin = await readSpinApp(kube, app.name)
     if (spin === null) return { ...base, message: 'not deployed: the SpinApp is missing; POST deploy applies it again' }
@@ -114,7 +114,9 @@ export async function readDeployment (kube: Kube | null, config: ControlConfig, 
         : available?.message ?? `${readyReplicas} of ${replicas} replicas ready`,
     }
   } catch (error) {
-    return { ...base, message: (error as Error).message }
+    // Only mapped cluster failures (messages written for the caller) end up here.
+    if (error instanceof ApiError) return { ...base, message: error.message }
+    throw error
   }
 }
 

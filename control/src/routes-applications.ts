@@ -27,9 +27,10 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   }, async (request) => {
     const application = await getApplication(db, request.params.appId)
     if (application === null) throw new NotFoundError('application not found')
-    const image = await latestImage(db, application.id)
-    if (image === null) return application
-    return { ...application, deployment: await readDeployment(cluster?.kube ?? null, config, application, image) }
+    // Nothing can be deployed without a cluster, so there is no deployment to show.
+    const image = cluster === null ? null : await latestImage(db, application.id)
+    if (cluster === null || image === null) return application
+    return { ...application, deployment: await readDeployment(cluster.kube, config, application, image) }
   })
 
   app.post('/applications', {
