@@ -7,7 +7,7 @@
 // is applied on success, and `onBuildFinished` is told (metrics).
 import type { V1Job } from '@kubernetes/client-node'
 import type { BuildOutcome } from './builds.js'
-import { finishBuild, markRunning, unfinishedBuilds } from './builds.js'
+import { buildStatus, finishBuild, markRunning, unfinishedBuilds } from './builds.js'
 import { BUILD_CONTAINER, BUILD_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Database } from './db.js'
 import type { Kube } from './kube.js'
@@ -150,6 +150,9 @@ function jobState (job: V1Job): JobState {
 async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Promise<void> {
   const buildId = job.metadata?.labels?.[BUILD_LABEL]
   if (buildId === undefined) return
+  // Every list repeats the finished Jobs still in their TTL: nothing to read or do for them.
+  const current = await buildStatus(deps.db, buildId)
+  if (current === null || current === 'succeeded' || current === 'failed') return
   const state = jobState(job)
   if (state.state === 'pending' && deleted) {
     await end(deps, buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })

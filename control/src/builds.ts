@@ -40,11 +40,11 @@ export async function getBuild (db: Database, appId: string, buildId: string): P
 }
 
 /** A new pending build; null when the application does not exist. */
-export async function createBuild (db: Database, appId: string): Promise<BuildT | null> {
+export async function createBuild (db: Database, appId: string, id: string = randomUUID()): Promise<BuildT | null> {
   if (!isUuid(appId)) return null
   const [row] = await db.query<BuildRow>(
     `INSERT INTO builds (id, application_id, status) SELECT $1, id, 'pending' FROM applications WHERE id = $2 RETURNING ${COLUMNS}`,
-    [randomUUID(), appId])
+    [id, appId])
   return row === undefined ? null : toBuild(row)
 }
 
@@ -100,4 +100,11 @@ export async function deleteBuild (db: Database, buildId: string): Promise<void>
 export async function hasBuilds (db: Database, appId: string): Promise<boolean> {
   if (!isUuid(appId)) return false
   return (await db.query('SELECT 1 FROM builds WHERE application_id = $1 LIMIT 1', [appId])).length > 0
+}
+
+/** A build's status, or null when there is no such build. */
+export async function buildStatus (db: Database, buildId: string): Promise<BuildT['status'] | null> {
+  if (!isUuid(buildId)) return null
+  const [row] = await db.query<{ status: BuildT['status'] }>('SELECT status FROM builds WHERE id = $1', [buildId])
+  return row?.status ?? null
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { RouteDeps } from './app.js'
@@ -56,17 +57,22 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { d
     if (archive.length > MAX_BUILD_ARCHIVE_BYTES) {
       throw new TooLargeError(`source too large to build: the gzipped sources take ${archive.length} bytes, at most ${MAX_BUILD_ARCHIVE_BYTES} fit in a Secret`)
     }
-    const build = await createBuild(db, application.id)
-    if (build === null) throw applicationNotFound()
-    cluster.watcher.starting.add(build.id)
+    // Marked before the row exists: a resync in between must not take it for a lost build.
+    const id = randomUUID()
+    cluster.watcher.starting.add(id)
+    let build
     try {
-      await createBuildJob(cluster.kube, config, application, build.id, archive)
-    } catch (error) {
-      // The caller gets the reason, not a build that can never run.
-      await deleteBuild(db, build.id)
-      throw error
+      build = await createBuild(db, application.id, id)
+      if (build === null) throw applicationNotFound()
+      try {
+        await createBuildJob(cluster.kube, config, application, id, archive)
+      } catch (error) {
+        // The caller gets the reason, not a build that can never run.
+        await deleteBuild(db, id)
+        throw error
+      }
     } finally {
-      cluster.watcher.starting.delete(build.id)
+      cluster.watcher.starting.delete(id)
     }
     request.log.info({ buildId: build.id, appId: application.id }, 'build started')
     reply.code(202)
@@ -105,7 +111,7 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { d
       }
       // Not started yet: look again until it runs, the build ends, or the caller leaves.
       await new Promise((resolve) => setTimeout(resolve, cluster.pollMs))
-      if (closed) return reply
+      if (closed) return sendLogText(reply, '') // to nobody: the caller has gone
     }
   })
 }
