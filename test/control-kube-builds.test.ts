@@ -4,6 +4,7 @@
 // reconnect, and what the caller sees when the cluster refuses.
 import type { ClientRequest, IncomingMessage } from 'node:http'
 import { get as httpGet } from 'node:http'
+import { writeFileSync } from 'node:fs'
 import { createGunzip } from 'node:zlib'
 import { Readable } from 'node:stream'
 import t from 'tap'
@@ -239,4 +240,13 @@ t.test('no cluster at all: the API starts, says so, and the cluster endpoints an
   const control = await startTestControl(t, 'pglite')
   t.equal(control.server.cluster, null)
   t.ok(control.logs.some((l) => /no cluster configured/.test(String(l.msg))), 'a warning at start')
+})
+
+t.test('a kubeconfig that cannot be read stops the start with a ConfigError (exit code 2)', async (t) => {
+  const dir = tempDir(t)
+  await t.rejects(startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--kubeconfig', `${dir}/missing.yaml`]),
+    { name: 'ConfigError', message: /^cannot read the kubeconfig: / })
+  writeFileSync(`${dir}/empty.yaml`, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n')
+  await t.rejects(startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--kubeconfig', `${dir}/empty.yaml`]),
+    { name: 'ConfigError', message: 'the kubeconfig has no current cluster' })
 })
