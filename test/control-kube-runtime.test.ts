@@ -184,6 +184,26 @@ eachEngine(t, 'invoke: through the service proxy, the envelope, base64, limits, 
   t.equal(gone.status, 404)
   t.same(gone.body, { error: 'application is not deployed: its Service does not exist' })
   t.notOk(control.logText().includes('caller-secret'), "the caller's token is never logged")
+
+  // In the cluster, invoke goes straight to the Service, not through the API server.
+  const kube = control.server.cluster!.kube
+  kube.inCluster = true
+  kube.serviceUrl = (name) => name === 'hello' ? fnServer.url : 'http://127.0.0.1:1'
+  const proxied = fake.accesses.filter((a) => a.subresource === 'proxy').length
+  const straight = (await control.call('POST', invokePath, { json: { method: 'POST', path: '/direct?q=1', headers: { authorization: ['Bearer caller-secret'], 'x-custom': ['yes'] }, body: 'hi' } })).body as typeof result
+  t.equal(straight.status, 418)
+  const direct = JSON.parse(straight.body) as { method: string; url: string; headers: Record<string, string>; body: string }
+  t.match(direct, { method: 'POST', url: '/direct?q=1', headers: { 'x-custom': 'yes' } })
+  t.equal(Buffer.from(direct.body, 'base64').toString(), 'hi')
+  t.notOk('authorization' in direct.headers, 'no Authorization on the direct path either')
+  t.equal(fake.accesses.filter((a) => a.subresource === 'proxy').length, proxied, 'no service proxy request')
+  t.match((await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } })).body, { status: 504 }, 'the timeout on the direct path')
+  fnServer.seen.length = 0
+  kube.serviceUrl = () => 'http://127.0.0.1:1'
+  const unreachable = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
+  t.equal(unreachable.status, 503)
+  t.same(unreachable.body, { error: 'application unreachable' })
+  kube.inCluster = false
   t.notOk(control.logText().includes(fake.token), 'nor the cluster token')
 })
 

@@ -109,7 +109,7 @@ export async function invoke (target: InvokeTarget, request: PreparedInvoke): Pr
     let answer: IncomingMessage
     try {
       answer = kube.inCluster
-        ? await direct(`http://${target.serviceName}.${kube.namespace}.svc.cluster.local${request.path}`, request.method, headers, body, abort.signal)
+        ? await direct(`${kube.serviceUrl(target.serviceName)}${request.path}`, request.method, headers, body, abort.signal)
         : await kube.request(request.method, `/api/v1/namespaces/${kube.namespace}/services/${target.serviceName}/proxy${request.path}`, { headers, body, signal: abort.signal })
     } catch (error) {
       if (abort.signal.aborted) return timedOut()

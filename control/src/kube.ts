@@ -16,6 +16,8 @@ export type Kube = {
   namespace: string
   /** Running in a pod of the cluster (in-cluster configuration): invoke goes straight to the Service. */
   inCluster: boolean
+  /** The in-cluster base URL of a Service of the namespace. */
+  serviceUrl (name: string): string
   batch: BatchV1Api
   core: CoreV1Api
   apps: AppsV1Api
@@ -61,6 +63,7 @@ export function connectKube (config: ControlConfig): Kube | null {
   return {
     namespace: config.namespace,
     inCluster,
+    serviceUrl: (name) => `http://${name}.${config.namespace}.svc.cluster.local`,
     batch: kc.makeApiClient(BatchV1Api),
     core: kc.makeApiClient(CoreV1Api),
     apps: kc.makeApiClient(AppsV1Api),
