@@ -4,6 +4,7 @@
 // reconnect, and what the caller sees when the cluster refuses.
 import type { ClientRequest, IncomingMessage } from 'node:http'
 import { get as httpGet } from 'node:http'
+import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { createGunzip } from 'node:zlib'
 import { Readable } from 'node:stream'
@@ -221,6 +222,19 @@ eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; not
   t.same(noSecret.body, { error: 'cluster permission missing: the control plane may not create secrets' })
   t.same(fake.list(JOBS), [], 'the Job made before the Secret failed is removed')
   fake.forbiddenTypes.clear()
+
+  // Random base64 gzips to about 3/4: two functions of 800 KiB each cannot fit a 1 MiB Secret.
+  const bulky = await createApp(control, 'bulky')
+  const second = (await control.call('POST', `/applications/${bulky.id}/functions`, { json: { name: 'second' } })).body as { id: string }
+  for (const fnId of [firstFunction(bulky).id, second.id]) {
+    const noise = randomBytes(600 * 1024).toString('base64')
+    t.equal((await control.call('PUT', `/applications/${bulky.id}/functions/${fnId}/source`, { json: { files: { 'noise.txt': noise } } })).status, 200)
+  }
+  const tooBig = await control.call('POST', `/applications/${bulky.id}/builds`)
+  t.equal(tooBig.status, 413)
+  t.match(tooBig.body, { error: /^source too large to build: the gzipped sources take \d+ bytes, at most \d+ fit in a Secret$/ })
+  t.same(fake.list(JOBS), [], 'no Job for it')
+  t.same((await control.call('GET', `/applications/${bulky.id}/builds`)).body, [], 'and no build')
 
   const bare = await startClusterControl(t, engine, { fake, flags: ['--builder-images', 'go=builders.test/go:1', '--image-repository', ''] })
   const js = await createApp(bare.control, 'script', { language: 'js' })
