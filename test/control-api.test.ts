@@ -172,8 +172,11 @@ eachEngine(t, 'cluster endpoints: their checks first (404, 400), then 503 "clust
     t.equal(reply.status, 400, `${method} ${path} ${json === undefined ? '' : JSON.stringify(json)}`)
     t.match((reply.body as { error: string }).error, reason, 'says why')
   }
-  const big = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024) } })
-  t.equal(big.status, 413, 'an invoke request past 1 MiB')
+  const big = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024 + 1) } })
+  t.equal(big.status, 413, 'an invoke body past 1 MiB')
+  t.same(big.body, { error: 'invoke body too large: at most 1048576 bytes' })
+  const limit = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024) } })
+  t.same(limit.body, unavailable, 'a body of exactly 1 MiB passes the checks')
 })
 
 eachEngine(t, 'metrics endpoints: range and step checked, then 503 when Prometheus is not configured or not there', async (t, engine) => {

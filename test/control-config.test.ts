@@ -22,6 +22,14 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     metricsRateWindowMs: 60_000,
     publicBaseUrl: '',
     maxArchiveBytes: 8 * 1024 * 1024,
+    builderImages: { go: '', js: '', ts: '', rust: '' },
+    imageRepository: '',
+    buildTimeoutMs: 15 * 60_000,
+    buildTtlMs: 3_600_000,
+    buildCpu: '1',
+    buildMemory: '2Gi',
+    replicas: 1,
+    invokeTimeoutMs: 30_000,
     logLevel: 'info',
   })
 })
@@ -42,6 +50,14 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_METRICS_RATE_WINDOW: '2m',
     PLATFORM_PUBLIC_BASE_URL: 'https://apps.example.com/',
     PLATFORM_MAX_ARCHIVE_BYTES: '16MiB',
+    PLATFORM_BUILDER_IMAGES: 'go=ghcr.io/acme/build-go:1, rust=ghcr.io/acme/build-rust@sha256:abc',
+    PLATFORM_IMAGE_REPOSITORY: 'registry.example.com:5000/apps/',
+    PLATFORM_BUILD_TIMEOUT: '20m',
+    PLATFORM_BUILD_TTL: '30m',
+    PLATFORM_BUILD_CPU: '500m',
+    PLATFORM_BUILD_MEMORY: '1.5Gi',
+    PLATFORM_REPLICAS: '3',
+    PLATFORM_INVOKE_TIMEOUT: '10s',
     PLATFORM_LOG_LEVEL: 'debug',
   }
   t.same(parseConfig([], env), {
@@ -59,6 +75,14 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     metricsRateWindowMs: 120_000,
     publicBaseUrl: 'https://apps.example.com',
     maxArchiveBytes: 16 * 1024 * 1024,
+    builderImages: { go: 'ghcr.io/acme/build-go:1', js: '', ts: '', rust: 'ghcr.io/acme/build-rust@sha256:abc' },
+    imageRepository: 'registry.example.com:5000/apps',
+    buildTimeoutMs: 20 * 60_000,
+    buildTtlMs: 30 * 60_000,
+    buildCpu: '500m',
+    buildMemory: '1.5Gi',
+    replicas: 3,
+    invokeTimeoutMs: 10_000,
     logLevel: 'debug',
   })
   const flags = parseConfig(['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '], env)
@@ -90,6 +114,15 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
     ['a rate window in fractions of a millisecond', [...SKIP, '--metrics-rate-window', '1.0005s'], {}, /--metrics-rate-window: expected a duration of at least 1s in whole milliseconds/],
     ['a public base URL without a scheme', [...SKIP], { PLATFORM_PUBLIC_BASE_URL: 'apps.example.com' }, /PLATFORM_PUBLIC_BASE_URL/],
     ['skip-auth that is no boolean', [], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' }, /"yes" for PLATFORM_DEV_INSECURE_SKIP_AUTH/],
+    ['a builder for an unknown language', [...SKIP, '--builder-images', 'python=builders/py:1'], {}, /--builder-images: unknown language "python"/],
+    ['a builder without an image', [...SKIP, '--builder-images', 'go='], {}, /--builder-images: expected language=image pairs/],
+    ['an image repository with a tag', [...SKIP, '--image-repository', 'registry.example.com/apps:1'], {}, /--image-repository: expected a registry and path/],
+    ['a zero build timeout', [...SKIP, '--build-timeout', '0s'], {}, /--build-timeout: must be greater than 0/],
+    ['a build TTL that is no duration', [...SKIP, '--build-ttl', '1 day'], {}, /"1 day" for --build-ttl/],
+    ['a CPU that is no quantity', [...SKIP, '--build-cpu', 'two'], {}, /--build-cpu: expected a Kubernetes quantity/],
+    ['memory in GB spelled wrong', [...SKIP], { PLATFORM_BUILD_MEMORY: '2GB' }, /"2GB" for PLATFORM_BUILD_MEMORY/],
+    ['zero replicas', [...SKIP, '--replicas', '0'], {}, /--replicas: expected an integer from 1 to 100/],
+    ['an invoke timeout without a unit', [...SKIP, '--invoke-timeout', '30'], {}, /"30" for --invoke-timeout/],
     ['an unknown log level', [...SKIP, '--log-level', 'verbose'], {}, /"verbose" for --log-level/],
   ]
   for (const [what, argv, env, message] of cases) {

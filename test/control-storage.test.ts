@@ -50,20 +50,23 @@ eachEngine(t, 'migrations: concurrent runs apply each version once', async (t, e
 eachEngine(t, 'migrations: a later version is applied alone; a failing one leaves nothing behind', async (t, engine) => {
   const db = await open(t, await freshStore(t, engine))
   await migrate(db)
-  const next = { version: 2, name: 'add a column', statements: ['ALTER TABLE applications ADD COLUMN owner text'] }
-  t.same(await migrate(db, [...migrations, next]), [2], 'only the new version')
+  // Versions after the last shipped one, whatever that is.
+  const shipped = migrations.map((m) => m.version)
+  const latest = Math.max(...shipped)
+  const next = { version: latest + 1, name: 'add a column', statements: ['ALTER TABLE applications ADD COLUMN owner text'] }
+  t.same(await migrate(db, [...migrations, next]), [latest + 1], 'only the new version')
   t.same(await db.query("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'applications' AND column_name = 'owner'"), [{ name: 'owner' }])
 
-  const broken = { version: 3, name: 'broken', statements: ['CREATE TABLE half_done (a int)', 'THIS IS NOT SQL'] }
+  const broken = { version: latest + 2, name: 'broken', statements: ['CREATE TABLE half_done (a int)', 'THIS IS NOT SQL'] }
   await t.rejects(migrate(db, [...migrations, next, broken]), /syntax error/, 'a failing migration fails the run')
   t.notOk((await tables(db)).includes('half_done'), 'its first statement was rolled back')
-  t.same((await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map((r) => r.version), [1, 2], 'and it is not recorded')
+  t.same((await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map((r) => r.version), [...shipped, latest + 1], 'and it is not recorded')
 })
 
 eachEngine(t, 'a restart on the same database keeps everything and migrates nothing', async (t, engine) => {
   const store = await freshStore(t, engine)
   const first = await startTestControl(t, engine, undefined, { store })
-  t.match(first.logs.find((l) => l.msg === 'database ready'), { engine, applied: [1] }, 'the first start migrates')
+  t.match(first.logs.find((l) => l.msg === 'database ready'), { engine, applied: migrations.map((m) => m.version) }, 'the first start migrates')
   const app = await createApp(first, 'survivor', { description: 'still here' })
   const fn = firstFunction(app)
   await first.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: { 'main.go': 'package main' } } })
@@ -82,7 +85,7 @@ t.test('the embedded data directory is created on first start, parents included'
   t.notOk(existsSync(dataDir), 'precondition: it does not exist')
   const control = await startTestControl(t, 'pglite', undefined, { store: { ...store, dataDir } })
   t.ok(existsSync(join(dataDir, 'PG_VERSION')), 'a PostgreSQL data directory now')
-  t.match(control.logs.find((l) => l.msg === 'database ready'), { engine: 'pglite', dataDir, applied: [1] })
+  t.match(control.logs.find((l) => l.msg === 'database ready'), { engine: 'pglite', dataDir, applied: migrations.map((m) => m.version) })
   t.equal((await control.call('GET', '/applications')).status, 200)
 })
 

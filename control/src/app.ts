@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Authenticator } from './auth.js'
+import type { Cluster } from './cluster.js'
 import { requireToken } from './auth.js'
 import type { ControlConfig } from './config.js'
 import type { Database } from './db.js'
@@ -33,10 +34,12 @@ export type ControlDeps = {
   auth: Authenticator | null
   /** The counters /metrics serves; a fresh set when absent. */
   metrics?: ControlMetrics
+  /** null or absent: no cluster configured; the endpoints that need one answer 503. */
+  cluster?: Cluster | null
 }
 
 /** What every route module gets. */
-export type RouteDeps = { db: Database; config: ControlConfig }
+export type RouteDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -103,7 +106,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
         route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
       })
       if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
-      const routeDeps: RouteDeps = { db: deps.db, config }
+      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)
       await secured.register(sourceRoutes, routeDeps)

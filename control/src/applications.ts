@@ -71,3 +71,10 @@ export async function deleteApplication (db: Database, id: string): Promise<bool
   const rows = await db.query('DELETE FROM applications WHERE id = $1 RETURNING id', [id])
   return rows.length > 0
 }
+
+/** The application without its functions and builds; null when there is none. */
+export async function findApplication (db: Database, id: string): Promise<ApplicationSummaryT | null> {
+  if (!isUuid(id)) return null
+  const [row] = await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])
+  return row === undefined ? null : toSummary(row)
+}

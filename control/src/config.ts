@@ -4,14 +4,16 @@ import {
   ConfigError,
   logLevels,
   parseBoolean,
-  parseTimerDuration,
   parseHttpUrl,
   parseListenAddress,
   parseLogLevel,
   parsePositiveBytes,
+  parseTimerDuration,
   readSettings,
   usage,
 } from '../../common/src/settings.js'
+import type { LanguageT } from './schemas.js'
+import { LANGUAGES } from './schemas.js'
 
 export type { ListenAddress }
 
@@ -33,6 +35,14 @@ export type ControlConfig = {
   metricsRateWindowMs: number // shortest rate() window; at least four scrape intervals
   publicBaseUrl: string // without trailing slash
   maxArchiveBytes: number // compressed upload and unpacked total of a source archive
+  builderImages: Record<LanguageT, string> // '' : builds of that language answer 503
+  imageRepository: string // where builders push, without trailing slash
+  buildTimeoutMs: number
+  buildTtlMs: number
+  buildCpu: string // Kubernetes quantities, requests and limits of the build container
+  buildMemory: string
+  replicas: number
+  invokeTimeoutMs: number
   logLevel: string
 }
 
@@ -55,6 +65,20 @@ function parseRequiredClaim (text: string): RequiredClaim | null {
   return { name, value }
 }
 
+function parseBuilderImages (text: string): Record<LanguageT, string> {
+  const images: Record<LanguageT, string> = { go: '', js: '', ts: '', rust: '' }
+  if (text === '') return images
+  for (const pair of text.split(',')) {
+    const equals = pair.indexOf('=')
+    const language = pair.slice(0, equals).trim()
+    const image = pair.slice(equals + 1).trim()
+    if (equals === -1 || image === '' || /\s/.test(image)) throw new Error('expected language=image pairs separated by ",", e.g. go=builders/go:1,rust=builders/rust:1')
+    if (!(LANGUAGES as readonly string[]).includes(language)) throw new Error(`unknown language ${JSON.stringify(language)}: expected ${LANGUAGES.join(', ')}`)
+    images[language as LanguageT] = image
+  }
+  return images
+}
+
 // Kubernetes namespaces are RFC 1123 labels.
 function parseNamespace (text: string): string {
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(text)) throw new Error('expected a Kubernetes namespace name (lowercase letters, digits and "-", at most 63)')
@@ -67,6 +91,29 @@ function parseRateWindow (text: string): number {
   if (ms < 1000 || !Number.isInteger(ms)) throw new Error('expected a duration of at least 1s in whole milliseconds, e.g. 1m')
   return ms
 }
+
+// Kubernetes resource quantities: 500m, 1, 1.5, 2Gi, 512M.
+function parseQuantity (text: string): string {
+  if (!/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/.test(text)) throw new Error('expected a Kubernetes quantity such as 500m, 2 or 2Gi')
+  return text
+}
+
+function parseReplicas (text: string): number {
+  const n = Number(text)
+  if (!/^[0-9]+$/.test(text) || n < 1 || n > 100) throw new Error('expected an integer from 1 to 100')
+  return n
+}
+
+// An image reference up to the tag: registry host, optional port and path, no tag or digest.
+function parseImageRepository (text: string): string {
+  if (text === '') return ''
+  const trimmed = withoutTrailingSlash(text)
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/.test(trimmed)) throw new Error('expected a registry and path such as registry.example.com/apps')
+  return trimmed
+}
+
+// Jobs count in whole seconds.
+const parseSeconds = (text: string): number => Math.max(1, Math.round(parseTimerDuration(text) / 1000)) * 1000
 
 const withoutTrailingSlash = (text: string): string => text.replace(/\/+$/, '')
 
@@ -87,6 +134,14 @@ export const settings = [
   setting({ key: 'metricsRateWindowMs', env: 'PLATFORM_METRICS_RATE_WINDOW', flag: '--metrics-rate-window', default: '1m', parse: parseRateWindow, help: 'shortest window of the rate() in metrics queries, at least four scrape intervals; a longer step widens it to twice the step' }),
   setting({ key: 'publicBaseUrl', env: 'PLATFORM_PUBLIC_BASE_URL', flag: '--public-base-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'http(s) base URL of deployed applications; fills deployment.publicUrl' }),
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: 'largest source archive, compressed and unpacked, bytes or KiB/MiB/GiB' }),
+  setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: '', parse: parseBuilderImages, help: 'builder image per language: go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE; a language without one cannot be built (503)' }),
+  setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to, e.g. registry.example.com/apps; empty: builds answer 503' }),
+  setting({ key: 'buildTimeoutMs', env: 'PLATFORM_BUILD_TIMEOUT', flag: '--build-timeout', default: '15m', parse: parseSeconds, help: "a build's deadline (the Job's activeDeadlineSeconds); past it the build fails" }),
+  setting({ key: 'buildTtlMs', env: 'PLATFORM_BUILD_TTL', flag: '--build-ttl', default: '1h', parse: parseSeconds, help: 'how long a finished build Job (and its pod and Secret) stays in the cluster; its log stays in the database' }),
+  setting({ key: 'buildCpu', env: 'PLATFORM_BUILD_CPU', flag: '--build-cpu', default: '1', parse: parseQuantity, help: 'CPU request and limit of a build container (Kubernetes quantity)' }),
+  setting({ key: 'buildMemory', env: 'PLATFORM_BUILD_MEMORY', flag: '--build-memory', default: '2Gi', parse: parseQuantity, help: 'memory request and limit of a build container (Kubernetes quantity)' }),
+  setting({ key: 'replicas', env: 'PLATFORM_REPLICAS', flag: '--replicas', default: '1', parse: parseReplicas, help: 'replicas of each deployed application (the SpinApp)' }),
+  setting({ key: 'invokeTimeoutMs', env: 'PLATFORM_INVOKE_TIMEOUT', flag: '--invoke-timeout', default: '30s', parse: parseTimerDuration, help: 'how long invoke waits for the function; past it the result says 504' }),
   setting({ key: 'logLevel', env: 'PLATFORM_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `log level: ${logLevels.join(', ')}` }),
 ]
 

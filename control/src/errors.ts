@@ -61,3 +61,9 @@ export class UnavailableError extends ApiError {
   override readonly code = 'ERR_UNAVAILABLE'
   constructor (message: string, headers: Record<string, string> = {}) { super(503, message, headers) }
 }
+
+/** A feature this runtime does not have (control-plane.md §7: 501). */
+export class NotImplementedError extends ApiError {
+  override readonly code = 'ERR_NOT_IMPLEMENTED'
+  constructor (message: string) { super(501, message) }
+}

@@ -51,6 +51,12 @@ export const migrations: Migration[] = [
       CREATE INDEX builds_application_created_idx ON builds (application_id, created_at DESC)`,
     ],
   },
+  {
+    version: 2,
+    name: 'build logs kept after the build pod is gone',
+    // NULL while the build runs (its pod has the log) and when it could not be read.
+    statements: ['ALTER TABLE builds ADD COLUMN log text'],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { RouteDeps } from './app.js'
-import { createApplication, deleteApplication, getApplication, listApplications } from './applications.js'
+import { createApplication, deleteApplication, findApplication, getApplication, listApplications } from './applications.js'
+import { APPLICATION_LABEL, deleteBuildResources } from './build-jobs.js'
+import { hasBuilds, latestImage } from './builds.js'
+import { deleteSpinApp, readDeployment } from './deployments.js'
 import { NotFoundError } from './errors.js'
 import { Application, ApplicationSummary, AppParams, CreateApplication, errors } from './schemas.js'
 
-export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db }) => {
+export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config, cluster }) => {
   app.get('/applications', {
     schema: {
       tags: ['applications'],
@@ -24,7 +27,10 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   }, async (request) => {
     const application = await getApplication(db, request.params.appId)
     if (application === null) throw new NotFoundError('application not found')
-    return application
+    // Nothing can be deployed without a cluster, so there is no deployment to show.
+    const image = cluster === null ? null : await latestImage(db, application.id)
+    if (cluster === null || image === null) return application
+    return { ...application, deployment: await readDeployment(cluster.kube, config, application, image) }
   })
 
   app.post('/applications', {
@@ -42,12 +48,20 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   app.delete('/applications/:appId', {
     schema: {
       tags: ['applications'],
-      summary: 'Delete an application with its functions, sources and builds',
+      summary: 'Delete an application with its functions, sources and builds, and its SpinApp, build Jobs and Secrets in the cluster',
       params: AppParams,
       response: { 204: Type.Null({ description: 'deleted' }), ...errors(404) },
     },
   }, async (request, reply) => {
-    if (!await deleteApplication(db, request.params.appId)) throw new NotFoundError('application not found')
+    const application = await findApplication(db, request.params.appId)
+    if (application === null) throw new NotFoundError('application not found')
+    // The cluster first: if it refuses, the application stays and the caller can try again,
+    // rather than leaving a running deployment nobody can reach through this API.
+    if (cluster !== null && await hasBuilds(db, application.id)) {
+      await deleteSpinApp(cluster.kube, application.name)
+      await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
+    }
+    if (!await deleteApplication(db, application.id)) throw new NotFoundError('application not found')
     reply.code(204).send(null)
   })
 }

@@ -187,11 +187,12 @@ const ERROR_MEANINGS: Record<number, string> = {
   400: 'invalid input: a schema or rule failed, or the JSON does not parse',
   401: 'missing or invalid bearer token',
   403: 'the token lacks the required claim',
-  404: 'no such application, function or build',
-  409: 'the name (or route) is taken',
+  404: 'no such application, function or build (for invoke and logs: nothing deployed or running)',
+  409: 'the name (or route) is taken; for deploy: no successful build yet',
   413: 'body or archive too large',
   415: 'unsupported content type',
   500: 'internal error (details only in the log, under the x-request-id)',
+  501: 'not implemented for this runtime',
   503: 'a dependency is missing or down: identity provider, cluster or metrics',
 }
 

@@ -5,19 +5,27 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import type { AuthOptions, Authenticator } from './auth.js'
 import { createAuthenticator } from './auth.js'
+import { findApplication } from './applications.js'
+import { startBuildWatcher } from './build-watcher.js'
+import type { Cluster } from './cluster.js'
 import type { ControlConfig } from './config.js'
 import type { Database } from './db.js'
 import { openDatabase } from './db.js'
 import type { Logger } from './logger.js'
 import type { ControlMetrics } from './metrics.js'
 import { createControlMetrics } from './metrics.js'
+import { applySpinApp } from './deployments.js'
+import { connectKube } from './kube.js'
 import { migrate } from './migrations.js'
+import type { BuildT } from './schemas.js'
 
 export type ControlServer = {
   app: FastifyInstance
   db: Database
   /** The counters /metrics serves; `recordBuildFinished` is for whatever sees builds end. */
   metrics: ControlMetrics
+  /** Null when no cluster is configured. */
+  cluster: Cluster | null
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
   /** Stop accepting, finish requests in flight, close the database. */
@@ -28,30 +36,39 @@ export type ServerDeps = {
   logger: Logger
   /** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
   auth?: Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs'>
+  /** Called once per build that reaches succeeded or failed (metrics hook in here). */
+  onBuildFinished?: (build: BuildT) => void
+  /** Cluster client timings; tests shorten them. */
+  cluster?: { retryMs?: number; pollMs?: number }
 }
 
 export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
   const { logger } = deps
   const db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, logger })
   let auth: Authenticator | null = null
+  let cluster: Cluster | null = null
   try {
     const applied = await migrate(db)
     logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
     auth = authenticatorFor(config, deps)
     const metrics = createControlMetrics()
-    const app = await buildApp(config, { db, logger, auth, metrics })
+    cluster = clusterFor(config, db, deps, metrics)
+    const app = await buildApp(config, { db, logger, auth, metrics, cluster })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
     logger.info({ host: config.addr.host || '*', port }, 'control plane listening')
     const authenticator = auth
+    const running = cluster
     return {
       app,
       db,
       metrics,
+      cluster,
       port,
       async close () {
         await app.close()
+        await running?.watcher.close()
         authenticator?.close()
         await db.close()
         logger.info('control plane stopped')
@@ -59,6 +76,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     }
   } catch (error) {
     auth?.close()
+    await cluster?.watcher.close()
     await db.close().catch(() => {})
     throw error
   }
@@ -78,4 +96,31 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
     logger,
     ...deps.auth,
   })
+}
+
+// The build watcher starts with the process: its first list resumes the builds a restart
+// interrupted. It never blocks the start: an unreachable cluster is retried in the background.
+function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Cluster | null {
+  const { logger } = deps
+  const kube = connectKube(config)
+  if (kube === null) {
+    logger.warn('no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig): builds, deploy, invoke and logs answer 503')
+    return null
+  }
+  logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
+  const watcher = startBuildWatcher({
+    kube,
+    db,
+    logger,
+    retryMs: deps.cluster?.retryMs,
+    onBuildFinished (build) {
+      metrics.recordBuildFinished(build)
+      deps.onBuildFinished?.(build)
+    },
+    async deploy (appId, image) {
+      const application = await findApplication(db, appId)
+      if (application !== null) await applySpinApp(kube, config, application, image)
+    },
+  })
+  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }
 }

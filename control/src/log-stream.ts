@@ -1,0 +1,20 @@
+// Sending a log stream from the cluster as a text/plain answer: the upstream request ends
+// when the caller goes away, so a disconnected follower holds nothing open in the cluster.
+import type { IncomingMessage } from 'node:http'
+import type { FastifyReply } from 'fastify'
+
+export function sendLogStream (reply: FastifyReply, upstream: IncomingMessage, abort: AbortController): FastifyReply {
+  reply.raw.on('close', () => {
+    abort.abort()
+    upstream.destroy()
+    // A caller that left mid-stream: the unfinished answer must not keep its socket open.
+    if (!reply.raw.writableEnded) reply.request.raw.socket.destroy()
+  })
+  // The cluster broke the stream off: end the caller's too, so it does not wait for more.
+  upstream.on('aborted', () => reply.raw.destroy())
+  return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(upstream)
+}
+
+export function sendLogText (reply: FastifyReply, text: string): FastifyReply {
+  return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(text)
+}

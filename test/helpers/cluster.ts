@@ -1,0 +1,35 @@
+// The control plane under test with a (fake) cluster: the fake Kubernetes API of
+// test/fixtures/kube.ts on loopback, and the control plane pointed at it through the
+// kubeconfig the fake wrote, with builders configured and short retry and poll intervals.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import type { FakeKube } from '../fixtures/kube-api.js'
+import { startFakeCluster } from '../fixtures/kube.js'
+import type { BuildT } from '../../control/src/schemas.js'
+import type { Engine, Store, TestControl } from './control.js'
+import { startTestControl } from './control.js'
+
+export const NAMESPACE = 'apps'
+export const BUILDERS = 'go=builders.test/go:1,js=builders.test/js:1,ts=builders.test/ts:1,rust=builders.test/rust:1'
+export const REPOSITORY = 'registry.test/apps'
+
+export function tempDir (t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'control-kube-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+export type ClusterControl = { control: TestControl; fake: FakeKube; finished: BuildT[] }
+
+export async function startClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; fake?: FakeKube; store?: Store } = {}): Promise<ClusterControl> {
+  const fake = opts.fake ?? await startFakeCluster(t, tempDir(t), NAMESPACE)
+  const finished: BuildT[] = []
+  const control = await startTestControl(t, engine, [
+    '--dev-insecure-skip-auth', '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE,
+    '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
+  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build) } })
+  await control.server.cluster?.watcher.ready
+  return { control, fake, finished }
+}
