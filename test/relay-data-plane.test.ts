@@ -250,18 +250,26 @@ t.test('held messages are bounded by the same limit while the counterpart is awa
   t.same(await initiator.closed, { code: 4003, reason: 'receiver too slow' })
 })
 
-t.test('the total backlog limit protects the process across sessions', async (t) => {
+t.test('past the total backlog limit the session furthest behind closes, not the one that sent last', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--max-backlog', '64KiB', '--max-total-backlog', '96KiB'])
   const a = await createSession(relay)
   const b = await createSession(relay)
   const peerA = await attach(`${relay.ws}/relay/${a.id}`, { token: a.initiator_token })
   const peerB = await attach(`${relay.ws}/relay/${b.id}`, { token: b.initiator_token })
-  peerA.socket.send(randomBytes(50 * 1024))
-  await until(async () => (await getSession(relay, a.id)).body.bytes_in === 50 * 1024, 2000, 'a held')
+  peerA.socket.send(randomBytes(60 * 1024))
+  await until(async () => (await getSession(relay, a.id)).body.bytes_in === 60 * 1024, 2000, 'a held')
   t.equal((await getSession(relay, a.id)).body.state, 'half_open', 'within both limits')
-  peerB.socket.send(randomBytes(50 * 1024))
-  t.same(await peerB.closed, { code: 4003, reason: 'receiver too slow' }, 'the session that crossed the total limit closes')
-  t.equal((await getSession(relay, a.id)).body.state, 'half_open', 'the earlier session keeps its held messages')
+  peerB.socket.send(randomBytes(20 * 1024))
+  await until(async () => (await getSession(relay, b.id)).body.bytes_in === 20 * 1024, 2000, 'b held')
+  t.equal((await getSession(relay, b.id)).body.state, 'half_open', '80 KiB in all: still within the total')
+  peerB.socket.send(randomBytes(20 * 1024))
+  t.same(await peerA.closed, { code: 4003, reason: 'receiver too slow' }, 'the largest backlog (60 KiB) closes')
+  await until(async () => (await getSession(relay, b.id)).body.bytes_in === 40 * 1024, 2000, 'b received it all')
+  t.equal((await getSession(relay, b.id)).body.state, 'half_open', 'the session that crossed the total keeps its 40 KiB')
+  t.equal(peerB.socket.readyState, peerB.socket.OPEN)
+  const responderB = await attach(`${relay.ws}/relay/${b.id}`, { token: b.responder_token })
+  const held = await responderB.receive(2)
+  t.same(held.map((m) => m.data.length), [20 * 1024, 20 * 1024], 'and delivers it when its receiver comes')
 })
 
 t.test('a message above --max-frame-size closes that connection only', async (t) => {

@@ -64,7 +64,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     arenaUsed += size
     to.queuedBytes += size
     backlog.total += size
-    if (overLimit(to)) return tooSlow(to)
+    if (enforceLimits(to)) return
     scheduleFlush(to)
   }
 
@@ -73,7 +73,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     to.held.push({ data: new Uint8Array(message).slice(), isBinary })
     to.heldBytes += size
     backlog.total += size
-    if (overLimit(to)) tooSlow(to)
+    enforceLimits(to)
   }
 
   /** A peer attached: hand it, in order, what was queued before it left and what was held while it was away. */
@@ -197,11 +197,43 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     const buffered = peer.getBufferedAmount()
     backlog.total += buffered - slot.buffered
     slot.buffered = buffered
-    if (overLimit(slot)) tooSlow(slot)
+    enforceLimits(slot)
   }
 
-  function overLimit (slot: Slot): boolean {
-    return slot.buffered + slot.heldBytes + slot.queuedBytes > opts.maxBacklog || backlog.total > opts.maxTotalBacklog
+  /** Close what the backlog limits say must close; true when that includes `slot`'s session. */
+  function enforceLimits (slot: Slot): boolean {
+    if (backlogOf(slot) > opts.maxBacklog) {
+      tooSlow(slot)
+      return true
+    }
+    if (backlog.total > opts.maxTotalBacklog) shedLargest()
+    return slot.session.closed
+  }
+
+  // Past the process-wide limit, the sessions furthest behind close first, whoever sent last:
+  // a receiver that keeps up is not closed for the ones that stopped reading. A scan of the
+  // table, but only when the total overflows, and each close frees the largest backlog left.
+  function shedLargest (): void {
+    while (backlog.total > opts.maxTotalBacklog) {
+      let largest: Slot | null = null
+      let largestBytes = 0
+      for (const session of table.list()) {
+        if (session.closed) continue
+        for (const slot of [session.initiator, session.responder]) {
+          const bytes = backlogOf(slot)
+          if (bytes > largestBytes) {
+            largest = slot
+            largestBytes = bytes
+          }
+        }
+      }
+      if (largest === null) return
+      tooSlow(largest)
+    }
+  }
+
+  function backlogOf (slot: Slot): number {
+    return slot.buffered + slot.heldBytes + slot.queuedBytes
   }
 
   function tooSlow (slot: Slot): void {
