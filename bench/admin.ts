@@ -9,11 +9,11 @@
 // Any non-2xx response or connection error fails the run: its numbers would measure the errors.
 import autocannon from 'autocannon'
 import type { Result } from 'autocannon'
-import { cpus, totalmem } from 'node:os'
 import { parseDuration } from '../common/src/duration.js'
 import { startIssuer } from './issuer.js'
 import type { Issuer } from './issuer.js'
-import { cpuTicks, rssBytes, TICKS_PER_SECOND } from './proc.js'
+import type { Machine } from './proc.js'
+import { cpuTicks, machineInfo, rssBytes, TICKS_PER_SECOND } from './proc.js'
 import type { RunningServer } from './servers.js'
 import { startServer } from './servers.js'
 
@@ -78,7 +78,7 @@ async function main (): Promise<void> {
     await issuer.close()
   }
   if (!options.json) process.stderr.write('\n')
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version }
+  const machine = machineInfo()
   if (options.json) process.stdout.write(JSON.stringify({ date: new Date().toISOString(), machine, options, results, memory }, null, 2) + '\n')
   else process.stdout.write(table(results, memory, machine))
 }
@@ -169,7 +169,7 @@ async function stop (server: RunningServer): Promise<void> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-function table (results: CaseResult[], memory: MemoryResult, machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string }): string {
+function table (results: CaseResult[], memory: MemoryResult, machine: Machine): string {
   const rows: string[][] = [['case', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'timeouts', 'relay CPU', 'gen. CPU']]
   for (const r of results) {
     rows.push([

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { rssBytes } from './proc.js'
 import type { ServerName } from './servers.js'
-import { scriptPath, startServer } from './servers.js'
+import { createSessions, scriptPath, startServer } from './servers.js'
 
 /** How long the server gets to settle (idle GC) before each reading. */
 const SETTLE_MS = 3_000
@@ -51,19 +51,6 @@ async function main (): Promise<void> {
     }
   }
   process.stdout.write(['target   pairs  RSS before  RSS created  RSS attached  per session  per attached pair', ...rows].join('\n') + '\n')
-}
-
-async function createSessions (port: number, count: number) {
-  const sessions: Array<{ id: string; initiator_token: string; responder_token: string }> = []
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next++ < count) {
-      const response = await fetch(`http://127.0.0.1:${port}/admin/sessions`, { method: 'POST' })
-      sessions.push(await response.json() as typeof sessions[number])
-    }
-  }
-  await Promise.all(Array.from({ length: 32 }, worker))
-  return sessions
 }
 
 async function attachAll (port: number, attaches: Array<{ id: string; token: string }>): Promise<ChildProcess> {

@@ -1,5 +1,6 @@
-// CPU time and memory of another process, read from /proc (Linux only).
+// CPU time and memory of another process, read from /proc (Linux only), and the machine's own.
 import { readFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
 
 /** USER_HZ: Linux reports utime and stime in these ticks; 100 on every mainstream kernel. */
 export const TICKS_PER_SECOND = 100
@@ -18,4 +19,11 @@ export function rssBytes (pid: number): number {
   const match = /^VmRSS:\s+(\d+) kB$/m.exec(status)
   if (match === null) throw new Error(`no VmRSS for pid ${pid}`)
   return Number(match[1]) * 1024
+}
+
+export type Machine = { cpus: number; cpuModel: string; memoryGiB: number; node: string }
+
+/** What every benchmark report names: the machine the figures came from. */
+export function machineInfo (): Machine {
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version }
 }

@@ -7,13 +7,14 @@
 // times and reports medians. Latency is measured at a fixed rate after the throughput phase:
 // `moderate` (default) is the same for every target, 50,000 messages/s or 200 MB/s, whichever
 // is fewer messages; `half` is half the peak that same run reached; a number is messages/s.
-import { spawn } from 'node:child_process'
-import { cpus, totalmem } from 'node:os'
 import { parseDuration } from '../common/src/duration.js'
 import { parseBytes } from '../common/src/settings.js'
 import type { GeneratorCase, GeneratorResult } from './load-generator.js'
+import { runGenerator } from './generator-process.js'
+import type { Machine } from './proc.js'
+import { machineInfo } from './proc.js'
 import type { RunningServer, ServerName } from './servers.js'
-import { scriptPath, SERVERS, startServer } from './servers.js'
+import { SERVERS, startServer } from './servers.js'
 
 type Options = {
   sizes: number[]
@@ -74,7 +75,7 @@ async function main (): Promise<void> {
     }
   }
   if (!options.json) process.stderr.write('\n')
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version }
+  const machine = machineInfo()
   if (options.json) process.stdout.write(JSON.stringify({ date: new Date().toISOString(), machine, options, results }, null, 2) + '\n')
   else process.stdout.write(table(results, machine))
 }
@@ -92,18 +93,8 @@ function runCase (options: Options, server: RunningServer, size: number, pairs: 
     windowBytes: options.windowBytes,
     windowMessages: options.windowMessages,
   }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [scriptPath('./load-generator.js'), JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (chunk) => { out += chunk })
-    child.stderr.on('data', (chunk) => { err += chunk })
-    child.on('exit', (code) => {
-      if (code === 0) return resolve(JSON.parse(out) as GeneratorResult)
-      // Loss, reordering or a refused connection: stop everything, loudly.
-      reject(new Error(`${size} B x ${pairs} pairs failed (exit ${code}): ${err.trim()}`))
-    })
-  })
+  // Loss, reordering or a refused connection: stop everything, loudly.
+  return runGenerator(input, `${size} B x ${pairs} pairs`)
 }
 
 function medians (runs: GeneratorResult[]): CaseResult['median'] {
@@ -123,7 +114,7 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
   }
 }
 
-function table (results: CaseResult[], machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string }): string {
+function table (results: CaseResult[], machine: Machine): string {
   const rows: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'lat. rate/s', 'p50 ms', 'p99 ms', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
   const find = (target: TargetName, size: number, pairs: number) => results.find((r) => r.target === target && r.size === size && r.pairs === pairs)
   for (const r of results) {

@@ -57,3 +57,20 @@ export function freePort (): Promise<number> {
 export function scriptPath (path: string): string {
   return here(path)
 }
+
+export type CreatedSession = { id: string; initiator_token: string; responder_token: string }
+
+/** `count` sessions from a server with auth off, 32 requests at a time. */
+export async function createSessions (port: number, count: number): Promise<CreatedSession[]> {
+  const sessions: CreatedSession[] = []
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next++ < count) {
+      const response = await fetch(`http://127.0.0.1:${port}/admin/sessions`, { method: 'POST' })
+      if (response.status !== 201) throw new Error(`POST /admin/sessions answered ${response.status}`)
+      sessions.push(await response.json() as CreatedSession)
+    }
+  }
+  await Promise.all(Array.from({ length: 32 }, worker))
+  return sessions
+}

@@ -7,16 +7,15 @@
 // backlog limits plus a fixed overhead, its backlog gauge within --max-total-backlog; and
 // healthy pairs beside them (the frame-throughput generator, sequence-checked) must keep
 // their speed: the same generator runs once alone and once with the slow receivers going.
-import { spawn } from 'node:child_process'
-import { cpus, totalmem } from 'node:os'
 import type { Socket } from 'node:net'
 import { parseDuration } from '../common/src/duration.js'
 import { parseBytes } from '../common/src/settings.js'
 import { clientFrameHeader, createFrameParser, rawWebSocket } from './frames.js'
+import { runGenerator } from './generator-process.js'
 import type { GeneratorCase, GeneratorResult } from './load-generator.js'
-import { rssBytes } from './proc.js'
+import { machineInfo, rssBytes } from './proc.js'
 import type { RunningServer } from './servers.js'
-import { scriptPath, startServer } from './servers.js'
+import { startServer } from './servers.js'
 
 type Options = {
   bytes: number
@@ -38,7 +37,7 @@ async function main (): Promise<void> {
   try {
     await sleep(SETTLE_MS)
     const idleRss = rssBytes(relay.pid)
-    const alone = await runGenerator(relay, o)
+    const alone = await runHealthyPairs(relay, o)
 
     let running = true
     const codes = { sender: new Map<number, number>(), receiver: new Map<number, number>() }
@@ -59,7 +58,7 @@ async function main (): Promise<void> {
         finished++
       }
     })
-    const beside = await runGenerator(relay, o)
+    const beside = await runHealthyPairs(relay, o)
     running = false
     await Promise.all(slots)
     clearInterval(rssTimer)
@@ -68,7 +67,7 @@ async function main (): Promise<void> {
     const all4003 = [...codes.sender.keys(), ...codes.receiver.keys()].every((code) => code === 4003)
     const result = {
       date: new Date().toISOString(),
-      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+      machine: machineInfo(),
       options: o,
       slowSessions: finished,
       pushedPerSlowSessionMiB: finished === 0 ? 0 : pushedTotal / finished / 2 ** 20,
@@ -118,7 +117,7 @@ async function slowSession (port: number, bytes: number): Promise<{ pushed: numb
   return { pushed, senderCode, receiverCode }
 }
 
-function runGenerator (relay: RunningServer, o: Options): Promise<GeneratorResult> {
+function runHealthyPairs (relay: RunningServer, o: Options): Promise<GeneratorResult> {
   const input: GeneratorCase = {
     url: `http://127.0.0.1:${relay.port}`,
     pid: relay.pid,
@@ -131,14 +130,7 @@ function runGenerator (relay: RunningServer, o: Options): Promise<GeneratorResul
     windowBytes: 1024 * 1024,
     windowMessages: 1024,
   }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [scriptPath('./load-generator.js'), JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (chunk) => { out += chunk })
-    child.stderr.on('data', (chunk) => { err += chunk })
-    child.on('exit', (code) => code === 0 ? resolve(JSON.parse(out) as GeneratorResult) : reject(new Error(`healthy pairs failed (exit ${code}): ${err.trim()}`)))
-  })
+  return runGenerator(input, 'healthy pairs')
 }
 
 async function backlogGauge (port: number): Promise<number> {

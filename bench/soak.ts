@@ -11,12 +11,12 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
-import { cpus, tmpdir, totalmem } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseDuration } from '../common/src/duration.js'
-import { rssBytes } from './proc.js'
+import { machineInfo, rssBytes } from './proc.js'
 import type { SoakInput, SoakReport } from './soak-clients.js'
-import { scriptPath, startServer } from './servers.js'
+import { createSessions, scriptPath, startServer } from './servers.js'
 
 type Options = { pairs: number; durationMs: number; warmupMs: number; rate: number; size: number; sampleMs: number; json: boolean }
 
@@ -53,7 +53,7 @@ async function main (): Promise<void> {
     const growthMiB = last.rssMiB - afterWarmup.rssMiB
     const result = {
       date: new Date().toISOString(),
-      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+      machine: machineInfo(),
       options: o,
       messagesSent: sum(a.sent) + sum(b.sent),
       messagesReceived: sum(a.received) + sum(b.received),
@@ -82,20 +82,6 @@ async function main (): Promise<void> {
     for (const child of clients) child.kill('SIGKILL')
     relay.process.kill('SIGTERM')
   }
-}
-
-async function createSessions (port: number, count: number) {
-  const sessions: Array<{ id: string; initiator_token: string; responder_token: string }> = []
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next++ < count) {
-      const response = await fetch(`http://127.0.0.1:${port}/admin/sessions`, { method: 'POST' })
-      if (response.status !== 201) throw new Error(`create answered ${response.status}`)
-      sessions.push(await response.json() as typeof sessions[number])
-    }
-  }
-  await Promise.all(Array.from({ length: 32 }, worker))
-  return sessions
 }
 
 function startClients (port: number, o: Options, attaches: SoakInput['attaches']) {
