@@ -103,12 +103,16 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
 
     drain (ws): void {
       const data = ws.getUserData()
-      if (!data.ended) forwarder.drained(data.slot)
+      if (data.ended) table.closingDrained(ws)
+      else forwarder.drained(data.slot)
     },
 
     close (ws, code, message): void {
       const data = ws.getUserData()
-      if (data.ended) return // the relay closed it and has already accounted for it
+      if (data.ended) {
+        table.closingGone(ws) // the relay closed it and has accounted for the rest
+        return
+      }
       data.ended = true
       const slot: Slot = data.slot
       table.releasePeer(slot)

@@ -210,11 +210,13 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     return slot.session.closed
   }
 
-  // Past the process-wide limit, the sessions furthest behind close first, whoever sent last:
-  // a receiver that keeps up is not closed for the ones that stopped reading. A scan of the
-  // table, but only when the total overflows, and each close frees the largest backlog left.
+  // Past the process-wide limit, connections of sessions already closed that still owe bytes
+  // go first, then the live sessions furthest behind, whoever sent last: a receiver that keeps
+  // up is not closed for the ones that stopped reading. A scan of the table, but only when the
+  // total overflows, and each close frees the largest backlog left.
   function shedLargest (): void {
     while (backlog.total > opts.maxTotalBacklog) {
+      if (table.dropLargestClosing()) continue
       let largest: Slot | null = null
       let largestBytes = 0
       for (const session of table.list()) {

@@ -6,7 +6,18 @@ import type { WebSocket } from './uws.js'
 export type SlotName = 'initiator' | 'responder'
 
 /** uWS per-connection user data. `ended` turns true once the relay or the peer closed it. */
-export type PeerData = { slot: Slot; ended: boolean }
+export type PeerData = { slot: Slot; ended: boolean; closing?: Closing | null }
+
+/** A connection the relay has closed but not yet ended: its close frame waits for it to read. */
+type Closing = { code: number; message: string | Uint8Array; bytes: number; timer: NodeJS.Timeout }
+
+/**
+ * How long a closed connection that still owes bytes may take to start reading them before
+ * it is dropped without its close frame. uWS 20.30 keeps an ended socket's buffer for about
+ * 15 s and no longer reports it, so the relay ends such a connection only once it reads, and
+ * counts what it owes against the total backlog until then.
+ */
+export const CLOSE_GRACE_MS = 5_000
 export type Peer = WebSocket<PeerData>
 
 /** A message kept for a slot whose peer is away. */
@@ -82,6 +93,8 @@ export function createSessionTable (opts: SessionTableOptions) {
   /** Bytes waiting to reach peers, across the process: socket backlogs plus held messages. */
   const backlog = { total: 0 }
   let connections = 0
+  let shuttingDown = false
+  const closing = new Set<Peer>()
   let expiryTimer: NodeJS.Timeout | null = null
   const reapTimer = setInterval(sweep, opts.reapIntervalMs)
   reapTimer.unref()
@@ -187,9 +200,53 @@ export function createSessionTable (opts: SessionTableOptions) {
     const peer = slot.peer
     if (peer === null) return
     // Mark first: end() runs the close handler synchronously, which must not treat this as a drop.
-    peer.getUserData().ended = true
+    const data = peer.getUserData()
+    data.ended = true
     releasePeer(slot)
-    peer.end(code, message)
+    const owed = peer.getBufferedAmount()
+    if (owed === 0 || shuttingDown) {
+      peer.end(code, message)
+      return
+    }
+    backlog.total += owed
+    data.closing = { code, message, bytes: owed, timer: setTimeout(() => peer.close(), CLOSE_GRACE_MS) }
+    closing.add(peer)
+  }
+
+  /** A closed connection that owed bytes is reading again: end it, its close frame after them. */
+  function closingDrained (peer: Peer): void {
+    const pending = forgetClosing(peer)
+    if (pending !== null) peer.end(pending.code, pending.message)
+  }
+
+  /** uWS reports a connection gone: if it was one waiting to be ended, its bytes no longer count. */
+  function closingGone (peer: Peer): void {
+    forgetClosing(peer)
+  }
+
+  /**
+   * Drop, without its close frame, the closed connection that owes the most: what the total
+   * backlog limit gives up first, since its session is already over. False when there is none.
+   */
+  function dropLargestClosing (): boolean {
+    let largest: Peer | null = null
+    for (const peer of closing) {
+      if (largest === null || peer.getUserData().closing!.bytes > largest.getUserData().closing!.bytes) largest = peer
+    }
+    if (largest === null) return false
+    largest.close() // runs the close handler, which forgets it
+    return true
+  }
+
+  function forgetClosing (peer: Peer): Closing | null {
+    const data = peer.getUserData()
+    const pending = data.closing ?? null
+    if (pending === null) return null
+    data.closing = null
+    closing.delete(peer)
+    clearTimeout(pending.timer)
+    backlog.total -= pending.bytes
+    return pending
   }
 
   function startWaiting (slot: Slot): void {
@@ -233,7 +290,9 @@ export function createSessionTable (opts: SessionTableOptions) {
 
   /** Close every session with `code`, for shutdown, and stop the timers. */
   function closeAll (reason: CloseReason, code: number, message: string): void {
+    shuttingDown = true
     for (const session of sessions.values()) close(session, reason, code, message, true)
+    for (const peer of [...closing]) closingDrained(peer)
     stop()
   }
 
@@ -260,6 +319,9 @@ export function createSessionTable (opts: SessionTableOptions) {
     close,
     sweep,
     closeAll,
+    closingDrained,
+    closingGone,
+    dropLargestClosing,
     stop,
     countByState,
     backlog,
