@@ -4,7 +4,7 @@
 // unknown routes, /healthz.
 import t from 'tap'
 import { createBuild } from '../control/src/builds.js'
-import { freePort } from './fixtures/prometheus.js'
+import { freePort } from './helpers/ports.js'
 import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
 import type { App } from './helpers/control.js'
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
 import { MAX_ANSWER_BYTES } from '../control/src/prometheus.js'
-import { freePort } from './fixtures/prometheus.js'
+import { freePort } from './helpers/ports.js'
 import { createApp, firstFunction, startTestControl } from './helpers/control.js'
 
 type MetricsBody = { range: string; step: string; series: Record<string, { points: Array<[number, number]>; unit: string }> }

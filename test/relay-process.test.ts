@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { attach } from './helpers/relay.js'
 import type { Created } from './helpers/relay.js'
+import { freePort } from './helpers/ports.js'
 import { lines, processRunner } from './helpers/process.js'
 
 const mainJs = fileURLToPath(new URL('../dist/relay/src/main.js', import.meta.url))
@@ -148,17 +149,6 @@ function connectError (host: string, port: number): Promise<string> {
     const socket = connect({ host, port })
     socket.once('connect', () => { socket.destroy(); resolve('connected') })
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message))
-  })
-}
-
-function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
   })
 }
 
