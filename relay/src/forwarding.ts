@@ -202,10 +202,9 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
 
   /** Close what the backlog limits say must close; true when that includes `slot`'s session. */
   function enforceLimits (slot: Slot): boolean {
-    if (backlogOf(slot) > opts.maxBacklog) {
-      tooSlow(slot)
-      return true
-    }
+    if (backlogOf(slot) > opts.maxBacklog) tooSlow(slot)
+    // Also after that close: the closed receiver's bytes, read afresh from uWS, stay counted
+    // until it reads them, and may be more than the relay last saw.
     if (backlog.total > opts.maxTotalBacklog) shedLargest()
     return slot.session.closed
   }
