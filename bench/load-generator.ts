@@ -33,7 +33,21 @@ export type GeneratorResult = {
   serverCpuPercent: number
   serverRssBytes: number
   generatorCpuPercent: number
-  latency: { rate: number; samples: number; p50Ms: number; p99Ms: number } | null
+  /**
+   * One-way latency at a fixed rate. `pacerP99Ms`: how late the generator itself wrote frames
+   * that were due (its timer, its share of two cores), which the one-way figures leave out.
+   * CPU figures are the latency phase's, where paced small writes cost more per message than
+   * saturation does.
+   */
+  latency: {
+    rate: number
+    samples: number
+    p50Ms: number
+    p99Ms: number
+    pacerP99Ms: number
+    serverCpuPercent: number
+    generatorCpuPercent: number
+  } | null
   messagesChecked: number
 }
 
@@ -104,10 +118,10 @@ async function main (): Promise<void> {
   }
 
   /**
-   * Write `count` frames to the pair's sender. Frame k is stamped with the time it was due,
-   * `dueAt + k * spacing` (a dueAt of 0: no latency sample).
+   * Write `count` frames to the pair's sender. Frame k is stamped `stamp + k * spacing`, the
+   * time latency counts from (a stamp of 0: no latency sample).
    */
-  function send (pair: Pair, count: number, dueAt = 0, spacing = 0): void {
+  function send (pair: Pair, count: number, stamp = 0, spacing = 0): void {
     if (count <= 0 || failure !== null) return
     if (c.size >= SHARED_BODY_FROM) {
       pair.sender.cork()
@@ -116,7 +130,7 @@ async function main (): Promise<void> {
         header.copy(head)
         head.writeUInt32LE(pair.sent++, header.length)
         head.writeUInt32LE(0, header.length + 4)
-        head.writeDoubleLE(dueAt === 0 ? 0 : dueAt + k * spacing, header.length + 8)
+        head.writeDoubleLE(stamp === 0 ? 0 : stamp + k * spacing, header.length + 8)
         pair.sender.write(head)
         pair.sender.write(sharedBody)
       }
@@ -129,8 +143,8 @@ async function main (): Promise<void> {
       template.copy(batch, 0, 0, frames * frameBytes)
       for (let k = 0, at = header.length; k < frames; k++, at += frameBytes) {
         batch.writeUInt32LE(pair.sent++, at)
-        batch.writeDoubleLE(dueAt, at + 8)
-        if (dueAt !== 0) dueAt += spacing
+        batch.writeDoubleLE(stamp, at + 8)
+        if (stamp !== 0) stamp += spacing
       }
       pair.sender.write(batch)
       count -= frames
@@ -151,7 +165,7 @@ async function main (): Promise<void> {
   let latency: GeneratorResult['latency'] = null
   if (c.latencyMs > 0 && failure === null) {
     const rate = c.latencyRate > 0 ? c.latencyRate : Math.round(messages / seconds / 2)
-    pacer = createPacer(pairs, rate, send)
+    pacer = createPacer(pairs, rate, send, createSamples(latencies.capacity))
     latency = await measureLatency({ ...c, latencyRate: rate }, pacer, pairs, latencies, () => failure)
   }
 
@@ -178,13 +192,17 @@ async function main (): Promise<void> {
 
 /**
  * Send at a fixed total rate, each pair at its share, and take one-way latencies after a short
- * settle. Each frame carries the time it was due, not the time it left: when the generator
- * or a full window holds a frame back, that wait counts as latency (no coordinated omission).
- * `pump` runs on a 1 ms tick and writes what each pair owes in one batch, as a client that
- * buffers for a millisecond would; a read refills only a pair its window held back, so the
- * number of writes follows the tick, not the rate.
+ * settle. `pump` runs on a 1 ms tick and writes what each pair owes in one batch, as a client
+ * that buffers for a millisecond would; a read refills only a pair its window held back, so
+ * the number of writes follows the tick, not the rate.
+ *
+ * A frame carries the time it was written, so its latency is the server's and the kernel's,
+ * not the generator's timer: Node's 1 ms timer fires 1 to 4 ms late on two shared cores, and
+ * stamping the time a frame was due charged that to every server alike. A frame that a full
+ * window held back carries the time it was due instead: that wait is the server's doing and
+ * counts (no coordinated omission). How late the pacer itself wrote is kept in `lateness`.
  */
-function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, dueAt: number, spacing: number) => void) {
+function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, stamp: number, spacing: number) => void, lateness: Samples) {
   const origin = performance.now()
   const msPerMessage = (1000 * pairs.length) / rate
   // Spread the pairs' schedules over one message interval, so their frames do not all fall due at once.
@@ -196,9 +214,16 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
     const owed = Math.floor((now - origin - offset(pair)) / msPerMessage) + 1 - handed[pair.index]!
     const room = pair.window - (pair.sent - pair.received)
     const count = Math.min(room, owed)
+    const wasHeldBack = heldBack[pair.index]!
     heldBack[pair.index] = owed > room
     if (count <= 0) return
-    send(pair, count, origin + offset(pair) + handed[pair.index]! * msPerMessage, msPerMessage)
+    const firstDue = origin + offset(pair) + handed[pair.index]! * msPerMessage
+    if (wasHeldBack) {
+      send(pair, count, firstDue, msPerMessage)
+    } else {
+      for (let k = 0; k < count; k++) lateness.add(now - (firstDue + k * msPerMessage))
+      send(pair, count, now, 0)
+    }
     handed[pair.index] = handed[pair.index]! + count
   }
   return {
@@ -212,6 +237,7 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
     },
     stop: () => { stopped = true },
     elapsedMs: () => performance.now() - origin,
+    lateness,
   }
 }
 
@@ -224,17 +250,38 @@ async function measureLatency (
 ): Promise<GeneratorResult['latency']> {
   const settleMs = Math.min(500, c.latencyMs / 4)
   let dropFrom = -1
+  let lateFrom = 0
+  let start: ReturnType<typeof snapshot> | null = null
   while (pacer.elapsedMs() < c.latencyMs && failed() === null) {
-    if (dropFrom === -1 && pacer.elapsedMs() >= settleMs) dropFrom = latencies.count()
+    if (dropFrom === -1 && pacer.elapsedMs() >= settleMs) {
+      dropFrom = latencies.count()
+      lateFrom = pacer.lateness.count()
+      start = snapshot(c.pid, 0)
+    }
     pacer.pump()
     await sleep(1)
   }
   pacer.stop()
+  const end = snapshot(c.pid, 0)
+  const seconds = start === null ? NaN : (end.at - start.at) / 1000
+  const serverCpuPercent = start === null ? NaN : ((end.serverTicks - start.serverTicks) / TICKS_PER_SECOND / seconds) * 100
+  const generatorCpuPercent = start === null ? NaN : ((end.ownCpu - start.ownCpu) / 1e6 / seconds) * 100
   await drain(pairs, failed)
   const samples = latencies.from(Math.max(dropFrom, 0)).sort()
-  if (samples.length === 0) return { rate: c.latencyRate, samples: 0, p50Ms: NaN, p99Ms: NaN }
-  const at = (q: number): number => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!
-  return { rate: c.latencyRate, samples: samples.length, p50Ms: at(0.5), p99Ms: at(0.99) }
+  const pacerP99Ms = quantile(pacer.lateness.from(lateFrom).sort(), 0.99)
+  return {
+    rate: c.latencyRate,
+    samples: samples.length,
+    p50Ms: quantile(samples, 0.5),
+    p99Ms: quantile(samples, 0.99),
+    pacerP99Ms,
+    serverCpuPercent,
+    generatorCpuPercent,
+  }
+}
+
+function quantile (sorted: Float64Array, q: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
 
 /** Wait until every frame sent has been received; anything missing by then is a failure. */
@@ -259,6 +306,7 @@ function createSamples (capacity: number) {
   return {
     add: (ms: number): void => { if (n < capacity) values[n++] = ms },
     count: (): number => n,
+    capacity,
     from: (start: number): Float64Array => values.slice(start, n),
   }
 }

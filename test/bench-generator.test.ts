@@ -44,9 +44,10 @@ t.test('the load generator fails loudly on a lost or a reordered frame', async (
       t.equal(run.code, 0, 'a faithful forwarder passes')
       const result = JSON.parse(run.stdout)
       t.ok(result.messagesChecked > 200, 'frames were checked')
-      // 1,000 messages/s for 200 ms less the settle: paced frames arrive and carry their due times.
-      t.ok(result.latency.samples >= 100, 'the paced phase sent at its rate')
-      t.ok(result.latency.p50Ms >= 0 && result.latency.p50Ms < 1000, 'latencies are measured from the due time')
+      // 1,000 messages/s for 400 ms less the settle: paced frames arrive and carry their write times.
+      t.ok(result.latency.samples >= 200, 'the paced phase sent at its rate')
+      t.ok(result.latency.p50Ms >= 0 && result.latency.p50Ms < 50, 'a forwarder that waits for nothing shows little latency')
+      t.ok(result.latency.pacerP99Ms >= 0, 'how late the pacer wrote is reported apart')
     } else {
       t.equal(run.code, 1, `${fault}: the run fails`)
       t.match(run.stderr, /lost or reordered/, `${fault}: and says why`)
@@ -54,11 +55,23 @@ t.test('the load generator fails loudly on a lost or a reordered frame', async (
   }
 })
 
+t.test('frames a full window held back count their wait (no coordinated omission)', async (t) => {
+  // The forwarder stalls for 200 ms in the paced phase. Only the 16 frames in flight are
+  // written before it; the rest are due during the stall and held back by the window. Stamped
+  // with their write times they would hide the stall, so most samples would look fast.
+  const port = await lossyForwarder(t, 'stall')
+  const run = await runGenerator(port)
+  t.equal(run.code, 0, run.stderr)
+  const { latency } = JSON.parse(run.stdout)
+  t.ok(latency.p50Ms > 50, `the stall shows in the median, not only in the tail (p50 ${latency.p50Ms} ms)`)
+})
+
 /**
  * A forwarder that pipes 16-byte frames between the peers of a session, except that it drops
- * the 100th frame (`lose`) or swaps the 100th and 101st (`reorder`).
+ * the 100th frame (`lose`), swaps the 100th and 101st (`reorder`), or holds back everything
+ * from the 120th paced (time-stamped) frame on for 200 ms (`stall`).
  */
-async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder'): Promise<number> {
+async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'stall'): Promise<number> {
   const FRAME = 2 + 4 + 16 // masked client frame of a 16-byte payload
   const store = createSessionStore()
   const waiting = new Map<string, Socket>()
@@ -75,6 +88,8 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder'): Pro
     let pending = Buffer.alloc(0)
     let index = 0
     let swapped: Buffer | null = null
+    let paced = 0
+    let stalled: Buffer[] | null = null
     socket.on('data', (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk])
       while (pending.length >= FRAME) {
@@ -83,6 +98,14 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder'): Pro
         index++
         if (fault === 'lose' && index === 100) continue
         if (fault === 'reorder' && index === 100) { swapped = Buffer.from(one); continue }
+        if (fault === 'stall' && one.readDoubleLE(FRAME - 16 + 8) !== 0 && ++paced === 120) {
+          stalled = []
+          setTimeout(() => {
+            for (const held of stalled!) other.write(held)
+            stalled = null
+          }, 200)
+        }
+        if (stalled !== null) { stalled.push(Buffer.from(one)); continue }
         other.write(one)
         if (swapped !== null) { other.write(swapped); swapped = null }
       }
@@ -103,7 +126,7 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder'): Pro
 function runGenerator (port: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const input = {
     url: `http://127.0.0.1:${port}`, pid: process.pid, size: 16, pairs: 1, warmupMs: 100, durationMs: 200,
-    latencyRate: 1000, latencyMs: 200, windowBytes: 1 << 20, windowMessages: 64,
+    latencyRate: 1000, latencyMs: 400, windowBytes: 1 << 20, windowMessages: 16,
   }
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [generator, JSON.stringify(input)], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] })
