@@ -4,7 +4,7 @@
 //
 // Frame throughput of the relay against two baselines in the same run, each target in its
 // own process and the load generator in another, on loopback. Each case runs `repetitions`
-// times and reports medians. Latency is measured at a fixed rate after the throughput phase:
+// times per target, the targets taking turns, and reports medians. Latency is measured at a fixed rate after the throughput phase:
 // `moderate` (default) is the same for every target, 50,000 messages/s or 200 MB/s, whichever
 // is fewer messages; `half` is half the peak that same run reached; a number is messages/s.
 import { parseDuration } from '../common/src/duration.js'
@@ -47,7 +47,11 @@ export type CaseResult = {
     mbPerSec: number
     p50Ms: number
     p99Ms: number
+    /** How late the generator's own timer wrote due frames: its noise, left out of p50 and p99. */
+    pacerP99Ms: number
     latencyRate: number
+    /** The server's CPU while paced for latency. */
+    latencyServerCpuPercent: number
     serverCpuPercent: number
     serverRssBytes: number
     generatorCpuPercent: number
@@ -57,22 +61,26 @@ export type CaseResult = {
 async function main (): Promise<void> {
   const options = parseOptions(process.argv.slice(2))
   const results: CaseResult[] = []
-  for (const name of options.targets) {
-    const server = await startServer(name)
-    try {
-      for (const size of options.sizes) {
-        for (const pairs of options.pairs) {
-          const runs: GeneratorResult[] = []
-          for (let r = 0; r < options.repetitions; r++) {
-            runs.push(await runCase(options, server, size, pairs))
+  // Every target is up for the whole run and the repetitions take turns (relay, ws, tcp,
+  // relay, ...): a host that speeds up or slows down during the minutes of a run then moves
+  // every target alike, and the ratios compare runs made side by side.
+  const servers = new Map<TargetName, RunningServer>()
+  try {
+    for (const name of options.targets) servers.set(name, await startServer(name))
+    for (const size of options.sizes) {
+      for (const pairs of options.pairs) {
+        const runs = new Map<TargetName, GeneratorResult[]>(options.targets.map((name) => [name, []]))
+        for (let r = 0; r < options.repetitions; r++) {
+          for (const name of options.targets) {
+            runs.get(name)!.push(await runCase(options, servers.get(name)!, size, pairs))
             if (!options.json) process.stderr.write('.')
           }
-          results.push({ target: name, size, pairs, runs, median: medians(runs) })
         }
+        for (const [name, done] of runs) results.push({ target: name, size, pairs, runs: done, median: medians(done) })
       }
-    } finally {
-      server.process.kill('SIGTERM')
     }
+  } finally {
+    for (const server of servers.values()) server.process.kill('SIGTERM')
   }
   if (!options.json) process.stderr.write('\n')
   const machine = machineInfo()
@@ -107,7 +115,9 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
     mbPerSec: median((r) => r.mbPerSec),
     p50Ms: median((r) => r.latency?.p50Ms ?? NaN),
     p99Ms: median((r) => r.latency?.p99Ms ?? NaN),
+    pacerP99Ms: median((r) => r.latency?.pacerP99Ms ?? NaN),
     latencyRate: median((r) => r.latency?.rate ?? NaN),
+    latencyServerCpuPercent: median((r) => r.latency?.serverCpuPercent ?? NaN),
     serverCpuPercent: median((r) => r.serverCpuPercent),
     serverRssBytes: median((r) => r.serverRssBytes),
     generatorCpuPercent: median((r) => r.generatorCpuPercent),
@@ -115,7 +125,7 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
 }
 
 function table (results: CaseResult[], machine: Machine): string {
-  const rows: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'lat. rate/s', 'p50 ms', 'p99 ms', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
+  const rows: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'lat. rate/s', 'p50 ms', 'p99 ms', 'pacer p99', 'server CPU paced', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
   const find = (target: TargetName, size: number, pairs: number) => results.find((r) => r.target === target && r.size === size && r.pairs === pairs)
   for (const r of results) {
     const m = r.median
@@ -129,6 +139,8 @@ function table (results: CaseResult[], machine: Machine): string {
       Number.isNaN(m.latencyRate) ? '-' : Math.round(m.latencyRate).toLocaleString('en-US'),
       Number.isNaN(m.p50Ms) ? '-' : m.p50Ms.toFixed(2),
       Number.isNaN(m.p99Ms) ? '-' : m.p99Ms.toFixed(2),
+      Number.isNaN(m.pacerP99Ms) ? '-' : m.pacerP99Ms.toFixed(2),
+      Number.isNaN(m.latencyServerCpuPercent) ? '-' : `${Math.round(m.latencyServerCpuPercent)}%`,
       `${Math.round(m.serverCpuPercent)}%`,
       `${(m.serverRssBytes / 2 ** 20).toFixed(0)} MiB`,
       `${Math.round(m.generatorCpuPercent)}%`,
