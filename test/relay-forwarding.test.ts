@@ -26,11 +26,11 @@ function fakePeer (slot: Slot, answer: () => number = () => 1) {
   return { peer: peer as unknown as Peer, sent, ends, corks: () => corked }
 }
 
-function setup (t: Test) {
+function setup (t: Test, maxBacklog = 1024 * 1024) {
   const metrics = createMetrics()
   const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
   t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
-  const forwarder = createForwarder(table, { maxBacklog: 1024 * 1024, maxTotalBacklog: 4 * 1024 * 1024, metrics })
+  const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
   const { session } = table.create()
   return { table, forwarder, session, metrics }
 }
@@ -57,6 +57,22 @@ t.test('small messages are copied, then written in one corked batch per event-lo
   t.equal(responder.corks(), 1, 'one corked flush')
   t.same(responder.sent.map((s) => [...(s.message as Uint8Array)]), [[1], [2], [3]], 'in order')
   t.ok(responder.sent.every((s, i) => s.message !== messages[i] && s.isBinary === false), 'copies, types kept')
+})
+
+t.test('a turn of small messages larger than the arena keeps every byte, in order', async (t) => {
+  // 3 MiB of 4000-byte messages in one turn: the 1 MiB arena grows twice, copying what it held.
+  const { table, forwarder, session } = setup(t, 16 * 1024 * 1024)
+  const responder = fakePeer(session.responder)
+  table.attach(session.responder, responder.peer)
+  const count = 3 * 262
+  for (let n = 0; n < count; n++) forwarder.forward(session.initiator, new Uint8Array(4000).fill(n % 251).buffer, true)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(responder.sent.length, count)
+  const wrong = responder.sent.findIndex((s, n) => {
+    const bytes = s.message as Uint8Array
+    return bytes.byteLength !== 4000 || bytes[0] !== n % 251 || bytes[3999] !== n % 251
+  })
+  t.equal(wrong, -1, 'each message arrives whole and in its place')
 })
 
 t.test('a large message behind held ones is held too, so order is kept', async (t) => {
