@@ -61,8 +61,9 @@ type Pair = {
   window: number
 }
 
-/** Up to this many small frames go out in one write. */
+/** Up to this many small frames, and this many bytes, go out in one write. */
 const MAX_BATCH_FRAMES = 512
+const MAX_BATCH_BYTES = 256 * 1024
 /** Frames from this size on are written as a header plus a shared, never-modified body. */
 const SHARED_BODY_FROM = 4096
 
@@ -76,14 +77,15 @@ async function main (): Promise<void> {
   const header = clientFrameHeader(c.size)
   const frameBytes = header.length + c.size
   const sharedBody = Buffer.alloc(c.size - PREFIX_BYTES)
-  // A batch of small frames with their headers in place; a write stamps the prefixes of the
-  // frames it needs. One batch is reused for as long as writes complete at once (the kernel
-  // took every byte); a write left queued keeps its buffer and the next one gets a fresh copy.
-  // A new buffer per write made V8 run full collections for their external memory, pauses of
-  // about 9 ms in the middle of a latency phase.
-  const template = Buffer.alloc(frameBytes * MAX_BATCH_FRAMES)
-  for (let i = 0; i < MAX_BATCH_FRAMES; i++) header.copy(template, i * frameBytes)
-  let scratch = Buffer.from(template)
+  // Batches of small frames with their headers in place; a write stamps the prefixes of the
+  // frames it needs. A batch goes back to the pool as soon as the kernel has taken it: at
+  // once when the write completes at once, else when the socket flushes it. A new buffer per
+  // write made V8 run full collections for their external memory, pauses of about 9 ms in the
+  // middle of a latency phase.
+  const batchFrames = Math.max(1, Math.min(MAX_BATCH_FRAMES, Math.floor(MAX_BATCH_BYTES / frameBytes)))
+  const template = Buffer.alloc(frameBytes * batchFrames)
+  for (let i = 0; i < batchFrames; i++) header.copy(template, i * frameBytes)
+  const freeBatches: Buffer[] = []
 
   let failure: Error | null = null
   let receivedTotal = 0
@@ -143,15 +145,17 @@ async function main (): Promise<void> {
       return
     }
     while (count > 0) {
-      const frames = Math.min(count, MAX_BATCH_FRAMES)
-      const batch = scratch
+      const frames = Math.min(count, batchFrames)
+      const batch = freeBatches.pop() ?? Buffer.from(template)
       for (let k = 0, at = header.length; k < frames; k++, at += frameBytes) {
         batch.writeUInt32LE(pair.sent++, at)
         batch.writeDoubleLE(stamp, at + 8)
         if (stamp !== 0) stamp += spacing
       }
-      pair.sender.write(batch.subarray(0, frames * frameBytes))
-      if (pair.sender.writableLength > 0) scratch = Buffer.from(template)
+      let taken = false
+      pair.sender.write(batch.subarray(0, frames * frameBytes), () => { if (!taken) freeBatches.push(batch) })
+      taken = pair.sender.writableLength === 0
+      if (taken) freeBatches.push(batch)
       count -= frames
     }
   }
