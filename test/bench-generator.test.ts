@@ -44,7 +44,7 @@ t.test('the load generator fails loudly on a lost or a reordered frame', async (
       t.equal(run.code, 0, 'a faithful forwarder passes')
       const result = JSON.parse(run.stdout)
       t.ok(result.messagesChecked > 200, 'frames were checked')
-      // 1,000 messages/s for 400 ms less the settle: paced frames arrive and carry their write times.
+      // 1,000 messages/s for 500 ms less the settle: paced frames arrive and carry their write times.
       t.ok(result.latency.samples >= 200, 'the paced phase sent at its rate')
       t.ok(result.latency.p50Ms >= 0 && result.latency.p50Ms < 50, 'a forwarder that waits for nothing shows little latency')
       t.ok(result.latency.pacerP99Ms >= 0, 'how late the pacer wrote is reported apart')
@@ -56,9 +56,10 @@ t.test('the load generator fails loudly on a lost or a reordered frame', async (
 })
 
 t.test('frames a full window held back count their wait (no coordinated omission)', async (t) => {
-  // The forwarder stalls for 200 ms in the paced phase. Only the 16 frames in flight are
-  // written before it; the rest are due during the stall and held back by the window. Stamped
-  // with their write times they would hide the stall, so most samples would look fast.
+  // The forwarder stalls for 300 ms in the paced phase, 25 ms after the settle: of the 375
+  // samples, the 300 due during the stall wait 300 ms down to 0, two thirds of all samples
+  // over 50 ms. Only the 16 frames in flight are written before it; the rest are held back by
+  // the window, and stamped with their write times they would hide the stall (p50 near 1 ms).
   const port = await lossyForwarder(t, 'stall')
   const run = await runGenerator(port)
   t.equal(run.code, 0, run.stderr)
@@ -69,7 +70,7 @@ t.test('frames a full window held back count their wait (no coordinated omission
 /**
  * A forwarder that pipes 16-byte frames between the peers of a session, except that it drops
  * the 100th frame (`lose`), swaps the 100th and 101st (`reorder`), or holds back everything
- * from the 120th paced (time-stamped) frame on for 200 ms (`stall`).
+ * from the 150th paced (time-stamped) frame on for 300 ms (`stall`).
  */
 async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'stall'): Promise<number> {
   const FRAME = 2 + 4 + 16 // masked client frame of a 16-byte payload
@@ -98,12 +99,12 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'st
         index++
         if (fault === 'lose' && index === 100) continue
         if (fault === 'reorder' && index === 100) { swapped = Buffer.from(one); continue }
-        if (fault === 'stall' && one.readDoubleLE(FRAME - 16 + 8) !== 0 && ++paced === 120) {
+        if (fault === 'stall' && one.readDoubleLE(FRAME - 16 + 8) !== 0 && ++paced === 150) {
           stalled = []
           setTimeout(() => {
             for (const held of stalled!) other.write(held)
             stalled = null
-          }, 200)
+          }, 300)
         }
         if (stalled !== null) { stalled.push(Buffer.from(one)); continue }
         other.write(one)
@@ -126,7 +127,7 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'st
 function runGenerator (port: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const input = {
     url: `http://127.0.0.1:${port}`, pid: process.pid, size: 16, pairs: 1, warmupMs: 100, durationMs: 200,
-    latencyRate: 1000, latencyMs: 400, windowBytes: 1 << 20, windowMessages: 16,
+    latencyRate: 1000, latencyMs: 500, windowBytes: 1 << 20, windowMessages: 16,
   }
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [generator, JSON.stringify(input)], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] })
