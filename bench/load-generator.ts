@@ -80,7 +80,7 @@ async function main (): Promise<void> {
   // Batches of small frames with their headers in place; a write stamps the prefixes of the
   // frames it needs. A batch goes back to the pool as soon as the kernel has taken it: at
   // once when the write completes at once, else when the socket flushes it. A new buffer per
-  // write made V8 run full collections for their external memory, pauses of about 9 ms in the
+  // write made V8 run full collections for their external memory, pauses of about 8 ms in the
   // middle of a latency phase.
   const batchFrames = Math.max(1, Math.min(MAX_BATCH_FRAMES, Math.floor(MAX_BATCH_BYTES / frameBytes)))
   const template = Buffer.alloc(frameBytes * batchFrames)

@@ -4,9 +4,10 @@
 //
 // Frame throughput of the relay against two baselines in the same run, each target in its
 // own process and the load generator in another, on loopback. Each case runs `repetitions`
-// times per target, the targets taking turns, and reports medians. Latency is measured at a fixed rate after the throughput phase:
-// `moderate` (default) is the same for every target, 50,000 messages/s or 200 MB/s, whichever
-// is fewer messages; `half` is half the peak that same run reached; a number is messages/s.
+// times per target, the targets taking turns, and reports medians. Latency is measured at a
+// fixed rate after the throughput phase: `moderate` (default) is the same for every target,
+// 50,000 messages/s or 200 MB/s, whichever is fewer messages; `half` is half the peak that
+// same run reached; a number is messages/s.
 import { parseDuration } from '../common/src/duration.js'
 import { parseBytes } from '../common/src/settings.js'
 import type { GeneratorCase, GeneratorResult } from './load-generator.js'
