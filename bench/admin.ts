@@ -16,6 +16,7 @@ import type { Machine } from './proc.js'
 import { cpuTicks, machineInfo, rssBytes, TICKS_PER_SECOND } from './proc.js'
 import type { RunningServer } from './servers.js'
 import { startServer } from './servers.js'
+import { readFlags } from './flags.js'
 
 type Options = { durationMs: number; warmupMs: number; connections: number; json: boolean }
 
@@ -194,18 +195,11 @@ function table (results: CaseResult[], memory: MemoryResult, machine: Machine): 
 
 function parseOptions (argv: string[]): Options {
   const options: Options = { durationMs: 10_000, warmupMs: 2_000, connections: 100, json: false }
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!
-    if (flag === '--json') { options.json = true; continue }
-    const value = argv[++i]
-    if (value === undefined) throw new Error(`missing value for ${flag}`)
-    switch (flag) {
-      case '--duration': options.durationMs = parseDuration(value); break
-      case '--warmup': options.warmupMs = parseDuration(value); break
-      case '--connections': options.connections = Number(value); break
-      default: throw new Error(`unknown flag ${flag}`)
-    }
-  }
+  options.json = readFlags(argv, {
+    '--duration': (value) => { options.durationMs = parseDuration(value) },
+    '--warmup': (value) => { options.warmupMs = parseDuration(value) },
+    '--connections': (value) => { options.connections = Number(value) },
+  }).json
   if (!Number.isSafeInteger(options.connections) || options.connections < 1) throw new Error('--connections must be a positive integer')
   // autocannon samples once a second and rounds a run up to the next whole second.
   for (const ms of [options.durationMs, options.warmupMs]) {

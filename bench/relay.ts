@@ -16,6 +16,7 @@ import type { Machine } from './proc.js'
 import { machineInfo } from './proc.js'
 import type { RunningServer, ServerName } from './servers.js'
 import { SERVERS, startServer } from './servers.js'
+import { readFlags } from './flags.js'
 
 type Options = {
   sizes: number[]
@@ -175,28 +176,23 @@ function parseOptions (argv: string[]): Options {
     json: false,
   }
   const list = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean)
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!
-    if (flag === '--json') { options.json = true; continue }
-    const value = argv[++i]
-    if (value === undefined) throw new Error(`missing value for ${flag}`)
-    switch (flag) {
-      case '--sizes': options.sizes = list(value).map(parseBytes); break
-      case '--pairs': options.pairs = list(value).map(Number); break
-      case '--targets': options.targets = list(value).map((t) => {
+  options.json = readFlags(argv, {
+    '--sizes': (value) => { options.sizes = list(value).map(parseBytes) },
+    '--pairs': (value) => { options.pairs = list(value).map(Number) },
+    '--targets': (value) => {
+      options.targets = list(value).map((t) => {
         if (!(t in SERVERS)) throw new Error(`unknown target ${t}`)
         return t as TargetName
-      }); break
-      case '--warmup': options.warmupMs = parseDuration(value); break
-      case '--duration': options.durationMs = parseDuration(value); break
-      case '--latency': options.latencyMs = parseDuration(value); break
-      case '--repetitions': options.repetitions = Number(value); break
-      case '--window-bytes': options.windowBytes = parseBytes(value); break
-      case '--window-messages': options.windowMessages = Number(value); break
-      case '--latency-rate': options.latencyRate = value === 'moderate' || value === 'half' ? value : Number(value); break
-      default: throw new Error(`unknown flag ${flag}`)
-    }
-  }
+      })
+    },
+    '--warmup': (value) => { options.warmupMs = parseDuration(value) },
+    '--duration': (value) => { options.durationMs = parseDuration(value) },
+    '--latency': (value) => { options.latencyMs = parseDuration(value) },
+    '--repetitions': (value) => { options.repetitions = Number(value) },
+    '--window-bytes': (value) => { options.windowBytes = parseBytes(value) },
+    '--window-messages': (value) => { options.windowMessages = Number(value) },
+    '--latency-rate': (value) => { options.latencyRate = value === 'moderate' || value === 'half' ? value : Number(value) },
+  }).json
   return options
 }
 

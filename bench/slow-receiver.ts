@@ -17,6 +17,7 @@ import type { GeneratorCase, GeneratorResult } from './load-generator.js'
 import { machineInfo, rssBytes } from './proc.js'
 import type { RunningServer } from './servers.js'
 import { startServer } from './servers.js'
+import { readFlags } from './flags.js'
 
 type Options = {
   bytes: number
@@ -162,22 +163,15 @@ function report (r: Record<string, unknown> & { options: Options; relayRss: Reco
 
 function parseOptions (argv: string[]): Options {
   const o: Options = { bytes: 256 * 2 ** 20, slow: 1, maxBacklog: 16 * 2 ** 20, maxTotalBacklog: 2 ** 30, pairs: 10, size: 1024, durationMs: 10_000, json: false }
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!
-    if (flag === '--json') { o.json = true; continue }
-    const value = argv[++i]
-    if (value === undefined) throw new Error(`${flag} needs a value`)
-    switch (flag) {
-      case '--bytes': o.bytes = parseBytes(value); break
-      case '--slow': o.slow = Number(value); break
-      case '--max-backlog': o.maxBacklog = parseBytes(value); break
-      case '--max-total-backlog': o.maxTotalBacklog = parseBytes(value); break
-      case '--pairs': o.pairs = Number(value); break
-      case '--size': o.size = parseBytes(value); break
-      case '--duration': o.durationMs = parseDuration(value); break
-      default: throw new Error(`unknown option ${flag}`)
-    }
-  }
+  o.json = readFlags(argv, {
+    '--bytes': (value) => { o.bytes = parseBytes(value) },
+    '--slow': (value) => { o.slow = Number(value) },
+    '--max-backlog': (value) => { o.maxBacklog = parseBytes(value) },
+    '--max-total-backlog': (value) => { o.maxTotalBacklog = parseBytes(value) },
+    '--pairs': (value) => { o.pairs = Number(value) },
+    '--size': (value) => { o.size = parseBytes(value) },
+    '--duration': (value) => { o.durationMs = parseDuration(value) },
+  }).json
   return o
 }
 

@@ -17,6 +17,7 @@ import { parseDuration } from '../common/src/duration.js'
 import { machineInfo, rssBytes } from './proc.js'
 import type { SoakInput, SoakReport } from './soak-clients.js'
 import { createSessions, scriptPath, startServer } from './servers.js'
+import { readFlags } from './flags.js'
 
 type Options = { pairs: number; durationMs: number; warmupMs: number; rate: number; size: number; sampleMs: number; json: boolean }
 
@@ -115,21 +116,14 @@ function startClients (port: number, o: Options, attaches: SoakInput['attaches']
 
 function parseOptions (argv: string[]): Options {
   const o: Options = { pairs: 9980, durationMs: 60_000, warmupMs: 10_000, rate: 2, size: 64, sampleMs: 5_000, json: false }
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!
-    if (flag === '--json') { o.json = true; continue }
-    const value = argv[++i]
-    if (value === undefined) throw new Error(`${flag} needs a value`)
-    switch (flag) {
-      case '--pairs': o.pairs = Number(value); break
-      case '--duration': o.durationMs = parseDuration(value); break
-      case '--warmup': o.warmupMs = parseDuration(value); break
-      case '--rate': o.rate = Number(value); break
-      case '--size': o.size = Number(value); break
-      case '--sample': o.sampleMs = parseDuration(value); break
-      default: throw new Error(`unknown option ${flag}`)
-    }
-  }
+  o.json = readFlags(argv, {
+    '--pairs': (value) => { o.pairs = Number(value) },
+    '--duration': (value) => { o.durationMs = parseDuration(value) },
+    '--warmup': (value) => { o.warmupMs = parseDuration(value) },
+    '--rate': (value) => { o.rate = Number(value) },
+    '--size': (value) => { o.size = Number(value) },
+    '--sample': (value) => { o.sampleMs = parseDuration(value) },
+  }).json
   if (o.size < 16) throw new Error('--size must be at least 16 bytes (the sequence prefix)')
   return o
 }
