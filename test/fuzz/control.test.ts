@@ -1,0 +1,122 @@
+// Fuzz stage, control plane: generated invoke requests (paths, methods, headers, bodies), source
+// file maps and archive entries, sent with a real id token to a control plane on the fake
+// cluster. Whatever arrives, no answer is a 500, the control plane never asks the cluster for
+// anything but the Service's proxy while invoking, a refused source change keeps the stored
+// source, and no token reaches a log. Bounded: seed and run count from test/helpers/fuzz.ts.
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import fc from 'fast-check'
+import t from 'tap'
+import { startFakeCluster } from '../fixtures/kube.js'
+import { succeedJob } from '../fixtures/kube-jobs.js'
+import { setServiceBackend } from '../fixtures/kube-services.js'
+import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { tgzOf } from '../fixtures/tarballs.js'
+import type { Entry } from '../fixtures/tarballs.js'
+import { BUILDERS, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { startTestControl, until } from '../helpers/control.js'
+import type { App, Reply } from '../helpers/control.js'
+import { fuzzOptions, glued, headerName, headerValue } from '../helpers/fuzz.js'
+
+t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy or log a token', async (t) => {
+  const oidc = await startOidcProvider()
+  t.teardown(() => oidc.close())
+  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+  const control = await startTestControl(t, 'pglite', [
+    '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.clientId,
+    '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY,
+    '--log-level', 'debug',
+  ], { deps: { cluster: { retryMs: 20, pollMs: 20 } } })
+  await control.server.cluster?.watcher.ready
+  const token = await oidc.idToken()
+  const as = (method: string, path: string, opts: Parameters<typeof control.call>[2] = {}): Promise<Reply> => control.call(method, path, { token, ...opts })
+
+  // One application deployed on the fake cluster, its Service backed by an echo server.
+  const echo = createServer((request, response) => {
+    request.resume()
+    request.on('end', () => response.end(JSON.stringify({ url: request.url })))
+  })
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { echo.closeAllConnections(); echo.close(() => resolve()) }))
+  const created = await as('POST', '/applications', { json: { name: 'fuzzed', language: 'go', runtime: 'wasmkube' } })
+  const app = created.body as App
+  const fn = app.functions[0]!
+  await as('POST', `/applications/${app.id}/functions`, { json: { name: 'api', route: '/api/...' } })
+  const build = (await as('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/fuzzed@sha256:${'c'.repeat(64)}`)
+  await until(() => fake.get(SPINAPPS, 'fuzzed') !== undefined, 5000, 'SpinApp applied')
+  operateSpinApp(fake, 'fuzzed')
+  setServiceBackend(fake, 'fuzzed', `http://127.0.0.1:${(echo.address() as AddressInfo).port}`)
+
+  const statuses = new Map<number, number>()
+  const check = (what: string, reply: Reply): void => {
+    statuses.set(reply.status, (statuses.get(reply.status) ?? 0) + 1)
+    if (reply.status >= 500 && reply.status !== 503) throw new Error(`${what} answered ${reply.status}: ${reply.text}`)
+  }
+
+  // Invoke: every request the fake cluster serves meanwhile is the Service's proxy.
+  const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
+  const seenBefore = fake.accesses.length
+  const invokeRequest = fc.record({
+    method: fc.oneof({ weight: 5, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS') },
+      fc.constantFrom('CONNECT', 'TRACE', 'get', ''), fc.string({ maxLength: 10 })),
+    path: glued(['/', '/..', '..', '.', '%2e', '%2E', '%2f', '%2F', '%5c', '\\', '//', '?', '#', '%', '%00', '/api', 'secrets', 'x', '@', ':'], 12).map((path) => `/${path}`),
+    headers: fc.dictionary(headerName, fc.array(headerValue, { maxLength: 2 }), { maxKeys: 4 }),
+    body: fc.option(fc.string({ maxLength: 100 })),
+    bodyIsBase64: fc.option(fc.boolean()),
+  }, { requiredKeys: ['method', 'path'] })
+  // The shapes of the review's findings always run first; the generator explores around them.
+  const known = ['/../../../secrets', '/%2e%2e/%2E%2E/%2e%2e/secrets', '/..%2f..%2f..%2fsecrets', '/a/%2f../../../../secrets', '/..\\..\\secrets', '//../../secrets']
+  await fc.assert(fc.asyncProperty(invokeRequest, async (request) => {
+    check(`invoke ${JSON.stringify(request)}`, await as('POST', invokePath, { json: request }))
+  }), { ...fuzzOptions(), examples: known.map((path) => [{ method: 'GET', path }]) })
+  const strays = fake.accesses.slice(seenBefore).filter((access) => access.resource !== 'services' || access.subresource !== 'proxy')
+  t.same(strays, [], 'invoke reached nothing in the cluster but the Service proxy')
+
+  // Source file maps: accepted, or refused with the stored source kept.
+  const sourcePath = `/applications/${app.id}/functions/${fn.id}/source`
+  const kept = { 'main.go': 'package main\n' }
+  const restore = async (): Promise<void> => {
+    const reply = await as('PUT', sourcePath, { json: { files: kept } })
+    if (reply.status !== 200) throw new Error(`restoring the kept source answered ${reply.status}`)
+  }
+  await restore()
+  const fileName = glued(['a', 'b', '/', '.', '..', '\\', '__proto__', 'constructor', '%2e', ' ', '\0', 'é', '~', 'C:'], 8)
+  const fileMap = fc.dictionary(fileName, fc.string({ maxLength: 50 }), { maxKeys: 5 })
+  await fc.assert(fc.asyncProperty(fileMap, async (files) => {
+    const reply = await as('PUT', sourcePath, { json: { files } })
+    check(`source ${JSON.stringify(files)}`, reply)
+    if (reply.status === 200) {
+      await restore()
+    } else {
+      const stored = (await as('GET', sourcePath)).body as { files: Record<string, string> }
+      if (JSON.stringify(stored.files) !== JSON.stringify(kept)) throw new Error(`a refused map (${reply.status}) changed the source`)
+    }
+  }), fuzzOptions())
+
+  // Archives: generated entries of every type, names and link targets.
+  const entry: fc.Arbitrary<Entry> = fc.record({
+    name: fileName,
+    type: fc.constantFrom('file', 'file', 'directory', 'symlink', 'link', 'character-device', 'fifo'),
+    content: fc.string({ maxLength: 40 }),
+    linkname: glued(['/', '..', 'etc', 'passwd', 'a', '.'], 5),
+  }).map(({ name, type, content, linkname }) => type === 'symlink' || type === 'link' ? { name, type, linkname } : type === 'file' ? { name, type, content } : { name, type })
+  await fc.assert(fc.asyncProperty(fc.array(entry, { maxLength: 5 }), async (entries) => {
+    const reply = await as('POST', `${sourcePath}.tar.gz`, { body: await tgzOf(entries), headers: { 'content-type': 'application/gzip' } })
+    check(`archive ${JSON.stringify(entries)}`, reply)
+    if (reply.status === 200) {
+      await restore()
+    } else {
+      const stored = (await as('GET', sourcePath)).body as { files: Record<string, string> }
+      if (JSON.stringify(stored.files) !== JSON.stringify(kept)) throw new Error(`a refused archive (${reply.status}) changed the source`)
+    }
+  }), fuzzOptions())
+
+  t.ok(statuses.size >= 3, `several answers: ${JSON.stringify(Object.fromEntries(statuses))}`)
+  t.equal((await control.call('GET', '/healthz')).status, 200, 'the control plane still serves')
+  const logs = control.logText()
+  t.notOk(logs.includes(token.split('.')[2]!), 'the id token is in no log line')
+  t.notOk(logs.includes(fake.token), 'nor the cluster token')
+  t.notOk(control.logs.some((line) => Number(line.level) >= 50), 'no error-level log line: bad input is the client\'s fault')
+})
