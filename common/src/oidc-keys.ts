@@ -158,7 +158,8 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   async function revalidate (): Promise<void> {
     // A key the provider withdrew stays in the set until it is fetched again: without this a
     // revoked key would vouch for tokens until the next unknown kid or restart.
-    if (keys === null || (inFlight === null && now() < staleAt)) return
+    // Fresh keys wait for nothing, not even an unknown-kid refresh in flight; due keys join it.
+    if (keys === null || now() < staleAt) return
     await refresh().catch(() => {})
   }
 
