@@ -3,7 +3,7 @@
 // routes, the provider being down, the skip-auth mode, and tokens never reaching the logs.
 import t from 'tap'
 import type { Test } from 'tap'
-import { decodeJwt } from 'jose'
+import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { createLogger } from '../control/src/logger.js'
 import { startOidcProvider } from './fixtures/oidc-provider.js'
 import type { OidcFixture, OidcFixtureOptions } from './fixtures/oidc-provider.js'
@@ -169,6 +169,68 @@ t.test('provider down at start: 503 until it is reachable, then tokens work with
   await until(async () => (await control.call('GET', '/applications', { token })).status === 200, 5_000, 'the token to be accepted')
   t.pass('accepted once the provider is back')
   t.ok(control.logs.some((l) => /reachable again/.test(String(l.msg))), 'the recovery is logged')
+})
+
+t.test('a token without exp, signed by a key of the issuer: 401 {error} saying so', async (t) => {
+  const oidc = await provider(t)
+  const control = await startTestControl(t, ENGINE, authFlags(oidc))
+  const now = Math.floor(Date.now() / 1000)
+  const claims = { iss: oidc.issuer, aud: oidc.clientId, sub: 'someone', iat: now }
+  const withExp = await oidc.sign({ ...claims, exp: now + 300 })
+  t.equal((await control.call('GET', '/applications', { token: withExp })).status, 200, 'control: the same claims with exp pass')
+  const noExp = await oidc.sign(claims)
+  const reply = await control.call('GET', '/applications', { token: noExp })
+  t.equal(reply.status, 401)
+  t.same(reply.body, { error: 'token has no exp claim' })
+  t.equal(reply.headers.get('www-authenticate'), 'Bearer error="invalid_token"')
+  noTokenLogged(t, control, [withExp, noExp])
+})
+
+t.test('a key the provider withdraws stops validating once the key set is due (1h by default), without restart', async (t) => {
+  const oidc = await provider(t)
+  let clock = 0
+  const control = await startTestControl(t, ENGINE, authFlags(oidc), { deps: { auth: { now: () => clock } } })
+  const old = await oidc.idToken()
+  t.equal((await control.call('GET', '/applications', { token: old })).status, 200)
+
+  await oidc.rotateKeys({ keepOld: true })
+  const fresh = await oidc.idToken()
+  t.not(decodeProtectedHeader(fresh).kid, decodeProtectedHeader(old).kid, 'the provider signs with a new kid')
+  clock += 5_000 // past the unknown-kid cooldown the start-up fetch began
+  t.equal((await control.call('GET', '/applications', { token: fresh })).status, 200, 'the new key validates')
+  const fetched = oidc.requestCount('/jwks')
+
+  await oidc.dropOldKeys()
+  clock += 3_600_000 - 1
+  t.equal((await control.call('GET', '/applications', { token: old })).status, 200, 'the removed key, before the keys are due')
+  t.equal(oidc.requestCount('/jwks'), fetched, 'no fetch before then')
+  clock += 1
+  const refused = await control.call('GET', '/applications', { token: old })
+  t.equal(refused.status, 401, 'the removed key, once they are due')
+  t.same(refused.body, { error: 'token signing key unknown' })
+  t.equal(refused.headers.get('www-authenticate'), 'Bearer error="invalid_token"')
+  t.equal(oidc.requestCount('/jwks'), fetched + 1, 'one fetch')
+  t.equal((await control.call('GET', '/applications', { token: fresh })).status, 200, 'the new key still validates')
+  noTokenLogged(t, control, [old, fresh])
+})
+
+t.test('provider answering 500 when the keys are due: the last good keys keep validating', async (t) => {
+  const oidc = await provider(t)
+  let clock = 0
+  const control = await startTestControl(t, ENGINE, authFlags(oidc), { deps: { auth: { now: () => clock } } })
+  const seen = await oidc.idToken()
+  const unseen = await oidc.idToken()
+  t.equal((await control.call('GET', '/applications', { token: seen })).status, 200)
+  const discoveries = oidc.requestCount('/.well-known/openid-configuration')
+
+  oidc.failWith(500)
+  clock += 3_600_000
+  t.equal((await control.call('GET', '/applications', { token: unseen })).status, 200, 'a token first seen now, checked against the last good keys')
+  t.equal((await control.call('GET', '/applications', { token: seen })).status, 200, 'a token seen before')
+  t.equal(oidc.requestCount('/.well-known/openid-configuration'), discoveries + 1, 'one refresh was attempted')
+  const warning = control.logs.find((l) => /keeping the last good signing keys/.test(String(l.msg)))
+  t.equal(warning?.level, 40, 'a warning says so')
+  noTokenLogged(t, control, [seen, unseen])
 })
 
 t.test('skip-auth: a loud warning at start, and no token needed', async (t) => {

@@ -13,6 +13,8 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     dataDir: './data/control',
     oidcIssuer: '',
     oidcAudience: '',
+    jwksMinRefreshMs: 60_000,
+    jwksMaxRefreshMs: 3_600_000,
     devInsecureSkipAuth: true,
     requiredClaim: null,
     kubeconfig: '',
@@ -41,6 +43,8 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_DATA_DIR: '/var/lib/control',
     PLATFORM_OIDC_ISSUER: 'https://idp.example.com/realms/x',
     PLATFORM_OIDC_AUDIENCE: 'platform-cli',
+    PLATFORM_JWKS_MIN_REFRESH: '30s',
+    PLATFORM_JWKS_MAX_REFRESH: '2h',
     PLATFORM_DEV_INSECURE_SKIP_AUTH: 'false',
     PLATFORM_REQUIRED_CLAIM: 'groups=platform-admins',
     PLATFORM_KUBECONFIG: '/etc/kube/config',
@@ -66,6 +70,8 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     dataDir: '/var/lib/control',
     oidcIssuer: 'https://idp.example.com/realms/x',
     oidcAudience: 'platform-cli',
+    jwksMinRefreshMs: 30_000,
+    jwksMaxRefreshMs: 7_200_000,
     devInsecureSkipAuth: false,
     requiredClaim: { name: 'groups', value: 'platform-admins' },
     kubeconfig: '/etc/kube/config',
@@ -124,6 +130,8 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
     ['zero replicas', [...SKIP, '--replicas', '0'], {}, /--replicas: expected an integer from 1 to 100/],
     ['an invoke timeout without a unit', [...SKIP, '--invoke-timeout', '30'], {}, /"30" for --invoke-timeout/],
     ['an unknown log level', [...SKIP, '--log-level', 'verbose'], {}, /"verbose" for --log-level/],
+    ['a JWKS refresh floor above its ceiling', [...SKIP, '--jwks-min-refresh', '2h'], {}, /--jwks-min-refresh \(PLATFORM_JWKS_MIN_REFRESH\) 2h0m0s must be at most --jwks-max-refresh \(PLATFORM_JWKS_MAX_REFRESH\) 1h0m0s/],
+    ['a zero JWKS refresh ceiling', [...SKIP, '--jwks-max-refresh', '0s'], {}, /--jwks-max-refresh: must be greater than 0/],
   ]
   for (const [what, argv, env, message] of cases) {
     const error = refusal(() => parseConfig(argv, env))

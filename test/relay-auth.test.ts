@@ -120,7 +120,7 @@ t.test('missing, malformed and invalid tokens: 401 invalid_token', async (t) => 
   noTokenLogged(t, relay, [good, tampered, hs256, algNone, foreign, otherAudience, huge])
 })
 
-t.test('with a key the relay trusts: scp scopes, nbf, issuer, expiry, algorithms, size', async (t) => {
+t.test('with a key the relay trusts: scp scopes, nbf, issuer, expiry (required), algorithms, size', async (t) => {
   const mini = await miniIssuer(t)
   const relay = await startTestRelay(t, authFlags(mini.issuer))
   const now = Math.floor(Date.now() / 1000)
@@ -136,6 +136,7 @@ t.test('with a key the relay trusts: scp scopes, nbf, issuer, expiry, algorithms
     ps256: await mini.sign({ scope: CREATE }, 'PS256'),
     hs256: await new SignJWT({ iss: mini.issuer, aud: AUDIENCE, scope: CREATE, exp: now + 300 })
       .setProtectedHeader({ alg: 'HS256', kid: mini.kid }).sign(new TextEncoder().encode(JSON.stringify(mini.publicJwk))),
+    noExp: await mini.sign({ scope: CREATE, exp: undefined }),
     big: await mini.sign({ scope: CREATE, pad: 'x'.repeat(8 * 1024) }),
     huge: await mini.sign({ scope: CREATE, pad: 'x'.repeat(20 * 1024) }),
   }
@@ -164,6 +165,10 @@ t.test('with a key the relay trusts: scp scopes, nbf, issuer, expiry, algorithms
     t.equal(response.wwwAuthenticate, 'Bearer error="invalid_token"', `${what}: WWW-Authenticate`)
     t.match(response.body, { error: reason }, `${what}: says why`)
   }
+  const noExp = await call(relay, 'POST', '/admin/sessions', bearer(tokens.noExp))
+  t.equal(noExp.status, 401, 'a token without exp')
+  t.equal(noExp.wwwAuthenticate, 'Bearer error="invalid_token"', 'without exp: WWW-Authenticate')
+  t.same(noExp.body, { error: 'token has no exp claim' }, 'without exp: says why')
   noTokenLogged(t, relay, Object.values(tokens))
 })
 
@@ -253,6 +258,58 @@ t.test('provider down mid-run: cached keys keep working; an unknown kid answers 
   await until(async () => (await call(relay, 'POST', '/admin/sessions', bearer(unknown))).status === 201, 5_000, 'the new kid to be accepted')
   t.pass('the rotated key is picked up once the provider is back')
   noTokenLogged(t, relay, [known, unknown])
+})
+
+t.test('a key the provider withdraws stops validating once the key set is due (1h by default), without restart', async (t) => {
+  const oidc = await provider(t)
+  let clock = 0
+  const relay = await startTestRelay(t, authFlags(oidc.issuer), { auth: { now: () => clock } })
+  const old = await oidc.token()
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(old))).status, 201)
+
+  await oidc.rotateKeys({ keepOld: true })
+  const fresh = await oidc.token()
+  t.not(decodeProtectedHeader(fresh).kid, decodeProtectedHeader(old).kid, 'the provider signs with a new kid')
+  clock += 5_000 // past the unknown-kid cooldown the start-up fetch began
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(fresh))).status, 201, 'the new key validates')
+  const fetched = oidc.requestCount('/jwks')
+
+  await oidc.dropOldKeys()
+  clock += 3_600_000 - 1
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(old))).status, 201, 'the removed key, before the keys are due')
+  t.equal(oidc.requestCount('/jwks'), fetched, 'no fetch before then')
+  clock += 1
+  const refused = await call(relay, 'POST', '/admin/sessions', bearer(old))
+  t.equal(refused.status, 401, 'the removed key, once they are due')
+  t.same(refused.body, { error: 'token signing key unknown' })
+  t.equal(refused.wwwAuthenticate, 'Bearer error="invalid_token"')
+  t.equal(oidc.requestCount('/jwks'), fetched + 1, 'one fetch')
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(fresh))).status, 201, 'the new key still validates')
+  noTokenLogged(t, relay, [old, fresh])
+})
+
+t.test('provider answering 500 when the keys are due: the last good keys keep validating', async (t) => {
+  const oidc = await provider(t)
+  let clock = 0
+  const relay = await startTestRelay(t, authFlags(oidc.issuer), { auth: { now: () => clock } })
+  const seen = await oidc.token()
+  const unseen = await oidc.token()
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(seen))).status, 201)
+  const discoveries = oidc.requestCount('/.well-known/openid-configuration')
+
+  oidc.failWith(500)
+  clock += 3_600_000
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(unseen))).status, 201, 'a token first seen now, checked against the last good keys')
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(seen))).status, 201, 'a token seen before')
+  t.equal(oidc.requestCount('/.well-known/openid-configuration'), discoveries + 1, 'one refresh was attempted')
+  const warning = relay.logs.find((l) => /keeping the last good signing keys/.test(String(l.msg)))
+  t.equal(warning?.level, 40, 'a warning says so')
+
+  oidc.failWith(null)
+  clock += 60_000 // the floor: the next attempt
+  t.equal((await call(relay, 'POST', '/admin/sessions', bearer(seen))).status, 201)
+  t.ok(relay.logs.some((l) => l.level === 30 && /reachable again/.test(String(l.msg))), 'the recovery is logged')
+  noTokenLogged(t, relay, [seen, unseen])
 })
 
 t.test('discovery document', async (t) => {

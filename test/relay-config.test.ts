@@ -33,6 +33,8 @@ t.test('defaults', async (t) => {
     oidcIssuer: issuer,
     oidcAudience: '',
     oidcClientId: '',
+    jwksMinRefreshMs: 60_000,
+    jwksMaxRefreshMs: 3_600_000,
     sessionTtlMs: 3_600_000,
     peerWaitMs: 120_000,
     reapIntervalMs: 30_000,
@@ -61,6 +63,8 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--oidc-issuer', 'RELAY_OIDC_ISSUER', 'http://other.example.com', { oidcIssuer: 'http://other.example.com' }],
   ['--oidc-audience', 'RELAY_OIDC_AUDIENCE', 'relay-api', { oidcAudience: 'relay-api' }],
   ['--oidc-client-id', 'RELAY_OIDC_CLIENT_ID', 'relay-cli', { oidcClientId: 'relay-cli' }],
+  ['--jwks-min-refresh', 'RELAY_JWKS_MIN_REFRESH', '30s', { jwksMinRefreshMs: 30_000 }],
+  ['--jwks-max-refresh', 'RELAY_JWKS_MAX_REFRESH', '2h', { jwksMaxRefreshMs: 7_200_000 }],
   ['--session-ttl', 'RELAY_SESSION_TTL', '2h45m', { sessionTtlMs: 9_900_000 }],
   ['--peer-wait', 'RELAY_PEER_WAIT', '1500ms', { peerWaitMs: 1500 }],
   ['--reap-interval', 'RELAY_REAP_INTERVAL', '1.5s', { reapIntervalMs: 1500 }],
@@ -102,6 +106,14 @@ t.test('every setting from env, --flag=value and --flag value', async (t) => {
     t.match(parseConfig([`${flag}=${text}`], withIssuer), expected, `${flag}=${text}`)
     if (flag !== '--no-auth') t.match(parseConfig([flag, text], withIssuer), expected, `${flag} ${text}`)
   }
+})
+
+t.test('the JWKS refresh floor may not exceed its ceiling', async (t) => {
+  t.equal(configError(['--jwks-min-refresh', '2h']),
+    '--jwks-min-refresh (RELAY_JWKS_MIN_REFRESH) 2h0m0s must be at most --jwks-max-refresh (RELAY_JWKS_MAX_REFRESH) 1h0m0s')
+  t.equal(configError(['--jwks-max-refresh', '0s']), 'invalid value "0s" for --jwks-max-refresh: must be greater than 0')
+  const equal = parseConfig(['--jwks-min-refresh', '5m', '--jwks-max-refresh', '5m'], withIssuer)
+  t.equal(equal.jwksMinRefreshMs, equal.jwksMaxRefreshMs, 'equal is fine: a fixed interval')
 })
 
 t.test('tls cert and key together', async (t) => {

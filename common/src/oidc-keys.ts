@@ -1,7 +1,8 @@
 // What both processes need to verify JWTs from an OpenID provider: the discovery document and
-// the key set it points at, cached, refreshed (rate-limited) when a token names an unknown key,
-// and retried in the background while the provider cannot be reached; plus the verification
-// of an `Authorization: Bearer` JWT against them. What a valid token may then do (scopes,
+// the key set it points at, cached for as long as the provider's Cache-Control allows (within a
+// floor and a ceiling), refreshed early (rate-limited) when a token names an unknown key, and
+// retried in the background while the provider cannot be reached; plus the verification of an
+// `Authorization: Bearer` JWT against them. What a valid token may then do (scopes,
 // claims) is each process's own business.
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import type { FlattenedJWSInput, JSONWebKeySet, JWSHeaderParameters, JWTPayload } from 'jose'
@@ -45,6 +46,12 @@ export type OidcKeysOptions = {
   refreshCooldownMs?: number
   /** While the provider is unreachable, retry in the background this often. */
   retryMs?: number
+  /** The key set is refetched no sooner than this after a fetch, whatever its max-age says. */
+  minRefreshMs?: number
+  /** ... and no later than this, whatever its max-age says: how long a withdrawn key can stay trusted. */
+  maxRefreshMs?: number
+  /** The clock of the refresh schedule and the cooldown (ms); tests move it instead of sleeping. */
+  now?: () => number
 }
 
 export type OidcKeys = {
@@ -53,6 +60,11 @@ export type OidcKeys = {
   verified: Map<string, VerifiedToken>
   /** A jose key resolver; rejects with IdpUnavailableError when no keys can be had. */
   getKey: KeyResolver
+  /**
+   * Refetch the keys when they are past their refresh time, waiting for it; never rejects: a
+   * failed refresh keeps the last good keys and is tried again a minimum refresh later.
+   */
+  revalidate (): Promise<void>
   /** The discovery document (its issuer checked); rejects with IdpUnavailableError while it cannot be fetched. */
   discovery (): Promise<Record<string, unknown>>
   close (): void
@@ -62,12 +74,17 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   const fetchTimeoutMs = opts.fetchTimeoutMs ?? 5_000
   const refreshCooldownMs = opts.refreshCooldownMs ?? 5_000
   const retryMs = opts.retryMs ?? 5_000
+  const minRefreshMs = opts.minRefreshMs ?? 60_000
+  const maxRefreshMs = Math.max(minRefreshMs, opts.maxRefreshMs ?? 3_600_000)
+  const now = opts.now ?? Date.now
   const { issuer, logger } = opts
 
   const verified = new Map<string, VerifiedToken>()
   let document: Record<string, unknown> | null = null
   let keys: KeySet | null = null
-  let lastAttempt = 0
+  let lastAttempt = -Infinity
+  /** When the keys must be fetched again (on the `now` clock). */
+  let staleAt = Infinity
   let inFlight: Promise<KeySet> | null = null
   let available = true
   let retryTimer: NodeJS.Timeout | null = null
@@ -75,21 +92,30 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   /** Fetch the discovery document, then the keys it points at. One fetch at a time. */
   function refresh (): Promise<KeySet> {
     if (inFlight !== null) return inFlight
-    lastAttempt = Date.now()
+    lastAttempt = now()
     inFlight = (async () => {
       try {
-        const fresh = checkDiscovery(await fetchJson(discoveryUrl(issuer), fetchTimeoutMs), issuer)
-        const jwks = await fetchJson(fresh.jwks_uri as string, fetchTimeoutMs) as JSONWebKeySet
+        const fresh = checkDiscovery((await fetchJson(discoveryUrl(issuer), fetchTimeoutMs)).body, issuer)
+        const { body, headers } = await fetchJson(fresh.jwks_uri as string, fetchTimeoutMs)
+        const jwks = body as JSONWebKeySet
         if (!Array.isArray(jwks?.keys)) throw new Error('JWKS without a keys array')
         document = fresh
         keys = createLocalJWKSet(jwks)
+        staleAt = lastAttempt + refreshAfter(headers, minRefreshMs, maxRefreshMs)
         // A key the provider withdrew must not keep vouching for tokens it signed.
         verified.clear()
         if (!available) logger.info({ issuer }, 'identity provider reachable again')
         available = true
         return keys
       } catch (error) {
-        if (available) logger.warn({ issuer, err: describe(error) }, 'identity provider unavailable')
+        // The last good keys stay in use: an outage of the provider must not lock everyone out.
+        // Their next refresh is a minimum refresh away, so an outage costs one wait per floor,
+        // not one per request.
+        if (keys !== null) staleAt = lastAttempt + minRefreshMs
+        if (available) {
+          const message = keys === null ? 'identity provider unavailable' : 'identity provider unavailable; keeping the last good signing keys'
+          logger.warn({ issuer, err: describe(error) }, message)
+        }
         available = false
         throw new IdpUnavailableError('identity provider unavailable', { cause: error })
       } finally {
@@ -102,7 +128,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   async function currentKeys (): Promise<KeySet> {
     if (keys !== null) return keys
     // Not loaded yet: try again, but not more than once per cooldown while it keeps failing.
-    if (inFlight === null && Date.now() - lastAttempt < Math.min(refreshCooldownMs, 1_000)) {
+    if (inFlight === null && now() - lastAttempt < Math.min(refreshCooldownMs, 1_000)) {
       throw new IdpUnavailableError('identity provider unavailable')
     }
     return refresh()
@@ -124,9 +150,17 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
       // A key not seen yet: the provider may have rotated. Refresh, rate-limited; joining a
       // refresh already in flight costs no fetch, so it is never refused.
       if (codeOf(error) !== 'ERR_JWKS_NO_MATCHING_KEY') throw error
-      if (inFlight === null && Date.now() - lastAttempt < refreshCooldownMs) throw error
+      if (inFlight === null && now() - lastAttempt < refreshCooldownMs) throw error
       return (await refresh())(header, token)
     }
+  }
+
+  async function revalidate (): Promise<void> {
+    // A key the provider withdrew stays in the set until it is fetched again: without this a
+    // revoked key would vouch for tokens until the next unknown kid or restart.
+    // Fresh keys wait for nothing, not even an unknown-kid refresh in flight; due keys join it.
+    if (keys === null || now() < staleAt) return
+    await refresh().catch(() => {})
   }
 
   async function discovery (): Promise<Record<string, unknown>> {
@@ -138,7 +172,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     if (retryTimer !== null) clearTimeout(retryTimer)
   }
 
-  return { issuer, verified, getKey, discovery, close }
+  return { issuer, verified, getKey, revalidate, discovery, close }
 }
 
 // Only asymmetric algorithms: a verifier that accepted HS256 could be fooled by a token
@@ -163,7 +197,8 @@ const VERIFIED_MAX = 4096
 
 /**
  * Verify the JWT of an Authorization header: signature by one of the provider's keys with an
- * asymmetric algorithm, `iss`, `exp`/`nbf`, and `aud` when an audience is given (empty: any).
+ * asymmetric algorithm, `iss`, `exp` (required) and `nbf`, and `aud` when an audience is given
+ * (empty: any). The keys are revalidated first when their refresh time has come.
  * Rejects with TokenRejectedError (the reason is in the message) or IdpUnavailableError.
  */
 export async function verifyBearer (keys: OidcKeys, authorization: string, audience: string): Promise<JWTPayload> {
@@ -171,6 +206,8 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
   const token = bearerCredentials(authorization)
   if (token === null) throw new TokenRejectedError('malformed authorization header')
   if (token.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(token)) throw new TokenRejectedError('malformed token')
+  // Before the cache: a refresh that drops a key also forgets the tokens it verified.
+  await keys.revalidate()
   // Clients reuse one token for many requests, and checking its signature is the dominant cost
   // of an authenticated request: a token verified once is trusted until it expires (and at
   // most VERIFIED_TTL_MS). Only successes are kept, so a bad token is checked every time.
@@ -183,6 +220,8 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
     const { payload } = await jwtVerify(token, keys.getKey, {
       issuer: keys.issuer,
       algorithms: ALGORITHMS,
+      // A token without an expiry would be good forever once leaked.
+      requiredClaims: ['exp'],
       ...(audience === '' ? {} : { audience }),
     })
     remember(keys.verified, token, payload, audience)
@@ -194,8 +233,7 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
 }
 
 function remember (verified: Map<string, VerifiedToken>, token: string, payload: JWTPayload, audience: string): void {
-  // A token without an expiry is verified every time: nothing says how long to trust it.
-  if (typeof payload.exp !== 'number') return
+  if (typeof payload.exp !== 'number') return // jwtVerify required it; this only narrows the type
   if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value as string)
   verified.set(token, { payload, audience, until: Math.min(payload.exp * 1000, Date.now() + VERIFIED_TTL_MS) })
 }
@@ -211,6 +249,7 @@ function rejectionReason (error: unknown): string {
       if (claim === 'iss') return 'token issuer not accepted'
       if (claim === 'aud') return 'token audience not accepted'
       if (claim === 'nbf') return 'token not yet valid'
+      if (claim === 'exp') return (error as { reason?: string }).reason === 'missing' ? 'token has no exp claim' : 'invalid token claims'
       return 'invalid token claims'
     }
     default: return 'invalid token'
@@ -231,10 +270,30 @@ function discoveryUrl (issuer: string): string {
   return `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`
 }
 
-async function fetchJson (url: string, timeoutMs: number): Promise<unknown> {
+async function fetchJson (url: string, timeoutMs: number): Promise<{ body: unknown; headers: Headers }> {
   const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } })
   if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`)
-  return response.json()
+  return { body: await response.json(), headers: response.headers }
+}
+
+/**
+ * How long a fetched key set stays fresh: what its Cache-Control max-age (less any Age a cache
+ * added) says, within [min, max]. Without a max-age the ceiling: the provider did not ask for
+ * more. no-store and no-cache ask for every use, which the floor turns into once per floor.
+ */
+export function refreshAfter (headers: Headers, minMs: number, maxMs: number): number {
+  const directives = (headers.get('cache-control') ?? '').toLowerCase().split(',').map((d) => d.trim())
+  let freshMs = maxMs
+  if (directives.includes('no-store') || directives.includes('no-cache')) {
+    freshMs = 0
+  } else {
+    const maxAge = directives.map((d) => /^max-age="?([0-9]+)"?$/.exec(d)).find((m) => m !== null)
+    if (maxAge != null) {
+      const age = Number(/^[0-9]+$/.exec(headers.get('age') ?? '')?.[0] ?? 0)
+      freshMs = Math.max(0, Number(maxAge[1]) - age) * 1000
+    }
+  }
+  return Math.min(maxMs, Math.max(minMs, freshMs))
 }
 
 function checkDiscovery (doc: unknown, issuer: string): Record<string, unknown> {

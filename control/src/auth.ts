@@ -17,7 +17,7 @@ export type AuthOptions = {
   audience: string
   requiredClaim: RequiredClaim | null
   logger: OidcLogger
-} & Pick<OidcKeysOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs'>
+} & Pick<OidcKeysOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'minRefreshMs' | 'maxRefreshMs' | 'now'>
 
 export type Authenticator = {
   /** Resolves with the token's claims, or rejects with a 401, 403 or 503 ApiError. */

@@ -12,6 +12,7 @@ import {
   readSettings,
   usage,
 } from '../../common/src/settings.js'
+import { formatDuration } from '../../common/src/duration.js'
 import type { LanguageT } from './schemas.js'
 import { LANGUAGES } from './schemas.js'
 
@@ -26,6 +27,8 @@ export type ControlConfig = {
   dataDir: string
   oidcIssuer: string
   oidcAudience: string // empty disables the audience check
+  jwksMinRefreshMs: number // the provider's signing keys are refetched no sooner than this...
+  jwksMaxRefreshMs: number // ...and no later than this, whatever their Cache-Control says
   devInsecureSkipAuth: boolean
   requiredClaim: RequiredClaim | null
   kubeconfig: string
@@ -125,6 +128,8 @@ export const settings = [
   setting({ key: 'dataDir', env: 'PLATFORM_DATA_DIR', flag: '--data-dir', default: './data/control', parse: anyText, help: 'directory of the embedded database, created on first start' }),
   setting({ key: 'oidcIssuer', env: 'PLATFORM_OIDC_ISSUER', flag: '--oidc-issuer', default: '', parse: parseHttpUrl, help: 'OIDC issuer of the id tokens, exactly as in their iss claim; required unless --dev-insecure-skip-auth' }),
   setting({ key: 'oidcAudience', env: 'PLATFORM_OIDC_AUDIENCE', flag: '--oidc-audience', default: '', parse: anyText, help: 'expected aud of the id tokens (the OAuth client id); empty: any' }),
+  setting({ key: 'jwksMinRefreshMs', env: 'PLATFORM_JWKS_MIN_REFRESH', flag: '--jwks-min-refresh', default: '1m', parse: parseTimerDuration, help: "floor of the provider's JWKS Cache-Control max-age: the signing keys are refetched no more often than this" }),
+  setting({ key: 'jwksMaxRefreshMs', env: 'PLATFORM_JWKS_MAX_REFRESH', flag: '--jwks-max-refresh', default: '1h', parse: parseTimerDuration, help: "ceiling of that max-age (used when there is none): a key the provider withdrew is trusted at most this long" }),
   setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all (development only)' }),
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry (string or array claim), e.g. groups=platform-admins; else 403' }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: 'kubeconfig path; empty: in-cluster, then the default kubeconfig' }),
@@ -154,6 +159,11 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   const config = readSettings(settings, argv, env)
   if (!config.devInsecureSkipAuth && config.oidcIssuer === '') {
     throw new ConfigError('--oidc-issuer (PLATFORM_OIDC_ISSUER) is required unless --dev-insecure-skip-auth is set')
+  }
+  if (config.jwksMinRefreshMs > config.jwksMaxRefreshMs) {
+    throw new ConfigError(
+      `--jwks-min-refresh (PLATFORM_JWKS_MIN_REFRESH) ${formatDuration(config.jwksMinRefreshMs)} must be at most --jwks-max-refresh (PLATFORM_JWKS_MAX_REFRESH) ${formatDuration(config.jwksMaxRefreshMs)}`,
+    )
   }
   return config
 }

@@ -35,7 +35,7 @@ export type ControlServer = {
 export type ServerDeps = {
   logger: Logger
   /** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
-  auth?: Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs'>
+  auth?: Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'now'>
   /** Called once per build that reaches succeeded or failed (metrics hook in here). */
   onBuildFinished?: (build: BuildT) => void
   /** Cluster client timings; tests shorten them. */
@@ -94,6 +94,8 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
     audience: config.oidcAudience,
     requiredClaim: config.requiredClaim,
     logger,
+    minRefreshMs: config.jwksMinRefreshMs,
+    maxRefreshMs: config.jwksMaxRefreshMs,
     ...deps.auth,
   })
 }

@@ -1,5 +1,6 @@
 import type { JWTPayload } from 'jose'
 import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
+import type { OidcKeysOptions } from '../../common/src/oidc-keys.js'
 import { HttpError } from './errors.js'
 import type { Logger } from './logger.js'
 
@@ -26,7 +27,7 @@ export type AuthOptions = {
   refreshCooldownMs?: number
   /** While the provider is unreachable, retry in the background this often. */
   retryMs?: number
-}
+} & Pick<OidcKeysOptions, 'minRefreshMs' | 'maxRefreshMs' | 'now'>
 
 export type Authenticator = {
   /** Resolves with the token's claims, or rejects with an HttpError (401, 403 or 503). */

@@ -23,6 +23,8 @@ export type RelayConfig = {
   oidcIssuer: string
   oidcAudience: string
   oidcClientId: string
+  jwksMinRefreshMs: number // the provider's signing keys are refetched no sooner than this...
+  jwksMaxRefreshMs: number // ...and no later than this, whatever their Cache-Control says
   sessionTtlMs: number
   peerWaitMs: number
   reapIntervalMs: number
@@ -96,6 +98,8 @@ export const settings = [
   setting({ key: 'oidcIssuer', env: 'RELAY_OIDC_ISSUER', flag: '--oidc-issuer', default: '', parse: parseHttpUrl, help: 'OIDC issuer URL, exactly as in the tokens; required unless --no-auth' }),
   setting({ key: 'oidcAudience', env: 'RELAY_OIDC_AUDIENCE', flag: '--oidc-audience', default: '', parse: anyText, help: 'expected token audience' }),
   setting({ key: 'oidcClientId', env: 'RELAY_OIDC_CLIENT_ID', flag: '--oidc-client-id', default: '', parse: anyText, help: 'OIDC client id' }),
+  setting({ key: 'jwksMinRefreshMs', env: 'RELAY_JWKS_MIN_REFRESH', flag: '--jwks-min-refresh', default: '1m', parse: parseTimerDuration, help: "floor of the provider's JWKS Cache-Control max-age: the signing keys are refetched no more often than this" }),
+  setting({ key: 'jwksMaxRefreshMs', env: 'RELAY_JWKS_MAX_REFRESH', flag: '--jwks-max-refresh', default: '1h', parse: parseTimerDuration, help: "ceiling of that max-age (used when there is none): a key the provider withdrew is trusted at most this long" }),
   setting({ key: 'sessionTtlMs', env: 'RELAY_SESSION_TTL', flag: '--session-ttl', default: '1h', parse: parseTimerDuration, help: 'session lifetime, Go duration such as 1h or 90m' }),
   setting({ key: 'peerWaitMs', env: 'RELAY_PEER_WAIT', flag: '--peer-wait', default: '2m', parse: parseTimerDuration, help: 'how long a connection waits for its peer' }),
   setting({ key: 'reapIntervalMs', env: 'RELAY_REAP_INTERVAL', flag: '--reap-interval', default: '30s', parse: parseTimerDuration, help: 'how often expired sessions are removed' }),
@@ -124,6 +128,11 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   const config = readSettings(settings, argv, env)
   if (!config.noAuth && config.oidcIssuer === '') {
     throw new ConfigError('--oidc-issuer (RELAY_OIDC_ISSUER) is required unless --no-auth is set')
+  }
+  if (config.jwksMinRefreshMs > config.jwksMaxRefreshMs) {
+    throw new ConfigError(
+      `--jwks-min-refresh (RELAY_JWKS_MIN_REFRESH) ${formatDuration(config.jwksMinRefreshMs)} must be at most --jwks-max-refresh (RELAY_JWKS_MAX_REFRESH) ${formatDuration(config.jwksMaxRefreshMs)}`,
+    )
   }
   if ((config.tlsCert === '') !== (config.tlsKey === '')) {
     throw new ConfigError('--tls-cert (RELAY_TLS_CERT) and --tls-key (RELAY_TLS_KEY) must be set together')

@@ -34,7 +34,7 @@ export type RelayDeps = {
   logger: Logger
   uws?: typeof Uws
   /** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
-  auth?: Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs'>>
+  auth?: Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'now'>>
 }
 
 /** How long shutdown waits for peers to acknowledge their close frames. */
@@ -51,7 +51,14 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   if (config.noAuth) {
     logger.warn('auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production')
   } else {
-    auth = createAuthenticator({ issuer: config.oidcIssuer, audience: config.oidcAudience, logger, ...deps.auth })
+    auth = createAuthenticator({
+      issuer: config.oidcIssuer,
+      audience: config.oidcAudience,
+      logger,
+      minRefreshMs: config.jwksMinRefreshMs,
+      maxRefreshMs: config.jwksMaxRefreshMs,
+      ...deps.auth,
+    })
     if (config.oidcAudience === '') logger.warn('no --oidc-audience: tokens issued for any audience are accepted')
   }
 
