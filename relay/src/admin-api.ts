@@ -10,7 +10,8 @@ import type { Metrics } from './metrics.js'
 import type { OriginPolicy } from './origins.js'
 import type { CreatedSession, SessionTable } from './sessions.js'
 import { iso, viewOf } from './sessions.js'
-import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
+import type { Routes } from './request-guard.js'
+import type { HttpRequest, HttpResponse } from './uws.js'
 
 /** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
 export const MAX_ADMIN_BODY_BYTES = 16 * 1024
@@ -36,7 +37,7 @@ export type AdminDeps = {
 type Request = { id: string; address: string; body: Buffer | null; cors: Headers }
 type Handler = (res: HttpResponse, request: Request) => void
 
-export function registerAdminRoutes (app: TemplatedApp, deps: AdminDeps): void {
+export function registerAdminRoutes (app: Routes, deps: AdminDeps): void {
   const { table } = deps
 
   app.post('/admin/sessions', adminRoute(deps, 'relay:session:create', true, (res, { address, body, cors }) => {

@@ -14,6 +14,7 @@ import { send, sendError } from './http.js'
 import type { Logger } from './logger.js'
 import { createMetrics, renderMetrics } from './metrics.js'
 import { compileOriginPolicy } from './origins.js'
+import { guardedRoutes } from './request-guard.js'
 import type { PeerData } from './sessions.js'
 import { createSessionTable } from './sessions.js'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from './uws.js'
@@ -83,12 +84,14 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     attachFailures: limiter(config.attachFailureLimit),
   })
   const { open, close } = behavior
-  app.ws<PeerData>('/relay/:id', {
+  // Every route behind the checks uWS leaves to the application (request-guard.ts).
+  const routes = guardedRoutes(app)
+  routes.ws<PeerData>('/relay/:id', {
     ...behavior,
     open (ws) { openSockets++; open?.(ws) },
     close (ws, code, message) { openSockets--; close?.(ws, code, message) },
   })
-  app.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
+  routes.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
     // uWS passes upgrades without a Sec-WebSocket-Key here rather than to the ws route.
     if (req.getHeader('upgrade') !== '') {
       metrics.attachRefused.bad_request++
@@ -97,7 +100,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     sendError(res, new HttpError(426, 'websocket upgrade required', { upgrade: 'websocket', connection: 'Upgrade' }))
   })
 
-  registerAdminRoutes(app, {
+  registerAdminRoutes(routes, {
     table,
     auth,
     allowsOrigin,
@@ -110,16 +113,16 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     fullRetryAfterSeconds: Math.ceil(config.reapIntervalMs / 1000),
   })
 
-  app.get('/.well-known/relay-config', discoveryHandler({
+  routes.get('/.well-known/relay-config', discoveryHandler({
     auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
   }))
-  app.options('/.well-known/relay-config', preflight(allowsOrigin))
-  app.any('/.well-known/relay-config', methodNotAllowed('GET'))
+  routes.options('/.well-known/relay-config', preflight(allowsOrigin))
+  routes.any('/.well-known/relay-config', methodNotAllowed('GET'))
 
-  app.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
-  app.any('/healthz', methodNotAllowed('GET'))
+  routes.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
+  routes.any('/healthz', methodNotAllowed('GET'))
 
-  app.get('/metrics', (res: HttpResponse) => {
+  routes.get('/metrics', (res: HttpResponse) => {
     const text = renderMetrics(metrics, {
       sessionsByState: table.countByState(),
       backlogBytes: table.backlog.total,
@@ -127,9 +130,9 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     })
     send(res, 200, text, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   })
-  app.any('/metrics', methodNotAllowed('GET'))
+  routes.any('/metrics', methodNotAllowed('GET'))
 
-  app.any('/*', (res: HttpResponse) => sendError(res, new HttpError(404, 'not found')))
+  routes.any('/*', (res: HttpResponse) => sendError(res, new HttpError(404, 'not found')))
 
   const listenSocket = await listen(uws, app, config.addr.host, config.addr.port)
   const port = uws.us_socket_local_port(listenSocket)
