@@ -62,7 +62,7 @@ export function registerAdminRoutes (app: Routes, deps: AdminDeps): void {
   }))
 
   app.get('/admin/sessions', adminRoute(deps, 'relay:session:read', false, (res, { query, cors }) => {
-    const page = pageOf(table.list(), parsePageQuery(query))
+    const page = pageOf(table.entries(), parsePageQuery(query), Date.now())
     const next = page.nextCursor === null ? {} : { next_cursor: page.nextCursor }
     sendJson(res, 200, { sessions: page.sessions.map(viewOf), ...next }, { ...cors, 'cache-control': 'no-store' })
   }))

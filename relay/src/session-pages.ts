@@ -32,16 +32,17 @@ export function parsePageQuery (query: string): PageQuery {
 }
 
 /**
- * One page of `sessions` in (creation time, id) order, after the cursor's position. A cursor
+ * One page of the live `sessions` in (creation time, id) order, after the cursor's position. A cursor
  * names a position, not a session, so a walk survives the deletion of any session, and one
  * created meanwhile comes after every position already handed out. The work is one pass over
  * the table keeping at most 2 * limit sessions, however far the walk has gone.
  */
-export function pageOf (sessions: Iterable<Session>, { limit, after }: PageQuery): Page {
+export function pageOf (sessions: Iterable<Session>, { limit, after }: PageQuery, now: number): Page {
   let kept: Session[] = []
   let candidates = 0
   let worstKept: Session | null = null
   for (const session of sessions) {
+    if (session.expiresAt <= now) continue // dead, awaiting the sweep: find() hides it too
     if (after !== null && compare(session, after) <= 0) continue
     candidates++
     if (worstKept !== null && compare(session, worstKept) > 0) continue
