@@ -8,9 +8,10 @@ import { createAuthenticator } from './auth.js'
 import type { RelayConfig } from './config.js'
 import { dataPlaneBehavior } from './data-plane.js'
 import { discoveryHandler } from './discovery.js'
-import { ConfigError, HttpError, RelayError } from './errors.js'
+import { ConfigError, HttpError, ListenError } from './errors.js'
 import { createForwarder } from './forwarding.js'
 import { send, sendError } from './http.js'
+import { whyCannotListen } from './listen-failure.js'
 import type { Logger } from './logger.js'
 import { createMetrics, renderMetrics } from './metrics.js'
 import { compileOriginPolicy } from './origins.js'
@@ -181,8 +182,9 @@ type ListenWithHost = {
 function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
   return new Promise((resolve, reject) => {
     const done = (socket: us_listen_socket | false): void => {
-      if (socket === false) reject(new RelayError(`cannot listen on ${host || '*'}:${port}`))
-      else resolve(socket)
+      if (socket === false) {
+        void whyCannotListen(host, port).then((why) => reject(new ListenError(`cannot listen on ${host || '*'}:${port}: ${why}`)))
+      } else resolve(socket)
     }
     // uWS binds with SO_REUSEPORT unless told otherwise: a second relay on the same port
     // would start and take half the connections, whose sessions live in the other process.
