@@ -47,7 +47,10 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   const uws = deps.uws ?? loadUws()
   const app = createApp(uws, config)
   const metrics = createMetrics()
-  const allowsOrigin = compileOriginPolicy(config.allowedOrigins)
+  // Behind a TLS-terminating proxy the relay serves http but its pages are https: the public
+  // base URL says so. X-Forwarded-Proto is not read, since the relay trusts no proxy headers.
+  const ownScheme = config.tlsCert !== '' || /^wss:/i.test(config.publicBaseUrl) ? 'https' : 'http'
+  const allowsOrigin = compileOriginPolicy(config.allowedOrigins, ownScheme)
 
   let auth: Authenticator | null = null
   if (config.noAuth) {
