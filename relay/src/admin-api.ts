@@ -8,10 +8,10 @@ import { readBody, send, sendError, sendJson, trackAbort } from './http.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import type { OriginPolicy } from './origins.js'
+import type { Routes } from './request-guard.js'
 import { pageOf, parsePageQuery } from './session-pages.js'
 import type { CreatedSession, SessionTable } from './sessions.js'
 import { iso, viewOf } from './sessions.js'
-import type { Routes } from './request-guard.js'
 import type { HttpRequest, HttpResponse } from './uws.js'
 
 /** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
