@@ -8,7 +8,7 @@ type Assert = Pick<typeof t, 'ok' | 'notOk'>
 // Checks each origin against the policy with a Host header that never
 // matches, so only the patterns decide.
 function check (t: Assert, patterns: string[], allowed: string[], refused: string[]): void {
-  const allows = compileOriginPolicy(patterns)
+  const allows = compileOriginPolicy(patterns, 'https')
   for (const origin of allowed) t.ok(allows(origin, relayHost), `${patterns.join(',')} allows ${origin}`)
   for (const origin of refused) t.notOk(allows(origin, relayHost), `${patterns.join(',')} refuses ${origin}`)
 }
@@ -174,17 +174,20 @@ t.test('IPv6 and IPv4 literals', async (t) => {
 
 t.test('same origin always passes', async (t) => {
   for (const patterns of [[], ['other.example.org']]) {
-    const allows = compileOriginPolicy(patterns)
+    const allows = compileOriginPolicy(patterns, 'https')
+    const allowsHttp = compileOriginPolicy(patterns, 'http')
     t.ok(allows('https://relay.example.net', 'relay.example.net'))
     t.ok(allows('https://RELAY.example.net', 'relay.EXAMPLE.net'), 'case-insensitive')
     t.ok(allows('https://relay.example.net:443', 'relay.example.net'), 'explicit default port in Origin')
     t.ok(allows('https://relay.example.net', 'relay.example.net:443'), 'explicit default port in Host')
-    t.ok(allows('http://relay.example.net', 'relay.example.net:80'))
-    t.ok(allows('http://localhost:8080', 'localhost:8080'))
-    t.ok(allows('http://[::1]:8080', '[::1]:8080'))
-    t.ok(allows('http://127.0.0.1:8080', '127.0.0.1:8080'))
-    t.notOk(allows('http://localhost:8081', 'localhost:8080'), 'different port')
-    t.notOk(allows('http://localhost', 'localhost:8080'), 'default port against explicit')
+    t.ok(allows('wss://relay.example.net', 'relay.example.net'), 'wss is https')
+    t.ok(allowsHttp('http://relay.example.net', 'relay.example.net:80'))
+    t.ok(allowsHttp('http://localhost:8080', 'localhost:8080'))
+    t.ok(allowsHttp('http://[::1]:8080', '[::1]:8080'))
+    t.ok(allowsHttp('http://127.0.0.1:8080', '127.0.0.1:8080'))
+    t.ok(allowsHttp('ws://127.0.0.1:8080', '127.0.0.1:8080'), 'ws is http')
+    t.notOk(allowsHttp('http://localhost:8081', 'localhost:8080'), 'different port')
+    t.notOk(allowsHttp('http://localhost', 'localhost:8080'), 'default port against explicit')
     t.notOk(allows('https://relay.example.net', 'relay.example.net:80'), 'https default is 443')
     t.notOk(allows('https://evil.example.net', 'relay.example.net'))
     t.notOk(allows('https://sub.relay.example.net', 'relay.example.net'))
@@ -195,6 +198,20 @@ t.test('same origin always passes', async (t) => {
     t.notOk(allows('https://relay.example.net', 'relay.example.net/x'), 'malformed Host')
     t.notOk(allows('https://relay.example.net', 'user@relay.example.net'), 'malformed Host')
   }
+})
+
+t.test('same origin needs the scheme the relay serves', async (t) => {
+  const https = compileOriginPolicy([], 'https')
+  const http = compileOriginPolicy([], 'http')
+  // A page on http://host (which anyone on the path can write) is not the https relay's origin.
+  t.notOk(https('http://relay.example.net', 'relay.example.net'), 'http page, https relay, default ports')
+  t.notOk(https('http://relay.example.net:8443', 'relay.example.net:8443'), 'http page, https relay, same explicit port')
+  t.notOk(https('ws://relay.example.net:8443', 'relay.example.net:8443'), 'ws page, https relay')
+  t.notOk(http('https://relay.example.net', 'relay.example.net'), 'https page, http relay, default ports')
+  t.notOk(http('https://127.0.0.1:8080', '127.0.0.1:8080'), 'https page, http relay, same explicit port')
+  t.notOk(http('wss://127.0.0.1:8080', '127.0.0.1:8080'), 'wss page, http relay')
+  t.ok(compileOriginPolicy(['relay.example.net'], 'http')('https://relay.example.net', 'relay.example.net'),
+    'a pattern still allows either scheme: behind a TLS-terminating proxy, list the public host')
 })
 
 t.test('empty list allows only same origin', async (t) => {
@@ -208,13 +225,13 @@ t.test('malformed patterns are rejected when compiled', async (t) => {
     'example.com:-1', 'user@example.com', 'example..com', '.example.com', 'example.com.', '[::1', '[::1]x',
     '[nothost]', '*.[::1]', '*.0.0.1', '*.127.0.0.1:*', 'example.com:80:80', ' example.com', 'exa mple.com',
   ]) {
-    t.throws(() => compileOriginPolicy([bad]), { message: new RegExp(`^invalid origin pattern ${escape(JSON.stringify(bad))}: `) }, JSON.stringify(bad))
+    t.throws(() => compileOriginPolicy([bad], 'https'), { message: new RegExp(`^invalid origin pattern ${escape(JSON.stringify(bad))}: `) }, JSON.stringify(bad))
   }
-  t.throws(() => compileOriginPolicy(['https://example.com']), { message: /without a scheme/ })
+  t.throws(() => compileOriginPolicy(['https://example.com'], 'https'), { message: /without a scheme/ })
 })
 
 t.test('hostile input is handled quickly', async (t) => {
-  const allows = compileOriginPolicy(['*.example.com:*'])
+  const allows = compileOriginPolicy(['*.example.com:*'], 'https')
   const long = `https://${'a.'.repeat(100_000)}example.co`
   const start = performance.now()
   t.notOk(allows(long, relayHost))

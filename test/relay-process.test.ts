@@ -2,6 +2,7 @@
 // the refusal of the JavaScript uWebSockets.js fallback, logging, env and flag configuration,
 // the listen address forms and graceful shutdown on SIGTERM / SIGINT.
 import { connect, createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { attach } from './helpers/relay.js'
@@ -62,13 +63,25 @@ t.test('--no-auth on port 0: JSON logs, an auth-disabled warning, the port it go
   t.equal(await health.text(), 'ok')
 })
 
-t.test('a port another relay holds: the second one exits 1 instead of sharing it', async (t) => {
+t.test('a port another relay holds: the second one exits 1 instead of sharing it, and says why', async (t) => {
   // uWS would bind with SO_REUSEPORT and split the connections between the two processes.
   const first = await startRelayProcess(t, noAuth)
   const second = await runToExit(t, ['--no-auth', '--addr', `127.0.0.1:${first.port}`])
   t.equal(second.code, 1)
-  t.match(second.stdout, /"level":60.*relay failed to start/, 'a fatal log line says why')
+  t.equal(lines(second.stderr).length, 1, 'one line on stderr')
+  t.equal(second.stderr, `relay: cannot listen on 127.0.0.1:${first.port}: EADDRINUSE (address already in use)\n`,
+    'the line names the address, the port and the reason')
   t.equal((await fetch(`http://127.0.0.1:${first.port}/healthz`)).status, 200, 'the first keeps serving')
+})
+
+t.test('a port another program holds: the same line', async (t) => {
+  const holder = createServer()
+  t.teardown(() => { holder.close() })
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+  const port = (holder.address() as AddressInfo).port
+  const run = await runToExit(t, ['--no-auth', '--addr', `127.0.0.1:${port}`])
+  t.equal(run.code, 1)
+  t.equal(run.stderr, `relay: cannot listen on 127.0.0.1:${port}: EADDRINUSE (address already in use)\n`)
 })
 
 t.test('configuration from the environment', async (t) => {

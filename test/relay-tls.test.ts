@@ -1,16 +1,13 @@
 // In-process TLS (--tls-cert / --tls-key): the admin API over https, the data plane over wss,
 // and nothing in clear text on the same port. The certificate is made at test time.
-import { execFile } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
 import t from 'tap'
 import type { Test } from 'tap'
 import { attach } from './helpers/relay.js'
 import type { Created } from './helpers/relay.js'
 import { startTestRelay } from './helpers/relay.js'
+import { selfSignedCertificate } from './helpers/tls.js'
 
 t.test('admin over https and peers over wss, with a self-signed certificate', async (t) => {
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)
@@ -62,21 +59,6 @@ t.test('the TLS port does not speak plain http:// or ws://, nor TLS to an untrus
 })
 
 // ---------------------------------------------------------------------------------------------
-
-async function selfSignedCertificate (t: Test): Promise<{ certPath: string; keyPath: string; certPem: string }> {
-  const dir = t.testdir()
-  const certPath = join(dir, 'cert.pem')
-  const keyPath = join(dir, 'key.pem')
-  try {
-    await promisify(execFile)('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath,
-      '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-    ])
-  } catch (error) {
-    throw new Error(`could not make a test certificate with the openssl CLI: ${(error as Error).message}`)
-  }
-  return { certPath, keyPath, certPem: await readFile(certPath, 'utf8') }
-}
 
 /** An https request that trusts only `ca`. */
 function httpsCall (url: string, method: string, ca: string): Promise<{ status: number; body: string }> {

@@ -8,9 +8,11 @@ import { readBody, send, sendError, sendJson, trackAbort } from './http.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import type { OriginPolicy } from './origins.js'
+import type { Routes } from './request-guard.js'
+import { pageOf, parsePageQuery } from './session-pages.js'
 import type { CreatedSession, SessionTable } from './sessions.js'
 import { iso, viewOf } from './sessions.js'
-import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js'
+import type { HttpRequest, HttpResponse } from './uws.js'
 
 /** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
 export const MAX_ADMIN_BODY_BYTES = 16 * 1024
@@ -33,10 +35,10 @@ export type AdminDeps = {
   fullRetryAfterSeconds: number
 }
 
-type Request = { id: string; address: string; body: Buffer | null; cors: Headers }
+type Request = { id: string; address: string; query: string; body: Buffer | null; cors: Headers }
 type Handler = (res: HttpResponse, request: Request) => void
 
-export function registerAdminRoutes (app: TemplatedApp, deps: AdminDeps): void {
+export function registerAdminRoutes (app: Routes, deps: AdminDeps): void {
   const { table } = deps
 
   app.post('/admin/sessions', adminRoute(deps, 'relay:session:create', true, (res, { address, body, cors }) => {
@@ -59,8 +61,10 @@ export function registerAdminRoutes (app: TemplatedApp, deps: AdminDeps): void {
     })
   }))
 
-  app.get('/admin/sessions', adminRoute(deps, 'relay:session:read', false, (res, { cors }) => {
-    sendJson(res, 200, { sessions: table.list().map(viewOf) }, { ...cors, 'cache-control': 'no-store' })
+  app.get('/admin/sessions', adminRoute(deps, 'relay:session:read', false, (res, { query, cors }) => {
+    const page = pageOf(table.entries(), parsePageQuery(query), Date.now())
+    const next = page.nextCursor === null ? {} : { next_cursor: page.nextCursor }
+    sendJson(res, 200, { sessions: page.sessions.map(viewOf), ...next }, { ...cors, 'cache-control': 'no-store' })
   }))
 
   app.get('/admin/sessions/:id', adminRoute(deps, 'relay:session:read', false, (res, { id, cors }) => {
@@ -100,6 +104,7 @@ function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: H
       return sendError(res, new HttpError(429, 'too many failed authentications from this address', { 'retry-after': String(wait) }), cors)
     }
     const id = withBody ? '' : req.getParameter(0) ?? ''
+    const query = req.getQuery() ?? ''
     const declaredLength = Number(req.getHeader('content-length') || 0)
     if (withBody && declaredLength > MAX_ADMIN_BODY_BYTES) {
       return sendError(res, new HttpError(413, `request body larger than ${MAX_ADMIN_BODY_BYTES} bytes`), cors)
@@ -107,7 +112,7 @@ function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: H
     trackAbort(res)
     const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
     const authorized = deps.auth === null ? Promise.resolve() : deps.auth.authorize(authorization, scope)
-    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, address, body: bytes, cors })).catch((error: unknown) => {
+    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, address, query, body: bytes, cors })).catch((error: unknown) => {
       if (error instanceof HttpError) {
         if (error.status === 401) deps.authFailures.hit(address)
         return sendError(res, error, cors)

@@ -84,10 +84,10 @@ function parsePublicBaseUrl (text: string): string {
   return text.endsWith('/') ? text.slice(0, -1) : text
 }
 
-// Patterns are compiled here only to reject typos at start.
+// Patterns are compiled here only to reject typos at start (the scheme plays no part in that).
 function parseOrigins (text: string): string[] {
   const patterns = text.split(',').map((pattern) => pattern.trim()).filter((pattern) => pattern !== '')
-  compileOriginPolicy(patterns)
+  compileOriginPolicy(patterns, 'https')
   return patterns
 }
 

@@ -11,6 +11,11 @@ export class RelayError extends Error {
 /** A setting that does not parse: the process exits with code 2. Shared with the control plane. */
 export { ConfigError } from '../../common/src/settings.js'
 
+/** The listen address cannot be bound; the message names the address and the OS's reason. */
+export class ListenError extends RelayError {
+  override readonly code = 'ERR_LISTEN'
+}
+
 /** uWebSockets.js fell back to its JavaScript implementation. */
 export class NativeUwsMissingError extends RelayError {
   override readonly code = 'ERR_UWS_NATIVE_MISSING'

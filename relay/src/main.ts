@@ -1,6 +1,6 @@
 import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
 import { parseConfig } from './config.js'
-import { ConfigError, NativeUwsMissingError } from './errors.js'
+import { ConfigError, ListenError, NativeUwsMissingError } from './errors.js'
 import { createLogger } from './logger.js'
 import { startRelay } from './server.js'
 import { loadUws } from './uws.js'
@@ -23,6 +23,8 @@ async function main (): Promise<void> {
     relay = await startRelay(config, { logger, uws })
   } catch (error) {
     if (error instanceof ConfigError) exitWith(2, `relay: ${error.message}`)
+    // The operator's to fix, like a bad setting, but not a setting's fault: exit code 1.
+    if (error instanceof ListenError) exitWith(1, `relay: ${error.message}`)
     logger.fatal({ err: error }, 'relay failed to start')
     process.exit(1)
   }

@@ -4,10 +4,14 @@ import { isIPv6 } from 'node:net'
 // Arguments are the raw Origin and Host request headers.
 export type OriginPolicy = (origin: string, host: string) => boolean
 
-type Origin = { host: string; port: number; defaultPort: number }
+/** How the relay's own pages would be served: what a same-origin Origin must start with. */
+export type OwnScheme = 'http' | 'https'
+
+type Origin = { scheme: OwnScheme; host: string; port: number; defaultPort: number }
 type Pattern = { host: string; subdomains: boolean; port: number | 'any' | 'default' }
 
 const defaultPorts = new Map([['http', 80], ['https', 443], ['ws', 80], ['wss', 443]])
+const webSchemes = new Map<string, OwnScheme>([['http', 'http'], ['https', 'https'], ['ws', 'http'], ['wss', 'https']])
 
 // ASCII only: browsers send internationalised names as punycode. Both
 // expressions are fixed and linear, so hostile headers cannot cause ReDoS.
@@ -20,15 +24,16 @@ const portNumber = /^(?:0|[1-9][0-9]{0,4})$/
 //   *.example.com      any subdomain at any depth, not example.com itself
 //   example.com:*      any port; combinable: *.example.com:*
 //   [::1]:*            IPv6 literals in brackets
-// Same-origin requests (Origin host and port equal to Host) always pass, so
-// an empty list allows only same-origin. Throws on a malformed pattern so a
-// typo fails at start instead of silently rejecting every browser.
-export function compileOriginPolicy (patterns: string[]): OriginPolicy {
+// Same-origin requests (Origin scheme `ownScheme`, host and port equal to
+// Host) always pass, so an empty list allows only same-origin. Throws on a
+// malformed pattern so a typo fails at start instead of silently rejecting
+// every browser.
+export function compileOriginPolicy (patterns: string[], ownScheme: OwnScheme): OriginPolicy {
   const compiled = patterns.map(compilePattern)
   return (originHeader, hostHeader) => {
     const origin = parseOrigin(originHeader)
     if (origin === undefined) return false
-    return isSameOrigin(origin, hostHeader) || compiled.some((pattern) => matches(pattern, origin))
+    return isSameOrigin(origin, hostHeader, ownScheme) || compiled.some((pattern) => matches(pattern, origin))
   }
 }
 
@@ -61,10 +66,12 @@ function matches (pattern: Pattern, origin: Origin): boolean {
   return origin.port === pattern.port
 }
 
-// The Host header carries no scheme, so a missing port there means the
-// Origin scheme's default; this also keeps same-origin working behind a TLS
-// terminating proxy.
-function isSameOrigin (origin: Origin, hostHeader: string): boolean {
+// The Host header carries no scheme: the relay's own is the one it serves
+// (or publishes, see server.ts), and a page on http://host is not the same
+// origin as a relay on https://host, nor the other way round. A missing port
+// in Host means that scheme's default.
+function isSameOrigin (origin: Origin, hostHeader: string, ownScheme: OwnScheme): boolean {
+  if (origin.scheme !== ownScheme) return false
   const host = parseAuthority(hostHeader.toLowerCase())
   return host !== undefined && host.host === origin.host && (host.port ?? origin.defaultPort) === origin.port
 }
@@ -75,11 +82,12 @@ function parseOrigin (text: string): Origin | undefined {
   const lower = text.toLowerCase()
   const separator = lower.indexOf('://')
   if (separator === -1) return undefined
-  const defaultPort = defaultPorts.get(lower.slice(0, separator))
+  const scheme = lower.slice(0, separator)
+  const defaultPort = defaultPorts.get(scheme)
   if (defaultPort === undefined) return undefined
   const authority = parseAuthority(lower.slice(separator + 3))
   if (authority === undefined) return undefined
-  return { host: authority.host, port: authority.port ?? defaultPort, defaultPort }
+  return { scheme: webSchemes.get(scheme)!, host: authority.host, port: authority.port ?? defaultPort, defaultPort }
 }
 
 function parseAuthority (text: string): { host: string; port: number | undefined } | undefined {

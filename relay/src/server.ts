@@ -8,12 +8,14 @@ import { createAuthenticator } from './auth.js'
 import type { RelayConfig } from './config.js'
 import { dataPlaneBehavior } from './data-plane.js'
 import { discoveryHandler } from './discovery.js'
-import { ConfigError, HttpError, RelayError } from './errors.js'
+import { ConfigError, HttpError, ListenError } from './errors.js'
 import { createForwarder } from './forwarding.js'
 import { send, sendError } from './http.js'
+import { whyCannotListen } from './listen-failure.js'
 import type { Logger } from './logger.js'
 import { createMetrics, renderMetrics } from './metrics.js'
 import { compileOriginPolicy } from './origins.js'
+import { guardedRoutes } from './request-guard.js'
 import type { PeerData } from './sessions.js'
 import { createSessionTable } from './sessions.js'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from './uws.js'
@@ -45,7 +47,10 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   const uws = deps.uws ?? loadUws()
   const app = createApp(uws, config)
   const metrics = createMetrics()
-  const allowsOrigin = compileOriginPolicy(config.allowedOrigins)
+  // Behind a TLS-terminating proxy the relay serves http but its pages are https: the public
+  // base URL says so. X-Forwarded-Proto is not read, since the relay trusts no proxy headers.
+  const ownScheme = config.tlsCert !== '' || /^wss:/i.test(config.publicBaseUrl) ? 'https' : 'http'
+  const allowsOrigin = compileOriginPolicy(config.allowedOrigins, ownScheme)
 
   let auth: Authenticator | null = null
   if (config.noAuth) {
@@ -90,12 +95,14 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     attachFailures: limiter(config.attachFailureLimit),
   })
   const { open, close } = behavior
-  app.ws<PeerData>('/relay/:id', {
+  // Every route behind the checks uWS leaves to the application (request-guard.ts).
+  const routes = guardedRoutes(app)
+  routes.ws<PeerData>('/relay/:id', {
     ...behavior,
     open (ws) { openSockets++; open?.(ws) },
     close (ws, code, message) { openSockets--; close?.(ws, code, message) },
   })
-  app.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
+  routes.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
     // uWS passes upgrades without a Sec-WebSocket-Key here rather than to the ws route.
     if (req.getHeader('upgrade') !== '') {
       metrics.attachRefused.bad_request++
@@ -104,7 +111,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     sendError(res, new HttpError(426, 'websocket upgrade required', { upgrade: 'websocket', connection: 'Upgrade' }))
   })
 
-  registerAdminRoutes(app, {
+  registerAdminRoutes(routes, {
     table,
     auth,
     allowsOrigin,
@@ -117,16 +124,16 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     fullRetryAfterSeconds: Math.ceil(config.reapIntervalMs / 1000),
   })
 
-  app.get('/.well-known/relay-config', discoveryHandler({
+  routes.get('/.well-known/relay-config', discoveryHandler({
     auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
   }))
-  app.options('/.well-known/relay-config', preflight(allowsOrigin))
-  app.any('/.well-known/relay-config', methodNotAllowed('GET'))
+  routes.options('/.well-known/relay-config', preflight(allowsOrigin))
+  routes.any('/.well-known/relay-config', methodNotAllowed('GET'))
 
-  app.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
-  app.any('/healthz', methodNotAllowed('GET'))
+  routes.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
+  routes.any('/healthz', methodNotAllowed('GET'))
 
-  app.get('/metrics', (res: HttpResponse) => {
+  routes.get('/metrics', (res: HttpResponse) => {
     const text = renderMetrics(metrics, {
       sessionsByState: table.countByState(),
       backlogBytes: table.backlog.total,
@@ -134,9 +141,9 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     })
     send(res, 200, text, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   })
-  app.any('/metrics', methodNotAllowed('GET'))
+  routes.any('/metrics', methodNotAllowed('GET'))
 
-  app.any('/*', (res: HttpResponse) => sendError(res, new HttpError(404, 'not found')))
+  routes.any('/*', (res: HttpResponse) => sendError(res, new HttpError(404, 'not found')))
 
   const listenSocket = await listen(uws, app, config.addr.host, config.addr.port)
   const port = uws.us_socket_local_port(listenSocket)
@@ -185,8 +192,9 @@ type ListenWithHost = {
 function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
   return new Promise((resolve, reject) => {
     const done = (socket: us_listen_socket | false): void => {
-      if (socket === false) reject(new RelayError(`cannot listen on ${host || '*'}:${port}`))
-      else resolve(socket)
+      if (socket === false) {
+        void whyCannotListen(host, port).then((why) => reject(new ListenError(`cannot listen on ${host || '*'}:${port}: ${why}`)))
+      } else resolve(socket)
     }
     // uWS binds with SO_REUSEPORT unless told otherwise: a second relay on the same port
     // would start and take half the connections, whose sessions live in the other process.

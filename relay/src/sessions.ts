@@ -138,6 +138,11 @@ export function createSessionTable (opts: SessionTableOptions) {
     return live
   }
 
+  /** Every entry, expired ones awaiting removal included, without copying the table: for a paged walk. */
+  function entries (): IterableIterator<Session> {
+    return sessions.values()
+  }
+
   /** The slot a token opens, or null; see slotOfToken for why it takes constant time. */
   function slotForToken (session: Session, token: string): Slot | null {
     const slot = slotOfToken(session.tokenDigests, token)
@@ -312,6 +317,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     create,
     find,
     list,
+    entries,
     slotForToken,
     attach,
     dropped,
