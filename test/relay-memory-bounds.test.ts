@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { createForwarder, HELD_MESSAGE_OVERHEAD } from '../relay/src/forwarding.js'
+import type { Test } from 'tap'
+import { createForwarder, HELD_MESSAGE_OVERHEAD, QUEUED_MESSAGE_OVERHEAD } from '../relay/src/forwarding.js'
 import { createLogger } from '../relay/src/logger.js'
 import { createMetrics } from '../relay/src/metrics.js'
 import type { Peer, PeerData, SessionTable, Slot } from '../relay/src/sessions.js'
@@ -100,12 +101,55 @@ t.test('a peer that pings and never reads: its session closes with 4003 before i
   t.match(await (await fetch(`${relay.http}/metrics`)).text(), /relay_sessions_closed_total\{reason="too_slow"\} 1/)
 })
 
+t.test('empty messages queued in one turn for an attached peer cost their bookkeeping: past the limit, 4003', async (t) => {
+  const { table, forwarder, session } = unit(t, 100 * QUEUED_MESSAGE_OVERHEAD)
+  const sender = fakePeer(session.initiator, table)
+  const receiver = fakePeer(session.responder, table)
+  table.attach(session.initiator, sender.peer)
+  table.attach(session.responder, receiver.peer)
+  for (let i = 0; i < 100; i++) forwarder.forward(session.initiator, new ArrayBuffer(0), true)
+  t.equal(table.backlog.total, 100 * QUEUED_MESSAGE_OVERHEAD, 'each costs its place in the queue')
+  t.notOk(session.closed, 'at the limit')
+  forwarder.forward(session.initiator, new ArrayBuffer(0), true)
+  t.ok(session.closed, 'one past it closes the session')
+  t.same(sender.ends, [4003], 'with 4003')
+  t.equal(table.backlog.total, 0)
+})
+
+t.test('queued messages whose peer is lost before the flush become held ones, at a held message\'s cost', async (t) => {
+  const { table, forwarder, session } = unit(t, 10 * HELD_MESSAGE_OVERHEAD)
+  const sender = fakePeer(session.initiator, table)
+  const receiver = fakePeer(session.responder, table)
+  table.attach(session.initiator, sender.peer)
+  table.attach(session.responder, receiver.peer)
+  for (let i = 0; i < 10; i++) forwarder.forward(session.initiator, new ArrayBuffer(0), true)
+  table.releasePeer(session.responder)
+  table.dropped(session.responder, 'connection lost')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(table.backlog.total, 10 * HELD_MESSAGE_OVERHEAD, 'ten held empty messages')
+  t.notOk(session.closed, 'at the limit')
+  forwarder.forward(session.initiator, new ArrayBuffer(0), true)
+  t.same(sender.ends, [4003], 'one more held: 4003')
+  t.equal(table.backlog.total, 0)
+})
+
+t.test('a turn of queued messages that costs more once held closes the session when the peer is lost', async (t) => {
+  const { table, forwarder, session } = unit(t, 10 * HELD_MESSAGE_OVERHEAD)
+  const sender = fakePeer(session.initiator, table)
+  const receiver = fakePeer(session.responder, table)
+  table.attach(session.initiator, sender.peer)
+  table.attach(session.responder, receiver.peer)
+  for (let i = 0; i < 11; i++) forwarder.forward(session.initiator, new ArrayBuffer(0), true)
+  t.notOk(session.closed, 'queued, eleven fit')
+  table.releasePeer(session.responder)
+  table.dropped(session.responder, 'connection lost')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(sender.ends, [4003], 'held, they do not: 4003')
+  t.equal(table.backlog.total, 0)
+})
+
 t.test('a closed peer that pings instead of reading: its pongs count, and past the limit it is dropped', async (t) => {
-  const metrics = createMetrics()
-  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
-  const forwarder = createForwarder(table, { maxBacklog: 1000, maxTotalBacklog: 4000, metrics })
-  const { session } = table.create()
+  const { table, forwarder, session } = unit(t, 1000)
   const pinger = fakePeer(session.initiator, table)
   table.attach(session.initiator, pinger.peer)
   pinger.buffered = 600
@@ -123,6 +167,16 @@ t.test('a closed peer that pings instead of reading: its pongs count, and past t
   t.equal(table.backlog.total, 0, 'and what it owed no longer counts')
 })
 
+/** The relay's session table and forwarder, with stand-ins for uWS's sockets. */
+function unit (t: Test, maxBacklog: number) {
+  const metrics = createMetrics()
+  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
+  t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
+  const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
+  const { session } = table.create()
+  return { table, forwarder, session }
+}
+
 /** A stand-in for a uWS WebSocket whose buffered amount the test sets; close() runs the relay's close path, as uWS does. */
 function fakePeer (slot: Slot, table: SessionTable) {
   const data: PeerData = { slot, ended: false }
@@ -130,13 +184,15 @@ function fakePeer (slot: Slot, table: SessionTable) {
   const fake = {
     buffered: 0,
     closes: () => closes,
+    ends: [] as number[],
     peer: undefined as unknown as Peer,
   }
   fake.peer = {
     getUserData: () => data,
     getBufferedAmount: () => fake.buffered,
+    send: () => 1,
     cork: (fn: () => void) => { fn() },
-    end: () => {},
+    end: (code: number) => { fake.ends.push(code) },
     close: () => { closes++; table.closingGone(fake.peer) },
   } as unknown as Peer
   return fake
