@@ -5,7 +5,7 @@
 // messages already copied for this turn's write when the drop is noticed become held messages.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { createForwarder } from '../relay/src/forwarding.js'
+import { createForwarder, HELD_MESSAGE_OVERHEAD } from '../relay/src/forwarding.js'
 import { createLogger } from '../relay/src/logger.js'
 import { createMetrics } from '../relay/src/metrics.js'
 import type { Peer, PeerData, Slot } from '../relay/src/sessions.js'
@@ -45,8 +45,9 @@ t.test('a dropped peer gets everything sent meanwhile, in order, across sizes an
   // Past the limit while away: the relay closes the session; it never drops silently.
   current.socket.terminate()
   await until(async () => (await getSession(relay, session.id)).body.responder_connected === false, 2000, 'the drop to be noticed')
-  initiator.socket.send(randomBytes(limit / 2))
-  initiator.socket.send(randomBytes(limit / 2 + 1))
+  // Each held message costs its payload plus HELD_MESSAGE_OVERHEAD: these two come to the limit and one byte.
+  initiator.socket.send(randomBytes(limit / 2 - HELD_MESSAGE_OVERHEAD))
+  initiator.socket.send(randomBytes(limit / 2 - HELD_MESSAGE_OVERHEAD + 1))
   t.same(await initiator.closed, { code: 4003, reason: 'receiver too slow' }, 'one byte past the limit while away: 4003')
 })
 t.test('messages already queued for this turn\'s write when the drop is noticed are held, ahead of later ones', async (t) => {

@@ -101,6 +101,11 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
       if (!data.ended) forwarder.forward(data.slot, message, isBinary)
     },
 
+    // uWS has queued the pong by now; see Forwarder.pinged for why it counts.
+    ping (ws): void {
+      forwarder.pinged(ws)
+    },
+
     drain (ws): void {
       const data = ws.getUserData()
       if (data.ended) table.closingDrained(ws)

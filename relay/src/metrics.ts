@@ -59,7 +59,7 @@ export function renderMetrics (m: Metrics, g: Gauges): string {
   family('relay_messages_forwarded_total', 'counter', 'Messages handed to a peer.', [['', m.messagesForwarded]])
   family('relay_bytes_forwarded_total', 'counter', 'Payload bytes handed to a peer.', [['', m.bytesForwarded]])
   family('relay_frames_too_big_total', 'counter', 'Connections closed for a message above the frame size limit.', [['', m.framesTooBig]])
-  family('relay_outgoing_backlog_bytes', 'gauge', 'Bytes waiting to be written to peers (socket buffers and relay queues).', [['', g.backlogBytes]])
+  family('relay_outgoing_backlog_bytes', 'gauge', 'Bytes waiting to be written to peers: socket buffers, and messages the relay holds or queues at what they cost in memory (payload plus per-message overhead).', [['', g.backlogBytes]])
   return lines.join('\n') + '\n'
 }
 

@@ -30,9 +30,11 @@ export type Slot = {
   peer: Peer | null
   /** Copies of messages that arrived while the peer was away, oldest first. Empty while it is attached. */
   held: HeldMessage[]
+  /** What `held` costs: payload plus HELD_MESSAGE_OVERHEAD per message (see forwarding.ts). */
   heldBytes: number
   /** Messages waiting in the forwarder's arena for this turn's flush: flat (offset, length, isBinary) triples. */
   queued: number[]
+  /** What `queued` costs: payload plus QUEUED_MESSAGE_OVERHEAD per message. */
   queuedBytes: number
   /** Last value of the peer's getBufferedAmount() the relay saw. */
   buffered: number
@@ -90,7 +92,7 @@ export function createSessionTable (opts: SessionTableOptions) {
   // map is always the next to expire and one timer serves the whole table.
   const sessions = new Map<string, Session>()
   const closedIds: string[] = []
-  /** Bytes waiting to reach peers, across the process: socket backlogs plus held messages. */
+  /** Bytes waiting to reach peers, across the process: socket backlogs plus what held and queued messages cost. */
   const backlog = { total: 0 }
   let connections = 0
   let shuttingDown = false
@@ -224,6 +226,19 @@ export function createSessionTable (opts: SessionTableOptions) {
     if (pending !== null) peer.end(pending.code, pending.message)
   }
 
+  /**
+   * A closed connection waiting to be ended wrote nothing but owes more (uWS answered its
+   * ping): count what it owes now. Returns that; 0 when it is not waiting.
+   */
+  function closingGrew (peer: Peer): number {
+    const pending = peer.getUserData().closing ?? null
+    if (pending === null) return 0
+    const owed = peer.getBufferedAmount()
+    backlog.total += owed - pending.bytes
+    pending.bytes = owed
+    return owed
+  }
+
   /** uWS reports a connection gone: if it was one waiting to be ended, its bytes no longer count. */
   function closingGone (peer: Peer): void {
     forgetClosing(peer)
@@ -326,6 +341,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     sweep,
     closeAll,
     closingDrained,
+    closingGrew,
     closingGone,
     dropLargestClosing,
     stop,
