@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
 import type { Test } from 'tap'
 import t from 'tap'
+import { parseInvokePath, routeTakes } from '../control/src/invoke-path.js'
 import { setServiceBackend } from './fixtures/kube-services.js'
 import type { App, TestControl } from './helpers/control.js'
 import { firstFunction } from './helpers/control.js'
@@ -187,6 +188,20 @@ t.test('kube.request refuses a path a URL parser would move or that leaves its p
   const answer = await kube.request('GET', `${PROXY}/a%2Fb?x=..`, { within })
   answer.resume()
   t.equal(fake.received.at(-1)?.url, `${PROXY}/a%2Fb?x=..`, 'a path no parser changes goes out as it is')
+})
+
+t.test('routeTakes reads the route in the normal form of the path; a stored route with an encoded dot segment takes nothing', async (t) => {
+  const takes = (route: string, path: string): boolean => routeTakes(route, parseInvokePath(path))
+  t.ok(takes('/%61pi/...', '/api/x'), 'escapes of unreserved characters are the characters')
+  t.ok(takes('/a%3a/b', '/a%3A/b'), 'escapes compare in upper case')
+  t.ok(takes('/api/...', '/api'), '/api/... takes /api')
+  t.ok(takes('/api/...', '/api/'), 'and /api/')
+  t.notOk(takes('/api/...', '/apix'), 'not /apix')
+  t.notOk(takes('/api', '/api/'), 'an exact route only itself')
+  t.ok(takes('/', '/?q=1'), 'the query is not part of it')
+  // Routes written before encoded dot segments were refused may still be stored.
+  t.notOk(takes('/a/%2e%2e/...', '/a/x'), 'a route with an encoded ".." takes nothing')
+  t.notOk(takes('/a%2f/...', '/a/x'), 'nor one with an encoded "/"')
 })
 
 async function invokeReply (control: TestControl, path: string, json: unknown): Promise<{ status: number; body: unknown }> {
