@@ -174,7 +174,7 @@ eachEngine(t, 'cluster endpoints: their checks first (404, 400), then 503 "clust
   }
   const big = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024 + 1) } })
   t.equal(big.status, 413, 'an invoke body past 1 MiB')
-  t.same(big.body, { error: 'invoke body too large: at most 1048576 bytes' })
+  t.same(big.body, { error: 'invoke body too large: 1048577 bytes (UTF-8), at most 1048576' })
   const limit = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024) } })
   t.same(limit.body, unavailable, 'a body of exactly 1 MiB passes the checks')
 })

@@ -226,7 +226,9 @@ eachEngine(t, 'function names and routes are validated', async (t, engine) => {
   const app = await createApp(control)
   const fn = firstFunction(app)
   const badRoutes = ['', 'api', 'api/...', '//', '/a//b', '/a/', '/a/../b', '/..', '/.', '/.../a', '/a b', '/a?b', '/a#b', '/%zz', '/a\\b',
-    `/${'a'.repeat(256)}`, '/é']
+    `/${'a'.repeat(256)}`, '/é',
+    // Encoded dot segments and separators: a URL parser resolves %2e%2e, the API server decodes %2f.
+    '/a/%2e%2e/b', '/a/%2E%2E/...', '/%2e', '/a/.%2E', '/a/%2e.', '/%2e%2e%2e/x', '/a/%2E%2e%2E', '/a%2fb', '/a%2F..', '/a%5cb', '/a/%5C']
   for (const route of badRoutes) {
     const created = await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'f', route } })
     t.equal(created.status, 400, `create with route ${JSON.stringify(route)}`)
@@ -234,7 +236,8 @@ eachEngine(t, 'function names and routes are validated', async (t, engine) => {
     const updated = await control.call('PUT', `/applications/${app.id}/functions/${fn.id}`, { json: { route } })
     t.equal(updated.status, 400, `PUT route ${JSON.stringify(route)}`)
   }
-  const goodRoutes = ['/', '/a', '/a/...', '/a/b/c', '/v1.2/items', '/users/:id', "/a-b_c~d!$&'()*+,;=:@", '/%20x', '/...x', '/a/....', `/${'a'.repeat(254)}`]
+  const goodRoutes = ['/', '/a', '/a/...', '/a/b/c', '/v1.2/items', '/users/:id', "/a-b_c~d!$&'()*+,;=:@", '/%20x', '/...x', '/a/....', `/${'a'.repeat(254)}`,
+    '/v%2e1', '/%2e%2e.x', '/a/%2e%2e%2e%2e', '/%25']
   for (const [i, route] of goodRoutes.entries()) {
     const created = await control.call('POST', `/applications/${app.id}/functions`, { json: { name: `f${i}`, route } })
     t.equal(created.status, 201, `route ${JSON.stringify(route)} is valid`)

@@ -165,7 +165,7 @@ eachEngine(t, 'invoke: through the service proxy, the envelope, base64, limits, 
   t.equal((await control.call('POST', invokePath, { json: { method: 'POST', path: '/', body: maxBody, bodyIsBase64: true } })).status, 200, 'a body of exactly 1 MiB passes, base64 too')
   const tooBig = await control.call('POST', invokePath, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024 + 1) } })
   t.equal(tooBig.status, 413)
-  t.same(tooBig.body, { error: 'invoke body too large: at most 1048576 bytes' })
+  t.same(tooBig.body, { error: 'invoke body too large: 1048577 bytes (UTF-8), at most 1048576' })
   t.equal((await control.call('POST', invokePath, { json: { method: 'POST', path: '/', body: 'not base64!', bodyIsBase64: true } })).status, 400)
 
   const api = (await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'api', route: '/api/...' } })).body as { id: string }

@@ -123,7 +123,6 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
 const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'body is not valid JSON',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'body is empty; expected JSON',
-  FST_ERR_CTP_BODY_TOO_LARGE: `request body too large: at most ${JSON_BODY_LIMIT} bytes`,
 }
 
 /**
@@ -142,7 +141,11 @@ function handleError (error: FastifyError, request: FastifyRequest, reply: Fasti
       reply.code(415).send({ error: `unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}` })
       return
     }
-    reply.code(status).send({ error: FASTIFY_MESSAGES[error.code] ?? error.message })
+    // A route may set its own body limit (invoke does, for base64): name the one that tripped.
+    const message = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+      ? `request body too large: at most ${request.routeOptions.bodyLimit ?? JSON_BODY_LIMIT} bytes`
+      : FASTIFY_MESSAGES[error.code] ?? error.message
+    reply.code(status).send({ error: message })
     return
   }
   request.log.error({ err: error }, 'internal error')

@@ -6,10 +6,12 @@
 import type { IncomingMessage } from 'node:http'
 import http from 'node:http'
 import { performance } from 'node:perf_hooks'
+import { urlToHttpOptions } from 'node:url'
 import type { Static } from 'typebox'
-import { InvalidInputError, NotFoundError, TooLargeError, UnavailableError } from './errors.js'
+import { ApiError, InvalidInputError, NotFoundError, TooLargeError, UnavailableError } from './errors.js'
+import { invokeTarget, parseInvokePath, routeTakes } from './invoke-path.js'
 import type { Kube } from './kube.js'
-import { clusterError } from './kube.js'
+import { clusterError, sendablePath } from './kube.js'
 import { formatDuration } from '../../common/src/duration.js'
 import type { InvokeRequest, InvokeResult } from './schemas.js'
 
@@ -28,34 +30,47 @@ const NOT_RETURNED = new Set(['connection', 'keep-alive', 'proxy-connection', 'p
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
-/** True when `path` (with its query) is one the function's route takes, as Spin matches routes. */
-export function routeTakes (route: string, path: string): boolean {
-  const bare = path.split('?')[0] as string
-  if (route === '/...') return true
-  if (route.endsWith('/...')) {
-    const prefix = route.slice(0, -4)
-    return bare === prefix || bare.startsWith(prefix + '/')
-  }
-  return bare === route
-}
-
 function requestBody (request: InvokeRequestT): Buffer {
   const text = request.body ?? ''
-  if (request.bodyIsBase64 === true) {
-    if (!BASE64.test(text)) throw new InvalidInputError('body: expected base64, as bodyIsBase64 says')
-    return Buffer.from(text, 'base64')
+  const base64 = request.bodyIsBase64 === true
+  if (base64 && !BASE64.test(text)) throw new InvalidInputError('body: expected base64, as bodyIsBase64 says')
+  const body = Buffer.from(text, base64 ? 'base64' : 'utf8')
+  // The route's JSON limit leaves room for base64; this is the limit on what the function gets.
+  if (body.length > MAX_INVOKE_BODY_BYTES) {
+    throw new TooLargeError(`invoke body too large: ${body.length} bytes (${base64 ? 'after base64 decoding' : 'UTF-8'}), at most ${MAX_INVOKE_BODY_BYTES}`)
   }
-  return Buffer.from(text, 'utf8')
+  return body
 }
 
+// CONNECT asks the server for a tunnel: Node's client answers it with a 'connect' event, never
+// a response. TRACE loops the request back as the last hop received it, with what the API
+// server's proxy added. Neither is a request to a function.
+const REFUSED_METHODS: Record<string, string> = {
+  CONNECT: 'CONNECT asks for a tunnel, not an answer; it is not sent',
+  TRACE: 'TRACE would echo back what the API server adds to the request; it is not sent',
+}
+
+function requestMethod (method: string): string {
+  // Node's client sends methods upper-cased; check the one that would go out.
+  const upper = method.toUpperCase()
+  const refusal = REFUSED_METHODS[upper]
+  if (refusal !== undefined) throw new InvalidInputError(`method: ${refusal}`)
+  return upper
+}
+
+// RFC 9110 §5.5 field values: visible ASCII, space and tab. obs-text (bytes 0x80-0xFF) is
+// refused too: a JavaScript string would go out as Latin-1, which no caller means.
+const FIELD_VALUE = /^[\t\x20-\x7e]*$/
+
 function forwardedHeaders (headers: Record<string, string[]> = {}): Record<string, string[]> {
-  const lower = Object.fromEntries(Object.entries(headers).map(([name, values]) => [name.toLowerCase(), values]))
+  const lower: Record<string, string[]> = {}
+  for (const [name, values] of Object.entries(headers)) (lower[name.toLowerCase()] ??= []).push(...values)
   const named = new Set((lower.connection ?? []).flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())))
   const out: Record<string, string[]> = {}
   for (const [name, values] of Object.entries(lower)) {
     if (NOT_FORWARDED.has(name) || named.has(name) || name.startsWith('impersonate-')) continue
     if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw new InvalidInputError(`headers: ${JSON.stringify(name)} is not a header name`)
-    if (values.some((value) => /[\r\n\0]/.test(value))) throw new InvalidInputError(`headers.${name}: a value holds a line break or NUL`)
+    if (!values.every((value) => FIELD_VALUE.test(value))) throw new InvalidInputError(`headers.${name}: a value holds a character outside visible ASCII, space and tab`)
     out[name] = values
   }
   return out
@@ -77,16 +92,17 @@ function encodeBody (body: Buffer, contentType: string | undefined): { body: str
 
 export type InvokeTarget = { kube: Kube; serviceName: string; timeoutMs: number }
 
-/** An invoke request checked (400, 413) and ready to send. */
+/** An invoke request checked (400, 413) and ready to send; `path` is rebuilt from checked parts. */
 export type PreparedInvoke = { method: string; path: string; headers: Record<string, string[]>; body: Buffer }
 
 export function prepareInvoke (request: InvokeRequestT, route: string): PreparedInvoke {
   const body = requestBody(request)
-  if (body.length > MAX_INVOKE_BODY_BYTES) throw new TooLargeError(`invoke body too large: at most ${MAX_INVOKE_BODY_BYTES} bytes`)
-  if (!routeTakes(route, request.path)) throw new InvalidInputError(`path ${request.path.split('?')[0]} is not one this function's route ${route} takes`)
+  const path = parseInvokePath(request.path)
+  const target = invokeTarget(path)
+  if (!routeTakes(route, path)) throw new InvalidInputError(`path ${target.split('?')[0] as string} is not one this function's route ${route} takes`)
   const headers = forwardedHeaders(request.headers)
   headers['content-length'] = [String(body.length)]
-  return { method: request.method, path: request.path, headers, body }
+  return { method: requestMethod(request.method), path: target, headers, body }
 }
 
 export async function invoke (target: InvokeTarget, request: PreparedInvoke): Promise<InvokeResultT> {
@@ -108,10 +124,14 @@ export async function invoke (target: InvokeTarget, request: PreparedInvoke): Pr
   try {
     let answer: IncomingMessage
     try {
-      answer = kube.inCluster
-        ? await direct(`${kube.serviceUrl(target.serviceName)}${request.path}`, request.method, headers, body, abort.signal)
-        : await kube.request(request.method, `/api/v1/namespaces/${kube.namespace}/services/${target.serviceName}/proxy${request.path}`, { headers, body, signal: abort.signal })
+      if (kube.inCluster) {
+        answer = await direct(kube.serviceUrl(target.serviceName), request, abort.signal)
+      } else {
+        const proxy = `/api/v1/namespaces/${encodeURIComponent(kube.namespace)}/services/${encodeURIComponent(target.serviceName)}/proxy`
+        answer = await kube.request(request.method, proxy + request.path, { headers, body, signal: abort.signal, within: proxy + '/' })
+      }
     } catch (error) {
+      if (error instanceof ApiError) throw error
       if (abort.signal.aborted) return timedOut()
       if (kube.inCluster) throw new UnavailableError('application unreachable')
       throw clusterError(error, `${proxyVerb(request.method)} services/proxy`)
@@ -137,11 +157,17 @@ export async function invoke (target: InvokeTarget, request: PreparedInvoke): Pr
   }
 }
 
-function direct (url: string, method: string, headers: Record<string, string[]>, body: Buffer, signal: AbortSignal): Promise<IncomingMessage> {
+/**
+ * Straight to the Service: its scheme, host and port from `serviceUrl` alone, the path sent
+ * as it is (no URL parsing of service URL and path joined, which could resolve or re-read it).
+ */
+function direct (serviceUrl: string, request: PreparedInvoke, signal: AbortSignal): Promise<IncomingMessage> {
+  const base = urlToHttpOptions(new URL(serviceUrl))
+  const path = sendablePath(request.path, '/')
   return new Promise((resolve, reject) => {
-    const request = http.request(url, { method, headers, signal }, resolve)
-    request.on('error', reject)
-    request.end(body)
+    const outgoing = http.request({ protocol: base.protocol, hostname: base.hostname, port: base.port, path, method: request.method, headers: request.headers, signal }, resolve)
+    outgoing.on('error', reject)
+    outgoing.end(request.body)
   })
 }
 

@@ -8,9 +8,10 @@ import http from 'node:http'
 import https from 'node:https'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { urlToHttpOptions } from 'node:url'
 import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node'
 import type { ControlConfig } from './config.js'
-import { ApiError, ConfigError, NotFoundError, UnavailableError } from './errors.js'
+import { ApiError, ConfigError, InvalidInputError, NotFoundError, UnavailableError } from './errors.js'
 
 export type Kube = {
   namespace: string
@@ -31,6 +32,8 @@ export type RawRequestOptions = {
   headers?: Record<string, string | string[]>
   body?: Buffer
   signal?: AbortSignal
+  /** A prefix `path` must stay under (the service proxy of one Service); refused (400) otherwise. */
+  within?: string
 }
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
@@ -59,7 +62,10 @@ export function connectKube (config: ControlConfig): Kube | null {
   }
   const cluster = kc.getCurrentCluster()
   if (cluster === null) throw new ConfigError('the kubeconfig has no current cluster')
-  const server = cluster.server.replace(/\/+$/, '')
+  // The server's scheme, host, port and path prefix (some clusters are served under one), fixed
+  // here once: a request's path is appended as text, never resolved against the server URL.
+  const server = urlToHttpOptions(new URL(cluster.server))
+  const serverPrefix = ((server.path ?? '').split('?')[0] as string).replace(/\/+$/, '')
   return {
     namespace: config.namespace,
     inCluster,
@@ -70,17 +76,39 @@ export function connectKube (config: ControlConfig): Kube | null {
     custom: kc.makeApiClient(CustomObjectsApi),
     watch: new Watch(kc),
     async request (method, path, opts = {}) {
+      const sent = sendablePath(serverPrefix + path, serverPrefix + (opts.within ?? '/'))
       const options: https.RequestOptions = { method, headers: { ...opts.headers } }
       await kc.applyToHTTPSOptions(options)
-      const url = new URL(server + path)
-      const send = url.protocol === 'https:' ? https.request : http.request
+      const send = server.protocol === 'https:' ? https.request : http.request
+      const target = { protocol: server.protocol, hostname: server.hostname, port: server.port, path: sent }
       return new Promise((resolve, reject) => {
-        const request = send(url, { ...options, ...(opts.signal !== undefined ? { signal: opts.signal } : {}) }, resolve)
+        const request = send({ ...options, ...target, ...(opts.signal !== undefined ? { signal: opts.signal } : {}) }, resolve)
         request.on('error', reject)
         request.end(opts.body)
       })
     },
   }
+}
+
+/**
+ * `path` (with its query) as it may go out: unchanged by the URL parsing of whatever receives
+ * it (no dot segment to resolve, no `\` to read as `/`, no authority) and still under
+ * `within`. The callers build their paths from checked parts; this refuses (400) when one
+ * slipped through all the same, rather than let the cluster answer a request nobody meant.
+ */
+export function sendablePath (path: string, within: string): string {
+  let resolved: URL
+  try {
+    resolved = new URL(path, 'http://resolver.invalid')
+  } catch {
+    throw new InvalidInputError('path: refused, it does not parse as a URL path')
+  }
+  const [pathPart = ''] = path.split('?')
+  if (!path.startsWith('/') || path.includes('#') || resolved.host !== 'resolver.invalid' || resolved.pathname !== pathPart ||
+    !resolved.pathname.startsWith(within)) {
+    throw new InvalidInputError('path: refused, it would not reach the function unchanged')
+  }
+  return path
 }
 
 /** What a 404 from the cluster means for the caller of one call. */

@@ -16,9 +16,12 @@ export const MAX_ROUTE_LENGTH = 256
 export const NAME_PATTERN = '^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
 
 // A route segment: URL path characters (RFC 3986 pchar, percent-escapes complete), but never
-// `.`, `..` or the wildcard `...` on its own. A route is `/`, `/...`, or segments after `/`,
-// optionally ending in `/...` (this path and everything below it), as Spin writes them.
-const SEGMENT = "(?!\\.{1,3}(?:/|$))(?:[-A-Za-z0-9._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+"
+// `.`, `..` or the wildcard `...` on its own, also percent-encoded (a URL parser resolves
+// `%2e%2e` as `..`), and no escaped `/` or `\` (the API server decodes them into separators).
+// A route is `/`, `/...`, or segments after `/`, optionally ending in `/...` (this path and
+// everything below it), as Spin writes them.
+const DOT = '(?:\\.|%2[eE])'
+const SEGMENT = `(?!${DOT}{1,3}(?:/|$))(?:[-A-Za-z0-9._~!$&'()*+,;=:@]|%(?!2[fF]|5[cC])[0-9A-Fa-f]{2})+`
 export const ROUTE_PATTERN = `^/(?:${SEGMENT}(?:/${SEGMENT})*(?:/\\.\\.\\.)?|\\.\\.\\.)?$`
 
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp in UTC' })
@@ -34,7 +37,8 @@ export const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, desc
 export const Route = Type.String({
   pattern: ROUTE_PATTERN,
   maxLength: MAX_ROUTE_LENGTH,
-  description: `a path starting with "/" of at most ${MAX_ROUTE_LENGTH} characters, optionally ending in "/..." to take everything below it ("/..." alone takes every path)`,
+  description: `a path starting with "/" of at most ${MAX_ROUTE_LENGTH} characters, optionally ending in "/..." to take everything below it ("/..." alone takes every path); ` +
+    'its segments are URL path characters, none empty, ".", ".." or "..." (also percent-encoded), no escaped "/" or "\\"',
 })
 
 export const ErrorBody = Type.Object({ error: Type.String({ description: 'the reason, in words' }) }, { additionalProperties: false })

@@ -6,10 +6,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import type { FakeKube } from '../fixtures/kube-api.js'
+import { succeedJob } from '../fixtures/kube-jobs.js'
+import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
 import type { BuildT } from '../../control/src/schemas.js'
-import type { Engine, Store, TestControl } from './control.js'
-import { startTestControl } from './control.js'
+import type { App, Engine, Store, TestControl } from './control.js'
+import { createApp, startTestControl, until } from './control.js'
 
 export const NAMESPACE = 'apps'
 export const BUILDERS = 'go=builders.test/go:1,js=builders.test/js:1,ts=builders.test/ts:1,rust=builders.test/rust:1'
@@ -32,4 +34,15 @@ export async function startClusterControl (t: Test, engine: Engine, opts: { flag
   ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build) } })
   await control.server.cluster?.watcher.ready
   return { control, fake, finished }
+}
+
+/** An application with one successful build, its SpinApp applied and running (pods ready). */
+export async function deployApp (cluster: ClusterControl, name = 'hello'): Promise<App> {
+  const { control, fake } = cluster
+  const app = await createApp(control, name)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
+  await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
+  operateSpinApp(fake, name)
+  return app
 }
