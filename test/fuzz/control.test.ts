@@ -113,7 +113,8 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     }
   }), fuzzOptions())
 
-  t.ok(statuses.size >= 3, `several answers: ${JSON.stringify(Object.fromEntries(statuses))}`)
+  // A stage whose inputs were all refused (or all taken) would pass while testing little.
+  t.ok(statuses.has(200) && statuses.has(400), `inputs both taken and refused: ${JSON.stringify(Object.fromEntries(statuses))}`)
   t.equal((await control.call('GET', '/healthz')).status, 200, 'the control plane still serves')
   const logs = control.logText()
   t.notOk(logs.includes(token.split('.')[2]!), 'the id token is in no log line')
