@@ -79,6 +79,19 @@ t.test('a body trickled below --min-body-bytes per --body-rate-window: the conne
   t.same(list.body, [], 'nothing was created')
 })
 
+// An early answer (here a 401: the check runs before authentication reads anything) leaves
+// the rest of the body to be read off the socket: a trickle there is cut all the same.
+t.test('a body still trickling after an early answer: the connection is cut', async (t) => {
+  const control = await startTestControl(t, 'pglite', ['--oidc-issuer', 'http://127.0.0.1:9/', '--min-body-bytes', '40', '--body-rate-window', '200ms'])
+  const raw = open(t, control.server.port)
+  const body = createBody(1000)
+  raw.socket.write(postHead(body.length))
+  trickle(raw, body.split(''), 50)
+  const closedAfter = await withTimeout(raw.closed, 5_000, 'the server to cut the connection')
+  t.match(raw.received(), /^HTTP\/1\.1 401 /, 'answered first')
+  t.ok(closedAfter < 3_000, `then cut after ${closedAfter} ms, not after the 50 s the body would take`)
+})
+
 t.test('a slow but honest body above the rate passes', async (t) => {
   const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--min-body-bytes', '40', '--body-rate-window', '200ms'])
   const raw = open(t, control.server.port)

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify'
 export type BodyRate = { minBytes: number; windowMs: number }
 
 export function enforceBodyRate (app: FastifyInstance, rate: BodyRate): void {
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw
     if (!hasBody(raw) || raw.complete) return done()
     const socket = raw.socket
@@ -28,8 +28,10 @@ export function enforceBodyRate (app: FastifyInstance, rate: BodyRate): void {
       request.log.info({ received, windowMs: rate.windowMs, minBytes: rate.minBytes }, 'request body slower than the minimum rate: connection closed')
       socket.destroy()
     }, rate.windowMs)
-    // A response (or a closed connection) ends the watch; the next request on the socket gets its own.
-    reply.raw.once('close', () => clearInterval(timer))
+    // The body's end (or a closed connection) ends the watch, not the response: after an early
+    // answer (a 401, a 413) Node still reads the rest of the body off the socket, and a
+    // trickle there would hold the connection as well. The next request gets its own watch.
+    raw.once('close', () => clearInterval(timer))
     done()
   })
 }
