@@ -2,8 +2,13 @@
 // development only (both without authentication), their output interleaved line by line with
 // a prefix. Ctrl+C (or SIGTERM) stops both gracefully; a second Ctrl+C kills them.
 //
-//   relay          :8080  --no-auth
-//   control plane  :8081  --dev-insecure-skip-auth, PGlite in ./data/control
+//   relay          127.0.0.1:8080  --no-auth
+//   control plane  127.0.0.1:8081  --dev-insecure-skip-auth, PGlite in ./data/control
+//
+// With authentication off, both listen on loopback only: anyone on the network could
+// otherwise create and delete applications. `npm run dev -- --host 0.0.0.0` (or another
+// address) opens them up. RELAY_ADDR / PLATFORM_ADDR still set the addresses; one given as
+// ":port" gets the --host.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
@@ -11,10 +16,29 @@ import { fileURLToPath } from 'node:url'
 
 type Service = { name: string; script: string; args: string[]; color: number }
 
+const host = devHost(process.argv.slice(2))
+
 const SERVICES: Service[] = [
-  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth'], color: 36 },
-  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth'], color: 35 },
+  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, 8080)], color: 36 },
+  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, 8081)], color: 35 },
 ]
+
+function devHost (argv: string[]): string {
+  if (argv.length === 0) return '127.0.0.1'
+  const [flag, value] = argv[0]?.startsWith('--host=') === true ? ['--host', argv[0].slice(7)] : argv
+  if (flag !== '--host' || value === undefined || argv.length > (argv[0] === '--host' ? 2 : 1)) {
+    process.stderr.write('dev: usage: npm run dev [-- --host ADDRESS]   (default 127.0.0.1; 0.0.0.0 for every interface)\n')
+    process.exit(2)
+  }
+  return value
+}
+
+// An address from the environment wins; one without a host (":port") and the default get --host.
+function addressFor (configured: string | undefined, port: number): string {
+  const shownHost = host.includes(':') ? `[${host}]` : host
+  if (configured === undefined || configured === '') return `${shownHost}:${port}`
+  return configured.startsWith(':') ? `${shownHost}${configured}` : configured
+}
 
 const width = Math.max(...SERVICES.map((s) => s.name.length))
 const colored = process.stdout.isTTY === true

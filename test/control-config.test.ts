@@ -32,6 +32,11 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     buildMemory: '2Gi',
     replicas: 1,
     invokeTimeoutMs: 30_000,
+    headersTimeoutMs: 10_000,
+    minBodyBytes: 1024,
+    bodyRateWindowMs: 10_000,
+    keepAliveTimeoutMs: 72_000,
+    maxConnections: 1000,
     logLevel: 'info',
   })
 })
@@ -62,6 +67,11 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_BUILD_MEMORY: '1.5Gi',
     PLATFORM_REPLICAS: '3',
     PLATFORM_INVOKE_TIMEOUT: '10s',
+    PLATFORM_HEADERS_TIMEOUT: '5s',
+    PLATFORM_MIN_BODY_BYTES: '4KiB',
+    PLATFORM_BODY_RATE_WINDOW: '20s',
+    PLATFORM_KEEP_ALIVE_TIMEOUT: '30s',
+    PLATFORM_MAX_CONNECTIONS: '500',
     PLATFORM_LOG_LEVEL: 'debug',
   }
   t.same(parseConfig([], env), {
@@ -89,6 +99,11 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     buildMemory: '1.5Gi',
     replicas: 3,
     invokeTimeoutMs: 10_000,
+    headersTimeoutMs: 5_000,
+    minBodyBytes: 4096,
+    bodyRateWindowMs: 20_000,
+    keepAliveTimeoutMs: 30_000,
+    maxConnections: 500,
     logLevel: 'debug',
   })
   const flags = parseConfig(['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '], env)
@@ -109,6 +124,9 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
     ['a bad address', [...SKIP, '--addr', '8081'], {}, /"8081" for --addr/],
     ['a database URL of another kind', [...SKIP, '--database-url', 'mysql://root:hunter2@db/x'], {}, /invalid value for --database-url: expected a postgres:\/\/ or postgresql:\/\/ URL/],
     ['a zero archive limit', [...SKIP, '--max-archive-bytes', '0'], {}, /--max-archive-bytes: must be greater than 0/],
+    ['a zero connection cap', [...SKIP, '--max-connections', '0'], {}, /"0" for --max-connections: expected an integer from 1 to 1000000/],
+    ['a zero minimum body rate', [...SKIP, '--min-body-bytes', '0'], {}, /--min-body-bytes: must be greater than 0/],
+    ['a zero headers timeout', [...SKIP], { PLATFORM_HEADERS_TIMEOUT: '0s' }, /PLATFORM_HEADERS_TIMEOUT: must be greater than 0/],
     ['an archive limit in MB', [...SKIP], { PLATFORM_MAX_ARCHIVE_BYTES: '8MB' }, /"8MB" for PLATFORM_MAX_ARCHIVE_BYTES/],
     ['a claim without a value', [...SKIP, '--required-claim', 'groups'], {}, /--required-claim: expected claim=value/],
     ['a claim without a name', [...SKIP, '--required-claim', '=admin'], {}, /expected claim=value/],

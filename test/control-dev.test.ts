@@ -13,7 +13,7 @@ import { until } from './helpers/control.js'
 
 const devJs = fileURLToPath(new URL('../dist/scripts/dev.js', import.meta.url))
 
-function startDev (t: Test, extraEnv: Record<string, string> = {}) {
+function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[] = []) {
   const dir = mkdtempSync(join(tmpdir(), 'control-dev-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = {}
@@ -21,7 +21,7 @@ function startDev (t: Test, extraEnv: Record<string, string> = {}) {
     if (!/^(PLATFORM_|RELAY_|TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
   }
   Object.assign(env, { RELAY_ADDR: '127.0.0.1:0', PLATFORM_ADDR: '127.0.0.1:0', PLATFORM_DATA_DIR: join(dir, 'data'), ...extraEnv })
-  const child = spawn(process.execPath, [devJs], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [devJs, ...args], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
@@ -29,14 +29,18 @@ function startDev (t: Test, extraEnv: Record<string, string> = {}) {
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   /** The port a service logged, from its prefixed JSON line. */
   const port = (service: string, message: string): number | undefined => {
+    return entry(service, message)?.port
+  }
+  /** A service's JSON log line with this message. */
+  const entry = (service: string, message: string): { msg?: string; port?: number; host?: string } | undefined => {
     for (const line of output.split('\n')) {
       if (!line.startsWith(`${service.padEnd(7)} | {`)) continue
-      const entry = JSON.parse(line.slice(10)) as { msg?: string; port?: number }
-      if (entry.msg === message) return entry.port
+      const parsed = JSON.parse(line.slice(10)) as { msg?: string; port?: number; host?: string }
+      if (parsed.msg === message) return parsed
     }
     return undefined
   }
-  return { child, exited, output: () => output, port }
+  return { child, exited, output: () => output, port, entry }
 }
 
 t.test('both services start with prefixed output and stop together on SIGINT', async (t) => {
@@ -61,4 +65,21 @@ t.test('when one service dies, the other is stopped and the exit code says so', 
   t.equal(await dev.exited, 2, "the control plane's exit code 2")
   t.match(dev.output(), /^control \| control: invalid value "0" for PLATFORM_MAX_ARCHIVE_BYTES/m, 'its error line, prefixed')
   t.match(dev.output(), /^relay {3}\| exited \((code 0|SIGTERM)\)$/m, 'the relay was stopped')
+})
+
+// Authentication is off in `npm run dev`: listening on every interface would hand the API to
+// anyone on the network.
+t.test('loopback only unless --host says otherwise: an address without a host gets 127.0.0.1', async (t) => {
+  const dev = startDev(t, { RELAY_ADDR: ':0', PLATFORM_ADDR: ':0' })
+  await until(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 60_000, 'both services to listen')
+  t.equal(dev.entry('relay', 'relay listening')?.host, '127.0.0.1')
+  t.equal(dev.entry('control', 'control plane listening')?.host, '127.0.0.1')
+  dev.child.kill('SIGINT')
+  t.equal(await dev.exited, 0)
+
+  const open = startDev(t, { RELAY_ADDR: ':0', PLATFORM_ADDR: ':0' }, ['--host', '0.0.0.0'])
+  await until(() => open.port('control', 'control plane listening') !== undefined, 60_000, 'the control plane to listen')
+  t.equal(open.entry('control', 'control plane listening')?.host, '0.0.0.0', '--host opens it up')
+  open.child.kill('SIGINT')
+  t.equal(await open.exited, 0)
 })

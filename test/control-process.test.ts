@@ -53,6 +53,30 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
   }))
 })
 
+// Each unusable data directory ends the start with exit code 2 and one line that names it and
+// says why. Tests run as root, whom chmod does not stop, so "not writable" is a directory the
+// kernel refuses writes in whatever the caller: /sys/kernel (sysfs refuses new files, EACCES).
+// /proc/<new name> is the path Node's recursive mkdir used to spin on forever (ENOENT from a
+// parent that exists).
+t.test('an unusable data directory: exit code 2 and one line naming it and the reason', async (t) => {
+  const dir = scratchDir(t)
+  const aFile = join(dir, 'a-file')
+  writeFileSync(aFile, 'not a directory')
+  const cases: Array<[string, string, RegExp]> = [
+    ['a path under /proc that cannot be created', '/proc/control-forbidden', /^control: cannot create --data-dir \/proc\/control-forbidden: ENOENT/],
+    ['a file', aFile, /^control: cannot use --data-dir .*a-file: it is not a directory/],
+    ['below a file', join(aFile, 'data'), /^control: cannot create --data-dir .*a-file\/data: ENOTDIR/],
+    ['a directory the kernel refuses writes in', '/sys/kernel', /^control: cannot write to --data-dir \/sys\/kernel: EACCES/],
+  ]
+  await Promise.all(cases.map(async ([what, dataDir, message]) => {
+    const run = await runToExit(t, ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', dataDir])
+    t.equal(run.code, 2, `${what}: exit code 2`)
+    t.equal(run.stdout, '', `${what}: nothing on stdout`)
+    t.equal(lines(run.stderr).length, 1, `${what}: exactly one line on stderr`)
+    t.match(run.stderr, message, `${what}: names the directory and the reason`)
+  }))
+})
+
 t.test('an unreachable database: a fatal log line and exit code 1', async (t) => {
   const run = await runToExit(t, ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0'], { PLATFORM_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x' })
   t.equal(run.code, 1)

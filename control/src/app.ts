@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Authenticator } from './auth.js'
+import { enforceBodyRate } from './body-rate.js'
 import type { Cluster } from './cluster.js'
 import { requireToken } from './auth.js'
 import type { ControlConfig } from './config.js'
@@ -49,7 +50,14 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
     genReqId: () => randomUUID(),
     // Only exact paths: /applications/ is not /applications.
     routerOptions: { ignoreTrailingSlash: false },
+    // Slow clients must not hold sockets and memory forever (Fastify's requestTimeout 0 would
+    // let them). Node checks headersTimeout only every connectionsCheckingInterval (30 s by
+    // default): checked ten times per timeout here, at most once a second.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: checkingIntervalMs(config.headersTimeoutMs) },
+    keepAliveTimeout: config.keepAliveTimeoutMs,
   }).withTypeProvider<TypeBoxTypeProvider>()
+  app.server.maxConnections = config.maxConnections
+  enforceBodyRate(app, { minBytes: config.minBodyBytes, windowMs: config.bodyRateWindowMs })
 
   // JSON only: a text/plain body would otherwise reach the schema as a string.
   app.removeContentTypeParser('text/plain')
@@ -118,6 +126,8 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
 
   return app
 }
+
+const checkingIntervalMs = (headersTimeoutMs: number): number => Math.min(1000, Math.max(10, Math.floor(headersTimeoutMs / 10)))
 
 // Fastify's own refusals get a plainer wording; the rest of its 4xx messages are fine as they are.
 const FASTIFY_MESSAGES: Record<string, string> = {

@@ -12,6 +12,9 @@ import { ApiError, InvalidInputError, TooLargeError } from './errors.js'
 import { contentProblem, pathProblem } from './source-files.js'
 import type { SourceLimits } from './source-files.js'
 
+/** The upload stream failed or closed early: the client hung up or sent a broken body. */
+export class UploadBrokeOffError extends InvalidInputError {}
+
 /** Pack files (path to text) into a .tar.gz: regular files, mode 0644, in path order. */
 export async function packArchive (files: Record<string, string>, mtime: Date): Promise<Buffer> {
   const pack = tar.pack()
@@ -106,7 +109,14 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
     extract.on('error', (error: Error) => fail(new InvalidInputError(`not a valid tar archive: ${error.message}`)))
     gunzip.on('error', (error: Error) => fail(new InvalidInputError(`not a valid gzip file: ${error.message}`)))
     for (const stream of [compressed, inflated]) stream.on('error', fail)
-    input.on('error', fail)
+    // The upload itself breaking (a client that hangs up, a multipart body that ends inside
+    // the part) is the client's doing: a 400, not an internal error. A stream that closes
+    // without ending, or was gone before this started, would otherwise leave the promise
+    // (and the request) pending forever.
+    const brokeOff = (reason: string): void => fail(new UploadBrokeOffError(`the upload broke off: ${reason}`))
+    input.on('error', (error: Error) => brokeOff(error.message))
+    input.on('close', () => { if (!input.readableEnded) brokeOff('the stream closed before its end') })
+    if (input.destroyed) return brokeOff('the stream closed before its end')
 
     input.pipe(compressed).pipe(gunzip).pipe(inflated).pipe(extract)
   })

@@ -46,6 +46,11 @@ export type ControlConfig = {
   buildMemory: string
   replicas: number
   invokeTimeoutMs: number
+  headersTimeoutMs: number // a request's headers must be complete within this
+  minBodyBytes: number // a request body must bring at least this many bytes ...
+  bodyRateWindowMs: number // ... in every window of this length, else the connection is cut
+  keepAliveTimeoutMs: number // an idle keep-alive connection is closed after this
+  maxConnections: number // connections past this many are closed on accept
   logLevel: string
 }
 
@@ -101,6 +106,12 @@ function parseQuantity (text: string): string {
   return text
 }
 
+function parseMaxConnections (text: string): number {
+  const n = Number(text)
+  if (!/^[0-9]+$/.test(text) || n < 1 || n > 1_000_000) throw new Error('expected an integer from 1 to 1000000')
+  return n
+}
+
 function parseReplicas (text: string): number {
   const n = Number(text)
   if (!/^[0-9]+$/.test(text) || n < 1 || n > 100) throw new Error('expected an integer from 1 to 100')
@@ -147,6 +158,11 @@ export const settings = [
   setting({ key: 'buildMemory', env: 'PLATFORM_BUILD_MEMORY', flag: '--build-memory', default: '2Gi', parse: parseQuantity, help: 'memory request and limit of a build container (Kubernetes quantity)' }),
   setting({ key: 'replicas', env: 'PLATFORM_REPLICAS', flag: '--replicas', default: '1', parse: parseReplicas, help: 'replicas of each deployed application (the SpinApp)' }),
   setting({ key: 'invokeTimeoutMs', env: 'PLATFORM_INVOKE_TIMEOUT', flag: '--invoke-timeout', default: '30s', parse: parseTimerDuration, help: 'how long invoke waits for the function; past it the result says 504' }),
+  setting({ key: 'headersTimeoutMs', env: 'PLATFORM_HEADERS_TIMEOUT', flag: '--headers-timeout', default: '10s', parse: parseTimerDuration, help: "how long a request's headers may take to arrive; past it the answer is 408 and the connection closes" }),
+  setting({ key: 'minBodyBytes', env: 'PLATFORM_MIN_BODY_BYTES', flag: '--min-body-bytes', default: '1KiB', parse: parsePositiveBytes, help: 'least a request body must bring per --body-rate-window, bytes or KiB/MiB; a slower upload is cut (connection closed)' }),
+  setting({ key: 'bodyRateWindowMs', env: 'PLATFORM_BODY_RATE_WINDOW', flag: '--body-rate-window', default: '10s', parse: parseTimerDuration, help: 'the window --min-body-bytes counts over' }),
+  setting({ key: 'keepAliveTimeoutMs', env: 'PLATFORM_KEEP_ALIVE_TIMEOUT', flag: '--keep-alive-timeout', default: '72s', parse: parseTimerDuration, help: "how long an idle keep-alive connection stays open; keep it above a proxy's idle timeout in front" }),
+  setting({ key: 'maxConnections', env: 'PLATFORM_MAX_CONNECTIONS', flag: '--max-connections', default: '1000', parse: parseMaxConnections, help: 'most connections open at once; more are closed as they arrive' }),
   setting({ key: 'logLevel', env: 'PLATFORM_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `log level: ${logLevels.join(', ')}` }),
 ]
 

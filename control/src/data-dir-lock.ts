@@ -16,7 +16,7 @@ export function lockDataDir (dataDir: string): () => void {
     try {
       fd = openSync(path, 'wx', 0o600)
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`cannot lock --data-dir ${dataDir}: ${(error as Error).message}`)
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`cannot write to --data-dir ${dataDir}: ${(error as Error).message}`)
       const owner = ownerOf(path)
       if (owner !== null && isRunning(owner)) {
         throw new ConfigError(`--data-dir ${dataDir} is in use by process ${owner}: one control plane per embedded database (or set --database-url)`)

@@ -2,10 +2,9 @@
 // compiled to WebAssembly (PGlite) in a local directory when no database URL is configured.
 // Both speak the same SQL and hand back the same JavaScript types (Date for timestamptz,
 // parsed objects for jsonb, strings for uuid), so nothing above this module knows which runs.
-import { mkdirSync } from 'node:fs'
 import pg from 'pg'
 import { lockDataDir } from './data-dir-lock.js'
-import { ConfigError } from './errors.js'
+import { prepareDataDir } from './data-dir.js'
 
 export type Row = Record<string, unknown>
 
@@ -27,11 +26,7 @@ export async function openDatabase (opts: { url: string; dataDir: string; logger
 }
 
 async function openPglite (dataDir: string): Promise<Database> {
-  try {
-    mkdirSync(dataDir, { recursive: true })
-  } catch (error) {
-    throw new ConfigError(`cannot create --data-dir ${dataDir}: ${(error as Error).message}`)
-  }
+  prepareDataDir(dataDir)
   const unlock = lockDataDir(dataDir)
   const db = await createPglite(dataDir).catch((error: unknown) => {
     unlock()

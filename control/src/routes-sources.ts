@@ -3,7 +3,7 @@ import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { RouteDeps } from './app.js'
-import { packArchive, unpackArchive } from './archive.js'
+import { packArchive, unpackArchive, UploadBrokeOffError } from './archive.js'
 import { ApiError, InvalidInputError } from './errors.js'
 import { getFunction } from './functions.js'
 import { functionNotFound } from './routes-functions.js'
@@ -93,6 +93,9 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
     try {
       if (await getFunction(db, appId, fnId) === null) throw functionNotFound()
       const files = await unpackArchive(await archiveStream(request), limits)
+      // `tar` run in the wrong directory still writes an empty archive: storing it would
+      // silently wipe the function's source.
+      if (Object.keys(files).length === 0) throw new InvalidInputError('the archive holds no files (was it made in the right directory?); the stored source is unchanged')
       checkFiles(files, limits)
       const source = await replaceSource(db, appId, fnId, files)
       if (source === null) throw functionNotFound()
@@ -101,6 +104,8 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
       // The rest of a refused upload is never read: end the connection after the answer
       // instead of draining what could be gigabytes.
       if (error instanceof ApiError) reply.header('connection', 'close')
+      // Usually a client that hung up: nobody reads the answer, and nothing is wrong here.
+      if (error instanceof UploadBrokeOffError) request.log.debug({ reason: error.message }, 'upload broke off')
       throw error
     }
   })
@@ -115,7 +120,15 @@ type UploadRequest = {
 /** The uploaded archive's bytes, whichever way they came. */
 async function archiveStream (request: UploadRequest): Promise<Readable> {
   if (request.isMultipart()) {
-    const part = await request.file()
+    let part
+    try {
+      part = await request.file()
+    } catch (error) {
+      // The plugin's own refusals (limits, content type) carry their status; anything else
+      // is the form parser failing on what the client sent.
+      if (typeof (error as { statusCode?: unknown }).statusCode === 'number') throw error
+      throw new InvalidInputError(`malformed multipart body: ${(error as Error).message}`)
+    }
     if (part === undefined || part.fieldname !== ARCHIVE_FIELD) {
       throw new InvalidInputError(`expected the archive in the multipart file field "${ARCHIVE_FIELD}"`)
     }

@@ -34,6 +34,26 @@ export function pathProblem (path: string): string | null {
   return null
 }
 
+// Keys that a plain JavaScript object does not hold as ordinary data: JSON.parse makes
+// "__proto__" an own key, an assignment sets the prototype instead, and Fastify's JSON parser
+// refuses it, so such a file would come back different (or not at all) depending on the way
+// it travelled. None of them is a file name a build needs.
+const RESERVED_PATHS = new Set(['__proto__', 'constructor', 'prototype'])
+
+/** Why the set of paths cannot be unpacked as files in one directory, or null when it can. */
+export function pathSetProblem (paths: string[]): string | null {
+  const files = new Set(paths)
+  for (const path of paths) {
+    if (RESERVED_PATHS.has(path)) return `invalid file path ${JSON.stringify(path)}: a name JavaScript objects reserve`
+    // "a" and "a/b" cannot both be written: "a" would have to be a file and a directory.
+    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
+      const parent = path.slice(0, slash)
+      if (files.has(parent)) return `invalid file path ${JSON.stringify(path)}: ${JSON.stringify(parent)} is a file, so it cannot be a directory too`
+    }
+  }
+  return null
+}
+
 /** Why `content` cannot be stored as a file's text, or null when it can. */
 export function contentProblem (content: string): string | null {
   // PostgreSQL text and jsonb cannot hold NUL.
@@ -55,6 +75,8 @@ export function checkFiles (files: Record<string, string>, limits: SourceLimits)
     if (contentIssue !== null) throw new InvalidInputError(`invalid file ${JSON.stringify(path)}: ${contentIssue}`)
     total += Buffer.byteLength(content, 'utf8')
   }
+  const setProblem = pathSetProblem(paths)
+  if (setProblem !== null) throw new InvalidInputError(setProblem)
   if (total > limits.maxBytes) throw new TooLargeError(`source too large: the files hold more than ${limits.maxBytes} bytes`)
 }
 
