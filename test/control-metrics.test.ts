@@ -114,9 +114,9 @@ t.test('each control plane counts its own requests', async (t) => {
   t.equal(sample((await scrape(t, two)).text, 'platform_http_requests_total', 'method="GET",route="/api/v1/applications",status_code="200"'), undefined)
 })
 
-t.test('the README shows the PromQL the code sends', async (t) => {
+t.test('the control-plane docs show the PromQL the code sends', async (t) => {
   // Markdown tables escape the pipe.
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replaceAll('\\|', '|')
+  const readme = readFileSync(new URL('../docs/control-plane.md', import.meta.url), 'utf8').replaceAll('\\|', '|')
   const app = { namespace: '$ns', appName: '$app' }
   const queries = { ...applicationQueries(app, 60_000), ...functionQueries(app, '$route', 60_000), ...overviewQueries(60_000) }
   t.equal(Object.keys(queries).length, 7)

@@ -29,7 +29,7 @@ const ALLOWED_KINDS: Record<string, string[]> = {
   'networking.k8s.io/v1': ['Ingress', 'NetworkPolicy'],
   'monitoring.coreos.com/v1': ['ServiceMonitor'],
 }
-// Made by the operator, never committed: the README says how.
+// Made by the operator, never committed: docs/operations.md says how.
 const OPERATOR_SECRETS = ['control-database']
 // Stand-ins for what the kubelet fills in, to run the settings parsers on a container's env.
 const SECRET_VALUES: Record<string, string> = { 'control-database/url': 'postgres://user:password@db.example.com:5432/platform' }
@@ -175,7 +175,7 @@ t.test('selectors match pod labels, and named ports exist where they are used', 
 })
 
 t.test('the control plane: its ServiceAccount, RoleBinding, ConfigMap and Secret', async (t) => {
-  const readme = readFileSync(join(repo, 'README.md'), 'utf8')
+  const readme = readFileSync(join(repo, 'docs', 'operations.md'), 'utf8')
   for (const [dir, build] of builds) {
     for (const workload of workloads(build)) {
       const account = workload.spec.template.spec.serviceAccountName
@@ -186,7 +186,7 @@ t.test('the control plane: its ServiceAccount, RoleBinding, ConfigMap and Secret
           const secret = entry.valueFrom?.secretKeyRef?.name
           if (secret === undefined) continue
           t.ok(build.secrets.has(secret) || OPERATOR_SECRETS.includes(secret), `${dir}: Secret ${secret} of ${container.name} is generated or made by the operator`)
-          if (!build.secrets.has(secret)) t.ok(readme.includes(`create secret generic ${secret}`), `the README says how to create Secret ${secret}`)
+          if (!build.secrets.has(secret)) t.ok(readme.includes(`create secret generic ${secret}`), `docs/operations.md says how to create Secret ${secret}`)
         }
       }
     }
