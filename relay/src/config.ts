@@ -13,8 +13,8 @@ import {
   usage,
 } from '../../common/src/settings.js'
 import { formatDuration, parseDuration } from '../../common/src/duration.js'
-import type { RateLimit } from './admission.js'
-import { compileOriginPolicy } from './origins.js'
+import type { RateLimit } from './http/admission.js'
+import { compileOriginPolicy } from './http/origins.js'
 
 export type { ListenAddress }
 

@@ -3,7 +3,7 @@ import { parseConfig } from './config.js'
 import { ConfigError, ListenError, NativeUwsMissingError } from './errors.js'
 import { createLogger } from './logger.js'
 import { startRelay } from './server.js'
-import { loadUws } from './uws.js'
+import { loadUws } from './http/uws.js'
 
 async function main (): Promise<void> {
   let config

@@ -1,4 +1,4 @@
-import type { Headers } from './http.js'
+import type { Headers } from './responses.js'
 import type { OriginPolicy } from './origins.js'
 
 const ALLOWED_METHODS = 'GET, POST, DELETE'

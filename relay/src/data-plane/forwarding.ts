@@ -1,5 +1,5 @@
-import type { Metrics } from './metrics.js'
-import type { HeldMessage, Peer, SessionTable, Slot } from './sessions.js'
+import type { Metrics } from '../http/metrics.js'
+import type { HeldMessage, Peer, SessionTable, Slot } from '../session/table.js'
 
 export type ForwardingOptions = {
   /** Per-connection limit on bytes waiting for a peer: its socket backlog plus what held and queued messages cost. */

@@ -1,7 +1,7 @@
-import type { Logger } from './logger.js'
-import type { CloseReason, Metrics, SessionState } from './metrics.js'
+import type { Logger } from '../logger.js'
+import type { CloseReason, Metrics, SessionState } from '../http/metrics.js'
 import { newCredentials, slotOfToken } from './tokens.js'
-import type { WebSocket } from './uws.js'
+import type { WebSocket } from '../http/uws.js'
 
 export type SlotName = 'initiator' | 'responder'
 

@@ -1,8 +1,8 @@
-import type { Authenticator } from './auth.js'
-import { SCOPES } from './auth.js'
+import type { Authenticator } from '../auth.js'
+import { SCOPES } from '../auth.js'
 import { corsHeaders } from './cors.js'
-import { HttpError } from './errors.js'
-import { send, sendError, sendJson, trackAbort } from './http.js'
+import { HttpError } from '../errors.js'
+import { send, sendError, sendJson, trackAbort } from './responses.js'
 import type { OriginPolicy } from './origins.js'
 import type { HttpRequest, HttpResponse } from './uws.js'
 

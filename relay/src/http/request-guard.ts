@@ -1,5 +1,5 @@
-import { HttpError } from './errors.js'
-import { statusLine } from './http.js'
+import { HttpError } from '../errors.js'
+import { statusLine } from './responses.js'
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocketBehavior } from './uws.js'
 
 type Handler = (res: HttpResponse, req: HttpRequest) => void

@@ -1,12 +1,12 @@
 import { STATUS_CODES } from 'node:http'
-import { HttpError } from './errors.js'
+import { HttpError } from '../errors.js'
 import type { HttpResponse } from './uws.js'
 
 export type Headers = Record<string, string>
 
 const JSON_TYPE = 'application/json'
 
-export { bearerCredentials } from '../../common/src/oidc-keys.js'
+export { bearerCredentials } from '../../../common/src/oidc-keys.js'
 
 export function statusLine (status: number): string {
   return `${status} ${STATUS_CODES[status] ?? 'Unknown'}`

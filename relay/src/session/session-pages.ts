@@ -1,5 +1,5 @@
-import { HttpError } from './errors.js'
-import type { Session } from './sessions.js'
+import { HttpError } from '../errors.js'
+import type { Session } from './table.js'
 
 /**
  * GET /admin/sessions answers at most this many sessions unless `limit` says otherwise: 50,000

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import type * as Uws from 'uWebSockets.js'
-import { NativeUwsMissingError } from './errors.js'
+import { NativeUwsMissingError } from '../errors.js'
 
 export type {
   HttpRequest,
