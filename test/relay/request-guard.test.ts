@@ -3,7 +3,7 @@
 // Raw sockets, since fetch and ws would never send either.
 import { connect } from 'node:net'
 import t from 'tap'
-import { createSession, startTestRelay } from './helpers/relay.js'
+import { createSession, startTestRelay } from '../helpers/relay.js'
 
 type Answer = { status: number; head: string; body: string; closed: Promise<void> }
 

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
-import { startOidcProvider } from './fixtures/oidc-provider.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
 
 type Discovery = {
   issuer: string

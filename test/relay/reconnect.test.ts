@@ -5,12 +5,12 @@
 // messages already copied for this turn's write when the drop is noticed become held messages.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { createForwarder, HELD_MESSAGE_OVERHEAD } from '../relay/src/data-plane/forwarding.js'
-import { createLogger } from '../relay/src/logger.js'
-import { createMetrics } from '../relay/src/http/metrics.js'
-import type { Peer, PeerData, Slot } from '../relay/src/session/table.js'
-import { createSessionTable } from '../relay/src/session/table.js'
-import { attach, getSession, pair, startTestRelay, until } from './helpers/relay.js'
+import { createForwarder, HELD_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/forwarding.js'
+import { createLogger } from '../../relay/src/logger.js'
+import { createMetrics } from '../../relay/src/http/metrics.js'
+import type { Peer, PeerData, Slot } from '../../relay/src/session/table.js'
+import { createSessionTable } from '../../relay/src/session/table.js'
+import { attach, getSession, pair, startTestRelay, until } from '../helpers/relay.js'
 
 t.test('a dropped peer gets everything sent meanwhile, in order, across sizes and types, up to the limit', async (t) => {
   const limit = 512 * 1024

@@ -9,9 +9,9 @@ import { connect } from 'node:net'
 import type { Socket } from 'node:net'
 import t from 'tap'
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose'
-import { startOidcProvider } from './fixtures/oidc-provider.js'
-import { attach, createSession, refusalOf, startTestRelay, until } from './helpers/relay.js'
-import type { Created, TestRelay } from './helpers/relay.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { attach, createSession, refusalOf, startTestRelay, until } from '../helpers/relay.js'
+import type { Created, TestRelay } from '../helpers/relay.js'
 
 const AUDIENCE = 'https://relay.test'
 const FUZZ_REQUESTS = 400

@@ -7,10 +7,10 @@ import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
-import { createSessionStore } from '../bench/baselines/sessions.js'
-import { acceptKey, clientFrameHeader, createFrameParser } from '../bench/frames.js'
+import { createSessionStore } from '../../bench/baselines/sessions.js'
+import { acceptKey, clientFrameHeader, createFrameParser } from '../../bench/frames.js'
 
-const generator = fileURLToPath(new URL('../dist/bench/load-generator.js', import.meta.url))
+const generator = fileURLToPath(new URL('../../dist/bench/load-generator.js', import.meta.url))
 
 function frame (seq: number, size: number, masked: boolean): Buffer {
   const payload = Buffer.alloc(size)

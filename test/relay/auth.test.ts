@@ -6,10 +6,10 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { SignJWT, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK } from 'jose'
 import type { JWK, JWTPayload } from 'jose'
-import { startOidcProvider } from './fixtures/oidc-provider.js'
-import type { OidcFixture, OidcFixtureOptions } from './fixtures/oidc-provider.js'
-import { attach, delay, refusalOf, startTestRelay, until } from './helpers/relay.js'
-import type { TestRelay } from './helpers/relay.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import type { OidcFixture, OidcFixtureOptions } from '../fixtures/oidc-provider.js'
+import { attach, delay, refusalOf, startTestRelay, until } from '../helpers/relay.js'
+import type { TestRelay } from '../helpers/relay.js'
 
 const AUDIENCE = 'https://relay.test'
 const OTHER_AUDIENCE = 'https://other.test'
@@ -72,7 +72,7 @@ t.test('missing, malformed and invalid tokens: 401 invalid_token', async (t) => 
   const oidc = await provider(t, { audiences: [AUDIENCE, OTHER_AUDIENCE], accessTokenTtlSeconds: 2 })
   const stranger = await provider(t)
   // Thirty-odd refusals from one address: past the default admission limit, tested on its own
-  // in relay-admission.test.ts.
+  // in admission.test.ts.
   const relay = await startTestRelay(t, [...authFlags(oidc.issuer), '--admin-auth-failure-limit', 'off'])
   const good = await oidc.token()
   t.equal((await call(relay, 'POST', '/admin/sessions', bearer(good))).status, 201, 'control: the fresh token is accepted')

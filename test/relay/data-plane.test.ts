@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { attach, createSession, delay, getSession, pair, refusalOf, startTestRelay, until } from './helpers/relay.js'
+import { attach, createSession, delay, getSession, pair, refusalOf, startTestRelay, until } from '../helpers/relay.js'
 
 t.test('frames flow both ways, in order, byte-exact, with their text or binary type', async (t) => {
   const relay = await startTestRelay(t)

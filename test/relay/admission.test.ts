@@ -4,10 +4,10 @@
 import { request } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
 import t from 'tap'
-import { addressKey, createAddressLimiter } from '../relay/src/http/admission.js'
-import { startOidcProvider } from './fixtures/oidc-provider.js'
-import { attach, createSession, pair, startTestRelay, until } from './helpers/relay.js'
-import type { TestRelay } from './helpers/relay.js'
+import { addressKey, createAddressLimiter } from '../../relay/src/http/admission.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { attach, createSession, pair, startTestRelay, until } from '../helpers/relay.js'
+import type { TestRelay } from '../helpers/relay.js'
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: unknown }
 

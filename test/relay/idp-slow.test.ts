@@ -1,7 +1,7 @@
 // A slow identity provider: one that accepts connections and never answers, or sends headers
 // and then stalls in the body. Every fetch has a timeout, so admin requests answer 503 instead
 // of hanging, the data plane is untouched, and the relay recovers without a restart once the
-// provider answers again. (Down at start, down mid-run and key rotation: relay-auth.test.ts.)
+// provider answers again. (Down at start, down mid-run and key rotation: auth.test.ts.)
 import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { ServerResponse } from 'node:http'
@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
-import { startTestRelay, until } from './helpers/relay.js'
-import type { TestRelay } from './helpers/relay.js'
-import { withTimeout } from './helpers/wait.js'
+import { startTestRelay, until } from '../helpers/relay.js'
+import type { TestRelay } from '../helpers/relay.js'
+import { withTimeout } from '../helpers/wait.js'
 
 const AUDIENCE = 'https://relay.test'
 const UNAVAILABLE = { error: 'identity provider unavailable' }

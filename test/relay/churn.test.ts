@@ -5,8 +5,8 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import type { Test } from 'tap'
-import { attach, createSession, startTestRelay, until } from './helpers/relay.js'
-import type { TestPeer, TestRelay } from './helpers/relay.js'
+import { attach, createSession, startTestRelay, until } from '../helpers/relay.js'
+import type { TestPeer, TestRelay } from '../helpers/relay.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void

@@ -5,13 +5,13 @@ import { connect, createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { attach } from './helpers/relay.js'
-import type { Created } from './helpers/relay.js'
-import { freePort } from './helpers/ports.js'
-import { lines, processRunner } from './helpers/process.js'
+import { attach } from '../helpers/relay.js'
+import type { Created } from '../helpers/relay.js'
+import { freePort } from '../helpers/ports.js'
+import { lines, processRunner } from '../helpers/process.js'
 
-const mainJs = fileURLToPath(new URL('../dist/relay/src/main.js', import.meta.url))
-const packageJson = fileURLToPath(new URL('../package.json', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../dist/relay/src/main.js', import.meta.url))
+const packageJson = fileURLToPath(new URL('../../package.json', import.meta.url))
 const noAuth = ['--no-auth', '--addr', '127.0.0.1:0']
 const { runToExit, start: startRelayProcess } = processRunner({
   mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening', startTimeoutMs: 10_000, exitTimeoutMs: 10_000,

@@ -9,9 +9,9 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, TokenRejectedError, verifyBearer } from '../common/src/oidc-keys.js'
-import type { OidcKeys } from '../common/src/oidc-keys.js'
-import { startOidcProvider } from './fixtures/oidc-provider.js'
+import { createOidcKeys, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
+import type { OidcKeys } from '../../common/src/oidc-keys.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
 
 const AUDIENCE = 'https://relay.test'
 const quiet = { info () {}, warn () {} }

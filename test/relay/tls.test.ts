@@ -4,10 +4,10 @@ import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import t from 'tap'
 import type { Test } from 'tap'
-import { attach } from './helpers/relay.js'
-import type { Created } from './helpers/relay.js'
-import { startTestRelay } from './helpers/relay.js'
-import { selfSignedCertificate } from './helpers/tls.js'
+import { attach } from '../helpers/relay.js'
+import type { Created } from '../helpers/relay.js'
+import { startTestRelay } from '../helpers/relay.js'
+import { selfSignedCertificate } from '../helpers/tls.js'
 
 t.test('admin over https and peers over wss, with a self-signed certificate', async (t) => {
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)

@@ -3,7 +3,7 @@
 // never notices.
 import { request } from 'node:http'
 import t from 'tap'
-import { attach, createSession, pair, refusalOf, startTestRelay } from './helpers/relay.js'
+import { attach, createSession, pair, refusalOf, startTestRelay } from '../helpers/relay.js'
 
 t.test('bad input gets its documented answer and disturbs no other session', async (t) => {
   const relay = await startTestRelay(t)

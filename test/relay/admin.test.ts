@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { attach, createSession, getSession, pair, startTestRelay } from './helpers/relay.js'
+import { attach, createSession, getSession, pair, startTestRelay } from '../helpers/relay.js'
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const BASE64URL_16 = /^[A-Za-z0-9_-]{22}$/

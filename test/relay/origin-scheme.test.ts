@@ -2,8 +2,8 @@
 // of a relay on https://host, nor the other way round (Host carries no scheme).
 import { request as httpsRequest } from 'node:https'
 import t from 'tap'
-import { attach, createSession, refusalOf, startTestRelay } from './helpers/relay.js'
-import { selfSignedCertificate } from './helpers/tls.js'
+import { attach, createSession, refusalOf, startTestRelay } from '../helpers/relay.js'
+import { selfSignedCertificate } from '../helpers/tls.js'
 
 t.test('a plain-http relay: an https page on its host and port is not same-origin', async (t) => {
   const relay = await startTestRelay(t)
