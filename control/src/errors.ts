@@ -3,7 +3,7 @@
 // else that reaches the error handler is an internal error and its message is only logged.
 
 /** A setting that does not parse: the process exits with code 2. Shared with the relay. */
-export { ConfigError } from '../../common/src/settings.js'
+export { ConfigError } from '../../common/src/config/settings.js'
 
 export class ControlError extends Error {
   readonly code: string = 'ERR_CONTROL'

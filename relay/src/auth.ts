@@ -1,6 +1,6 @@
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
-import type { OidcKeysOptions } from '../../common/src/oidc-keys.js'
+import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/auth/oidc-keys.js'
+import type { OidcKeysOptions } from '../../common/src/auth/oidc-keys.js'
 import { HttpError } from './errors.js'
 import type { Logger } from './logger.js'
 

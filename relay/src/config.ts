@@ -1,4 +1,4 @@
-import type { ListenAddress, Setting } from '../../common/src/settings.js'
+import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
 import {
   anyText,
   ConfigError,
@@ -11,8 +11,8 @@ import {
   parseTimerDuration,
   readSettings,
   usage,
-} from '../../common/src/settings.js'
-import { formatDuration, parseDuration } from '../../common/src/duration.js'
+} from '../../common/src/config/settings.js'
+import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import type { RateLimit } from './http/admission.js'
 import { compileOriginPolicy } from './http/origins.js'
 

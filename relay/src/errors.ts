@@ -9,7 +9,7 @@ export class RelayError extends Error {
 }
 
 /** A setting that does not parse: the process exits with code 2. Shared with the control plane. */
-export { ConfigError } from '../../common/src/settings.js'
+export { ConfigError } from '../../common/src/config/settings.js'
 
 /** The listen address cannot be bound; the message names the address and the OS's reason. */
 export class ListenError extends RelayError {
@@ -22,7 +22,7 @@ export class NativeUwsMissingError extends RelayError {
 }
 
 /** The identity provider's discovery document or keys cannot be fetched. Shared with the control plane. */
-export { IdpUnavailableError } from '../../common/src/oidc-keys.js'
+export { IdpUnavailableError } from '../../common/src/auth/oidc-keys.js'
 
 /** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
 export class HttpError extends RelayError {

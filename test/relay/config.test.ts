@@ -1,5 +1,5 @@
 import t from 'tap'
-import { parseBytes, parseListenAddress } from '../../common/src/settings.js'
+import { parseBytes, parseListenAddress } from '../../common/src/config/settings.js'
 import { parseConfig, relayUsage, settings } from '../../relay/src/config.js'
 import type { RelayConfig } from '../../relay/src/config.js'
 import { ConfigError } from '../../relay/src/errors.js'
