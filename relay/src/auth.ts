@@ -1,7 +1,7 @@
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/auth/oidc-keys.js'
+import { createOidcKeys, verifyBearer } from '../../common/src/auth/oidc-keys.js'
 import type { OidcKeysOptions } from '../../common/src/auth/oidc-keys.js'
-import { HttpError } from './errors.js'
+import { insufficientScope, tokenRefusal } from '../../common/src/auth/refusals.js'
 import type { Logger } from './logger.js'
 
 export const SCOPES = ['relay:session:create', 'relay:session:read', 'relay:session:delete'] as const
@@ -45,13 +45,9 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       payload = await verifyBearer(keys, authorization, opts.audience)
     } catch (error) {
-      throw toHttpError(error)
+      throw tokenRefusal(error)
     }
-    if (!scopesOf(payload).includes(scope)) {
-      throw new HttpError(403, `token lacks scope ${scope}`, {
-        'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
-      })
-    }
+    if (!scopesOf(payload).includes(scope)) throw insufficientScope(`token lacks scope ${scope}`, scope)
     return payload
   }
 
@@ -60,7 +56,7 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       doc = await keys.discovery()
     } catch (error) {
-      throw toHttpError(error)
+      throw tokenRefusal(error)
     }
     const text = (value: unknown): string => (typeof value === 'string' ? value : '')
     return {
@@ -82,17 +78,4 @@ export function scopesOf (payload: JWTPayload): string[] {
   if (Array.isArray(payload.scp)) scopes.push(...payload.scp.filter((s): s is string => typeof s === 'string'))
   else if (typeof payload.scp === 'string') scopes.push(...payload.scp.split(' ').filter(Boolean))
   return scopes
-}
-
-function unauthorized (message: string): HttpError {
-  return new HttpError(401, message, { 'www-authenticate': 'Bearer error="invalid_token"' })
-}
-
-function toHttpError (error: unknown): HttpError {
-  if (error instanceof IdpUnavailableError) return new HttpError(503, 'identity provider unavailable', { 'retry-after': '5' })
-  if (error instanceof TokenRejectedError) {
-    // RFC 6750 §3.1: a request without credentials gets the challenge but no error code.
-    return error.missing ? new HttpError(401, error.message, { 'www-authenticate': 'Bearer' }) : unauthorized(error.message)
-  }
-  throw error
 }

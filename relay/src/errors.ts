@@ -1,4 +1,6 @@
-// Errors carry a stable `code` so callers branch on it, never on message text.
+// Errors carry a stable `code` so callers branch on it, never on message text. Refusals that
+// become HTTP answers are the common root's (common/src/errors.ts); the classes here are the
+// relay's own failures to start.
 
 export class RelayError extends Error {
   readonly code: string = 'ERR_RELAY'
@@ -25,13 +27,4 @@ export class NativeUwsMissingError extends RelayError {
 export { IdpUnavailableError } from '../../common/src/auth/oidc-keys.js'
 
 /** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
-export class HttpError extends RelayError {
-  override readonly code = 'ERR_HTTP'
-  readonly status: number
-  readonly headers: Record<string, string>
-  constructor (status: number, message: string, headers: Record<string, string> = {}) {
-    super(message)
-    this.status = status
-    this.headers = headers
-  }
-}
+export { HttpError } from '../../common/src/errors.js'
