@@ -7,6 +7,7 @@ import type { Authenticator, AuthOptions } from './auth.js'
 import { createAuthenticator } from './auth.js'
 import type { RelayConfig } from './config.js'
 import { dataPlaneBehavior } from './data-plane/behavior.js'
+import { CLOSE_CODES } from './data-plane/close-codes.js'
 import { discoveryHandler } from './http/discovery.js'
 import { ConfigError, HttpError, ListenError } from './errors.js'
 import { createForwarder } from './data-plane/forwarding.js'
@@ -28,7 +29,7 @@ export type RelayServer = {
   sessionCount (): number
   /** Bytes waiting to reach peers across the process, as the backlog limits count them. */
   backlogBytes (): number
-  /** Stop accepting, close every peer with 1001, and release the port. */
+  /** Stop accepting, close every peer with the shutdown close code, and release the port. */
   shutdown (): Promise<void>
 }
 
@@ -153,7 +154,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   function shutdown (): Promise<void> {
     stopping ??= (async () => {
       uws.us_listen_socket_close(listenSocket)
-      table.closeAll('shutdown', 1001, 'relay shutting down')
+      table.closeAll('shutdown', CLOSE_CODES.shutdown)
       auth?.close()
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
       while (openSockets > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))

@@ -29,7 +29,7 @@ function fakePeer (slot: Slot, answer: () => number = () => 1) {
 function setup (t: Test, maxBacklog = 1024 * 1024) {
   const metrics = createMetrics()
   const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
+  t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
   const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
   const { session } = table.create()
   return { table, forwarder, session, metrics }

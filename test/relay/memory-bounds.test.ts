@@ -155,7 +155,7 @@ t.test('a closed peer that pings instead of reading: its pongs count, and past t
   pinger.buffered = 600
   forwarder.pinged(pinger.peer)
   t.equal(table.backlog.total, 600, 'a live peer\'s pongs count')
-  table.close(session, 'deleted', 4000, 'session deleted', false)
+  table.close(session, { reason: 'deleted', frame: { code: 4000, message: 'session deleted' }, remove: false })
   t.equal(table.backlog.total, 600, 'closed, it owes them before its close frame')
   pinger.buffered = 900
   forwarder.pinged(pinger.peer)
@@ -171,7 +171,7 @@ t.test('a closed peer that pings instead of reading: its pongs count, and past t
 function unit (t: Test, maxBacklog: number) {
   const metrics = createMetrics()
   const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
+  t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
   const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
   const { session } = table.create()
   return { table, forwarder, session }

@@ -53,7 +53,7 @@ t.test('a dropped peer gets everything sent meanwhile, in order, across sizes an
 t.test('messages already queued for this turn\'s write when the drop is noticed are held, ahead of later ones', async (t) => {
   const metrics = createMetrics()
   const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', 1001, 'test over'))
+  t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
   const forwarder = createForwarder(table, { maxBacklog: 1024 * 1024, maxTotalBacklog: 4 * 1024 * 1024, metrics })
   const { session } = table.create()
   const initiator = fakePeer(session.initiator)

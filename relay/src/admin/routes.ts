@@ -1,3 +1,4 @@
+import { CLOSE_CODES } from '../data-plane/close-codes.js'
 import type { AddressLimiter } from '../http/admission.js'
 import { clientAddress } from '../http/admission.js'
 import type { Authenticator, Scope } from '../auth.js'
@@ -76,7 +77,7 @@ export function registerAdminRoutes (app: Routes, deps: AdminDeps): void {
   app.del('/admin/sessions/:id', adminRoute(deps, 'relay:session:delete', false, (res, { id, cors }) => {
     const session = table.find(id)
     if (session === undefined) throw notFound()
-    table.close(session, 'deleted', 4000, 'session deleted', true)
+    table.close(session, { reason: 'deleted', frame: CLOSE_CODES.deleted, remove: true })
     send(res, 204, '', cors)
   }))
 

@@ -1,5 +1,6 @@
 import type { AddressLimiter } from '../http/admission.js'
 import { clientAddress } from '../http/admission.js'
+import { CLOSE_CODES } from './close-codes.js'
 import { HttpError } from '../errors.js'
 import type { Forwarder } from './forwarding.js'
 import { bearerCredentials, sendError } from '../http/responses.js'
@@ -25,8 +26,6 @@ export type DataPlaneDeps = {
 
 /** What uWS 20.30 reports when it closes a connection for a message above maxPayloadLength. */
 const TOO_BIG_MESSAGE = 'Received too big message'
-/** uWS's close code for a connection lost without a close frame. */
-const ABNORMAL_CLOSURE = 1006
 /** Close both sides if a peer answers no ping for this long; uWS pings automatically. */
 const IDLE_TIMEOUT_SECONDS = 120
 
@@ -121,7 +120,7 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
       data.ended = true
       const slot: Slot = data.slot
       table.releasePeer(slot)
-      if (code === ABNORMAL_CLOSURE) {
+      if (code === CLOSE_CODES.abnormal.code) {
         const reason = Buffer.from(message).toString()
         if (reason === TOO_BIG_MESSAGE) {
           metrics.framesTooBig++
@@ -131,7 +130,7 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
         return
       }
       // A close frame is a deliberate end: the counterpart gets the same code and reason.
-      table.close(slot.session, 'peer_closed', code, new Uint8Array(message).slice(), false)
+      table.close(slot.session, { reason: 'peer_closed', frame: { code, message: new Uint8Array(message).slice() }, remove: false })
     },
   }
 }

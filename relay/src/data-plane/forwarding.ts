@@ -1,3 +1,4 @@
+import { CLOSE_CODES } from './close-codes.js'
 import type { Metrics } from '../http/metrics.js'
 import type { HeldMessage, Peer, SessionTable, Slot } from '../session/table.js'
 
@@ -284,7 +285,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   }
 
   function tooSlow (slot: Slot): void {
-    table.close(slot.session, 'too_slow', 4003, 'receiver too slow', false)
+    table.close(slot.session, { reason: 'too_slow', frame: CLOSE_CODES.tooSlow, remove: false })
   }
 
   return { forward, deliverHeld, drained, pinged }

@@ -1,5 +1,7 @@
 import type { Logger } from '../logger.js'
 import type { CloseReason, Metrics, SessionState } from '../http/metrics.js'
+import { CLOSE_CODES } from '../data-plane/close-codes.js'
+import type { CloseFrame } from '../data-plane/close-codes.js'
 import { newCredentials, slotOfToken } from './tokens.js'
 import type { WebSocket } from '../http/uws.js'
 
@@ -69,6 +71,15 @@ export type SessionView = {
   bytes_out: number
   initiator_connected: boolean
   responder_connected: boolean
+}
+
+/** How a session closes: the reason it is counted under, the frame its peers get, and whether it leaves the table at once. */
+export type SessionClose = {
+  reason: CloseReason
+  /** A peer's own close frame is passed on as its bytes. */
+  frame: { code: number; message: string | Uint8Array }
+  /** Removed sessions answer 404 at once; the others stay visible as `closed` until the next sweep. */
+  remove: boolean
 }
 
 export type CreatedSession = { session: Session; initiatorToken: string; responderToken: string }
@@ -181,10 +192,11 @@ export function createSessionTable (opts: SessionTableOptions) {
   }
 
   /**
-   * Close a session: end both peers with `code`, kill its tokens. Removed sessions answer 404
+   * Close a session: end both peers with the frame, kill its tokens. Removed sessions answer 404
    * at once; the others stay visible as `closed` until the next sweep.
    */
-  function close (session: Session, reason: CloseReason, code: number, message: string | Uint8Array, remove: boolean): void {
+  function close (session: Session, { reason, frame, remove }: SessionClose): void {
+    const { code, message } = frame
     if (!session.closed) {
       session.closed = true
       for (const slot of [session.initiator, session.responder]) {
@@ -273,7 +285,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     if (slot.waitTimer !== null || slot.session.closed) return
     slot.waitTimer = setTimeout(() => {
       slot.waitTimer = null
-      close(slot.session, 'peer_wait', 4002, 'peer did not arrive', false)
+      close(slot.session, { reason: 'peer_wait', frame: CLOSE_CODES.peerWait, remove: false })
     }, opts.peerWaitMs)
   }
 
@@ -296,7 +308,7 @@ export function createSessionTable (opts: SessionTableOptions) {
         armExpiry(session.expiresAt)
         return
       }
-      close(session, 'expired', 4001, 'session expired', true)
+      close(session, { reason: 'expired', frame: CLOSE_CODES.expired, remove: true })
     }
   }
 
@@ -308,10 +320,10 @@ export function createSessionTable (opts: SessionTableOptions) {
     expireDue()
   }
 
-  /** Close every session with `code`, for shutdown, and stop the timers. */
-  function closeAll (reason: CloseReason, code: number, message: string): void {
+  /** Close every session with `frame`, for shutdown, and stop the timers. */
+  function closeAll (reason: CloseReason, frame: CloseFrame): void {
     shuttingDown = true
-    for (const session of sessions.values()) close(session, reason, code, message, true)
+    for (const session of sessions.values()) close(session, { reason, frame, remove: true })
     for (const peer of [...closing]) closingDrained(peer)
     stop()
   }
