@@ -145,4 +145,5 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   return config
 }
 
-export const relayUsage = (): string => usage(settings)
+/** What `relay --help` prints. */
+export const relayUsage = (): string => usage(settings, 'relay')

@@ -9,6 +9,7 @@ import { attach } from '../helpers/relay.js'
 import type { Created } from '../helpers/relay.js'
 import { freePort } from '../helpers/ports.js'
 import { lines, processRunner } from '../helpers/process.js'
+import { settings } from '../../relay/src/config.js'
 
 const mainJs = fileURLToPath(new URL('../../dist/relay/src/main.js', import.meta.url))
 const packageJson = fileURLToPath(new URL('../../package.json', import.meta.url))
@@ -40,6 +41,20 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
     t.match(run.stderr, message, `${what}: the line says what is wrong`)
     t.match(run.stderr, /^relay: /, `${what}: the line names the program`)
   }))
+})
+
+t.test('--help: usage from the settings table on stdout, exit 0, nothing else', async (t) => {
+  // Whatever else is on the line, and before any setting is read: a broken setting does not hide the help.
+  for (const args of [['--help'], ['--bogus', '--help'], ['--addr', 'nope', '--help']]) {
+    const run = await runToExit(t, args, { RELAY_SESSION_TTL: 'abc' })
+    t.equal(run.code, 0, `${args.join(' ')}: exit code 0`)
+    t.equal(run.stderr, '', `${args.join(' ')}: nothing on stderr`)
+    t.match(run.stdout, /^Usage: relay /, `${args.join(' ')}: a synopsis first`)
+    for (const row of settings) {
+      const shown = row.default === '' ? '' : ` (default ${row.default})`
+      t.ok(run.stdout.includes(`  ${row.flag}, ${row.env}${shown}\n      ${row.help}\n`), `${row.flag}: flag, env var, default and help`)
+    }
+  }
 })
 
 t.test('UWS_USE_FALLBACK=1: the relay refuses the JavaScript fallback and exits 1', async (t) => {

@@ -77,12 +77,26 @@ function readFlags<C> (settings: ReadonlyArray<Setting<C>>, argv: string[]): Map
   return values
 }
 
-export function usage<C> (settings: ReadonlyArray<Setting<C>>): string {
+/**
+ * Whether `argv` asks for usage: `--help` anywhere. It cannot be a flag's value, since no value
+ * starts with '--'. The process checks this before readSettings, which refuses --help like any
+ * unknown flag.
+ */
+export function helpRequested (argv: readonly string[]): boolean {
+  return argv.includes('--help')
+}
+
+/**
+ * What --help prints, from the same table readSettings reads: every setting's flag, environment
+ * variable, default and help text. `command` adds the synopsis line.
+ */
+export function usage<C> (settings: ReadonlyArray<Setting<C>>, command?: string): string {
   const lines = settings.map((row) => {
     const shown = row.default === '' ? '' : ` (default ${row.default})`
     return `  ${row.flag}, ${row.env}${shown}\n      ${row.help}`
   })
-  return `Options (a flag overrides its environment variable):\n${lines.join('\n')}\n`
+  const synopsis = command === undefined ? '' : `Usage: ${command} [--flag value | --flag=value]...\n\n`
+  return `${synopsis}Options (a flag overrides its environment variable):\n${lines.join('\n')}\n`
 }
 
 // ---- parsers shared by both processes ----
