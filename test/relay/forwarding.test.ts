@@ -6,7 +6,7 @@ import type { Test } from 'tap'
 import { createForwarder, DIRECT_SEND_MIN_BYTES } from '../../relay/src/data-plane/forwarding.js'
 import { createLogger } from '../../relay/src/logger.js'
 import { createMetrics } from '../../relay/src/http/metrics.js'
-import type { Peer, PeerData, Slot } from '../../relay/src/session/table.js'
+import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'
 import { createSessionTable } from '../../relay/src/session/table.js'
 
 type Sent = { message: unknown; isBinary: boolean }

@@ -8,7 +8,7 @@ import t from 'tap'
 import { createForwarder, HELD_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/forwarding.js'
 import { createLogger } from '../../relay/src/logger.js'
 import { createMetrics } from '../../relay/src/http/metrics.js'
-import type { Peer, PeerData, Slot } from '../../relay/src/session/table.js'
+import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'
 import { createSessionTable } from '../../relay/src/session/table.js'
 import { attach, getSession, pair, startTestRelay, until } from '../helpers/relay.js'
 

@@ -12,7 +12,7 @@ import type { OriginPolicy } from '../http/origins.js'
 import type { Routes } from '../http/request-guard.js'
 import { pageOf, parsePageQuery } from '../session/session-pages.js'
 import type { CreatedSession, SessionTable } from '../session/table.js'
-import { iso, viewOf } from '../session/table.js'
+import { iso, viewOf } from '../session/session.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 
 /** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */

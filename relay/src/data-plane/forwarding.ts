@@ -1,6 +1,7 @@
 import { CLOSE_CODES } from './close-codes.js'
 import type { Metrics } from '../http/metrics.js'
-import type { HeldMessage, Peer, SessionTable, Slot } from '../session/table.js'
+import type { HeldMessage, Peer, Slot } from '../session/session.js'
+import type { SessionTable } from '../session/table.js'
 
 export type ForwardingOptions = {
   /** Per-connection limit on bytes waiting for a peer: its socket backlog plus what held and queued messages cost. */

@@ -1,3 +1,5 @@
+import type { SessionState } from '../session/session.js'
+
 // Counters are plain numbers bumped on the hot path; the text format is built only on scrape.
 
 export const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict', 'rate_limited'] as const
@@ -9,9 +11,6 @@ export type CloseReason = typeof CLOSE_REASONS[number]
 /** Admin requests refused by an admission limit: the 429s and the 503 of a full table. */
 export const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full'] as const
 export type AdminRefusal = typeof ADMIN_REFUSALS[number]
-
-export const SESSION_STATES = ['pending', 'half_open', 'open', 'closed'] as const
-export type SessionState = typeof SESSION_STATES[number]
 
 export type Metrics = {
   sessionsCreated: number

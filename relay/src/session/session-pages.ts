@@ -1,5 +1,5 @@
 import { HttpError } from '../errors.js'
-import type { Session } from './table.js'
+import type { Session } from './session.js'
 
 /**
  * GET /admin/sessions answers at most this many sessions unless `limit` says otherwise: 50,000
