@@ -3,7 +3,8 @@
 // here are stand-ins for uWS WebSocket objects; everything else is the relay's own code.
 import t from 'tap'
 import type { Test } from 'tap'
-import { createForwarder, DIRECT_SEND_MIN_BYTES } from '../../relay/src/data-plane/forwarding.js'
+import { createForwarder } from '../../relay/src/data-plane/forwarding.js'
+import { DIRECT_SEND_MIN_BYTES } from '../../relay/src/data-plane/message-costs.js'
 import { createLogger } from '../../relay/src/logger.js'
 import { createMetrics } from '../../relay/src/http/metrics.js'
 import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'

@@ -5,7 +5,8 @@
 // messages already copied for this turn's write when the drop is noticed become held messages.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { createForwarder, HELD_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/forwarding.js'
+import { createForwarder } from '../../relay/src/data-plane/forwarding.js'
+import { HELD_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/message-costs.js'
 import { createLogger } from '../../relay/src/logger.js'
 import { createMetrics } from '../../relay/src/http/metrics.js'
 import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'

@@ -101,7 +101,7 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
       if (!data.ended) forwarder.forward(data.slot, message, isBinary)
     },
 
-    // uWS has queued the pong by now; see Forwarder.pinged for why it counts.
+    // uWS has queued the pong by now; see pinged() in backlog-limits.ts for why it counts.
     ping (ws): void {
       forwarder.pinged(ws)
     },

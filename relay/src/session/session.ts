@@ -26,7 +26,7 @@ export type Slot = {
   peer: Peer | null
   /** Copies of messages that arrived while the peer was away, oldest first. Empty while it is attached. */
   held: HeldMessage[]
-  /** What `held` costs: payload plus HELD_MESSAGE_OVERHEAD per message (see forwarding.ts). */
+  /** What `held` costs: payload plus HELD_MESSAGE_OVERHEAD per message (data-plane/message-costs.ts). */
   heldBytes: number
   /** Messages waiting in the forwarder's arena for this turn's flush: flat (offset, length, isBinary) triples. */
   queued: number[]
