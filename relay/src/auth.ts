@@ -2,6 +2,7 @@ import type { JWTPayload } from 'jose'
 import { createOidcKeys, verifyBearer } from '../../common/src/auth/oidc-keys.js'
 import type { OidcKeysOptions } from '../../common/src/auth/oidc-keys.js'
 import { insufficientScope, tokenRefusal } from '../../common/src/auth/refusals.js'
+import type { RelayConfig } from './config.js'
 import type { Logger } from './logger.js'
 
 export const SCOPES = ['relay:session:create', 'relay:session:read', 'relay:session:delete'] as const
@@ -28,6 +29,9 @@ export type AuthOptions = {
   /** While the provider is unreachable, retry in the background this often. */
   retryMs?: number
 } & Pick<OidcKeysOptions, 'minRefreshMs' | 'maxRefreshMs' | 'now'>
+
+/** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
+export type AuthTuning = Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'now'>>
 
 export type Authenticator = {
   /** Resolves with the token's claims, or rejects with an HttpError (401, 403 or 503). */
@@ -78,4 +82,22 @@ export function scopesOf (payload: JWTPayload): string[] {
   if (Array.isArray(payload.scp)) scopes.push(...payload.scp.filter((s): s is string => typeof s === 'string'))
   else if (typeof payload.scp === 'string') scopes.push(...payload.scp.split(' ').filter(Boolean))
   return scopes
+}
+
+/** The authenticator the settings ask for; null with --no-auth, which it warns about, as it does about accepting any audience. */
+export function authenticatorFor (config: RelayConfig, logger: Logger, tuning: AuthTuning = {}): Authenticator | null {
+  if (config.noAuth) {
+    logger.warn('auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production')
+    return null
+  }
+  const auth = createAuthenticator({
+    issuer: config.oidcIssuer,
+    audience: config.oidcAudience,
+    logger,
+    minRefreshMs: config.jwksMinRefreshMs,
+    maxRefreshMs: config.jwksMaxRefreshMs,
+    ...tuning,
+  })
+  if (config.oidcAudience === '') logger.warn('no --oidc-audience: tokens issued for any audience are accepted')
+  return auth
 }

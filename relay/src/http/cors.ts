@@ -1,5 +1,8 @@
-import type { Headers } from './responses.js'
+import { HttpError } from '../errors.js'
 import type { OriginPolicy } from './origins.js'
+import type { Headers } from './responses.js'
+import { send, sendError } from './responses.js'
+import type { HttpRequest, HttpResponse } from './uws.js'
 
 const ALLOWED_METHODS = 'GET, POST, DELETE'
 const ALLOWED_HEADERS = 'Authorization, Content-Type'
@@ -21,5 +24,14 @@ export function preflightHeaders (cors: Headers): Headers {
     'access-control-allow-methods': ALLOWED_METHODS,
     'access-control-allow-headers': ALLOWED_HEADERS,
     'access-control-max-age': '600',
+  }
+}
+
+/** The answer to a CORS preflight: 204 with what the relay allows, or 403 for an Origin it does not. */
+export function preflight (allowsOrigin: OriginPolicy) {
+  return (res: HttpResponse, req: HttpRequest): void => {
+    const cors = corsHeaders(allowsOrigin, req.getHeader('origin'), req.getHeader('host'))
+    if (cors === null) return sendError(res, new HttpError(403, 'origin not allowed'))
+    send(res, 204, '', { ...preflightHeaders(cors), allow: 'GET, POST, DELETE, OPTIONS' })
   }
 }

@@ -68,3 +68,8 @@ export function readBody (res: HttpResponse, limit: number): Promise<Buffer> {
     })
   })
 }
+
+/** 405 with `Allow`, for a known path asked with another method. */
+export function methodNotAllowed (allow: string) {
+  return (res: HttpResponse): void => sendError(res, new HttpError(405, 'method not allowed', { allow }))
+}
