@@ -1,16 +1,15 @@
+// The WebSocket behavior of /relay/{id}: uWS's settings for it, the attach (upgrade.ts), and
+// what each connection event does to the session table and the forwarder.
 import type { AddressLimiter } from '../http/admission.js'
-import { clientAddress } from '../http/admission.js'
-import { CLOSE_CODES } from './close-codes.js'
-import { HttpError } from '../errors.js'
-import type { Forwarder } from './forwarding.js'
-import { bearerCredentials, sendError } from '../http/responses.js'
-import type { Logger } from '../logger.js'
-import type { AttachRefusal, Metrics } from '../http/metrics.js'
+import type { Metrics } from '../http/metrics.js'
 import type { OriginPolicy } from '../http/origins.js'
+import type { WebSocketBehavior } from '../http/uws.js'
+import type { Logger } from '../logger.js'
 import type { PeerData, Slot } from '../session/session.js'
 import type { SessionTable } from '../session/table.js'
-import { isWellFormedToken } from '../session/tokens.js'
-import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocketBehavior } from '../http/uws.js'
+import { CLOSE_CODES } from './close-codes.js'
+import type { Forwarder } from './forwarding.js'
+import { attachUpgrade } from './upgrade.js'
 
 export type DataPlaneDeps = {
   table: SessionTable
@@ -32,17 +31,6 @@ const IDLE_TIMEOUT_SECONDS = 120
 
 export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerData> {
   const { table, forwarder, metrics, logger } = deps
-
-  const { attachFailures } = deps
-
-  function refuse (res: HttpResponse, address: string, reason: AttachRefusal, status: number, message: string): void {
-    metrics.attachRefused[reason]++
-    // A 409 needs the right token, so it is no guess: a peer that retries while the relay has
-    // not yet noticed its old connection is gone must not lock itself out.
-    if (reason !== 'conflict') attachFailures.hit(address)
-    sendError(res, new HttpError(status, message))
-  }
-
   const maxPayloadLength = deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize
   return {
     compression: 0, // uWS.DISABLED: a relay of opaque payloads gains nothing from it
@@ -56,39 +44,7 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
     idleTimeout: IDLE_TIMEOUT_SECONDS,
     sendPingsAutomatically: true,
 
-    upgrade (res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
-      // Every check is synchronous, so the request is still valid when we upgrade.
-      // The limit comes first: an address that keeps guessing learns nothing more, not even
-      // whether a token it tries now would have been right.
-      const address = clientAddress(res)
-      const wait = attachFailures.retryAfter(address)
-      if (wait > 0) {
-        metrics.attachRefused.rate_limited++
-        return sendError(res, new HttpError(429, 'too many refused attaches from this address', { 'retry-after': String(wait) }))
-      }
-      const key = req.getHeader('sec-websocket-key')
-      if (key === '' || req.getHeader('sec-websocket-version') !== '13') {
-        return refuse(res, address, 'bad_request', 400, 'invalid websocket upgrade request')
-      }
-      // Browsers always send Origin on a WebSocket upgrade; other clients need not, and an
-      // Origin check protects nothing against a client that chooses its own headers.
-      const origin = req.getHeader('origin')
-      if (origin !== '' && !deps.allowsOrigin(origin, req.getHeader('host'))) {
-        return refuse(res, address, 'origin', 403, 'origin not allowed')
-      }
-      const session = table.find(req.getParameter(0) ?? '')
-      if (session === undefined) return refuse(res, address, 'not_found', 404, 'session not found')
-      const token = slotToken(req.getHeader('authorization'), req.getQuery() ?? '')
-      if (token === '') return refuse(res, address, 'unauthorized', 401, 'missing slot token')
-      if (!isWellFormedToken(token)) return refuse(res, address, 'unauthorized', 401, 'invalid slot token')
-      const slot = table.slotForToken(session, token)
-      if (slot === null || session.closed) return refuse(res, address, 'unauthorized', 401, 'invalid slot token')
-      if (slot.peer !== null) return refuse(res, address, 'conflict', 409, 'slot already connected')
-      // The relay chooses no subprotocol for its peers, but a client that offered some
-      // gets the first one back, since browsers fail the handshake otherwise.
-      const protocol = req.getHeader('sec-websocket-protocol').split(',')[0]?.trim() ?? ''
-      res.upgrade<PeerData>({ slot, ended: false }, key, protocol, '', context)
-    },
+    upgrade: attachUpgrade(deps),
 
     open (ws): void {
       const slot = ws.getUserData().slot
@@ -134,12 +90,4 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
       table.close(slot.session, { reason: 'peer_closed', frame: { code, message: new Uint8Array(message).slice() }, remove: false })
     },
   }
-}
-
-/** The slot token from `Authorization: Bearer` or, for browsers, the `token` query parameter. */
-function slotToken (authorization: string, query: string): string {
-  const fromHeader = bearerCredentials(authorization)
-  if (fromHeader !== null) return fromHeader
-  if (query === '') return ''
-  return new URLSearchParams(query).get('token') ?? ''
 }
