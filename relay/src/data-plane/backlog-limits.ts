@@ -53,7 +53,7 @@ export function observeBuffered (limits: BacklogLimits, slot: Slot): void {
 export function pinged (limits: BacklogLimits, peer: Peer): void {
   const data = peer.getUserData()
   if (!data.ended) return observeBuffered(limits, data.slot)
-  if (limits.table.closingGrew(peer) > limits.maxBacklog) peer.close() // its close handler forgets it
+  if (limits.table.closingGrew(peer) > limits.maxBacklog) limits.table.dropClosing(peer, 'its pongs passed the connection backlog limit')
   else if (limits.backlog.total > limits.maxTotalBacklog) shedLargest(limits)
 }
 

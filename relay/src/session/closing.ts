@@ -12,7 +12,7 @@ export const CLOSE_GRACE_MS = 5_000
 /** `peer` is closed but owes `owed` bytes: count them and wait for it to read. */
 export function startClosing (ctx: TableContext, peer: Peer, code: number, message: string | Uint8Array, owed: number): void {
   ctx.backlog.total += owed
-  peer.getUserData().closing = { code, message, bytes: owed, timer: setTimeout(() => peer.close(), CLOSE_GRACE_MS) }
+  peer.getUserData().closing = { code, message, bytes: owed, timer: setTimeout(() => drop(ctx, peer, 'did not read within the grace'), CLOSE_GRACE_MS) }
   ctx.closing.add(peer)
 }
 
@@ -50,8 +50,15 @@ export function dropLargestClosing (ctx: TableContext): boolean {
     if (largest === null || peer.getUserData().closing!.bytes > largest.getUserData().closing!.bytes) largest = peer
   }
   if (largest === null) return false
-  largest.close() // runs the close handler, which forgets it
+  drop(ctx, largest, 'total backlog')
   return true
+}
+
+/** End a closed connection without its close frame. The log says which peer, and why: it sees 1006, not its session's close code. */
+export function drop (ctx: TableContext, peer: Peer, why: string): void {
+  const { slot, closing } = peer.getUserData()
+  ctx.logger.info({ session: slot.session.id, slot: slot.name, owed: closing?.bytes ?? 0, why }, 'closed connection dropped')
+  peer.close() // runs the close handler, which forgets it
 }
 
 function forgetClosing (ctx: TableContext, peer: Peer): Closing | null {

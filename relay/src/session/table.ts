@@ -5,7 +5,7 @@
 import type { CloseFrame } from '../data-plane/close-codes.js'
 import type { CloseReason, Metrics } from '../http/metrics.js'
 import type { Logger } from '../logger.js'
-import { closingDrained, closingGone, closingGrew, dropLargestClosing } from './closing.js'
+import { closingDrained, closingGone, closingGrew, drop, dropLargestClosing } from './closing.js'
 import type { TableContext } from './context.js'
 import { startExpiry } from './expiry.js'
 import type { Peer, Session, SessionState, Slot } from './session.js'
@@ -105,6 +105,8 @@ export function createSessionTable (opts: SessionTableOptions) {
     closingGrew: (peer: Peer): number => closingGrew(ctx, peer),
     closingGone: (peer: Peer): void => closingGone(ctx, peer),
     dropLargestClosing: (): boolean => dropLargestClosing(ctx),
+    /** End a closed connection still owed bytes without its close frame, saying why. */
+    dropClosing: (peer: Peer, why: string): void => drop(ctx, peer, why),
     stop: expiry.stop,
     countByState,
     backlog: ctx.backlog,
