@@ -2,43 +2,14 @@
 // buffer it arrived in, and that a send uWS reports as dropped closes the session. The peers
 // here are stand-ins for uWS WebSocket objects; everything else is the relay's own code.
 import t from 'tap'
-import type { Test } from 'tap'
-import { createForwarder } from '../../relay/src/data-plane/forwarding.js'
 import { DIRECT_SEND_MIN_BYTES } from '../../relay/src/data-plane/message-costs.js'
-import { createLogger } from '../../relay/src/logger.js'
-import { createMetrics } from '../../relay/src/http/metrics.js'
-import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'
-import { createSessionTable } from '../../relay/src/session/table.js'
+import { fakePeer, unitRelay } from '../helpers/relay-unit.js'
 
-type Sent = { message: unknown; isBinary: boolean }
 
-function fakePeer (slot: Slot, answer: () => number = () => 1) {
-  const data: PeerData = { slot, ended: false }
-  const sent: Sent[] = []
-  const ends: Array<[number, string]> = []
-  let corked = 0
-  const peer = {
-    getUserData: () => data,
-    send: (message: unknown, isBinary: boolean) => { sent.push({ message, isBinary }); return answer() },
-    getBufferedAmount: () => 0,
-    cork: (fn: () => void) => { corked++; fn() },
-    end: (code: number, message: string | Uint8Array) => { ends.push([code, Buffer.from(message).toString()]) },
-  }
-  return { peer: peer as unknown as Peer, sent, ends, corks: () => corked }
-}
-
-function setup (t: Test, maxBacklog = 1024 * 1024) {
-  const metrics = createMetrics()
-  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
-  const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
-  const { session } = table.create()
-  return { table, forwarder, session, metrics }
-}
 
 t.test('a large message goes to the peer as the same ArrayBuffer, without a copy', async (t) => {
-  const { table, forwarder, session } = setup(t)
-  const responder = fakePeer(session.responder)
+  const { table, forwarder, session } = unitRelay(t)
+  const responder = fakePeer(session.responder, table)
   table.attach(session.responder, responder.peer)
   const message = new ArrayBuffer(DIRECT_SEND_MIN_BYTES)
   forwarder.forward(session.initiator, message, true)
@@ -48,8 +19,8 @@ t.test('a large message goes to the peer as the same ArrayBuffer, without a copy
 })
 
 t.test('small messages are copied, then written in one corked batch per event-loop turn', async (t) => {
-  const { table, forwarder, session } = setup(t)
-  const responder = fakePeer(session.responder)
+  const { table, forwarder, session } = unitRelay(t)
+  const responder = fakePeer(session.responder, table)
   table.attach(session.responder, responder.peer)
   const messages = [1, 2, 3].map((n) => new Uint8Array([n]).buffer)
   for (const m of messages) forwarder.forward(session.initiator, m, false)
@@ -62,8 +33,8 @@ t.test('small messages are copied, then written in one corked batch per event-lo
 
 t.test('a turn of small messages larger than the arena keeps every byte, in order', async (t) => {
   // 3 MiB of 4000-byte messages in one turn: the 1 MiB arena grows twice, copying what it held.
-  const { table, forwarder, session } = setup(t, 16 * 1024 * 1024)
-  const responder = fakePeer(session.responder)
+  const { table, forwarder, session } = unitRelay(t, 16 * 1024 * 1024)
+  const responder = fakePeer(session.responder, table)
   table.attach(session.responder, responder.peer)
   const count = 3 * 262
   for (let n = 0; n < count; n++) forwarder.forward(session.initiator, new Uint8Array(4000).fill(n % 251).buffer, true)
@@ -77,8 +48,8 @@ t.test('a turn of small messages larger than the arena keeps every byte, in orde
 })
 
 t.test('a large message behind held ones is held too, so order is kept', async (t) => {
-  const { table, forwarder, session } = setup(t)
-  const responder = fakePeer(session.responder)
+  const { table, forwarder, session } = unitRelay(t)
+  const responder = fakePeer(session.responder, table)
   table.attach(session.responder, responder.peer)
   forwarder.forward(session.initiator, new Uint8Array([7]).buffer, true)
   forwarder.forward(session.initiator, new ArrayBuffer(DIRECT_SEND_MIN_BYTES * 2), true)
@@ -89,9 +60,9 @@ t.test('a large message behind held ones is held too, so order is kept', async (
 
 t.test('a send uWS reports as dropped closes the session with 4003', async (t) => {
   for (const size of [1, DIRECT_SEND_MIN_BYTES]) {
-    const { table, forwarder, session, metrics } = setup(t)
-    const initiator = fakePeer(session.initiator)
-    const responder = fakePeer(session.responder, () => 2)
+    const { table, forwarder, session, metrics } = unitRelay(t)
+    const initiator = fakePeer(session.initiator, table)
+    const responder = fakePeer(session.responder, table, () => 2)
     table.attach(session.initiator, initiator.peer)
     table.attach(session.responder, responder.peer)
     forwarder.forward(session.initiator, new ArrayBuffer(size), true)

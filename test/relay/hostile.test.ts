@@ -6,10 +6,10 @@
 import { createPublicKey, randomBytes, randomUUID } from 'node:crypto'
 import type { JsonWebKey } from 'node:crypto'
 import { connect } from 'node:net'
-import type { Socket } from 'node:net'
 import t from 'tap'
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { frame, rawUpgrade } from '../helpers/raw-websocket.js'
 import { attach, createSession, refusalOf, startTestRelay, until } from '../helpers/relay.js'
 import type { Created, TestRelay } from '../helpers/relay.js'
 
@@ -95,7 +95,7 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
     ] as const) {
       const session = await authedCreate(relay, adminToken)
       const counterpart = await attach(`${relay.ws}/relay/${session.id}`, { token: session.responder_token })
-      const hostile = await rawUpgrade(relay.port, `/relay/${session.id}`, session.initiator_token)
+      const hostile = await rawUpgrade(relay.port, `/relay/${session.id}`, session.initiator_token, ['Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits'])
       t.notMatch(hostile.response, /sec-websocket-extensions/i, `${what}: no extension negotiated though the client offered permessage-deflate`)
       for (const f of frames) hostile.socket.write(f)
       await hostile.ended
@@ -271,36 +271,7 @@ function isJsonError (body: string): boolean {
   }
 }
 
-/** A masked client frame (zero mask key), optionally a fragment or with RSV1 set. */
-function frame (opcode: number, payload: Buffer, fin = true, rsv1 = false): Buffer {
-  const length = payload.length
-  const extended = length < 126 ? Buffer.alloc(0) : Buffer.alloc(2)
-  if (length >= 126) extended.writeUInt16BE(length)
-  const first = (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode
-  return Buffer.concat([Buffer.from([first, 0x80 | (length < 126 ? length : 126)]), extended, Buffer.alloc(4), payload])
-}
 
-/** An upgrade by hand that offers permessage-deflate; resolves once switched. */
-function rawUpgrade (port: number, path: string, token: string): Promise<{ socket: Socket; response: string; ended: Promise<void> }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    const ended = new Promise<void>((resolveEnd) => socket.on('close', () => resolveEnd()))
-    socket.on('error', () => {})
-    socket.write([
-      `GET ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
-      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13',
-      'Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits', `Authorization: Bearer ${token}`, '', '',
-    ].join('\r\n'))
-    let head = ''
-    socket.on('data', function onData (chunk: Buffer) {
-      head += chunk.toString('latin1')
-      if (!head.includes('\r\n\r\n')) return
-      socket.off('data', onData)
-      if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(`upgrade refused: ${head.split('\r\n')[0]}`))
-      resolve({ socket, response: head, ended })
-    })
-  })
-}
 
 async function authedCreate (relay: TestRelay, token: string): Promise<Created> {
   return await createSession(relay, { authorization: `Bearer ${token}` })

@@ -5,19 +5,13 @@
 // before uWS buffers more for it than --max-backlog.
 import { once } from 'node:events'
 import { randomBytes } from 'node:crypto'
-import { connect } from 'node:net'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import type { Test } from 'tap'
-import { createForwarder } from '../../relay/src/data-plane/forwarding.js'
 import { HELD_MESSAGE_OVERHEAD, QUEUED_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/message-costs.js'
-import { createLogger } from '../../relay/src/logger.js'
-import { createMetrics } from '../../relay/src/http/metrics.js'
-import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'
-import type { SessionTable } from '../../relay/src/session/table.js'
-import { createSessionTable } from '../../relay/src/session/table.js'
-import { attach, createSession, getSession, startTestRelay } from '../helpers/relay.js'
-import type { TestPeer, TestRelay } from '../helpers/relay.js'
+import { frame, rawUpgrade } from '../helpers/raw-websocket.js'
+import { fakePeer, unitRelay } from '../helpers/relay-unit.js'
+import { attach, backlogGauge, createSession, getSession, startTestRelay } from '../helpers/relay.js'
+import type { TestPeer } from '../helpers/relay.js'
 
 const LIMIT = 64 * 1024
 const EMPTY = Buffer.alloc(0)
@@ -104,7 +98,7 @@ t.test('a peer that pings and never reads: its session closes with 4003 before i
 })
 
 t.test('empty messages queued in one turn for an attached peer cost their bookkeeping: past the limit, 4003', async (t) => {
-  const { table, forwarder, session } = unit(t, 100 * QUEUED_MESSAGE_OVERHEAD)
+  const { table, forwarder, session } = unitRelay(t, 100 * QUEUED_MESSAGE_OVERHEAD)
   const sender = fakePeer(session.initiator, table)
   const receiver = fakePeer(session.responder, table)
   table.attach(session.initiator, sender.peer)
@@ -114,12 +108,12 @@ t.test('empty messages queued in one turn for an attached peer cost their bookke
   t.notOk(session.closed, 'at the limit')
   forwarder.forward(session.initiator, new ArrayBuffer(0), true)
   t.ok(session.closed, 'one past it closes the session')
-  t.same(sender.ends, [4003], 'with 4003')
+  t.same(sender.ends, [[4003, 'receiver too slow']], 'with 4003')
   t.equal(table.backlog.total, 0)
 })
 
 t.test('queued messages whose peer is lost before the flush become held ones, at a held message\'s cost', async (t) => {
-  const { table, forwarder, session } = unit(t, 10 * HELD_MESSAGE_OVERHEAD)
+  const { table, forwarder, session } = unitRelay(t, 10 * HELD_MESSAGE_OVERHEAD)
   const sender = fakePeer(session.initiator, table)
   const receiver = fakePeer(session.responder, table)
   table.attach(session.initiator, sender.peer)
@@ -131,12 +125,12 @@ t.test('queued messages whose peer is lost before the flush become held ones, at
   t.equal(table.backlog.total, 10 * HELD_MESSAGE_OVERHEAD, 'ten held empty messages')
   t.notOk(session.closed, 'at the limit')
   forwarder.forward(session.initiator, new ArrayBuffer(0), true)
-  t.same(sender.ends, [4003], 'one more held: 4003')
+  t.same(sender.ends, [[4003, 'receiver too slow']], 'one more held: 4003')
   t.equal(table.backlog.total, 0)
 })
 
 t.test('a turn of queued messages that costs more once held closes the session when the peer is lost', async (t) => {
-  const { table, forwarder, session } = unit(t, 10 * HELD_MESSAGE_OVERHEAD)
+  const { table, forwarder, session } = unitRelay(t, 10 * HELD_MESSAGE_OVERHEAD)
   const sender = fakePeer(session.initiator, table)
   const receiver = fakePeer(session.responder, table)
   table.attach(session.initiator, sender.peer)
@@ -146,12 +140,12 @@ t.test('a turn of queued messages that costs more once held closes the session w
   table.releasePeer(session.responder)
   table.dropped(session.responder, 'connection lost')
   await new Promise((resolve) => setImmediate(resolve))
-  t.same(sender.ends, [4003], 'held, they do not: 4003')
+  t.same(sender.ends, [[4003, 'receiver too slow']], 'held, they do not: 4003')
   t.equal(table.backlog.total, 0)
 })
 
 t.test('a closed peer that pings instead of reading: its pongs count, and past the limit it is dropped', async (t) => {
-  const { table, forwarder, session } = unit(t, 1000)
+  const { table, forwarder, session } = unitRelay(t, 1000)
   const pinger = fakePeer(session.initiator, table)
   table.attach(session.initiator, pinger.peer)
   pinger.buffered = 600
@@ -169,37 +163,6 @@ t.test('a closed peer that pings instead of reading: its pongs count, and past t
   t.equal(table.backlog.total, 0, 'and what it owed no longer counts')
 })
 
-/** The relay's session table and forwarder, with stand-ins for uWS's sockets. */
-function unit (t: Test, maxBacklog: number) {
-  const metrics = createMetrics()
-  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
-  const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
-  const { session } = table.create()
-  return { table, forwarder, session }
-}
-
-/** A stand-in for a uWS WebSocket whose buffered amount the test sets; close() runs the relay's close path, as uWS does. */
-function fakePeer (slot: Slot, table: SessionTable) {
-  const data: PeerData = { slot, ended: false }
-  let closes = 0
-  const fake = {
-    buffered: 0,
-    closes: () => closes,
-    ends: [] as number[],
-    peer: undefined as unknown as Peer,
-  }
-  fake.peer = {
-    getUserData: () => data,
-    getBufferedAmount: () => fake.buffered,
-    send: () => 1,
-    cork: (fn: () => void) => { fn() },
-    end: (code: number) => { fake.ends.push(code) },
-    close: () => { closes++; table.closingGone(fake.peer) },
-  } as unknown as Peer
-  return fake
-}
-
 /** A ping answered: every message the peer sent before it has been through the relay. */
 function roundTrip (peer: TestPeer): Promise<void> {
   const pong = once(peer.socket, 'pong').then(() => {})
@@ -210,11 +173,6 @@ function roundTrip (peer: TestPeer): Promise<void> {
 /** Whether the relay closed the peer (its code and reason) or it still answers a ping ('open'). */
 function outcome (peer: TestPeer): Promise<{ code: number; reason: string } | 'open'> {
   return Promise.race([peer.closed, roundTrip(peer).then(() => 'open' as const)])
-}
-
-async function backlogGauge (relay: TestRelay): Promise<number> {
-  const text = await (await fetch(`${relay.http}/metrics`)).text()
-  return Number(/^relay_outgoing_backlog_bytes (\d+)$/m.exec(text)?.[1] ?? NaN)
 }
 
 /** Write, then wait until the socket takes more or is gone (the relay reset it). */
@@ -229,30 +187,5 @@ function write (socket: Socket, bytes: Buffer): Promise<void> {
     }
     socket.on('drain', go)
     socket.on('close', go)
-  })
-}
-
-/** A masked client frame, as RFC 6455 requires of clients; payloads up to 125 bytes. */
-function frame (opcode: number, payload: Buffer): Buffer {
-  return Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | payload.length]), Buffer.alloc(4), payload])
-}
-
-/** An upgrade by hand on a raw socket; resolves once switched. */
-function rawUpgrade (port: number, path: string, token: string): Promise<{ socket: Socket }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => {})
-    socket.write([
-      `GET ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
-      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13', `Authorization: Bearer ${token}`, '', '',
-    ].join('\r\n'))
-    let head = ''
-    socket.on('data', function onData (chunk: Buffer) {
-      head += chunk.toString('latin1')
-      if (!head.includes('\r\n\r\n')) return
-      socket.off('data', onData)
-      if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(`upgrade refused: ${head.split('\r\n')[0]}`))
-      resolve({ socket })
-    })
   })
 }

@@ -5,12 +5,8 @@
 // messages already copied for this turn's write when the drop is noticed become held messages.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { createForwarder } from '../../relay/src/data-plane/forwarding.js'
 import { HELD_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/message-costs.js'
-import { createLogger } from '../../relay/src/logger.js'
-import { createMetrics } from '../../relay/src/http/metrics.js'
-import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'
-import { createSessionTable } from '../../relay/src/session/table.js'
+import { fakePeer, unitRelay } from '../helpers/relay-unit.js'
 import { attach, getSession, pair, startTestRelay, until } from '../helpers/relay.js'
 
 t.test('a dropped peer gets everything sent meanwhile, in order, across sizes and types, up to the limit', async (t) => {
@@ -52,13 +48,9 @@ t.test('a dropped peer gets everything sent meanwhile, in order, across sizes an
   t.same(await initiator.closed, { code: 4003, reason: 'receiver too slow' }, 'one byte past the limit while away: 4003')
 })
 t.test('messages already queued for this turn\'s write when the drop is noticed are held, ahead of later ones', async (t) => {
-  const metrics = createMetrics()
-  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
-  t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
-  const forwarder = createForwarder(table, { maxBacklog: 1024 * 1024, maxTotalBacklog: 4 * 1024 * 1024, metrics })
-  const { session } = table.create()
-  const initiator = fakePeer(session.initiator)
-  const first = fakePeer(session.responder)
+  const { table, forwarder, session } = unitRelay(t)
+  const initiator = fakePeer(session.initiator, table)
+  const first = fakePeer(session.responder, table)
   table.attach(session.initiator, initiator.peer)
   table.attach(session.responder, first.peer)
 
@@ -73,22 +65,9 @@ t.test('messages already queued for this turn\'s write when the drop is noticed 
   t.equal(first.sent.length, 0, 'nothing was written to the lost connection')
   forwarder.forward(session.initiator, bytes(4), false)
 
-  const second = fakePeer(session.responder)
+  const second = fakePeer(session.responder, table)
   table.attach(session.responder, second.peer)
   forwarder.deliverHeld(session.responder)
   t.same(second.sent.map((s) => [[...s.data], s.isBinary]), [[[1], true], [[2], false], [[3], true], [[4], false]], 'all four, in order, types kept')
   t.equal(table.backlog.total, 0, 'the backlog accounting returns to zero')
 })
-
-function fakePeer (slot: Slot) {
-  const data: PeerData = { slot, ended: false }
-  const sent: Array<{ data: Uint8Array; isBinary: boolean }> = []
-  const peer = {
-    getUserData: () => data,
-    send: (message: Uint8Array, isBinary: boolean) => { sent.push({ data: new Uint8Array(message), isBinary }); return 1 },
-    getBufferedAmount: () => 0,
-    cork: (fn: () => void) => { fn() },
-    end: () => {},
-  }
-  return { peer: peer as unknown as Peer, sent }
-}

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { CLOSE_GRACE_MS } from '../../relay/src/session/closing.js'
-import { createSession, delay, pair, startTestRelay } from '../helpers/relay.js'
+import { backlogGauge, createSession, delay, pair, startTestRelay } from '../helpers/relay.js'
 import { until } from '../helpers/wait.js'
-import type { TestPeer, TestRelay } from '../helpers/relay.js'
+import type { TestPeer } from '../helpers/relay.js'
 
 const CHUNK = randomBytes(64 * 1024)
 
@@ -123,9 +123,4 @@ function keepFlowing ({ initiator, responder }: { initiator: TestPeer; responder
       return got.length
     },
   }
-}
-
-async function backlogGauge (relay: TestRelay): Promise<number> {
-  const text = await (await fetch(`${relay.http}/metrics`)).text()
-  return Number(/^relay_outgoing_backlog_bytes (\d+)$/m.exec(text)?.[1] ?? NaN)
 }
