@@ -7,6 +7,14 @@ import { HttpError } from '../../common/src/errors.js'
 /** A setting that does not parse: the process exits with code 2. Shared with the relay. */
 export { ConfigError } from '../../common/src/config/settings.js'
 
+export class ControlError extends Error {
+  readonly code: string = 'ERR_CONTROL'
+  constructor (message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = new.target.name
+  }
+}
+
 /** A refusal with an HTTP status; the message is safe to show. The common root's, so both processes share one. */
 export class ApiError extends HttpError {
   override readonly code: string = 'ERR_API'
