@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { formatDuration, parseDuration } from '../common/src/duration.js'
+import { formatDuration, parseDuration } from '../common/src/config/duration.js'
 import { freePort } from './servers.js'
 
 type Options = {

@@ -8,8 +8,8 @@
 // fixed rate after the throughput phase: `moderate` (default) is the same for every target,
 // 50,000 messages/s or 200 MB/s, whichever is fewer messages; `half` is half the peak that
 // same run reached; a number is messages/s.
-import { parseDuration } from '../common/src/duration.js'
-import { parseBytes } from '../common/src/settings.js'
+import { parseDuration } from '../common/src/config/duration.js'
+import { parseBytes } from '../common/src/config/settings.js'
 import type { GeneratorCase, GeneratorResult } from './load-generator.js'
 import { runGenerator } from './generator-process.js'
 import type { Machine } from './proc.js'

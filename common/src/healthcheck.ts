@@ -2,7 +2,7 @@
 // when it names every interface), over TLS when asked. Exits 0 when healthy, 1 otherwise.
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { parseListenAddress } from './settings.js'
+import { parseListenAddress } from './config/settings.js'
 
 const TIMEOUT_MS = 3_000
 

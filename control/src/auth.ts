@@ -6,10 +6,11 @@
 // token must also carry a claim value (a group or role), else 403.
 import type { FastifyRequest } from 'fastify'
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
-import type { OidcKeysOptions, OidcLogger } from '../../common/src/oidc-keys.js'
+import { createOidcKeys, verifyBearer } from '../../common/src/auth/oidc-keys.js'
+import type { OidcKeysOptions, OidcLogger } from '../../common/src/auth/oidc-keys.js'
+import { insufficientScope, tokenRefusal } from '../../common/src/auth/refusals.js'
 import type { RequiredClaim } from './config.js'
-import { ForbiddenError, UnauthorizedError, UnavailableError } from './errors.js'
+import { asApiError } from './errors.js'
 
 export type AuthOptions = {
   issuer: string
@@ -33,18 +34,11 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       payload = await verifyBearer(keys, authorization, opts.audience)
     } catch (error) {
-      if (error instanceof IdpUnavailableError) throw new UnavailableError('identity provider unavailable', { 'retry-after': '5' })
-      if (error instanceof TokenRejectedError) {
-        // RFC 6750 §3.1: a request without credentials gets the challenge but no error code.
-        throw new UnauthorizedError(error.message, { 'www-authenticate': error.missing ? 'Bearer' : 'Bearer error="invalid_token"' })
-      }
-      throw error
+      throw asApiError(tokenRefusal(error))
     }
     const claim = opts.requiredClaim
     if (claim !== null && !carries(payload[claim.name], claim.value)) {
-      throw new ForbiddenError(`token lacks the required claim ${claim.name}=${claim.value}`, {
-        'www-authenticate': 'Bearer error="insufficient_scope"',
-      })
+      throw asApiError(insufficientScope(`token lacks the required claim ${claim.name}=${claim.value}`))
     }
     return payload
   }

@@ -1,4 +1,4 @@
-import type { ListenAddress, Setting } from '../../common/src/settings.js'
+import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
 import {
   anyText,
   ConfigError,
@@ -11,8 +11,8 @@ import {
   parseTimerDuration,
   readSettings,
   usage,
-} from '../../common/src/settings.js'
-import { formatDuration } from '../../common/src/duration.js'
+} from '../../common/src/config/settings.js'
+import { formatDuration } from '../../common/src/config/duration.js'
 import type { LanguageT } from './schemas.js'
 import { LANGUAGES } from './schemas.js'
 

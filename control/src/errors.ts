@@ -2,8 +2,10 @@
 // message is written for the caller and goes into the `{"error": ...}` body as it is; anything
 // else that reaches the error handler is an internal error and its message is only logged.
 
+import { HttpError } from '../../common/src/errors.js'
+
 /** A setting that does not parse: the process exits with code 2. Shared with the relay. */
-export { ConfigError } from '../../common/src/settings.js'
+export { ConfigError } from '../../common/src/config/settings.js'
 
 export class ControlError extends Error {
   readonly code: string = 'ERR_CONTROL'
@@ -13,16 +15,14 @@ export class ControlError extends Error {
   }
 }
 
-/** A refusal with an HTTP status; the message is safe to show. */
-export class ApiError extends ControlError {
+/** A refusal with an HTTP status; the message is safe to show. The common root's, so both processes share one. */
+export class ApiError extends HttpError {
   override readonly code: string = 'ERR_API'
-  readonly status: number
-  readonly headers: Record<string, string>
-  constructor (status: number, message: string, headers: Record<string, string> = {}) {
-    super(message)
-    this.status = status
-    this.headers = headers
-  }
+}
+
+/** The common refusals (common/src/auth/refusals.ts) as the ApiErrors this process answers with, status, message and headers unchanged. */
+export function asApiError (error: HttpError): ApiError {
+  return error instanceof ApiError ? error : new ApiError(error.status, error.message, error.headers)
 }
 
 export class InvalidInputError extends ApiError {

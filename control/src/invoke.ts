@@ -12,7 +12,7 @@ import { ApiError, InvalidInputError, NotFoundError, TooLargeError, UnavailableE
 import { invokeTarget, parseInvokePath, routeTakes } from './invoke-path.js'
 import type { Kube } from './kube.js'
 import { clusterError, sendablePath } from './kube.js'
-import { formatDuration } from '../../common/src/duration.js'
+import { formatDuration } from '../../common/src/config/duration.js'
 import type { InvokeRequest, InvokeResult } from './schemas.js'
 
 export type InvokeRequestT = Static<typeof InvokeRequest>

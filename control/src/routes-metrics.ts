@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger } from 'fastify'
-import { formatDuration, parseDuration } from '../../common/src/duration.js'
+import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import type { RouteDeps } from './app.js'
 import { applicationName } from './applications.js'
 import type { ControlConfig } from './config.js'

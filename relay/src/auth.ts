@@ -1,7 +1,8 @@
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
-import type { OidcKeysOptions } from '../../common/src/oidc-keys.js'
-import { HttpError } from './errors.js'
+import { createOidcKeys, verifyBearer } from '../../common/src/auth/oidc-keys.js'
+import type { OidcKeysOptions } from '../../common/src/auth/oidc-keys.js'
+import { insufficientScope, tokenRefusal } from '../../common/src/auth/refusals.js'
+import type { RelayConfig } from './config.js'
 import type { Logger } from './logger.js'
 
 export const SCOPES = ['relay:session:create', 'relay:session:read', 'relay:session:delete'] as const
@@ -29,6 +30,9 @@ export type AuthOptions = {
   retryMs?: number
 } & Pick<OidcKeysOptions, 'minRefreshMs' | 'maxRefreshMs' | 'now'>
 
+/** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
+export type AuthTuning = Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'now'>>
+
 export type Authenticator = {
   /** Resolves with the token's claims, or rejects with an HttpError (401, 403 or 503). */
   authorize (authorization: string, scope: Scope): Promise<JWTPayload>
@@ -45,13 +49,9 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       payload = await verifyBearer(keys, authorization, opts.audience)
     } catch (error) {
-      throw toHttpError(error)
+      throw tokenRefusal(error)
     }
-    if (!scopesOf(payload).includes(scope)) {
-      throw new HttpError(403, `token lacks scope ${scope}`, {
-        'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
-      })
-    }
+    if (!scopesOf(payload).includes(scope)) throw insufficientScope(`token lacks scope ${scope}`, scope)
     return payload
   }
 
@@ -60,7 +60,7 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       doc = await keys.discovery()
     } catch (error) {
-      throw toHttpError(error)
+      throw tokenRefusal(error)
     }
     const text = (value: unknown): string => (typeof value === 'string' ? value : '')
     return {
@@ -84,15 +84,20 @@ export function scopesOf (payload: JWTPayload): string[] {
   return scopes
 }
 
-function unauthorized (message: string): HttpError {
-  return new HttpError(401, message, { 'www-authenticate': 'Bearer error="invalid_token"' })
-}
-
-function toHttpError (error: unknown): HttpError {
-  if (error instanceof IdpUnavailableError) return new HttpError(503, 'identity provider unavailable', { 'retry-after': '5' })
-  if (error instanceof TokenRejectedError) {
-    // RFC 6750 §3.1: a request without credentials gets the challenge but no error code.
-    return error.missing ? new HttpError(401, error.message, { 'www-authenticate': 'Bearer' }) : unauthorized(error.message)
+/** The authenticator the settings ask for; null with --no-auth, which it warns about, as it does about accepting any audience. */
+export function authenticatorFor (config: RelayConfig, logger: Logger, tuning: AuthTuning = {}): Authenticator | null {
+  if (config.noAuth) {
+    logger.warn('auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production')
+    return null
   }
-  throw error
+  const auth = createAuthenticator({
+    issuer: config.oidcIssuer,
+    audience: config.oidcAudience,
+    logger,
+    minRefreshMs: config.jwksMinRefreshMs,
+    maxRefreshMs: config.jwksMaxRefreshMs,
+    ...tuning,
+  })
+  if (config.oidcAudience === '') logger.warn('no --oidc-audience: tokens issued for any audience are accepted')
+  return auth
 }

@@ -1,4 +1,4 @@
-import type { ListenAddress, Setting } from '../../common/src/settings.js'
+import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
 import {
   anyText,
   ConfigError,
@@ -11,10 +11,10 @@ import {
   parseTimerDuration,
   readSettings,
   usage,
-} from '../../common/src/settings.js'
-import { formatDuration, parseDuration } from '../../common/src/duration.js'
-import type { RateLimit } from './admission.js'
-import { compileOriginPolicy } from './origins.js'
+} from '../../common/src/config/settings.js'
+import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+import type { RateLimit } from './http/admission.js'
+import { compileOriginPolicy } from './http/origins.js'
 
 export type { ListenAddress }
 
@@ -145,4 +145,5 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   return config
 }
 
-export const relayUsage = (): string => usage(settings)
+/** What `relay --help` prints. */
+export const relayUsage = (): string => usage(settings, 'relay')

@@ -1,4 +1,6 @@
-// Errors carry a stable `code` so callers branch on it, never on message text.
+// Errors carry a stable `code` so callers branch on it, never on message text. Refusals that
+// become HTTP answers are the common root's (common/src/errors.ts); the classes here are the
+// relay's own failures to start.
 
 export class RelayError extends Error {
   readonly code: string = 'ERR_RELAY'
@@ -9,7 +11,7 @@ export class RelayError extends Error {
 }
 
 /** A setting that does not parse: the process exits with code 2. Shared with the control plane. */
-export { ConfigError } from '../../common/src/settings.js'
+export { ConfigError } from '../../common/src/config/settings.js'
 
 /** The listen address cannot be bound; the message names the address and the OS's reason. */
 export class ListenError extends RelayError {
@@ -22,16 +24,7 @@ export class NativeUwsMissingError extends RelayError {
 }
 
 /** The identity provider's discovery document or keys cannot be fetched. Shared with the control plane. */
-export { IdpUnavailableError } from '../../common/src/oidc-keys.js'
+export { IdpUnavailableError } from '../../common/src/auth/oidc-keys.js'
 
 /** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
-export class HttpError extends RelayError {
-  override readonly code = 'ERR_HTTP'
-  readonly status: number
-  readonly headers: Record<string, string>
-  constructor (status: number, message: string, headers: Record<string, string> = {}) {
-    super(message)
-    this.status = status
-    this.headers = headers
-  }
-}
+export { HttpError } from '../../common/src/errors.js'

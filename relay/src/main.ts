@@ -1,15 +1,21 @@
 import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
-import { parseConfig } from './config.js'
+import { helpRequested } from '../../common/src/config/settings.js'
+import { parseConfig, relayUsage } from './config.js'
 import { ConfigError, ListenError, NativeUwsMissingError } from './errors.js'
 import { createLogger } from './logger.js'
 import { startRelay } from './server.js'
-import { loadUws } from './uws.js'
+import { loadUws } from './http/uws.js'
 
 async function main (): Promise<void> {
+  const argv = process.argv.slice(2)
+  if (helpRequested(argv)) {
+    process.stdout.write(relayUsage())
+    return
+  }
   let config
   let uws
   try {
-    config = parseConfig(process.argv.slice(2), process.env)
+    config = parseConfig(argv, process.env)
     uws = loadUws()
   } catch (error) {
     if (error instanceof ConfigError) exitWith(2, `relay: ${error.message}`)

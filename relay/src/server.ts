@@ -1,25 +1,24 @@
-import { accessSync, constants } from 'node:fs'
+// The composition root: builds every piece from the settings and wires them to the routes.
+// The pieces are in the folders (see README.md); nothing here handles a request itself.
 import type * as Uws from 'uWebSockets.js'
-import { createAddressLimiter, unlimited } from './admission.js'
-import type { AddressLimiter, RateLimit } from './admission.js'
-import { methodNotAllowed, preflight, registerAdminRoutes } from './admin-api.js'
-import type { Authenticator, AuthOptions } from './auth.js'
-import { createAuthenticator } from './auth.js'
+import { registerAdminRoutes } from './admin/routes.js'
+import type { AuthTuning } from './auth.js'
+import { authenticatorFor } from './auth.js'
 import type { RelayConfig } from './config.js'
-import { dataPlaneBehavior } from './data-plane.js'
-import { discoveryHandler } from './discovery.js'
-import { ConfigError, HttpError, ListenError } from './errors.js'
-import { createForwarder } from './forwarding.js'
-import { send, sendError } from './http.js'
-import { whyCannotListen } from './listen-failure.js'
+import { CLOSE_CODES } from './data-plane/close-codes.js'
+import { createForwarder } from './data-plane/forwarding.js'
+import { registerDataPlaneRoute } from './data-plane/route.js'
+import { createAddressLimiter, unlimited } from './http/admission.js'
+import type { AddressLimiter, RateLimit } from './http/admission.js'
+import { createApp, listen } from './http/app.js'
+import { createMetrics } from './http/metrics.js'
+import { compileOriginPolicy } from './http/origins.js'
+import { guardedRoutes } from './http/request-guard.js'
+import { registerServiceRoutes } from './http/service-routes.js'
+import type { TemplatedApp } from './http/uws.js'
+import { loadUws } from './http/uws.js'
 import type { Logger } from './logger.js'
-import { createMetrics, renderMetrics } from './metrics.js'
-import { compileOriginPolicy } from './origins.js'
-import { guardedRoutes } from './request-guard.js'
-import type { PeerData } from './sessions.js'
-import { createSessionTable } from './sessions.js'
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from './uws.js'
-import { loadUws } from './uws.js'
+import { createSessionTable } from './session/table.js'
 
 export type RelayServer = {
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
@@ -28,7 +27,7 @@ export type RelayServer = {
   sessionCount (): number
   /** Bytes waiting to reach peers across the process, as the backlog limits count them. */
   backlogBytes (): number
-  /** Stop accepting, close every peer with 1001, and release the port. */
+  /** Stop accepting, close every peer with the shutdown close code, and release the port. */
   shutdown (): Promise<void>
 }
 
@@ -36,7 +35,7 @@ export type RelayDeps = {
   logger: Logger
   uws?: typeof Uws
   /** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
-  auth?: Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'now'>>
+  auth?: AuthTuning
 }
 
 /** How long shutdown waits for peers to acknowledge their close frames. */
@@ -51,21 +50,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   // base URL says so. X-Forwarded-Proto is not read, since the relay trusts no proxy headers.
   const ownScheme = config.tlsCert !== '' || /^wss:/i.test(config.publicBaseUrl) ? 'https' : 'http'
   const allowsOrigin = compileOriginPolicy(config.allowedOrigins, ownScheme)
-
-  let auth: Authenticator | null = null
-  if (config.noAuth) {
-    logger.warn('auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production')
-  } else {
-    auth = createAuthenticator({
-      issuer: config.oidcIssuer,
-      audience: config.oidcAudience,
-      logger,
-      minRefreshMs: config.jwksMinRefreshMs,
-      maxRefreshMs: config.jwksMaxRefreshMs,
-      ...deps.auth,
-    })
-    if (config.oidcAudience === '') logger.warn('no --oidc-audience: tokens issued for any audience are accepted')
-  }
+  const auth = authenticatorFor(config, logger, deps.auth)
 
   const table = createSessionTable({
     ttlMs: config.sessionTtlMs,
@@ -79,12 +64,12 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     maxTotalBacklog: config.maxTotalBacklog,
     metrics,
   })
-
   const limiter = (limit: RateLimit | null): AddressLimiter =>
     limit === null ? unlimited : createAddressLimiter(limit, config.limitAddresses)
 
-  let openSockets = 0
-  const behavior = dataPlaneBehavior({
+  // Every route behind the checks uWS leaves to the application (http/request-guard.ts).
+  const routes = guardedRoutes(app)
+  const dataPlane = registerDataPlaneRoute(routes, {
     table,
     forwarder,
     metrics,
@@ -94,23 +79,6 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     maxBacklog: config.maxBacklog,
     attachFailures: limiter(config.attachFailureLimit),
   })
-  const { open, close } = behavior
-  // Every route behind the checks uWS leaves to the application (request-guard.ts).
-  const routes = guardedRoutes(app)
-  routes.ws<PeerData>('/relay/:id', {
-    ...behavior,
-    open (ws) { openSockets++; open?.(ws) },
-    close (ws, code, message) { openSockets--; close?.(ws, code, message) },
-  })
-  routes.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
-    // uWS passes upgrades without a Sec-WebSocket-Key here rather than to the ws route.
-    if (req.getHeader('upgrade') !== '') {
-      metrics.attachRefused.bad_request++
-      return sendError(res, new HttpError(400, 'invalid websocket upgrade request'))
-    }
-    sendError(res, new HttpError(426, 'websocket upgrade required', { upgrade: 'websocket', connection: 'Upgrade' }))
-  })
-
   registerAdminRoutes(routes, {
     table,
     auth,
@@ -123,27 +91,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     maxSessions: config.maxSessions,
     fullRetryAfterSeconds: Math.ceil(config.reapIntervalMs / 1000),
   })
-
-  routes.get('/.well-known/relay-config', discoveryHandler({
-    auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
-  }))
-  routes.options('/.well-known/relay-config', preflight(allowsOrigin))
-  routes.any('/.well-known/relay-config', methodNotAllowed('GET'))
-
-  routes.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
-  routes.any('/healthz', methodNotAllowed('GET'))
-
-  routes.get('/metrics', (res: HttpResponse) => {
-    const text = renderMetrics(metrics, {
-      sessionsByState: table.countByState(),
-      backlogBytes: table.backlog.total,
-      connections: table.connections(),
-    })
-    send(res, 200, text, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
-  })
-  routes.any('/metrics', methodNotAllowed('GET'))
-
-  routes.any('/*', (res: HttpResponse) => sendError(res, new HttpError(404, 'not found')))
+  registerServiceRoutes(routes, { config, auth, allowsOrigin, table, metrics })
 
   const listenSocket = await listen(uws, app, config.addr.host, config.addr.port)
   const port = uws.us_socket_local_port(listenSocket)
@@ -153,10 +101,10 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   function shutdown (): Promise<void> {
     stopping ??= (async () => {
       uws.us_listen_socket_close(listenSocket)
-      table.closeAll('shutdown', 1001, 'relay shutting down')
+      table.closeAll('shutdown', CLOSE_CODES.shutdown)
       auth?.close()
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
-      while (openSockets > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+      while (dataPlane.openSockets() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
       ;(app as TemplatedApp & { close (): void }).close()
       logger.info('relay stopped')
     })()
@@ -164,43 +112,4 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   }
 
   return { port, sessionCount: table.size, backlogBytes: () => table.backlog.total, shutdown }
-}
-
-function createApp (uws: typeof Uws, config: RelayConfig): TemplatedApp {
-  if (config.tlsCert === '') return uws.App()
-  for (const [flag, file] of [['--tls-cert', config.tlsCert], ['--tls-key', config.tlsKey]] as const) {
-    try {
-      accessSync(file, constants.R_OK)
-    } catch {
-      throw new ConfigError(`cannot read ${flag} file ${file}`)
-    }
-  }
-  try {
-    return uws.SSLApp({ cert_file_name: config.tlsCert, key_file_name: config.tlsKey })
-  } catch {
-    // uWS only says "App construction failed": the files are readable but not a PEM pair.
-    throw new ConfigError(`--tls-cert ${config.tlsCert} and --tls-key ${config.tlsKey} are not a valid PEM certificate and key`)
-  }
-}
-
-/** uWS 20.30 takes (host, port, options, handler); its typings declare neither that form nor the options' values. */
-type ListenWithHost = {
-  listen (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
-  listen (port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
-}
-
-function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
-  return new Promise((resolve, reject) => {
-    const done = (socket: us_listen_socket | false): void => {
-      if (socket === false) {
-        void whyCannotListen(host, port).then((why) => reject(new ListenError(`cannot listen on ${host || '*'}:${port}: ${why}`)))
-      } else resolve(socket)
-    }
-    // uWS binds with SO_REUSEPORT unless told otherwise: a second relay on the same port
-    // would start and take half the connections, whose sessions live in the other process.
-    const exclusive = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT
-    // An empty host listens on every interface, IPv4 and IPv6.
-    if (host === '') (app as unknown as ListenWithHost).listen(port, exclusive, done)
-    else (app as unknown as ListenWithHost).listen(host, port, exclusive, done)
-  })
 }

@@ -159,3 +159,9 @@ export async function pair (relay: TestRelay): Promise<{ session: Created; initi
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 export { until } from './wait.js'
+
+/** relay_outgoing_backlog_bytes from the relay's /metrics. */
+export async function backlogGauge (relay: TestRelay): Promise<number> {
+  const text = await (await fetch(`${relay.http}/metrics`)).text()
+  return Number(/^relay_outgoing_backlog_bytes (\d+)$/m.exec(text)?.[1] ?? NaN)
+}

@@ -1,0 +1,56 @@
+// POST /admin/sessions: a new session and its two slot tokens, shown this once.
+import { HttpError } from '../errors.js'
+import { sendJson } from '../http/responses.js'
+import { iso } from '../session/session.js'
+import type { CreatedSession } from '../session/table.js'
+import type { AdminDeps, AdminHandler } from './admin-route.js'
+
+export function createSession (deps: AdminDeps): AdminHandler {
+  const { table } = deps
+  return (res, { address, body, cors }) => {
+    if (body !== null && body.length > 0) requireJsonObject(body)
+    // A full table refuses new sessions rather than evicting live ones.
+    if (table.size() >= deps.maxSessions) {
+      deps.metrics.adminRefused.sessions_full++
+      throw new HttpError(503, 'session limit reached', { 'retry-after': String(deps.fullRetryAfterSeconds) })
+    }
+    const wait = deps.creates.take(address)
+    if (wait > 0) {
+      deps.metrics.adminRefused.create_rate++
+      throw new HttpError(429, 'too many sessions created from this address', { 'retry-after': String(wait) })
+    }
+    const created = table.create()
+    sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
+      ...cors,
+      'cache-control': 'no-store',
+      location: `/admin/sessions/${created.session.id}`,
+    })
+  }
+}
+
+function requireJsonObject (body: Buffer): void {
+  let value: unknown
+  try {
+    value = JSON.parse(body.toString('utf8'))
+  } catch {
+    throw new HttpError(400, 'request body is not valid JSON')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new HttpError(400, 'request body must be a JSON object')
+  }
+}
+
+function creationResult ({ session, initiatorToken, responderToken }: CreatedSession, publicBaseUrl: string) {
+  const url = publicBaseUrl === '' ? {} : {
+    initiator_url: `${publicBaseUrl}/relay/${session.id}`,
+    responder_url: `${publicBaseUrl}/relay/${session.id}`,
+  }
+  return {
+    id: session.id,
+    initiator_token: initiatorToken,
+    responder_token: responderToken,
+    ...url,
+    created_at: iso(session.createdAt),
+    expires_at: iso(session.expiresAt),
+  }
+}

@@ -1,0 +1,67 @@
+import type { SessionState } from '../session/session.js'
+
+// Counters are plain numbers bumped on the hot path; the text format is built only on scrape.
+
+export const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict', 'rate_limited'] as const
+export type AttachRefusal = typeof ATTACH_REFUSALS[number]
+
+export const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_slow', 'shutdown'] as const
+export type CloseReason = typeof CLOSE_REASONS[number]
+
+/** Admin requests refused by an admission limit: the 429s and the 503 of a full table. */
+export const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full'] as const
+export type AdminRefusal = typeof ADMIN_REFUSALS[number]
+
+export type Metrics = {
+  sessionsCreated: number
+  attachRefused: Record<AttachRefusal, number>
+  adminRefused: Record<AdminRefusal, number>
+  sessionsClosed: Record<CloseReason, number>
+  messagesForwarded: number
+  bytesForwarded: number
+  framesTooBig: number
+}
+
+export function createMetrics (): Metrics {
+  return {
+    sessionsCreated: 0,
+    attachRefused: zeroes(ATTACH_REFUSALS),
+    adminRefused: zeroes(ADMIN_REFUSALS),
+    sessionsClosed: zeroes(CLOSE_REASONS),
+    messagesForwarded: 0,
+    bytesForwarded: 0,
+    framesTooBig: 0,
+  }
+}
+
+export type Gauges = {
+  sessionsByState: Record<SessionState, number>
+  backlogBytes: number
+  connections: number
+}
+
+export function renderMetrics (m: Metrics, g: Gauges): string {
+  const lines: string[] = []
+  const family = (name: string, type: string, help: string, samples: Array<[string, number]>): void => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`)
+  }
+  const labelled = <K extends string>(label: string, values: Record<K, number>): Array<[string, number]> =>
+    Object.entries<number>(values).map(([k, v]) => [`{${label}="${k}"}`, v])
+
+  family('relay_sessions', 'gauge', 'Sessions in the table by state.', labelled('state', g.sessionsByState))
+  family('relay_sessions_created_total', 'counter', 'Sessions created.', [['', m.sessionsCreated]])
+  family('relay_sessions_closed_total', 'counter', 'Sessions closed, by reason.', labelled('reason', m.sessionsClosed))
+  family('relay_attach_refused_total', 'counter', 'WebSocket attaches refused, by reason.', labelled('reason', m.attachRefused))
+  family('relay_admin_refused_total', 'counter', 'Admin requests refused by an admission limit, by reason.', labelled('reason', m.adminRefused))
+  family('relay_connections', 'gauge', 'Attached WebSocket peers.', [['', g.connections]])
+  family('relay_messages_forwarded_total', 'counter', 'Messages handed to a peer.', [['', m.messagesForwarded]])
+  family('relay_bytes_forwarded_total', 'counter', 'Payload bytes handed to a peer.', [['', m.bytesForwarded]])
+  family('relay_frames_too_big_total', 'counter', 'Connections closed for a message above the frame size limit.', [['', m.framesTooBig]])
+  family('relay_outgoing_backlog_bytes', 'gauge', 'Bytes waiting to be written to peers: socket buffers, and messages the relay holds or queues at what they cost in memory (payload plus per-message overhead).', [['', g.backlogBytes]])
+  return lines.join('\n') + '\n'
+}
+
+function zeroes<K extends string> (keys: readonly K[]): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>
+}

@@ -1,0 +1,128 @@
+// A session and its two slots: the data the table, the state transitions and the forwarder
+// share, and the state and admin view derived from it.
+import type { WebSocket } from '../http/uws.js'
+import type { Credentials } from './tokens.js'
+
+export const SESSION_STATES = ['pending', 'half_open', 'open', 'closed'] as const
+export type SessionState = typeof SESSION_STATES[number]
+
+export type SlotName = 'initiator' | 'responder'
+
+/** uWS per-connection user data. `ended` turns true once the relay or the peer closed it. */
+export type PeerData = { slot: Slot; ended: boolean; closing?: Closing | null }
+
+/** A connection the relay has closed but not yet ended: its close frame waits for it to read (closing.ts). */
+export type Closing = { code: number; message: string | Uint8Array; bytes: number; timer: NodeJS.Timeout }
+
+export type Peer = WebSocket<PeerData>
+
+/** A message kept for a slot whose peer is away. */
+export type HeldMessage = { data: Uint8Array; isBinary: boolean }
+
+export type Slot = {
+  name: SlotName
+  session: Session
+  other: Slot
+  peer: Peer | null
+  /** Copies of messages that arrived while the peer was away, oldest first. Empty while it is attached. */
+  held: HeldMessage[]
+  /** What `held` costs: payload plus HELD_MESSAGE_OVERHEAD per message (data-plane/message-costs.ts). */
+  heldBytes: number
+  /** Messages waiting in the forwarder's arena for this turn's flush: flat (offset, length, isBinary) triples. */
+  queued: number[]
+  /** What `queued` costs: payload plus QUEUED_MESSAGE_OVERHEAD per message. */
+  queuedBytes: number
+  /** Last value of the peer's getBufferedAmount() the relay saw. */
+  buffered: number
+  /** Set while the flush of `queued` is scheduled. */
+  flushQueued: boolean
+  /** Runs while this slot is empty after the session has had a peer: peer-wait. */
+  waitTimer: NodeJS.Timeout | null
+}
+
+export type Session = {
+  id: string
+  createdAt: number
+  expiresAt: number
+  lastActivity: number
+  bytesIn: number
+  bytesOut: number
+  closed: boolean
+  everAttached: boolean
+  /** SHA-256 of the initiator's then the responder's token (see tokens.ts). */
+  tokenDigests: Buffer
+  initiator: Slot
+  responder: Slot
+}
+
+export type SessionView = {
+  id: string
+  state: SessionState
+  created_at: string
+  expires_at: string
+  last_activity: string
+  bytes_in: number
+  bytes_out: number
+  initiator_connected: boolean
+  responder_connected: boolean
+}
+
+/** A new session, both slots empty and linked to each other. */
+export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>, now: number, ttlMs: number): Session {
+  const session = {
+    id,
+    createdAt: now,
+    expiresAt: now + ttlMs,
+    lastActivity: now,
+    bytesIn: 0,
+    bytesOut: 0,
+    closed: false,
+    everAttached: false,
+    tokenDigests: digests,
+  } as Session
+  session.initiator = newSlot('initiator', session)
+  session.responder = newSlot('responder', session)
+  session.initiator.other = session.responder
+  session.responder.other = session.initiator
+  return session
+}
+
+function newSlot (name: SlotName, session: Session): Slot {
+  return {
+    name,
+    session,
+    other: undefined as unknown as Slot, // linked right after both slots exist
+    peer: null,
+    held: [],
+    heldBytes: 0,
+    queued: [],
+    queuedBytes: 0,
+    buffered: 0,
+    flushQueued: false,
+    waitTimer: null,
+  }
+}
+
+export function stateOf (session: Session): SessionState {
+  if (session.closed) return 'closed'
+  const connected = (session.initiator.peer === null ? 0 : 1) + (session.responder.peer === null ? 0 : 1)
+  return connected === 0 ? 'pending' : connected === 1 ? 'half_open' : 'open'
+}
+
+export function viewOf (session: Session): SessionView {
+  return {
+    id: session.id,
+    state: stateOf(session),
+    created_at: iso(session.createdAt),
+    expires_at: iso(session.expiresAt),
+    last_activity: iso(session.lastActivity),
+    bytes_in: session.bytesIn,
+    bytes_out: session.bytesOut,
+    initiator_connected: session.initiator.peer !== null,
+    responder_connected: session.responder.peer !== null,
+  }
+}
+
+export function iso (ms: number): string {
+  return new Date(ms).toISOString()
+}

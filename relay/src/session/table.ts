@@ -1,0 +1,116 @@
+// The session table: every session by id, and the one API the admin routes, the data plane
+// and the forwarder use on it. The pieces are in their own files: the session data
+// (session.ts), its state transitions (transitions.ts), closed connections still owed bytes
+// (closing.ts), expiry and the sweep (expiry.ts), slot tokens (tokens.ts).
+import type { CloseFrame } from '../data-plane/close-codes.js'
+import type { CloseReason, Metrics } from '../http/metrics.js'
+import type { Logger } from '../logger.js'
+import { closingDrained, closingGone, closingGrew, drop, dropLargestClosing } from './closing.js'
+import type { TableContext } from './context.js'
+import { startExpiry } from './expiry.js'
+import type { Peer, Session, SessionState, Slot } from './session.js'
+import { iso, newSession, stateOf } from './session.js'
+import { newCredentials, slotOfToken } from './tokens.js'
+import type { SessionClose } from './transitions.js'
+import { attach, closeSession, dropped, releasePeer } from './transitions.js'
+
+
+export type CreatedSession = { session: Session; initiatorToken: string; responderToken: string }
+
+export type SessionTableOptions = {
+  ttlMs: number
+  peerWaitMs: number
+  reapIntervalMs: number
+  logger: Logger
+  metrics: Metrics
+}
+
+export type SessionTable = ReturnType<typeof createSessionTable>
+
+export function createSessionTable (opts: SessionTableOptions) {
+  const ctx: TableContext = {
+    sessions: new Map(),
+    closedIds: [],
+    backlog: { total: 0 },
+    closing: new Set(),
+    connections: 0,
+    shuttingDown: false,
+    ttlMs: opts.ttlMs,
+    peerWaitMs: opts.peerWaitMs,
+    logger: opts.logger,
+    metrics: opts.metrics,
+  }
+  const { sessions } = ctx
+  const expiry = startExpiry(ctx, opts.reapIntervalMs)
+
+  function create (): CreatedSession {
+    const now = Date.now()
+    const { initiatorToken, responderToken, ...credentials } = newCredentials()
+    const session = newSession(credentials, now, ctx.ttlMs)
+    sessions.set(session.id, session)
+    ctx.metrics.sessionsCreated++
+    expiry.created(session.expiresAt)
+    ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
+    return { session, initiatorToken, responderToken }
+  }
+
+  /** A session that can still be read: not removed and not past its expiry. */
+  function find (id: string): Session | undefined {
+    const session = sessions.get(id)
+    if (session === undefined || session.expiresAt <= Date.now()) return undefined
+    return session
+  }
+
+  function list (): Session[] {
+    const now = Date.now()
+    const live: Session[] = []
+    for (const session of sessions.values()) if (session.expiresAt > now) live.push(session)
+    return live
+  }
+
+  /** The slot a token opens, or null; see slotOfToken for why it takes constant time. */
+  function slotForToken (session: Session, token: string): Slot | null {
+    const slot = slotOfToken(session.tokenDigests, token)
+    return slot === 0 ? session.initiator : slot === 1 ? session.responder : null
+  }
+
+  /** Close every session with `frame`, for shutdown, and stop the timers. */
+  function closeAll (reason: CloseReason, frame: CloseFrame): void {
+    ctx.shuttingDown = true
+    for (const session of sessions.values()) closeSession(ctx, session, { reason, frame, remove: true })
+    for (const peer of [...ctx.closing]) closingDrained(ctx, peer)
+    expiry.stop()
+  }
+
+  function countByState (): Record<SessionState, number> {
+    const counts: Record<SessionState, number> = { pending: 0, half_open: 0, open: 0, closed: 0 }
+    for (const session of list()) counts[stateOf(session)]++
+    return counts
+  }
+
+  return {
+    create,
+    find,
+    list,
+    /** Every entry, expired ones awaiting removal included, without copying the table: for a paged walk. */
+    entries: (): IterableIterator<Session> => sessions.values(),
+    slotForToken,
+    attach: (slot: Slot, peer: Peer): void => attach(ctx, slot, peer),
+    dropped: (slot: Slot, why: string): void => dropped(ctx, slot, why),
+    releasePeer: (slot: Slot): void => releasePeer(ctx, slot),
+    close: (session: Session, how: SessionClose): void => closeSession(ctx, session, how),
+    sweep: expiry.sweep,
+    closeAll,
+    closingDrained: (peer: Peer): void => closingDrained(ctx, peer),
+    closingGrew: (peer: Peer): number => closingGrew(ctx, peer),
+    closingGone: (peer: Peer): void => closingGone(ctx, peer),
+    dropLargestClosing: (): boolean => dropLargestClosing(ctx),
+    /** End a closed connection still owed bytes without its close frame, saying why. */
+    dropClosing: (peer: Peer, why: string): void => drop(ctx, peer, why),
+    stop: expiry.stop,
+    countByState,
+    backlog: ctx.backlog,
+    connections: () => ctx.connections,
+    size: () => sessions.size,
+  }
+}
