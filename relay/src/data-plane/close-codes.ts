@@ -1,5 +1,5 @@
 // Every WebSocket close code the relay sends or acts on, in one place (decisions.md, "Session
-// states and close codes"). The README's close-code table is this table; test/relay/close-codes.test.ts
+// states and close codes"). docs/relay.md's close-code table is this table; test/relay/close-codes.test.ts
 // keeps the two equal and keeps numeric close codes out of every other source file.
 
 export type CloseFrame = {
@@ -10,7 +10,7 @@ export type CloseFrame = {
 
 export type CloseCode = CloseFrame & {
   name: string
-  /** When a peer gets it, for the README. */
+  /** When a peer gets it, for docs/relay.md. */
   meaning: string
 }
 
