@@ -4,9 +4,9 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { readFileSync } from 'node:fs'
-import { createControlMetrics } from '../control/src/metrics.js'
-import { applicationQueries, functionQueries, overviewQueries } from '../control/src/metrics-queries.js'
-import type { BuildT } from '../control/src/schemas.js'
+import { createControlMetrics } from '../control/src/metrics/control-metrics.js'
+import { applicationQueries, functionQueries, overviewQueries } from '../control/src/metrics/queries.js'
+import type { BuildT } from '../control/src/model/resources.js'
 import { createApp, startTestControl } from './helpers/control.js'
 import type { TestControl } from './helpers/control.js'
 

@@ -8,9 +8,9 @@ import { Transform } from 'node:stream'
 import type { TransformCallback } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import tar from 'tar-stream'
-import { ApiError, InvalidInputError, TooLargeError } from './errors.js'
-import { contentProblem, pathProblem } from './source-files.js'
-import type { SourceLimits } from './source-files.js'
+import { ApiError, InvalidInputError, TooLargeError } from '../errors.js'
+import { contentProblem, pathProblem } from './files.js'
+import type { SourceLimits } from './files.js'
 
 /** The upload stream failed or closed early: the client hung up or sent a broken body. */
 export class UploadBrokeOffError extends InvalidInputError {}

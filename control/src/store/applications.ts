@@ -5,9 +5,9 @@ import { randomUUID } from 'node:crypto'
 import { listBuilds } from './builds.js'
 import type { Database } from './db.js'
 import { iso, isUniqueViolation, isUuid } from './db.js'
-import { ConflictError } from './errors.js'
+import { ConflictError } from '../errors.js'
 import { insertFunction } from './functions.js'
-import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from './schemas.js'
+import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from '../model/resources.js'
 
 export const FIRST_FUNCTION_ROUTE = '/...'
 

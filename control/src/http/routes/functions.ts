@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from './app.js'
-import { NotFoundError } from './errors.js'
-import { applicationNotFound, createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from './functions.js'
-import { AppParams, CreateFunction, errors, FunctionParams, FunctionSchema, UpdateFunction } from './schemas.js'
+import type { RouteDeps } from '../app.js'
+import { NotFoundError } from '../../errors.js'
+import { applicationNotFound, createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'
+import { AppParams, CreateFunction, errors, FunctionParams, FunctionSchema, UpdateFunction } from '../../model/resources.js'
 
 export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db }) => {
   app.get('/applications/:appId/functions', {

@@ -6,10 +6,10 @@
 // token must also carry a claim value (a group or role), else 403.
 import type { FastifyRequest } from 'fastify'
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../common/src/oidc-keys.js'
-import type { OidcKeysOptions, OidcLogger } from '../../common/src/oidc-keys.js'
-import type { RequiredClaim } from './config.js'
-import { ForbiddenError, UnauthorizedError, UnavailableError } from './errors.js'
+import { createOidcKeys, IdpUnavailableError, TokenRejectedError, verifyBearer } from '../../../common/src/oidc-keys.js'
+import type { OidcKeysOptions, OidcLogger } from '../../../common/src/oidc-keys.js'
+import type { RequiredClaim } from '../config.js'
+import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js'
 
 export type AuthOptions = {
   issuer: string

@@ -2,8 +2,8 @@
 // from coming back (no answer, a timeout, an error from Prometheus, an answer that is not a
 // range result) becomes a 503 whose reason is safe to show: it never repeats the URL, which
 // may carry credentials.
-import { formatDuration } from '../../common/src/duration.js'
-import { UnavailableError } from './errors.js'
+import { formatDuration } from '../../../common/src/duration.js'
+import { UnavailableError } from '../errors.js'
 
 /** `[unix seconds, value]`, as the API answers. */
 export type Point = [number, number]

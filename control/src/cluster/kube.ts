@@ -10,8 +10,8 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
 import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node'
-import type { ControlConfig } from './config.js'
-import { ApiError, ConfigError, InvalidInputError, NotFoundError, UnavailableError } from './errors.js'
+import type { ControlConfig } from '../config.js'
+import { ApiError, ConfigError, InvalidInputError, NotFoundError, UnavailableError } from '../errors.js'
 
 export type Kube = {
   namespace: string

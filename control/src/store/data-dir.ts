@@ -5,7 +5,7 @@
 // must instead end with one line that names the directory and the reason.
 import { mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { ConfigError } from './errors.js'
+import { ConfigError } from '../errors.js'
 
 /** Creates `dataDir` (and its parents) unless it exists; throws a ConfigError when it cannot be a usable directory. */
 export function prepareDataDir (dataDir: string): void {

@@ -2,7 +2,7 @@
 // requests by route and status, finished builds by result, build durations, and the default
 // process metrics. The overview endpoint's series are queries over these (metrics-queries.ts).
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
-import type { BuildT } from './schemas.js'
+import type { BuildT } from '../model/resources.js'
 
 export type ControlMetrics = {
   /** One answered HTTP request; `route` is the route's pattern (`/api/v1/applications/:appId`), undefined when none matched. */

@@ -4,12 +4,12 @@
 import type { V1Deployment, V1Service } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
-import type { ControlConfig } from './config.js'
-import { ApiError } from './errors.js'
+import type { ControlConfig } from '../config.js'
+import { ApiError } from '../errors.js'
 import type { Kube } from './kube.js'
 import { clusterError, spinAppCrdMissing, statusBody, statusOf } from './kube.js'
 import type { Static } from 'typebox'
-import type { Deployment } from './schemas.js'
+import type { Deployment } from '../model/resources.js'
 
 export type DeploymentT = Static<typeof Deployment>
 

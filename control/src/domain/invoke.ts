@@ -8,12 +8,12 @@ import http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { urlToHttpOptions } from 'node:url'
 import type { Static } from 'typebox'
-import { ApiError, InvalidInputError, NotFoundError, TooLargeError, UnavailableError } from './errors.js'
+import { ApiError, InvalidInputError, NotFoundError, TooLargeError, UnavailableError } from '../errors.js'
 import { invokeTarget, parseInvokePath, routeTakes } from './invoke-path.js'
-import type { Kube } from './kube.js'
-import { clusterError, sendablePath } from './kube.js'
-import { formatDuration } from '../../common/src/duration.js'
-import type { InvokeRequest, InvokeResult } from './schemas.js'
+import type { Kube } from '../cluster/kube.js'
+import { clusterError, sendablePath } from '../cluster/kube.js'
+import { formatDuration } from '../../../common/src/duration.js'
+import type { InvokeRequest, InvokeResult } from '../model/resources.js'
 
 export type InvokeRequestT = Static<typeof InvokeRequest>
 export type InvokeResultT = Static<typeof InvokeResult>

@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Database, Sql } from './db.js'
 import { iso, isForeignKeyViolation, isUniqueViolation, isUuid } from './db.js'
-import { ConflictError, NotFoundError } from './errors.js'
-import type { FunctionT } from './schemas.js'
+import { ConflictError, NotFoundError } from '../errors.js'
+import type { FunctionT } from '../model/resources.js'
 
 type FunctionRow = { id: string; name: string; route: string; created_at: Date }
 

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from './app.js'
-import { createApplication, deleteApplication, findApplication, getApplication, listApplications } from './applications.js'
-import { APPLICATION_LABEL, deleteBuildResources } from './build-jobs.js'
-import { hasBuilds, latestImage } from './builds.js'
-import { deleteSpinApp, readDeployment } from './deployments.js'
-import { NotFoundError } from './errors.js'
-import { Application, ApplicationSummary, AppParams, CreateApplication, errors } from './schemas.js'
+import type { RouteDeps } from '../app.js'
+import { createApplication, deleteApplication, findApplication, getApplication, listApplications } from '../../store/applications.js'
+import { APPLICATION_LABEL, deleteBuildResources } from '../../cluster/build-jobs.js'
+import { hasBuilds, latestImage } from '../../store/builds.js'
+import { deleteSpinApp, readDeployment } from '../../cluster/spinapps.js'
+import { NotFoundError } from '../../errors.js'
+import { Application, ApplicationSummary, AppParams, CreateApplication, errors } from '../../model/resources.js'
 
 export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config, cluster }) => {
   app.get('/applications', {

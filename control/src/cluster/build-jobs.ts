@@ -5,13 +5,13 @@
 // $IMAGE_REF and writes the pushed reference (ideally pinned by digest) to
 // /dev/termination-log; on failure it writes the reason there.
 import type { V1Job, V1Secret } from '@kubernetes/client-node'
-import { packArchive } from './archive.js'
-import type { ControlConfig } from './config.js'
-import type { Database } from './db.js'
-import { TooLargeError, UnavailableError } from './errors.js'
+import { packArchive } from '../source/archive.js'
+import type { ControlConfig } from '../config.js'
+import type { Database } from '../store/db.js'
+import { TooLargeError, UnavailableError } from '../errors.js'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'
-import type { LanguageT } from './schemas.js'
+import type { LanguageT } from '../model/resources.js'
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'platform-control' }
 export const APPLICATION_LABEL = 'platform.wasmkube.dev/application'

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Database } from './db.js'
 import { iso, isUuid } from './db.js'
-import type { BuildT } from './schemas.js'
+import type { BuildT } from '../model/resources.js'
 
 type BuildRow = { id: string; status: BuildT['status']; image_ref: string | null; error: string | null; created_at: Date; finished_at: Date | null }
 
