@@ -1,14 +1,14 @@
 // The control plane's own /metrics: requests counted by route pattern and status, finished
 // builds by result with their durations, the process metrics; read as Prometheus would.
-// control-prometheus.test.ts has a real Prometheus scrape it.
+// prometheus.test.ts has a real Prometheus scrape it.
 import t from 'tap'
 import type { Test } from 'tap'
 import { readFileSync } from 'node:fs'
-import { createControlMetrics } from '../control/src/metrics/control-metrics.js'
-import { applicationQueries, functionQueries, overviewQueries } from '../control/src/metrics/queries.js'
-import type { BuildT } from '../control/src/model/resources.js'
-import { createApp, startTestControl } from './helpers/control.js'
-import type { TestControl } from './helpers/control.js'
+import { createControlMetrics } from '../../control/src/metrics/control-metrics.js'
+import { applicationQueries, functionQueries, overviewQueries } from '../../control/src/metrics/queries.js'
+import type { BuildT } from '../../control/src/model/resources.js'
+import { createApp, startTestControl } from '../helpers/control.js'
+import type { TestControl } from '../helpers/control.js'
 
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000'
 
@@ -116,7 +116,7 @@ t.test('each control plane counts its own requests', async (t) => {
 
 t.test('the README shows the PromQL the code sends', async (t) => {
   // Markdown tables escape the pipe.
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replaceAll('\\|', '|')
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replaceAll('\\|', '|')
   const app = { namespace: '$ns', appName: '$app' }
   const queries = { ...applicationQueries(app, 60_000), ...functionQueries(app, '$route', 60_000), ...overviewQueries(60_000) }
   t.equal(Object.keys(queries).length, 7)

@@ -7,8 +7,8 @@ import { connect } from 'node:net'
 import type { Socket } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
-import { startTestControl } from './helpers/control.js'
-import { withTimeout } from './helpers/wait.js'
+import { startTestControl } from '../helpers/control.js'
+import { withTimeout } from '../helpers/wait.js'
 
 type Raw = { socket: Socket; received: () => string; closed: Promise<number>; connected: Promise<void> }
 

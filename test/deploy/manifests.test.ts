@@ -9,15 +9,15 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { SHUTDOWN_TIMEOUT_MS } from '../common/src/lifecycle.js'
-import { parseConfig as parseControlConfig } from '../control/src/config.js'
-import { parseConfig as parseRelayConfig } from '../relay/src/config.js'
-import { startTestControl } from './helpers/control.js'
-import { buildKustomization } from './helpers/manifests.js'
-import type { Build, Manifest } from './helpers/manifests.js'
-import { startTestRelay } from './helpers/relay.js'
+import { SHUTDOWN_TIMEOUT_MS } from '../../common/src/lifecycle.js'
+import { parseConfig as parseControlConfig } from '../../control/src/config.js'
+import { parseConfig as parseRelayConfig } from '../../relay/src/config.js'
+import { startTestControl } from '../helpers/control.js'
+import { buildKustomization } from '../helpers/manifests.js'
+import type { Build, Manifest } from '../helpers/manifests.js'
+import { startTestRelay } from '../helpers/relay.js'
 
-const repo = fileURLToPath(new URL('..', import.meta.url))
+const repo = fileURLToPath(new URL('../..', import.meta.url))
 const deploy = join(repo, 'deploy')
 
 const KUSTOMIZATIONS = ['base', 'overlays/production']

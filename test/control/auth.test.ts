@@ -4,11 +4,11 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
-import { createLogger } from '../control/src/logger.js'
-import { startOidcProvider } from './fixtures/oidc-provider.js'
-import type { OidcFixture, OidcFixtureOptions } from './fixtures/oidc-provider.js'
-import { createApp, isErrorBody, startTestControl, until } from './helpers/control.js'
-import type { TestControl } from './helpers/control.js'
+import { createLogger } from '../../control/src/logger.js'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import type { OidcFixture, OidcFixtureOptions } from '../fixtures/oidc-provider.js'
+import { createApp, isErrorBody, startTestControl, until } from '../helpers/control.js'
+import type { TestControl } from '../helpers/control.js'
 
 // Auth does not depend on the database engine, so these run on PGlite only.
 const ENGINE = 'pglite'

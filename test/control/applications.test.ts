@@ -2,8 +2,8 @@
 // delete, the first function, validation of names, languages, runtimes, descriptions and
 // routes, name and route conflicts, unknown ids and the cascade of a delete.
 import t from 'tap'
-import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
-import type { App, Fn } from './helpers/control.js'
+import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from '../helpers/control.js'
+import type { App, Fn } from '../helpers/control.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/

@@ -6,18 +6,18 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
-import type { Access } from './fixtures/kube-api.js'
-import { failJob, podOfJob, runJob, succeedJob } from './fixtures/kube-jobs.js'
-import { writePodLog } from './fixtures/kube-pods.js'
-import { setServiceBackend } from './fixtures/kube-services.js'
-import { operateSpinApp, SPINAPPS } from './fixtures/kube-spinapps.js'
-import { createApp, firstFunction, until } from './helpers/control.js'
-import { startClusterControl } from './helpers/cluster.js'
+import type { Access } from '../fixtures/kube-api.js'
+import { failJob, podOfJob, runJob, succeedJob } from '../fixtures/kube-jobs.js'
+import { writePodLog } from '../fixtures/kube-pods.js'
+import { setServiceBackend } from '../fixtures/kube-services.js'
+import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { createApp, firstFunction, until } from '../helpers/control.js'
+import { startClusterControl } from '../helpers/cluster.js'
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] }
 type Role = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; rules: Rule[] }
 
-const role = parse(readFileSync(new URL('../deploy/base/control/role.yaml', import.meta.url), 'utf8')) as Role
+const role = parse(readFileSync(new URL('../../deploy/base/control/role.yaml', import.meta.url), 'utf8')) as Role
 
 const resourceOf = (access: Access): string => access.subresource === '' ? access.resource : `${access.resource}/${access.subresource}`
 const allows = (rule: Rule, access: Access): boolean =>

@@ -13,10 +13,10 @@ import { gzipSync } from 'node:zlib'
 import fc from 'fast-check'
 import t from 'tap'
 import type { Test } from 'tap'
-import { tgzOf } from './fixtures/tarballs.js'
-import { createApp, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
-import type { Reply, TestControl } from './helpers/control.js'
-import { until, withTimeout } from './helpers/wait.js'
+import { tgzOf } from '../fixtures/tarballs.js'
+import { createApp, firstFunction, isErrorBody, startTestControl } from '../helpers/control.js'
+import type { Reply, TestControl } from '../helpers/control.js'
+import { until, withTimeout } from '../helpers/wait.js'
 
 type Source = { files: Record<string, string>; updatedAt: string }
 

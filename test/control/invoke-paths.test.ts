@@ -9,12 +9,12 @@ import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
 import type { Test } from 'tap'
 import t from 'tap'
-import { parseInvokePath, routeTakes } from '../control/src/domain/invoke-path.js'
-import { setServiceBackend } from './fixtures/kube-services.js'
-import type { App, TestControl } from './helpers/control.js'
-import { firstFunction } from './helpers/control.js'
-import type { ClusterControl } from './helpers/cluster.js'
-import { deployApp, NAMESPACE, startClusterControl } from './helpers/cluster.js'
+import { parseInvokePath, routeTakes } from '../../control/src/domain/invoke-path.js'
+import { setServiceBackend } from '../fixtures/kube-services.js'
+import type { App, TestControl } from '../helpers/control.js'
+import { firstFunction } from '../helpers/control.js'
+import type { ClusterControl } from '../helpers/cluster.js'
+import { deployApp, NAMESPACE, startClusterControl } from '../helpers/cluster.js'
 
 const PROXY = `/api/v1/namespaces/${NAMESPACE}/services/hello/proxy`
 

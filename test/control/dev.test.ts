@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
-import { until } from './helpers/control.js'
+import { until } from '../helpers/control.js'
 
-const devJs = fileURLToPath(new URL('../dist/scripts/dev.js', import.meta.url))
+const devJs = fileURLToPath(new URL('../../dist/scripts/dev.js', import.meta.url))
 
 function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[] = []) {
   const dir = mkdtempSync(join(tmpdir(), 'control-dev-'))

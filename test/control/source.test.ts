@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import type { Test } from 'tap'
-import { countedStream, filesOf, gnuTarOf, tarOf, tgzOf } from './fixtures/tarballs.js'
-import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
-import type { Reply, TestControl } from './helpers/control.js'
+import { countedStream, filesOf, gnuTarOf, tarOf, tgzOf } from '../fixtures/tarballs.js'
+import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from '../helpers/control.js'
+import type { Reply, TestControl } from '../helpers/control.js'
 
 type Source = { files: Record<string, string>; updatedAt: string }
 

@@ -4,11 +4,11 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { openDatabase } from '../control/src/store/db.js'
-import type { Database } from '../control/src/store/db.js'
-import { migrate, migrations } from '../control/src/store/migrations.js'
-import { createApp, eachEngine, firstFunction, freshStore, startTestControl } from './helpers/control.js'
-import type { Store } from './helpers/control.js'
+import { openDatabase } from '../../control/src/store/db.js'
+import type { Database } from '../../control/src/store/db.js'
+import { migrate, migrations } from '../../control/src/store/migrations.js'
+import { createApp, eachEngine, firstFunction, freshStore, startTestControl } from '../helpers/control.js'
+import type { Store } from '../helpers/control.js'
 
 const quiet = { error: () => {} }
 

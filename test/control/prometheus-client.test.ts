@@ -1,16 +1,16 @@
 // The Prometheus client's side of failures a real Prometheus does not produce on demand: no
 // answer in time, a proxy's error page, answers of the wrong shape; and what it sends: one
 // query_range per series, over a window aligned to the step, with credentials from the URL.
-// A plain HTTP server stands where Prometheus would be. control-prometheus.test.ts runs the
+// A plain HTTP server stands where Prometheus would be. prometheus.test.ts runs the
 // queries on a real Prometheus.
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
-import { MAX_ANSWER_BYTES } from '../control/src/metrics/prometheus.js'
-import { freePort } from './helpers/ports.js'
-import { createApp, firstFunction, startTestControl } from './helpers/control.js'
+import { MAX_ANSWER_BYTES } from '../../control/src/metrics/prometheus.js'
+import { freePort } from '../helpers/ports.js'
+import { createApp, firstFunction, startTestControl } from '../helpers/control.js'
 
 type MetricsBody = { range: string; step: string; series: Record<string, { points: Array<[number, number]>; unit: string }> }
 

@@ -10,12 +10,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
-import { call, ENGINES, freshStore } from './helpers/control.js'
-import { lines, processRunner } from './helpers/process.js'
+import { call, ENGINES, freshStore } from '../helpers/control.js'
+import { lines, processRunner } from '../helpers/process.js'
 
-const mainJs = fileURLToPath(new URL('../dist/control/src/main.js', import.meta.url))
-const healthcheckJs = fileURLToPath(new URL('../dist/control/src/healthcheck.js', import.meta.url))
-const relayHealthcheckJs = fileURLToPath(new URL('../dist/relay/src/healthcheck.js', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../dist/control/src/main.js', import.meta.url))
+const healthcheckJs = fileURLToPath(new URL('../../dist/control/src/healthcheck.js', import.meta.url))
+const relayHealthcheckJs = fileURLToPath(new URL('../../dist/relay/src/healthcheck.js', import.meta.url))
 const { childEnv, runToExit, start: startProcess } = processRunner({
   mainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening', startTimeoutMs: 60_000, exitTimeoutMs: 30_000,
 })
@@ -42,7 +42,9 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
     ['a database URL of another kind', [...skip], { PLATFORM_DATABASE_URL: 'mysql://root:hunter2@db/x' }, /^control: invalid value for PLATFORM_DATABASE_URL: expected a postgres/],
     ['a data directory that cannot be created', ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', join(aFile, 'data')], {}, /cannot create --data-dir .*a-file\/data/],
   ]
-  await Promise.all(cases.map(async ([what, args, env, message]) => {
+  // One child at a time: each exit wait (exitTimeoutMs) then times one Node start, not nine
+  // starts fighting over two busy cores, which is what made this test time out under load.
+  for (const [what, args, env, message] of cases) {
     const run = await runToExit(t, args, env)
     t.equal(run.code, 2, `${what}: exit code 2`)
     t.equal(run.stdout, '', `${what}: nothing on stdout`)
@@ -50,7 +52,7 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
     t.match(run.stderr, message, `${what}: says what is wrong`)
     t.match(run.stderr, /^control: /, `${what}: names the program`)
     t.notMatch(run.stderr, /hunter2/, `${what}: no password`)
-  }))
+  }
 })
 
 // Each unusable data directory ends the start with exit code 2 and one line that names it and
@@ -68,13 +70,14 @@ t.test('an unusable data directory: exit code 2 and one line naming it and the r
     ['below a file', join(aFile, 'data'), /^control: cannot create --data-dir .*a-file\/data: ENOTDIR/],
     ['a directory the kernel refuses writes in', '/sys/kernel', /^control: cannot write to --data-dir \/sys\/kernel: EACCES/],
   ]
-  await Promise.all(cases.map(async ([what, dataDir, message]) => {
+  // One at a time, for the same reason as the startup errors above.
+  for (const [what, dataDir, message] of cases) {
     const run = await runToExit(t, ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', dataDir])
     t.equal(run.code, 2, `${what}: exit code 2`)
     t.equal(run.stdout, '', `${what}: nothing on stdout`)
     t.equal(lines(run.stderr).length, 1, `${what}: exactly one line on stderr`)
     t.match(run.stderr, message, `${what}: names the directory and the reason`)
-  }))
+  }
 })
 
 t.test('an unreachable database: a fatal log line and exit code 1', async (t) => {

@@ -3,10 +3,10 @@
 // request checks), internal errors that show nothing but are logged with the request id,
 // unknown routes, /healthz.
 import t from 'tap'
-import { createBuild } from '../control/src/store/builds.js'
-import { freePort } from './helpers/ports.js'
-import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from './helpers/control.js'
-import type { App } from './helpers/control.js'
+import { createBuild } from '../../control/src/store/builds.js'
+import { freePort } from '../helpers/ports.js'
+import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from '../helpers/control.js'
+import type { App } from '../helpers/control.js'
 
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000'
 

@@ -2,16 +2,16 @@
 // loopback) scraping the exporter fixture and the control plane's own /metrics: every query
 // the control plane sends runs on a real PromQL engine, and the numbers that come back are
 // checked against the values the fixture serves; and a real Prometheus refusing a query.
-// control-prometheus-client.test.ts has the failures only a stand-in can produce.
+// prometheus-client.test.ts has the failures only a stand-in can produce.
 import t from 'tap'
 import type { Test } from 'tap'
-import type { BuildT } from '../control/src/model/resources.js'
-import { startExporter } from './fixtures/metrics-exporter.js'
-import type { FixtureSeries } from './fixtures/metrics-exporter.js'
-import { startPrometheus } from './fixtures/prometheus.js'
-import { freePort } from './helpers/ports.js'
-import { createApp, firstFunction, startTestControl } from './helpers/control.js'
-import type { Fn, TestControl } from './helpers/control.js'
+import type { BuildT } from '../../control/src/model/resources.js'
+import { startExporter } from '../fixtures/metrics-exporter.js'
+import type { FixtureSeries } from '../fixtures/metrics-exporter.js'
+import { startPrometheus } from '../fixtures/prometheus.js'
+import { freePort } from '../helpers/ports.js'
+import { createApp, firstFunction, startTestControl } from '../helpers/control.js'
+import type { Fn, TestControl } from '../helpers/control.js'
 
 type Point = [number, number]
 type Series = { points: Point[]; unit: string }

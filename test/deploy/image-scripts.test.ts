@@ -2,10 +2,10 @@
 // root): which apt mirror debootstrap uses, how an image's USER and ENV are read, and the
 // order in which undo steps run.
 import t from 'tap'
-import { mirrorIn } from '../scripts/image-base.js'
-import { undoStack } from '../scripts/image-host.js'
-import { imageEnv, numericUser } from '../scripts/image-root.js'
-import type { ImageConfig } from '../scripts/image-root.js'
+import { mirrorIn } from '../../scripts/image-base.js'
+import { undoStack } from '../../scripts/image-host.js'
+import { imageEnv, numericUser } from '../../scripts/image-root.js'
+import type { ImageConfig } from '../../scripts/image-root.js'
 
 t.test('the apt mirror: one-line and deb822 sources, bookworm only', async (t) => {
   t.equal(mirrorIn(['deb http://mirror.example.org/debian/ bookworm main\n']), 'http://mirror.example.org/debian')

@@ -9,10 +9,10 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import t from 'tap'
-import { packArchive, unpackArchive } from '../control/src/source/archive.js'
-import type { UnpackLimits } from '../control/src/source/archive.js'
-import { ApiError } from '../control/src/errors.js'
-import { countedStream, filesOf, gnuTarOf, retypeFirstEntry, tarOf, tgzOf } from './fixtures/tarballs.js'
+import { packArchive, unpackArchive } from '../../control/src/source/archive.js'
+import type { UnpackLimits } from '../../control/src/source/archive.js'
+import { ApiError } from '../../control/src/errors.js'
+import { countedStream, filesOf, gnuTarOf, retypeFirstEntry, tarOf, tgzOf } from '../fixtures/tarballs.js'
 
 const LIMITS: UnpackLimits = { maxFiles: 10, maxBytes: 64 * 1024, maxArchiveBytes: 32 * 1024 }
 
