@@ -23,6 +23,7 @@ import { metricsRoutes } from './routes/metrics.js'
 import { runtimeRoutes } from './routes/runtime.js'
 import { sourceRoutes } from './routes/sources.js'
 import { errors } from '../model/resources.js'
+import type { RouteDeps } from './route-deps.js'
 import { validatorCompiler } from './validation.js'
 
 export const API_PREFIX = '/api/v1'
@@ -38,9 +39,6 @@ export type ControlDeps = {
   /** null or absent: no cluster configured; the endpoints that need one answer 503. */
   cluster?: Cluster | null
 }
-
-/** What every route module gets. */
-export type RouteDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
   const app = Fastify({

@@ -183,7 +183,6 @@ export type ApplicationT = Static<typeof Application>
 export type FunctionT = Static<typeof FunctionSchema>
 export type BuildT = Static<typeof Build>
 export type SourceT = Static<typeof Source>
-export type FilesT = Record<string, string>
 export type LanguageT = typeof LANGUAGES[number]
 export type RuntimeT = typeof RUNTIMES[number]
 

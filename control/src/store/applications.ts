@@ -37,11 +37,6 @@ export async function getApplication (db: Database, id: string): Promise<Applica
   return { ...toSummary(row), functions, deployment: null, builds }
 }
 
-export async function applicationExists (db: Database, id: string): Promise<boolean> {
-  if (!isUuid(id)) return false
-  return (await db.query('SELECT 1 FROM applications WHERE id = $1', [id])).length > 0
-}
-
 /** Null when the application does not exist. */
 export async function applicationName (db: Database, id: string): Promise<string | null> {
   if (!isUuid(id)) return null

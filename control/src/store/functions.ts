@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Database, Sql } from './db.js'
 import { iso, isForeignKeyViolation, isUniqueViolation, isUuid } from './db.js'
-import { ConflictError, NotFoundError } from '../errors.js'
+import { ConflictError } from '../errors.js'
 import type { FunctionT } from '../model/resources.js'
 
 type FunctionRow = { id: string; name: string; route: string; created_at: Date }
@@ -49,12 +49,15 @@ export async function insertFunction (tx: Sql, appId: string, input: { name: str
   return fn
 }
 
-export async function createFunction (db: Database, appId: string, input: { name: string; route: string }): Promise<FunctionT> {
-  if (!isUuid(appId)) throw applicationNotFound()
+/** Null when the application does not exist. */
+export async function createFunction (db: Database, appId: string, input: { name: string; route: string }): Promise<FunctionT | null> {
+  if (!isUuid(appId)) return null
   try {
     return await db.transaction((tx) => insertFunction(tx, appId, input))
   } catch (error) {
-    throw conflictOrMissing(error, input) ?? error
+    // The application was never there, or was deleted while the function was being added.
+    if (isForeignKeyViolation(error, 'functions_application_fkey')) return null
+    throw conflictError(error, input) ?? error
   }
 }
 
@@ -66,7 +69,7 @@ export async function updateRoute (db: Database, appId: string, fnId: string, ro
       `UPDATE functions SET route = $3 WHERE id = $1 AND application_id = $2 RETURNING ${COLUMNS}`, [fnId, appId, route])
     return row === undefined ? null : toFunction(row)
   } catch (error) {
-    throw conflictOrMissing(error, { route }) ?? error
+    throw conflictError(error, { route }) ?? error
   }
 }
 
@@ -77,14 +80,8 @@ export async function deleteFunction (db: Database, appId: string, fnId: string)
   return rows.length > 0
 }
 
-export function applicationNotFound (): NotFoundError {
-  return new NotFoundError('application not found')
-}
-
-function conflictOrMissing (error: unknown, input: { name?: string; route: string }): Error | null {
+function conflictError (error: unknown, input: { name?: string; route: string }): ConflictError | null {
   if (isUniqueViolation(error, 'functions_name_key')) return new ConflictError(`this application already has a function named ${input.name}`)
   if (isUniqueViolation(error, 'functions_route_key')) return new ConflictError(`another function of this application already has the route ${input.route}`)
-  // The application was never there, or was deleted while the function was being added.
-  if (isForeignKeyViolation(error, 'functions_application_fkey')) return applicationNotFound()
   return null
 }

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from '../app.js'
+import type { RouteDeps } from '../route-deps.js'
 import { createApplication, deleteApplication, findApplication, getApplication, listApplications } from '../../store/applications.js'
 import { APPLICATION_LABEL, deleteBuildResources } from '../../cluster/build-jobs.js'
 import { hasBuilds, latestImage } from '../../store/builds.js'
 import { deleteSpinApp, readDeployment } from '../../cluster/spinapps.js'
-import { NotFoundError } from '../../errors.js'
+import { applicationNotFound } from '../not-found.js'
 import { Application, ApplicationSummary, AppParams, CreateApplication, errors } from '../../model/resources.js'
 
 export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config, cluster }) => {
@@ -26,7 +26,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     },
   }, async (request) => {
     const application = await getApplication(db, request.params.appId)
-    if (application === null) throw new NotFoundError('application not found')
+    if (application === null) throw applicationNotFound()
     // Nothing can be deployed without a cluster, so there is no deployment to show.
     const image = cluster === null ? null : await latestImage(db, application.id)
     if (cluster === null || image === null) return application
@@ -54,14 +54,14 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     },
   }, async (request, reply) => {
     const application = await findApplication(db, request.params.appId)
-    if (application === null) throw new NotFoundError('application not found')
+    if (application === null) throw applicationNotFound()
     // The cluster first: if it refuses, the application stays and the caller can try again,
     // rather than leaving a running deployment nobody can reach through this API.
     if (cluster !== null && await hasBuilds(db, application.id)) {
       await deleteSpinApp(cluster.kube, application.name)
       await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
     }
-    if (!await deleteApplication(db, application.id)) throw new NotFoundError('application not found')
+    if (!await deleteApplication(db, application.id)) throw applicationNotFound()
     reply.code(204).send(null)
   })
 }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from '../app.js'
+import type { RouteDeps } from '../route-deps.js'
 import { findApplication } from '../../store/applications.js'
 import { BUILD_LABEL, buildArchive, cannotBuild, createBuildJob, MAX_BUILD_ARCHIVE_BYTES } from '../../cluster/build-jobs.js'
 import { createBuild, deleteBuild, getBuild, listBuilds, storedBuildLog } from '../../store/builds.js'
 import { NotFoundError, TooLargeError } from '../../errors.js'
-import { applicationNotFound } from '../../store/functions.js'
+import { applicationNotFound, buildNotFound } from '../not-found.js'
 import { clusterNotConfigured } from '../../cluster/kube.js'
 import { sendLogStream, sendLogText } from '../log-stream.js'
 import { containerState, listPods, openPodLog, readPodLog } from '../../cluster/pod-logs.js'
@@ -114,10 +114,6 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { d
       if (closed) return sendLogText(reply, '') // to nobody: the caller has gone
     }
   })
-}
-
-function buildNotFound (): NotFoundError {
-  return new NotFoundError('build not found')
 }
 
 function logGone (): NotFoundError {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from '../app.js'
-import { NotFoundError } from '../../errors.js'
-import { applicationNotFound, createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'
+import type { RouteDeps } from '../route-deps.js'
+import { createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'
+import { applicationNotFound, functionNotFound } from '../not-found.js'
 import { AppParams, CreateFunction, errors, FunctionParams, FunctionSchema, UpdateFunction } from '../../model/resources.js'
 
 export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db }) => {
@@ -43,6 +43,7 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
   }, async (request, reply) => {
     const { name, route } = request.body
     const fn = await createFunction(db, request.params.appId, { name, route: route ?? defaultRoute(name) })
+    if (fn === null) throw applicationNotFound()
     reply.code(201)
     return fn
   })
@@ -72,8 +73,4 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     if (!await deleteFunction(db, request.params.appId, request.params.fnId)) throw functionNotFound()
     reply.code(204).send(null)
   })
-}
-
-export function functionNotFound (): NotFoundError {
-  return new NotFoundError('function not found')
 }
