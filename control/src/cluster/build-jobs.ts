@@ -1,14 +1,11 @@
-// Starting a build in the cluster: the application's function sources, with a generated
-// spin.toml, packed into a gzipped tar in a Secret, and a Job that runs the language's builder
-// image on it. The builder contract (README, "Builds"): the archive is mounted read-only at
-// /workspace/source/source.tar.gz; the builder runs `spin build`, pushes the result to
-// $IMAGE_REF and writes the pushed reference (ideally pinned by digest) to
-// /dev/termination-log; on failure it writes the reason there.
+// A build's Kubernetes side: the Secret holding the packed sources and the Job that runs the
+// language's builder image on it (domain/builds.ts packs the archive). The builder contract
+// (README, "Builds"): the archive is mounted read-only at /workspace/source/source.tar.gz; the
+// builder runs `spin build`, pushes the result to $IMAGE_REF and writes the pushed reference
+// (ideally pinned by digest) to /dev/termination-log; on failure it writes the reason there.
 import type { V1Job, V1Secret } from '@kubernetes/client-node'
-import { packArchive } from '../source/archive.js'
 import type { ControlConfig } from '../config.js'
-import type { Database } from '../store/db.js'
-import { TooLargeError, UnavailableError } from '../errors.js'
+import { TooLargeError } from '../errors.js'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'
 import type { LanguageT } from '../model/resources.js'
@@ -55,24 +52,6 @@ export function spinManifest (app: BuildApplication, functions: Array<{ name: st
 
 // JSON strings are valid TOML basic strings for everything a route or name can hold.
 const toml = (text: string): string => JSON.stringify(text)
-
-/** spin.toml and every function's files under functions/{name}/, as one .tar.gz. */
-export async function buildArchive (db: Database, app: BuildApplication): Promise<Buffer> {
-  const rows = await db.query<{ name: string; route: string; files: Record<string, string> }>(
-    'SELECT f.name, f.route, s.files FROM functions f JOIN sources s ON s.function_id = f.id WHERE f.application_id = $1 ORDER BY f.name', [app.id])
-  const files: Record<string, string> = { 'spin.toml': spinManifest(app, rows) }
-  for (const row of rows) {
-    for (const [path, content] of Object.entries(row.files)) files[`functions/${row.name}/${path}`] = content
-  }
-  return packArchive(files, new Date(0))
-}
-
-/** Why this configuration cannot build `language`, or null. */
-export function cannotBuild (config: ControlConfig, language: LanguageT): UnavailableError | null {
-  if (config.builderImages[language] === '') return new UnavailableError(`no builder image for ${language}: set PLATFORM_BUILDER_IMAGES`)
-  if (config.imageRepository === '') return new UnavailableError('no image repository for builds: set PLATFORM_IMAGE_REPOSITORY')
-  return null
-}
 
 export function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: string): string {
   return `${config.imageRepository}/${app.name}:${buildId}`

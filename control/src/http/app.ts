@@ -22,7 +22,7 @@ import { functionRoutes } from './routes/functions.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { runtimeRoutes } from './routes/runtime.js'
 import { sourceRoutes } from './routes/sources.js'
-import { errors } from '../model/resources.js'
+import { errors } from './schemas/errors.js'
 import type { RouteDeps } from './route-deps.js'
 import { validatorCompiler } from './validation.js'
 

@@ -1,6 +1,8 @@
-// The API's request and response shapes, as TypeBox schemas: Fastify validates requests and
-// serialises responses with them, and the OpenAPI document is generated from them. A leaf
-// schema's `description` doubles as the explanation in a 400 answer (see validation.ts).
+// The resources the control plane keeps (applications, functions, sources, builds, deployments)
+// and the invoke envelope, as TypeBox schemas: the one vocabulary of every layer. The types
+// below are what the store returns and the domain passes around; the same schemas describe
+// the API's answers, so Fastify serialises with them and the OpenAPI document shows them. A
+// leaf schema's `description` doubles as the explanation in a 400 answer (http/validation.ts).
 import { Type } from 'typebox'
 import type { Static, TSchema, TUnsafe } from 'typebox'
 
@@ -40,8 +42,6 @@ export const Route = Type.String({
   description: `a path starting with "/" of at most ${MAX_ROUTE_LENGTH} characters, optionally ending in "/..." to take everything below it ("/..." alone takes every path); ` +
     'its segments are URL path characters, none empty, ".", ".." or "..." (also percent-encoded), no escaped "/" or "\\"',
 })
-
-export const ErrorBody = Type.Object({ error: Type.String({ description: 'the reason, in words' }) }, { additionalProperties: false })
 
 // ---- applications ----
 
@@ -86,22 +86,6 @@ export const Application = Type.Object({
   builds: Type.Array(Build, { description: 'newest first' }),
 })
 
-export const CreateApplication = Type.Object({
-  name: Name,
-  language: Language,
-  runtime: Runtime,
-  description: Type.Optional(Description),
-}, { additionalProperties: false })
-
-// ---- functions ----
-
-export const CreateFunction = Type.Object({
-  name: Name,
-  route: Type.Optional(Route),
-}, { additionalProperties: false })
-
-export const UpdateFunction = Type.Object({ route: Route }, { additionalProperties: false })
-
 // ---- source ----
 
 /**
@@ -116,8 +100,6 @@ export const Files = mapOf<string>(Type.String(),
   'file path to content; paths are relative ("src/main.go"): no "..", ".", empty or absolute parts, no "\\", control characters or NUL; contents are text without NUL')
 
 export const Source = Type.Object({ files: Files, updatedAt: Timestamp })
-
-export const PutSource = Type.Object({ files: Files }, { additionalProperties: false })
 
 // ---- runtime: invoke and logs ----
 
@@ -138,46 +120,6 @@ export const InvokeResult = Type.Object({
   durationMs: Type.Number(),
 })
 
-export const LogsQuery = Type.Object({
-  follow: Type.Optional(Type.Boolean({ description: 'keep the connection open and stream new lines; default false' })),
-}, { additionalProperties: false })
-
-export const AppLogsQuery = Type.Object({
-  follow: Type.Optional(Type.Boolean({ description: 'keep the connection open and stream new lines; default false' })),
-  tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, description: 'only the last this many lines; default: every line the pod kept' })),
-}, { additionalProperties: false })
-
-// ---- metrics ----
-
-export const MetricsQuery = Type.Object({
-  range: Type.Optional(Type.String({ description: 'Go duration from 1m to 24h, e.g. 15m; default 15m' })),
-  step: Type.Optional(Type.String({ description: 'Go duration of at least 1s, e.g. 15s; default 15s; at most 11,000 points per series' })),
-}, { additionalProperties: false })
-
-const Series = (unit: string): TSchema => Type.Object({
-  points: Type.Array(Type.Array(Type.Number(), { minItems: 2, maxItems: 2 }), { description: '[unix seconds, value] pairs' }),
-  unit: Type.Literal(unit),
-})
-
-const metricsOf = (series: Record<string, TSchema>): TSchema => Type.Object({
-  range: Type.String(),
-  step: Type.String(),
-  series: Type.Object(series),
-})
-
-export const ApplicationMetrics = metricsOf({ cpu: Series('cores'), memory: Series('bytes') })
-export const FunctionMetrics = metricsOf({ requestRate: Series('req/s'), latencyP95: Series('ms'), errorRate: Series('req/s') })
-export const OverviewMetrics = metricsOf({ httpRequestRate: Series('req/s'), buildRate: Series('builds/s') })
-
-export const Accepted = Type.Object({ message: Type.String() })
-
-// ---- params ----
-
-// Ids are any string here: one that is not a UUID simply matches nothing (404), like an unknown one.
-export const AppParams = Type.Object({ appId: Type.String() })
-export const FunctionParams = Type.Object({ appId: Type.String(), fnId: Type.String() })
-export const BuildParams = Type.Object({ appId: Type.String(), buildId: Type.String() })
-
 export type ApplicationSummaryT = Static<typeof ApplicationSummary>
 export type ApplicationT = Static<typeof Application>
 export type FunctionT = Static<typeof FunctionSchema>
@@ -186,23 +128,3 @@ export type SourceT = Static<typeof Source>
 export type LanguageT = typeof LANGUAGES[number]
 export type RuntimeT = typeof RUNTIMES[number]
 
-const ERROR_MEANINGS: Record<number, string> = {
-  400: 'invalid input: a schema or rule failed, or the JSON does not parse',
-  401: 'missing or invalid bearer token',
-  403: 'the token lacks the required claim',
-  404: 'no such application, function or build (for invoke and logs: nothing deployed or running)',
-  409: 'the name (or route) is taken; for deploy: no successful build yet',
-  413: 'body or archive too large',
-  415: 'unsupported content type',
-  500: 'internal error (details only in the log, under the x-request-id)',
-  501: 'not implemented for this runtime',
-  503: 'a dependency is missing or down: identity provider, cluster or metrics',
-}
-
-/** Response schemas for the given refusals, all `{error}`. */
-export function errors (...statuses: number[]): Record<number, typeof ErrorBody> {
-  return Object.fromEntries(statuses.map((status) => [status, Type.Object(ErrorBody.properties, {
-    additionalProperties: false,
-    description: ERROR_MEANINGS[status] ?? 'refused',
-  })]))
-}

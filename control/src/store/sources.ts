@@ -20,6 +20,12 @@ export async function getSource (db: Database, appId: string, fnId: string): Pro
   return row === undefined ? null : toSource(row)
 }
 
+/** Every function of the application with its files, by name: what a build packs. */
+export async function functionSources (db: Database, appId: string): Promise<Array<{ name: string; route: string; files: Record<string, string> }>> {
+  return db.query<{ name: string; route: string; files: Record<string, string> }>(
+    'SELECT f.name, f.route, s.files FROM functions f JOIN sources s ON s.function_id = f.id WHERE f.application_id = $1 ORDER BY f.name', [appId])
+}
+
 /** Replace the whole file map; null when there is no such function. The files must have passed checkFiles. */
 export async function replaceSource (db: Database, appId: string, fnId: string, files: Record<string, string>): Promise<SourceT | null> {
   if (!isUuid(appId) || !isUuid(fnId)) return null

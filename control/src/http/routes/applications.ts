@@ -5,8 +5,11 @@ import { createApplication, deleteApplication, findApplication, getApplication, 
 import { APPLICATION_LABEL, deleteBuildResources } from '../../cluster/build-jobs.js'
 import { hasBuilds, latestImage } from '../../store/builds.js'
 import { deleteSpinApp, readDeployment } from '../../cluster/spinapps.js'
-import { applicationNotFound } from '../not-found.js'
-import { Application, ApplicationSummary, AppParams, CreateApplication, errors } from '../../model/resources.js'
+import { applicationNotFound } from '../../domain/not-found.js'
+import { Application, ApplicationSummary } from '../../model/resources.js'
+import { AppParams } from '../schemas/params.js'
+import { CreateApplication } from '../schemas/applications.js'
+import { errors } from '../schemas/errors.js'
 
 export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config, cluster }) => {
   app.get('/applications', {

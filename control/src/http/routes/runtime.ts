@@ -6,12 +6,15 @@ import { latestImage } from '../../store/builds.js'
 import { APP_NAME_LABEL, applySpinApp } from '../../cluster/spinapps.js'
 import { ConflictError, NotFoundError, NotImplementedError } from '../../errors.js'
 import { getFunction } from '../../store/functions.js'
-import { applicationNotFound, functionNotFound } from '../not-found.js'
+import { applicationNotFound, functionNotFound } from '../../domain/not-found.js'
 import { invoke, MAX_INVOKE_BODY_BYTES, prepareInvoke } from '../../domain/invoke.js'
 import { clusterNotConfigured } from '../../cluster/kube.js'
 import { sendLogStream } from '../log-stream.js'
 import { containerState, listPods, openPodLog } from '../../cluster/pod-logs.js'
-import { Accepted, AppLogsQuery, AppParams, errors, FunctionParams, InvokeRequest, InvokeResult } from '../../model/resources.js'
+import { InvokeRequest, InvokeResult } from '../../model/resources.js'
+import { Accepted, AppLogsQuery } from '../schemas/runtime.js'
+import { AppParams, FunctionParams } from '../schemas/params.js'
+import { errors } from '../schemas/errors.js'
 
 // A 1 MiB body in base64 takes 4/3 of it, plus the envelope's JSON around it.
 const INVOKE_JSON_LIMIT = Math.ceil(MAX_INVOKE_BODY_BYTES * 4 / 3) + 256 * 1024

@@ -1,4 +1,5 @@
-// The 404s several resources' routes answer with the same words, written once.
+// The 404s several resources answer with the same words, written once: thrown by the routes
+// and by the domain modules below them.
 import { NotFoundError } from '../errors.js'
 
 export function applicationNotFound (): NotFoundError {
