@@ -1,17 +1,17 @@
 // The control plane's HTTP application: Fastify with TypeBox validation, one error handler,
 // the OpenAPI document, /healthz, and the /api/v1 routes behind authentication.
 import { randomUUID } from 'node:crypto'
-import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Authenticator } from './auth.js'
 import { enforceBodyRate } from './body-rate.js'
+import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
 import type { Cluster } from '../cluster/cluster.js'
 import { requireToken } from './auth.js'
 import type { ControlConfig } from '../config.js'
 import type { Database } from '../store/db.js'
-import { ApiError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ControlMetrics } from '../metrics/control-metrics.js'
 import { createControlMetrics } from '../metrics/control-metrics.js'
@@ -27,7 +27,6 @@ import type { RouteDeps } from './route-deps.js'
 import { validatorCompiler } from './validation.js'
 
 export const API_PREFIX = '/api/v1'
-export const JSON_BODY_LIMIT = 1024 * 1024
 
 export type ControlDeps = {
   db: Database
@@ -126,36 +125,3 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
 }
 
 const checkingIntervalMs = (headersTimeoutMs: number): number => Math.min(1000, Math.max(10, Math.floor(headersTimeoutMs / 10)))
-
-// Fastify's own refusals get a plainer wording; the rest of its 4xx messages are fine as they are.
-const FASTIFY_MESSAGES: Record<string, string> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: 'body is not valid JSON',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'body is empty; expected JSON',
-}
-
-/**
- * The one error handler: every failure becomes `{"error": reason}`. ApiErrors and Fastify's
- * 4xx carry a reason written for the caller; anything else is a bug or a broken dependency,
- * so the caller gets only "internal error" and the log gets the error with the request id.
- */
-function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  if (error instanceof ApiError) {
-    reply.code(error.status).headers(error.headers).send({ error: error.message })
-    return
-  }
-  const status = error.statusCode ?? 500
-  if (status >= 400 && status < 500) {
-    if (status === 415) {
-      reply.code(415).send({ error: `unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}` })
-      return
-    }
-    // A route may set its own body limit (invoke does, for base64): name the one that tripped.
-    const message = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-      ? `request body too large: at most ${request.routeOptions.bodyLimit ?? JSON_BODY_LIMIT} bytes`
-      : FASTIFY_MESSAGES[error.code] ?? error.message
-    reply.code(status).send({ error: message })
-    return
-  }
-  request.log.error({ err: error }, 'internal error')
-  reply.code(500).send({ error: 'internal error' })
-}
