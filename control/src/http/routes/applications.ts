@@ -1,17 +1,16 @@
+// Applications: list, read (with the deployment), create, delete (with what runs in the cluster).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from '../route-deps.js'
-import { createApplication, deleteApplication, findApplication, getApplication, listApplications } from '../../store/applications.js'
-import { APPLICATION_LABEL, deleteBuildResources } from '../../cluster/build-jobs.js'
-import { hasBuilds, latestImage } from '../../store/builds.js'
-import { deleteSpinApp, readDeployment } from '../../cluster/spinapps.js'
-import { applicationNotFound } from '../../domain/not-found.js'
+import { describeApplication, removeApplication } from '../../domain/applications.js'
 import { Application, ApplicationSummary } from '../../model/resources.js'
-import { AppParams } from '../schemas/params.js'
+import { createApplication, listApplications } from '../../store/applications.js'
+import type { RouteDeps } from '../route-deps.js'
 import { CreateApplication } from '../schemas/applications.js'
 import { errors } from '../schemas/errors.js'
+import { AppParams } from '../schemas/params.js'
 
-export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config, cluster }) => {
+export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, deps) => {
+  const { db } = deps
   app.get('/applications', {
     schema: {
       tags: ['applications'],
@@ -27,14 +26,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
       params: AppParams,
       response: { 200: Application, ...errors(404) },
     },
-  }, async (request) => {
-    const application = await getApplication(db, request.params.appId)
-    if (application === null) throw applicationNotFound()
-    // Nothing can be deployed without a cluster, so there is no deployment to show.
-    const image = cluster === null ? null : await latestImage(db, application.id)
-    if (cluster === null || image === null) return application
-    return { ...application, deployment: await readDeployment(cluster.kube, config, application, image) }
-  })
+  }, async (request) => describeApplication(deps, request.params.appId))
 
   app.post('/applications', {
     schema: {
@@ -56,15 +48,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
       response: { 204: Type.Null({ description: 'deleted' }), ...errors(404) },
     },
   }, async (request, reply) => {
-    const application = await findApplication(db, request.params.appId)
-    if (application === null) throw applicationNotFound()
-    // The cluster first: if it refuses, the application stays and the caller can try again,
-    // rather than leaving a running deployment nobody can reach through this API.
-    if (cluster !== null && await hasBuilds(db, application.id)) {
-      await deleteSpinApp(cluster.kube, application.name)
-      await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
-    }
-    if (!await deleteApplication(db, application.id)) throw applicationNotFound()
+    await removeApplication(deps, request.params.appId)
     reply.code(204).send(null)
   })
 }
