@@ -1,7 +1,7 @@
 // Request validation with TypeBox's compiled checks, and the one-line reason a 400 carries.
 // TypeBox reports every failed branch of a schema; the caller needs the first real one, in
 // words: the field, and what it should have been (the leaf schema's description when it has
-// one, so the rule is written once, in schemas.ts, for both the OpenAPI document and errors).
+// one, so the rule is written once, in model/resources.ts or http/schemas/, for both the OpenAPI document and errors).
 import type { FastifySchemaCompiler } from 'fastify'
 import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'

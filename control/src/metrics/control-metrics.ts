@@ -1,6 +1,6 @@
 // The control plane's own metrics, served on /metrics in Prometheus's text format: HTTP
 // requests by route and status, finished builds by result, build durations, and the default
-// process metrics. The overview endpoint's series are queries over these (metrics-queries.ts).
+// process metrics. The overview endpoint's series are queries over these (queries.ts).
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
 import type { BuildT } from '../model/resources.js'
 

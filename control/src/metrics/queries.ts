@@ -54,7 +54,7 @@ export function functionQueries (app: AppSelector, route: string, windowMs: numb
   }
 }
 
-/** The control plane's own series (metrics.ts); probes and scrapes are not the platform's traffic. */
+/** The control plane's own series (control-metrics.ts); probes and scrapes are not the platform's traffic. */
 export function overviewQueries (windowMs: number): { httpRequestRate: string; buildRate: string } {
   const window = promDuration(windowMs)
   return {

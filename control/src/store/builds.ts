@@ -1,5 +1,5 @@
 // Builds of an application in the database, newest first, and their transitions. The cluster
-// side (the Job that runs a build) is in build-jobs.ts and build-watcher.ts; a build's status
+// side (the Job that runs a build) is in cluster/build-jobs.ts and cluster/build-watcher.ts; a build's status
 // only moves forward here (pending → running → succeeded | failed), so late or repeated
 // events from the cluster cannot undo an end.
 import { randomUUID } from 'node:crypto'
