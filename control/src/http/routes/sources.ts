@@ -1,18 +1,21 @@
+// A function's source: read and replace it as a file map or as a .tar.gz (uploaded as
+// multipart or as the whole body). The checks are in domain/sources.ts.
 import type { Readable } from 'node:stream'
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from '../route-deps.js'
-import { packArchive, unpackArchive, UploadBrokeOffError } from '../../source/archive.js'
-import { ApiError, InvalidInputError } from '../../errors.js'
-import { getFunction } from '../../store/functions.js'
 import { functionNotFound } from '../../domain/not-found.js'
+import { replaceFiles, replaceFromArchive } from '../../domain/sources.js'
+import { ApiError, InvalidInputError } from '../../errors.js'
 import { Source } from '../../model/resources.js'
+import { packArchive, UploadBrokeOffError } from '../../source/archive.js'
+import { MAX_FILES } from '../../source/files.js'
+import { getFunction } from '../../store/functions.js'
+import { getSource } from '../../store/sources.js'
+import type { RouteDeps } from '../route-deps.js'
 import { errors } from '../schemas/errors.js'
 import { FunctionParams } from '../schemas/params.js'
 import { PutSource } from '../schemas/sources.js'
-import { checkFiles, MAX_FILES } from '../../source/files.js'
-import { getSource, replaceSource } from '../../store/sources.js'
 
 const GZIP_TYPES = ['application/gzip', 'application/x-gzip']
 const ARCHIVE_FIELD = 'archive'
@@ -46,12 +49,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
       body: PutSource,
       response: { 200: Source, ...errors(400, 404, 413, 415) },
     },
-  }, async (request) => {
-    checkFiles(request.body.files, limits)
-    const source = await replaceSource(db, request.params.appId, request.params.fnId, request.body.files)
-    if (source === null) throw functionNotFound()
-    return source
-  })
+  }, async (request) => replaceFiles(db, request.params.appId, request.params.fnId, request.body.files, limits))
 
   app.get('/applications/:appId/functions/:fnId/source.tar.gz', {
     schema: {
@@ -94,15 +92,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
   }, async (request, reply) => {
     const { appId, fnId } = request.params
     try {
-      if (await getFunction(db, appId, fnId) === null) throw functionNotFound()
-      const files = await unpackArchive(await archiveStream(request), limits)
-      // `tar` run in the wrong directory still writes an empty archive: storing it would
-      // silently wipe the function's source.
-      if (Object.keys(files).length === 0) throw new InvalidInputError('the archive holds no files (was it made in the right directory?); the stored source is unchanged')
-      checkFiles(files, limits)
-      const source = await replaceSource(db, appId, fnId, files)
-      if (source === null) throw functionNotFound()
-      return source
+      return await replaceFromArchive(db, appId, fnId, () => archiveStream(request), limits)
     } catch (error) {
       // The rest of a refused upload is never read: end the connection after the answer
       // instead of draining what could be gigabytes.
