@@ -6,9 +6,9 @@
 import type { V1Job, V1Secret } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { TooLargeError } from '../errors.js'
+import type { LanguageT } from '../model/resources.js'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'
-import type { LanguageT } from '../model/resources.js'
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'platform-control' }
 export const APPLICATION_LABEL = 'platform.wasmkube.dev/application'

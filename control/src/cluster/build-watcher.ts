@@ -6,15 +6,15 @@
 // builds a restart interrupted. At a build's end its log is saved in the database, the SpinApp
 // is applied on success, and `onBuildFinished` is told (metrics).
 import type { V1Job } from '@kubernetes/client-node'
+import type { Logger } from '../logger.js'
+import type { BuildT } from '../model/resources.js'
 import type { BuildOutcome } from '../store/builds.js'
 import { buildStatus, finishBuild, markRunning, unfinishedBuilds } from '../store/builds.js'
-import { BUILD_CONTAINER, BUILD_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Database } from '../store/db.js'
+import { BUILD_CONTAINER, BUILD_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 import { clusterFailure } from './kube.js'
-import type { Logger } from '../logger.js'
 import { containerState, listPods, readPodLog } from './pod-logs.js'
-import type { BuildT } from '../model/resources.js'
 
 export const BUILD_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},app.kubernetes.io/component=build`
 

@@ -3,13 +3,13 @@
 // read back into the API's Deployment object.
 import type { V1Deployment, V1Service } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
-import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
+import type { Static } from 'typebox'
 import type { ControlConfig } from '../config.js'
 import { ApiError } from '../errors.js'
+import type { Deployment } from '../model/resources.js'
+import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 import { clusterError, spinAppCrdMissing, statusBody, statusOf } from './kube.js'
-import type { Static } from 'typebox'
-import type { Deployment } from '../model/resources.js'
 
 export type DeploymentT = Static<typeof Deployment>
 

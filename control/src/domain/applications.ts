@@ -1,7 +1,7 @@
 // An application as the API shows and removes it: the stored rows together with what runs in
 // the cluster.
-import type { Cluster } from '../cluster/cluster.js'
 import { APPLICATION_LABEL, deleteBuildResources } from '../cluster/build-jobs.js'
+import type { Cluster } from '../cluster/cluster.js'
 import { deleteSpinApp, readDeployment } from '../cluster/spinapps.js'
 import type { ControlConfig } from '../config.js'
 import type { ApplicationT } from '../model/resources.js'

@@ -3,10 +3,10 @@
 // else from its pod while it runs.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import type { Cluster } from '../cluster/cluster.js'
 import type { BuildApplication } from '../cluster/build-jobs.js'
 import { BUILD_LABEL, createBuildJob, MAX_BUILD_ARCHIVE_BYTES, spinManifest } from '../cluster/build-jobs.js'
 import { MAX_STORED_LOG_BYTES } from '../cluster/build-watcher.js'
+import type { Cluster } from '../cluster/cluster.js'
 import { clusterNotConfigured } from '../cluster/kube.js'
 import { containerState, listPods, openPodLog, readPodLog } from '../cluster/pod-logs.js'
 import type { ControlConfig } from '../config.js'

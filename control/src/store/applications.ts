@@ -2,12 +2,12 @@
 // route "/...") with an empty source, in the same transaction; deleting one removes its
 // functions, sources and builds through the foreign keys' ON DELETE CASCADE, in one statement.
 import { randomUUID } from 'node:crypto'
+import { ConflictError } from '../errors.js'
+import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from '../model/resources.js'
 import { listBuilds } from './builds.js'
 import type { Database } from './db.js'
 import { iso, isUniqueViolation, isUuid } from './db.js'
-import { ConflictError } from '../errors.js'
 import { insertFunction } from './functions.js'
-import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from '../model/resources.js'
 
 export const FIRST_FUNCTION_ROUTE = '/...'
 

@@ -3,9 +3,9 @@
 // only moves forward here (pending → running → succeeded | failed), so late or repeated
 // events from the cluster cannot undo an end.
 import { randomUUID } from 'node:crypto'
+import type { BuildT } from '../model/resources.js'
 import type { Database } from './db.js'
 import { iso, isUuid } from './db.js'
-import type { BuildT } from '../model/resources.js'
 
 type BuildRow = { id: string; status: BuildT['status']; image_ref: string | null; error: string | null; created_at: Date; finished_at: Date | null }
 

@@ -2,10 +2,10 @@
 // it (empty) and deleted with it. Names and routes are unique within an application; the
 // database's unique constraints decide, so two concurrent creates cannot both win.
 import { randomUUID } from 'node:crypto'
-import type { Database, Sql } from './db.js'
-import { iso, isForeignKeyViolation, isUniqueViolation, isUuid } from './db.js'
 import { ConflictError } from '../errors.js'
 import type { FunctionT } from '../model/resources.js'
+import type { Database, Sql } from './db.js'
+import { iso, isForeignKeyViolation, isUniqueViolation, isUuid } from './db.js'
 
 type FunctionRow = { id: string; name: string; route: string; created_at: Date }
 

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { RouteDeps } from '../route-deps.js'
-import { createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'
 import { applicationNotFound, functionNotFound } from '../../domain/not-found.js'
 import { FunctionSchema } from '../../model/resources.js'
-import { AppParams, FunctionParams } from '../schemas/params.js'
-import { CreateFunction, UpdateFunction } from '../schemas/functions.js'
+import { createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'
+import type { RouteDeps } from '../route-deps.js'
 import { errors } from '../schemas/errors.js'
+import { CreateFunction, UpdateFunction } from '../schemas/functions.js'
+import { AppParams, FunctionParams } from '../schemas/params.js'
 
 export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db }) => {
   app.get('/applications/:appId/functions', {
