@@ -13,8 +13,8 @@ import {
   usage,
 } from '../../common/src/config/settings.js'
 import { formatDuration } from '../../common/src/config/duration.js'
-import type { LanguageT } from './schemas.js'
-import { LANGUAGES } from './schemas.js'
+import type { LanguageT } from './model/resources.js'
+import { LANGUAGES } from './model/resources.js'
 
 export type { ListenAddress }
 

@@ -1,18 +1,25 @@
 import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
-import { parseConfig } from './config.js'
+import { controlUsage, parseConfig } from './config.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
-import { startControlPlane } from './server.js'
 
 async function main (): Promise<void> {
+  const argv = process.argv.slice(2)
+  if (argv.includes('--help')) {
+    process.stdout.write(`Usage: control [options]\n\n${controlUsage()}`)
+    process.exit(0)
+  }
   let config
   try {
-    config = parseConfig(process.argv.slice(2), process.env)
+    config = parseConfig(argv, process.env)
   } catch (error) {
     if (error instanceof ConfigError) exitWith(2, `control: ${error.message}`)
     throw error
   }
 
+  // Loaded only once the settings parse: Fastify, PGlite and the Kubernetes client take
+  // seconds to load on a busy machine, which --help and a mistyped flag should not wait for.
+  const { startControlPlane } = await import('./server.js')
   const logger = createLogger(config.logLevel)
   let server
   try {

@@ -9,7 +9,7 @@ import type { FakeKube } from '../fixtures/kube-api.js'
 import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
-import type { BuildT } from '../../control/src/schemas.js'
+import type { BuildT } from '../../control/src/model/resources.js'
 import type { App, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
 

@@ -1,0 +1,203 @@
+// Follows the build Jobs in the cluster and moves their builds forward: running when the pod
+// runs, succeeded (with the pushed image) or failed (with the reason) when the Job ends. It
+// lists the Jobs, settles every build from that list, then watches from the list's
+// resourceVersion; whenever the watch ends, for any reason, it lists again, so nothing missed
+// while disconnected stays missed. The first list runs at start, which is what resumes the
+// builds a restart interrupted. At a build's end its log is saved in the database, the SpinApp
+// is applied on success, and `onBuildFinished` is told (metrics).
+import type { V1Job } from '@kubernetes/client-node'
+import type { Logger } from '../logger.js'
+import type { BuildT } from '../model/resources.js'
+import type { BuildOutcome } from '../store/builds.js'
+import { buildStatus, finishBuild, markRunning, unfinishedBuilds } from '../store/builds.js'
+import type { Database } from '../store/db.js'
+import { BUILD_CONTAINER, BUILD_LABEL, MANAGED_BY } from './build-jobs.js'
+import type { Kube } from './kube.js'
+import { clusterFailure } from './kube.js'
+import { containerState, listPods, readPodLog } from './pod-logs.js'
+
+export const BUILD_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},app.kubernetes.io/component=build`
+
+/** The most of a build's log the database keeps: the end, where the errors are. */
+export const MAX_STORED_LOG_BYTES = 1024 * 1024
+const MAX_ERROR_LENGTH = 4000
+
+export type BuildWatcherDeps = {
+  kube: Kube
+  db: Database
+  logger: Logger
+  /** Apply the application's SpinApp with this image (after a successful build). */
+  deploy: (appId: string, image: string) => Promise<void>
+  onBuildFinished?: ((build: BuildT) => void) | undefined
+  /** First wait before listing again after a failure; doubles up to 30 s. */
+  retryMs?: number | undefined
+}
+
+export type BuildWatcher = {
+  /** Builds whose Job a request is creating right now: a resync must not take them for lost. */
+  starting: Set<string>
+  /** Resolves after the first list has been settled. */
+  ready: Promise<void>
+  close (): Promise<void>
+}
+
+export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
+  const { kube, logger } = deps
+  const starting = new Set<string>()
+  let closed = false
+  let abort: AbortController | null = null
+  let wake: (() => void) | null = null
+  let settled!: () => void
+  const ready = new Promise<void>((resolve) => { settled = resolve })
+  // One event at a time: a build's events are settled in the order they came.
+  let queue = Promise.resolve()
+  const enqueue = (job: V1Job, deleted: boolean): Promise<void> => (queue = queue.then(() => settle(deps, job, deleted)).catch((error: unknown) => {
+    logger.warn({ ...clusterFailure(error), err: error instanceof Error ? { message: error.message } : undefined }, 'could not settle a build from its Job')
+  }))
+
+  async function listAndResync (): Promise<string> {
+    const list = await kube.batch.listNamespacedJob({ namespace: kube.namespace, labelSelector: BUILD_SELECTOR })
+    const seen = new Set<string>()
+    for (const job of list.items) {
+      const id = job.metadata?.labels?.[BUILD_LABEL]
+      if (id !== undefined) seen.add(id)
+      await enqueue(job, false)
+    }
+    // A build the database still follows whose Job is gone (deleted, or collected while the
+    // control plane was down) will never end by itself.
+    for (const build of await unfinishedBuilds(deps.db)) {
+      if (seen.has(build.id) || starting.has(build.id)) continue
+      await end(deps, build.id, { status: 'failed', error: 'the build Job is gone from the cluster', log: null })
+    }
+    return list.metadata?.resourceVersion ?? ''
+  }
+
+  /** Resolves when the watch ends: with the error that ended it, or null when the server closed it. */
+  function watchFrom (resourceVersion: string): Promise<unknown> {
+    return new Promise((resolve) => {
+      void kube.watch.watch(`/apis/batch/v1/namespaces/${kube.namespace}/jobs`, { labelSelector: BUILD_SELECTOR, resourceVersion, allowWatchBookmarks: true },
+        (type, job: V1Job) => {
+          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') void enqueue(job, type === 'DELETED')
+          // ERROR (e.g. 410 Gone: too old a resourceVersion): list again.
+          if (type === 'ERROR') abort?.abort()
+        },
+        (error: unknown) => {
+          resolve(closed ? null : error ?? null)
+        }).then((controller) => {
+        abort = controller
+        if (closed) controller.abort()
+      }, (error: unknown) => resolve(error))
+    })
+  }
+
+  const first = deps.retryMs ?? 1000
+  let delay = first
+  const pause = async (): Promise<void> => {
+    await new Promise<void>((resolve) => {
+      wake = resolve
+      setTimeout(resolve, delay).unref()
+    })
+    delay = Math.min(delay * 2, 30_000)
+  }
+  const run = async (): Promise<void> => {
+    while (!closed) {
+      try {
+        const resourceVersion = await listAndResync()
+        await queue
+        settled()
+        const error = await watchFrom(resourceVersion)
+        await queue
+        if (error === null) {
+          delay = first
+        } else if (!closed) {
+          logger.warn(clusterFailure(error), 'build watch failed; listing again')
+          await pause()
+        }
+      } catch (error) {
+        logger.warn(clusterFailure(error), 'cannot list build Jobs; retrying')
+        await pause()
+      }
+    }
+  }
+  const running = run()
+
+  return {
+    starting,
+    ready,
+    async close () {
+      closed = true
+      abort?.abort()
+      wake?.()
+      settled()
+      await running
+      await queue
+    },
+  }
+}
+
+type JobState = { state: 'pending' } | { state: 'running' } | { state: 'succeeded' } | { state: 'failed'; reason: string }
+
+function jobState (job: V1Job): JobState {
+  const conditions = job.status?.conditions ?? []
+  const holds = (type: string): boolean => conditions.some((c) => c.type === type && c.status === 'True')
+  if (holds('Complete') || holds('SuccessCriteriaMet')) return { state: 'succeeded' }
+  const failed = conditions.find((c) => c.type === 'Failed' && c.status === 'True')
+  if (failed !== undefined) return { state: 'failed', reason: [failed.reason, failed.message].filter(Boolean).join(': ') || 'the build Job failed' }
+  if ((job.status?.ready ?? 0) > 0) return { state: 'running' }
+  return { state: 'pending' }
+}
+
+async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Promise<void> {
+  const buildId = job.metadata?.labels?.[BUILD_LABEL]
+  if (buildId === undefined) return
+  // Every list repeats the finished Jobs still in their TTL: nothing to read or do for them.
+  const current = await buildStatus(deps.db, buildId)
+  if (current === null || current === 'succeeded' || current === 'failed') return
+  const state = jobState(job)
+  if (state.state === 'pending' && deleted) {
+    await end(deps, buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
+    return
+  }
+  if (state.state === 'pending') return
+  if (state.state === 'running') {
+    if (deleted) await end(deps, buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
+    else if (await markRunning(deps.db, buildId)) deps.logger.info({ buildId }, 'build running')
+    return
+  }
+  // The pod holds the log and the builder's last word (termination message); it may be gone.
+  const [pod] = await listPods(deps.kube, `${BUILD_LABEL}=${buildId}`)
+  const message = pod?.status?.containerStatuses?.find((c) => c.name === BUILD_CONTAINER)?.state?.terminated?.message?.trim() ?? ''
+  let log: string | null = null
+  if (pod !== undefined && containerState(pod) !== 'waiting') {
+    log = await readPodLog(deps.kube, pod, MAX_STORED_LOG_BYTES).catch((error: unknown) => {
+      deps.logger.warn({ buildId, ...clusterFailure(error) }, 'could not read the log of a finished build')
+      return null
+    })
+  }
+  if (state.state === 'succeeded') {
+    const planned = job.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'IMAGE_REF')?.value ?? ''
+    // The builder may name what it pushed, pinned by digest; else the reference it was given.
+    const imageRef = /^[^\s]+[/:][^\s]+$/.test(message) ? message : planned
+    await end(deps, buildId, { status: 'succeeded', imageRef, log })
+  } else {
+    const error = message !== '' ? message : state.reason
+    await end(deps, buildId, { status: 'failed', error: error.length > MAX_ERROR_LENGTH ? '…' + error.slice(-MAX_ERROR_LENGTH) : error, log })
+  }
+}
+
+async function end (deps: BuildWatcherDeps, buildId: string, outcome: BuildOutcome): Promise<void> {
+  const build = await finishBuild(deps.db, buildId, outcome)
+  if (build === null) return
+  const { appId, ...result } = build
+  deps.logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
+  if (result.status === 'succeeded' && result.imageRef !== null) {
+    await deps.deploy(appId, result.imageRef).catch((error: unknown) => {
+      deps.logger.warn({ buildId, appId, reason: (error as Error).message }, 'build succeeded but its deployment could not be applied')
+    })
+  }
+  try {
+    deps.onBuildFinished?.(result)
+  } catch (error) {
+    deps.logger.error({ err: error }, 'onBuildFinished failed')
+  }
+}

@@ -1,0 +1,133 @@
+// An application's deployment: a SpinApp (core.spinkube.dev/v1alpha1) applied by server-side
+// apply, and what spin-operator makes of it (a Deployment and a Service of the same name),
+// read back into the API's Deployment object.
+import type { V1Deployment, V1Service } from '@kubernetes/client-node'
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
+import type { Static } from 'typebox'
+import type { ControlConfig } from '../config.js'
+import { ApiError } from '../errors.js'
+import type { Deployment } from '../model/resources.js'
+import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
+import type { Kube } from './kube.js'
+import { clusterError, spinAppCrdMissing, statusBody, statusOf } from './kube.js'
+
+export type DeploymentT = Static<typeof Deployment>
+
+const GROUP = 'core.spinkube.dev'
+const VERSION = 'v1alpha1'
+const PLURAL = 'spinapps'
+export const FIELD_MANAGER = 'platform-control'
+export const APP_NAME_LABEL = 'core.spinkube.dev/app-name'
+
+type SpinApp = {
+  spec?: { image?: string; replicas?: number }
+  status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> }
+}
+
+export function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'SpinApp',
+    metadata: { name: app.name, labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id } },
+    spec: { image, executor: 'containerd-shim-spin', replicas: config.replicas },
+  }
+}
+
+/** Create or update the SpinApp; the control plane owns its fields (force on conflicts). */
+export async function applySpinApp (kube: Kube, config: ControlConfig, app: { id: string; name: string }, image: string): Promise<void> {
+  try {
+    await kube.custom.patchNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: kube.namespace,
+      plural: PLURAL,
+      name: app.name,
+      body: spinApp(config, app, image),
+      fieldManager: FIELD_MANAGER,
+      force: true,
+    }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply))
+  } catch (error) {
+    // Apply creates: a 404 can only mean the API server does not know SpinApps.
+    if (statusOf(error) === 404) throw spinAppCrdMissing()
+    throw clusterError(error, 'patch core.spinkube.dev spinapps')
+  }
+}
+
+/** Null when the SpinApp does not exist. */
+async function readSpinApp (kube: Kube, name: string): Promise<SpinApp | null> {
+  try {
+    return await kube.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: kube.namespace, plural: PLURAL, name }) as SpinApp
+  } catch (error) {
+    if (statusOf(error) === 404 && statusBody(error)?.details?.name !== undefined) return null
+    throw clusterError(error, 'get core.spinkube.dev spinapps', { missingCrd: true })
+  }
+}
+
+async function orNull<T> (read: () => Promise<T>, action: string): Promise<T | null> {
+  try {
+    return await read()
+  } catch (error) {
+    if (statusOf(error) === 404) return null
+    throw clusterError(error, action)
+  }
+}
+
+/**
+ * The Deployment object of an application whose latest successful build is `image`. When the
+ * cluster cannot say more, `message` says why and the counts are 0, so GET application keeps
+ * working while the cluster is down.
+ */
+export async function readDeployment (kube: Kube, config: ControlConfig, app: { name: string }, image: string): Promise<DeploymentT> {
+  const base: DeploymentT = {
+    image,
+    replicas: config.replicas,
+    observedReplicas: 0,
+    ready: false,
+    namespace: config.namespace,
+    serviceName: app.name,
+    internalUrl: `http://${app.name}.${config.namespace}.svc.cluster.local`,
+    publicUrl: config.publicBaseUrl === '' ? null : `${config.publicBaseUrl}/${app.name}`,
+    message: '',
+  }
+  try {
+    const spin = await readSpinApp(kube, app.name)
+    if (spin === null) return { ...base, message: 'not deployed: the SpinApp is missing; POST deploy applies it again' }
+    const [deployment, service] = await Promise.all([
+      orNull(() => kube.apps.readNamespacedDeployment({ namespace: kube.namespace, name: app.name }), 'get apps deployments') as Promise<V1Deployment | null>,
+      orNull(() => kube.core.readNamespacedService({ namespace: kube.namespace, name: app.name }), 'get services') as Promise<V1Service | null>,
+    ])
+    const replicas = spin.spec?.replicas ?? base.replicas
+    const readyReplicas = spin.status?.readyReplicas ?? 0
+    const port = service?.spec?.ports?.[0]?.port
+    const available = spin.status?.conditions?.find((c) => c.type === 'Available')
+    const ready = replicas > 0 && readyReplicas >= replicas
+    return {
+      ...base,
+      image: spin.spec?.image ?? image,
+      replicas,
+      observedReplicas: deployment?.status?.replicas ?? 0,
+      ready,
+      serviceName: service?.metadata?.name ?? base.serviceName,
+      internalUrl: port === undefined || port === 80 ? base.internalUrl : `${base.internalUrl}:${port}`,
+      message: service === null && deployment === null ? 'waiting for the SpinApp operator'
+        : ready ? `${readyReplicas} of ${replicas} replicas ready`
+        : available?.message ?? `${readyReplicas} of ${replicas} replicas ready`,
+    }
+  } catch (error) {
+    // Only mapped cluster failures (messages written for the caller) end up here.
+    if (error instanceof ApiError) return { ...base, message: error.message }
+    throw error
+  }
+}
+
+/** Delete the SpinApp; the operator's Deployment, Service and pods go with it (owner references). */
+export async function deleteSpinApp (kube: Kube, name: string): Promise<void> {
+  try {
+    await kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: kube.namespace, plural: PLURAL, name, propagationPolicy: 'Background' })
+  } catch (error) {
+    if (statusOf(error) === 404 && statusBody(error)?.details?.name !== undefined) return
+    // Without the CRD there can be no SpinApp to delete.
+    if (statusOf(error) === 404) return
+    throw clusterError(error, 'delete core.spinkube.dev spinapps')
+  }
+}

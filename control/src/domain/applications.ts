@@ -1,0 +1,36 @@
+// An application as the API shows and removes it: the stored rows together with what runs in
+// the cluster.
+import { APPLICATION_LABEL, deleteBuildResources } from '../cluster/build-jobs.js'
+import type { Cluster } from '../cluster/cluster.js'
+import { deleteSpinApp, readDeployment } from '../cluster/spinapps.js'
+import type { ControlConfig } from '../config.js'
+import type { ApplicationT } from '../model/resources.js'
+import { deleteApplication, findApplication, getApplication } from '../store/applications.js'
+import { hasBuilds, latestImage } from '../store/builds.js'
+import type { Database } from '../store/db.js'
+import { applicationNotFound } from './not-found.js'
+
+export type ApplicationDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }
+
+/** The application with its functions, builds and, once it has a successful build, its deployment. */
+export async function describeApplication ({ db, config, cluster }: ApplicationDeps, appId: string): Promise<ApplicationT> {
+  const application = await getApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  // Nothing can be deployed without a cluster, so there is no deployment to show.
+  const image = cluster === null ? null : await latestImage(db, application.id)
+  if (cluster === null || image === null) return application
+  return { ...application, deployment: await readDeployment(cluster.kube, config, application, image) }
+}
+
+/** The application, its rows and what it has in the cluster (SpinApp, build Jobs and Secrets). */
+export async function removeApplication ({ db, cluster }: ApplicationDeps, appId: string): Promise<void> {
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  // The cluster first: if it refuses, the application stays and the caller can try again,
+  // rather than leaving a running deployment nobody can reach through this API.
+  if (cluster !== null && await hasBuilds(db, application.id)) {
+    await deleteSpinApp(cluster.kube, application.name)
+    await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
+  }
+  if (!await deleteApplication(db, application.id)) throw applicationNotFound()
+}

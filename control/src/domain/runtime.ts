@@ -1,0 +1,56 @@
+// What runs in the cluster, as the runtime routes ask for it: re-deploying the newest image,
+// one request to a deployed function, and the application pod's log.
+import type { IncomingMessage } from 'node:http'
+import type { Cluster } from '../cluster/cluster.js'
+import { clusterNotConfigured } from '../cluster/kube.js'
+import { containerState, listPods, openPodLog } from '../cluster/pod-logs.js'
+import { APP_NAME_LABEL, applySpinApp } from '../cluster/spinapps.js'
+import type { ControlConfig } from '../config.js'
+import { ConflictError, NotFoundError, NotImplementedError } from '../errors.js'
+import { findApplication } from '../store/applications.js'
+import { latestImage } from '../store/builds.js'
+import type { Database } from '../store/db.js'
+import { getFunction } from '../store/functions.js'
+import type { InvokeRequestT, InvokeResultT } from './invoke.js'
+import { invoke, prepareInvoke } from './invoke.js'
+import { applicationNotFound, functionNotFound } from './not-found.js'
+
+export type RuntimeDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }
+
+/** Apply the SpinApp again with the image of the newest successful build; that image. */
+export async function redeploy ({ db, config, cluster }: RuntimeDeps, appId: string): Promise<{ appId: string; image: string }> {
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  if (application.runtime !== 'wasmkube') throw new NotImplementedError(`deploy is not implemented for the ${application.runtime as string} runtime`)
+  if (cluster === null) throw clusterNotConfigured()
+  const image = await latestImage(db, application.id)
+  if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
+  await applySpinApp(cluster.kube, config, application, image)
+  return { appId: application.id, image }
+}
+
+/** The request checked against the function's route, then sent to the application's Service. */
+export async function invokeFunction ({ db, config, cluster }: RuntimeDeps, appId: string, fnId: string, request: InvokeRequestT): Promise<InvokeResultT> {
+  const fn = await getFunction(db, appId, fnId)
+  if (fn === null) throw functionNotFound()
+  const prepared = prepareInvoke(request, fn.route)
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  if (cluster === null) throw clusterNotConfigured()
+  return invoke({ kube: cluster.kube, serviceName: application.name, timeoutMs: config.invokeTimeoutMs }, prepared)
+}
+
+/** The log of the application's newest running pod (else one that ended), from the cluster. */
+export async function openApplicationLog (
+  { db, cluster }: RuntimeDeps,
+  appId: string,
+  options: { follow: boolean; tailLines: number | undefined; signal: AbortSignal },
+): Promise<IncomingMessage> {
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  if (cluster === null) throw clusterNotConfigured()
+  const pods = await listPods(cluster.kube, `${APP_NAME_LABEL}=${application.name}`)
+  const pod = pods.find((p) => containerState(p) === 'running') ?? pods.find((p) => containerState(p) === 'terminated')
+  if (pod === undefined) throw new NotFoundError('no pod of this application has started')
+  return openPodLog(cluster.kube, pod, options)
+}

@@ -1,0 +1,127 @@
+// The control plane's HTTP application: Fastify with TypeBox validation, one error handler,
+// the OpenAPI document, /healthz, and the /api/v1 routes behind authentication.
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import Fastify from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { Cluster } from '../cluster/cluster.js'
+import type { ControlConfig } from '../config.js'
+import type { Logger } from '../logger.js'
+import type { ControlMetrics } from '../metrics/control-metrics.js'
+import { createControlMetrics } from '../metrics/control-metrics.js'
+import type { Database } from '../store/db.js'
+import type { Authenticator } from './auth.js'
+import { requireToken } from './auth.js'
+import { enforceBodyRate } from './body-rate.js'
+import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
+import { registerOpenApi } from './openapi.js'
+import type { RouteDeps } from './route-deps.js'
+import { applicationRoutes } from './routes/applications.js'
+import { buildRoutes } from './routes/builds.js'
+import { functionRoutes } from './routes/functions.js'
+import { metricsRoutes } from './routes/metrics.js'
+import { runtimeRoutes } from './routes/runtime.js'
+import { sourceRoutes } from './routes/sources.js'
+import { errors } from './schemas/errors.js'
+import { validatorCompiler } from './validation.js'
+
+export const API_PREFIX = '/api/v1'
+
+export type ControlDeps = {
+  db: Database
+  logger: Logger
+  /** null: authentication is off (PLATFORM_DEV_INSECURE_SKIP_AUTH). */
+  auth: Authenticator | null
+  /** The counters /metrics serves; a fresh set when absent. */
+  metrics?: ControlMetrics
+  /** null or absent: no cluster configured; the endpoints that need one answer 503. */
+  cluster?: Cluster | null
+}
+
+export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: JSON_BODY_LIMIT,
+    // Unique across restarts and replicas, so a request id in a bug report finds one log line.
+    genReqId: () => randomUUID(),
+    // Only exact paths: /applications/ is not /applications.
+    routerOptions: { ignoreTrailingSlash: false },
+    // Slow clients must not hold sockets and memory forever (Fastify's requestTimeout 0 would
+    // let them). Node checks headersTimeout only every connectionsCheckingInterval (30 s by
+    // default): checked ten times per timeout here, at most once a second.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: checkingIntervalMs(config.headersTimeoutMs) },
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  app.server.maxConnections = config.maxConnections
+  enforceBodyRate(app, { minBytes: config.minBodyBytes, windowMs: config.bodyRateWindowMs })
+
+  // JSON only: a text/plain body would otherwise reach the schema as a string.
+  app.removeContentTypeParser('text/plain')
+  app.setValidatorCompiler(validatorCompiler)
+  app.setErrorHandler(handleError)
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: `no route ${request.method} ${request.url.split('?')[0]}` })
+  })
+  // The id a 500's log line carries, so a caller can quote it.
+  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+  const metrics = deps.metrics ?? createControlMetrics()
+  // By route pattern, never the raw URL: ids in paths would make a series per resource.
+  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode) })
+
+  await registerOpenApi(app)
+
+  app.get('/healthz', {
+    schema: {
+      tags: ['health'],
+      summary: 'Liveness: the process answers',
+      security: [],
+      response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } } },
+    },
+  }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'))
+
+  // Public like /healthz, for Prometheus: keep it off the public ingress.
+  app.get('/metrics', {
+    schema: {
+      tags: ['health'],
+      summary: 'The control plane\'s own metrics, in Prometheus\'s text format',
+      security: [],
+      response: { 200: { content: { 'text/plain': { schema: Type.String() } } } },
+    },
+  }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.render()))
+
+  let openApiText: string | undefined
+  await app.register(async (api) => {
+    api.get('/openapi.json', {
+      schema: {
+        tags: ['health'],
+        summary: 'This API, as an OpenAPI 3.1 document',
+        security: [],
+        response: { 200: Type.Object({}, { additionalProperties: true }) },
+      },
+    }, async (_request, reply) => {
+      // Built once, on first request: the routes cannot change after start.
+      openApiText ??= JSON.stringify(app.swagger())
+      return reply.type('application/json; charset=utf-8').send(openApiText)
+    })
+
+    await api.register(async (secured) => {
+      // Every route below can refuse the caller or fail; the OpenAPI document says so once here.
+      secured.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
+      })
+      if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
+      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null }
+      await secured.register(applicationRoutes, routeDeps)
+      await secured.register(functionRoutes, routeDeps)
+      await secured.register(sourceRoutes, routeDeps)
+      await secured.register(buildRoutes, routeDeps)
+      await secured.register(runtimeRoutes, routeDeps)
+      await secured.register(metricsRoutes, routeDeps)
+    })
+  }, { prefix: API_PREFIX })
+
+  return app
+}
+
+const checkingIntervalMs = (headersTimeoutMs: number): number => Math.min(1000, Math.max(10, Math.floor(headersTimeoutMs / 10)))

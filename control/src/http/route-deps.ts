@@ -1,0 +1,7 @@
+// What every route module gets from the app that registers it. Its own module, so routes
+// depend on this type and not on the app that imports them.
+import type { Cluster } from '../cluster/cluster.js'
+import type { ControlConfig } from '../config.js'
+import type { Database } from '../store/db.js'
+
+export type RouteDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }

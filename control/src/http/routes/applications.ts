@@ -1,0 +1,54 @@
+// Applications: list, read (with the deployment), create, delete (with what runs in the cluster).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { describeApplication, removeApplication } from '../../domain/applications.js'
+import { Application, ApplicationSummary } from '../../model/resources.js'
+import { createApplication, listApplications } from '../../store/applications.js'
+import type { RouteDeps } from '../route-deps.js'
+import { CreateApplication } from '../schemas/applications.js'
+import { errors } from '../schemas/errors.js'
+import { AppParams } from '../schemas/params.js'
+
+export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, deps) => {
+  const { db } = deps
+  app.get('/applications', {
+    schema: {
+      tags: ['applications'],
+      summary: 'List applications, by name',
+      response: { 200: Type.Array(ApplicationSummary) },
+    },
+  }, async () => listApplications(db))
+
+  app.get('/applications/:appId', {
+    schema: {
+      tags: ['applications'],
+      summary: 'An application with its functions, deployment and builds',
+      params: AppParams,
+      response: { 200: Application, ...errors(404) },
+    },
+  }, async (request) => describeApplication(deps, request.params.appId))
+
+  app.post('/applications', {
+    schema: {
+      tags: ['applications'],
+      summary: 'Create an application and its first function (same name, route "/...")',
+      body: CreateApplication,
+      response: { 201: Application, ...errors(400, 409, 413, 415) },
+    },
+  }, async (request, reply) => {
+    reply.code(201)
+    return createApplication(db, request.body)
+  })
+
+  app.delete('/applications/:appId', {
+    schema: {
+      tags: ['applications'],
+      summary: 'Delete an application with its functions, sources and builds, and its SpinApp, build Jobs and Secrets in the cluster',
+      params: AppParams,
+      response: { 204: Type.Null({ description: 'deleted' }), ...errors(404) },
+    },
+  }, async (request, reply) => {
+    await removeApplication(deps, request.params.appId)
+    reply.code(204).send(null)
+  })
+}

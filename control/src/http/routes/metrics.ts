@@ -1,0 +1,69 @@
+// The metrics endpoints: which series each one asks Prometheus for (metrics/queries.ts) over
+// the window the caller chose (metrics/series.ts).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { applicationNotFound, functionNotFound } from '../../domain/not-found.js'
+import { applicationQueries, functionQueries, overviewQueries, rateWindowMs } from '../../metrics/queries.js'
+import type { MetricsWindow } from '../../metrics/series.js'
+import { metricsWindow, notConfigured, prometheusFor, querySeries } from '../../metrics/series.js'
+import { applicationName } from '../../store/applications.js'
+import { getFunction } from '../../store/functions.js'
+import type { RouteDeps } from '../route-deps.js'
+import { errors } from '../schemas/errors.js'
+import { ApplicationMetrics, FunctionMetrics, MetricsQuery, OverviewMetrics } from '../schemas/metrics.js'
+import { AppParams, FunctionParams } from '../schemas/params.js'
+
+export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config }) => {
+  const prometheus = prometheusFor(config)
+  const windowMsFor = (window: MetricsWindow): number => rateWindowMs(window.stepMs, config.metricsRateWindowMs)
+
+  app.get('/applications/:appId/metrics', {
+    schema: {
+      tags: ['metrics'],
+      summary: 'CPU (cores) and memory (bytes) of the application',
+      params: AppParams,
+      querystring: MetricsQuery,
+      response: { 200: ApplicationMetrics, ...errors(400, 404) },
+    },
+  }, async (request) => {
+    const window = metricsWindow(request.query)
+    const appName = await applicationName(db, request.params.appId)
+    if (appName === null) throw applicationNotFound()
+    if (prometheus === null) throw notConfigured()
+    const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
+    const series = await querySeries(prometheus, request.log, window, queries, { cpu: 'cores', memory: 'bytes' })
+    return { range: window.range, step: window.step, series }
+  })
+
+  app.get('/applications/:appId/functions/:fnId/metrics', {
+    schema: {
+      tags: ['metrics'],
+      summary: 'Request rate, p95 latency (ms) and error rate of the function',
+      params: FunctionParams,
+      querystring: MetricsQuery,
+      response: { 200: FunctionMetrics, ...errors(400, 404) },
+    },
+  }, async (request) => {
+    const window = metricsWindow(request.query)
+    const appName = await applicationName(db, request.params.appId)
+    const fn = appName === null ? null : await getFunction(db, request.params.appId, request.params.fnId)
+    if (appName === null || fn === null) throw functionNotFound()
+    if (prometheus === null) throw notConfigured()
+    const queries = functionQueries({ namespace: config.namespace, appName }, fn.route, windowMsFor(window))
+    const series = await querySeries(prometheus, request.log, window, queries, { requestRate: 'req/s', latencyP95: 'ms', errorRate: 'req/s' })
+    return { range: window.range, step: window.step, series }
+  })
+
+  app.get('/overview/metrics', {
+    schema: {
+      tags: ['metrics'],
+      summary: 'HTTP request rate and build rate of the whole platform',
+      querystring: MetricsQuery,
+      response: { 200: OverviewMetrics, ...errors(400) },
+    },
+  }, async (request) => {
+    const window = metricsWindow(request.query)
+    if (prometheus === null) throw notConfigured()
+    const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window)), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
+    return { range: window.range, step: window.step, series }
+  })
+}

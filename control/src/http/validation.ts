@@ -1,0 +1,80 @@
+// Request validation with TypeBox's compiled checks, and the one-line reason a 400 carries.
+// TypeBox reports every failed branch of a schema; the caller needs the first real one, in
+// words: the field, and what it should have been (the leaf schema's description when it has
+// one, so the rule is written once, in model/resources.ts or http/schemas/, for both the OpenAPI document and errors).
+import type { FastifySchemaCompiler } from 'fastify'
+import type { TSchema } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { Value } from 'typebox/value'
+import { InvalidInputError } from '../errors.js'
+
+type TypeBoxError = { keyword: string; schemaPath: string; instancePath: string; params: Record<string, unknown>; message: string }
+
+const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query parameter', params: 'path parameter', headers: 'header' }
+
+export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart, contentType }) => {
+  // Binary bodies (archives) are streams the handler reads and checks itself; their schema
+  // exists only to describe them in the OpenAPI document.
+  if (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json') return (value) => ({ value })
+  const check = Compile(schema)
+  const part = PART_NAMES[httpPart ?? ''] ?? String(httpPart)
+  return (value) => {
+    // Query and path values arrive as text: convert "true" and "200" where booleans and numbers are due.
+    const converted = httpPart === 'body' ? value : Value.Convert(schema, value)
+    if (check.Check(converted)) return { value: converted }
+    return { error: new InvalidInputError(describeFailure(schema, part, check.Errors(converted) as TypeBoxError[])) }
+  }
+}
+
+// Keywords that only summarise failures reported more precisely elsewhere in the list.
+const SUMMARIES = new Set(['anyOf', 'oneOf', 'allOf', 'boolean', 'if', 'then', 'else'])
+
+export function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
+  const error = errors.find((e) => !SUMMARIES.has(e.keyword)) ?? errors[0]
+  if (error === undefined) return `invalid ${part}`
+  const field = error.instancePath.slice(1).split('/').map(unescapePointer).join('.')
+  const subject = field === '' ? part : part === 'body' ? field : `${part} ${field}`
+  switch (error.keyword) {
+    case 'required': {
+      const missing = (error.params.requiredProperties as string[] | undefined) ?? []
+      return `${field === '' ? '' : `${subject}: `}missing ${part === 'body' ? 'property' : part} ${missing.join(', ')}`
+    }
+    case 'additionalProperties': {
+      const extra = (error.params.additionalProperties as string[] | undefined) ?? []
+      return `${field === '' ? '' : `${subject}: `}unknown ${part === 'body' ? 'property' : part} ${extra.join(', ')}`
+    }
+    case 'type':
+      return `${subject}: expected ${article(String(error.params.type))}`
+    case 'pattern':
+    case 'format':
+    case 'enum':
+    case 'const':
+    case 'minLength':
+    case 'maxLength': {
+      const description = leafAt(schema, error.schemaPath)?.description
+      if (description !== undefined) return `${subject}: expected ${description}`
+      return `${subject} ${error.message}`
+    }
+    default:
+      return `${subject} ${error.message}`
+  }
+}
+
+function article (type: string): string {
+  if (type === 'object' || type === 'array' || type === 'integer') return `an ${type}`
+  return `a ${type}`
+}
+
+function unescapePointer (token: string): string {
+  return token.replace(/~1/g, '/').replace(/~0/g, '~')
+}
+
+/** The sub-schema a JSON pointer such as `#/properties/name` names, if any. */
+function leafAt (schema: TSchema, pointer: string): { description?: string } | undefined {
+  let node: unknown = schema
+  for (const token of pointer.replace(/^#\/?/, '').split('/').filter((t) => t !== '')) {
+    if (typeof node !== 'object' || node === null) return undefined
+    node = (node as Record<string, unknown>)[unescapePointer(token)]
+  }
+  return typeof node === 'object' && node !== null ? node as { description?: string } : undefined
+}

@@ -1,0 +1,182 @@
+// The control plane's settings table: defaults, environment and flags, and every value that
+// must be refused (the process turns those into exit code 2; control-process checks that).
+import t from 'tap'
+import { controlUsage, parseConfig, settings } from '../../control/src/config.js'
+import { ConfigError } from '../../control/src/errors.js'
+
+const SKIP = ['--dev-insecure-skip-auth']
+
+t.test('defaults (decisions.md, Control plane settings)', async (t) => {
+  t.same(parseConfig(SKIP, {}), {
+    addr: { host: '', port: 8081 },
+    databaseUrl: '',
+    dataDir: './data/control',
+    oidcIssuer: '',
+    oidcAudience: '',
+    jwksMinRefreshMs: 60_000,
+    jwksMaxRefreshMs: 3_600_000,
+    devInsecureSkipAuth: true,
+    requiredClaim: null,
+    kubeconfig: '',
+    namespace: 'default',
+    prometheusUrl: '',
+    prometheusTimeoutMs: 10_000,
+    metricsRateWindowMs: 60_000,
+    publicBaseUrl: '',
+    maxArchiveBytes: 8 * 1024 * 1024,
+    builderImages: { go: '', js: '', ts: '', rust: '' },
+    imageRepository: '',
+    buildTimeoutMs: 15 * 60_000,
+    buildTtlMs: 3_600_000,
+    buildCpu: '1',
+    buildMemory: '2Gi',
+    replicas: 1,
+    invokeTimeoutMs: 30_000,
+    headersTimeoutMs: 10_000,
+    minBodyBytes: 1024,
+    bodyRateWindowMs: 10_000,
+    keepAliveTimeoutMs: 72_000,
+    maxConnections: 1000,
+    logLevel: 'info',
+  })
+})
+
+t.test('every setting from the environment; a flag wins over its variable', async (t) => {
+  const env = {
+    PLATFORM_ADDR: '127.0.0.1:9000',
+    PLATFORM_DATABASE_URL: 'postgres://u:p@db:5432/platform',
+    PLATFORM_DATA_DIR: '/var/lib/control',
+    PLATFORM_OIDC_ISSUER: 'https://idp.example.com/realms/x',
+    PLATFORM_OIDC_AUDIENCE: 'platform-cli',
+    PLATFORM_JWKS_MIN_REFRESH: '30s',
+    PLATFORM_JWKS_MAX_REFRESH: '2h',
+    PLATFORM_DEV_INSECURE_SKIP_AUTH: 'false',
+    PLATFORM_REQUIRED_CLAIM: 'groups=platform-admins',
+    PLATFORM_KUBECONFIG: '/etc/kube/config',
+    PLATFORM_NAMESPACE: 'apps',
+    PLATFORM_PROMETHEUS_URL: 'http://prometheus:9090/',
+    PLATFORM_PROMETHEUS_TIMEOUT: '2.5s',
+    PLATFORM_METRICS_RATE_WINDOW: '2m',
+    PLATFORM_PUBLIC_BASE_URL: 'https://apps.example.com/',
+    PLATFORM_MAX_ARCHIVE_BYTES: '16MiB',
+    PLATFORM_BUILDER_IMAGES: 'go=ghcr.io/acme/build-go:1, rust=ghcr.io/acme/build-rust@sha256:abc',
+    PLATFORM_IMAGE_REPOSITORY: 'registry.example.com:5000/apps/',
+    PLATFORM_BUILD_TIMEOUT: '20m',
+    PLATFORM_BUILD_TTL: '30m',
+    PLATFORM_BUILD_CPU: '500m',
+    PLATFORM_BUILD_MEMORY: '1.5Gi',
+    PLATFORM_REPLICAS: '3',
+    PLATFORM_INVOKE_TIMEOUT: '10s',
+    PLATFORM_HEADERS_TIMEOUT: '5s',
+    PLATFORM_MIN_BODY_BYTES: '4KiB',
+    PLATFORM_BODY_RATE_WINDOW: '20s',
+    PLATFORM_KEEP_ALIVE_TIMEOUT: '30s',
+    PLATFORM_MAX_CONNECTIONS: '500',
+    PLATFORM_LOG_LEVEL: 'debug',
+  }
+  t.same(parseConfig([], env), {
+    addr: { host: '127.0.0.1', port: 9000 },
+    databaseUrl: 'postgres://u:p@db:5432/platform',
+    dataDir: '/var/lib/control',
+    oidcIssuer: 'https://idp.example.com/realms/x',
+    oidcAudience: 'platform-cli',
+    jwksMinRefreshMs: 30_000,
+    jwksMaxRefreshMs: 7_200_000,
+    devInsecureSkipAuth: false,
+    requiredClaim: { name: 'groups', value: 'platform-admins' },
+    kubeconfig: '/etc/kube/config',
+    namespace: 'apps',
+    prometheusUrl: 'http://prometheus:9090',
+    prometheusTimeoutMs: 2_500,
+    metricsRateWindowMs: 120_000,
+    publicBaseUrl: 'https://apps.example.com',
+    maxArchiveBytes: 16 * 1024 * 1024,
+    builderImages: { go: 'ghcr.io/acme/build-go:1', js: '', ts: '', rust: 'ghcr.io/acme/build-rust@sha256:abc' },
+    imageRepository: 'registry.example.com:5000/apps',
+    buildTimeoutMs: 20 * 60_000,
+    buildTtlMs: 30 * 60_000,
+    buildCpu: '500m',
+    buildMemory: '1.5Gi',
+    replicas: 3,
+    invokeTimeoutMs: 10_000,
+    headersTimeoutMs: 5_000,
+    minBodyBytes: 4096,
+    bodyRateWindowMs: 20_000,
+    keepAliveTimeoutMs: 30_000,
+    maxConnections: 500,
+    logLevel: 'debug',
+  })
+  const flags = parseConfig(['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '], env)
+  t.same(flags.addr, { host: '', port: 7000 }, '--addr=value form')
+  t.equal(flags.namespace, 'other')
+  t.equal(flags.maxArchiveBytes, 1024)
+  t.same(flags.requiredClaim, { name: 'roles', value: 'admin' }, 'spaces around the parts are trimmed')
+  t.equal(parseConfig(['--dev-insecure-skip-auth=false', '--oidc-issuer', 'http://idp'], {}).devInsecureSkipAuth, false)
+  t.equal(parseConfig(['--oidc-issuer', 'http://idp'], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }).devInsecureSkipAuth, true)
+  t.equal(parseConfig(['--oidc-issuer', 'http://idp', '--required-claim', 'email=a=b'], {}).requiredClaim?.value, 'a=b', 'only the first = splits')
+})
+
+t.test('values that are refused: ConfigError naming the setting', async (t) => {
+  const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
+    ['no issuer and no skip-auth', [], {}, /--oidc-issuer \(PLATFORM_OIDC_ISSUER\) is required unless --dev-insecure-skip-auth is set/],
+    ['an issuer that is no URL', ['--oidc-issuer', 'idp.example.com'], {}, /"idp.example.com" for --oidc-issuer/],
+    ['an unknown flag', [...SKIP, '--port', '80'], {}, /unknown flag --port/],
+    ['a bad address', [...SKIP, '--addr', '8081'], {}, /"8081" for --addr/],
+    ['a database URL of another kind', [...SKIP, '--database-url', 'mysql://root:hunter2@db/x'], {}, /invalid value for --database-url: expected a postgres:\/\/ or postgresql:\/\/ URL/],
+    ['a zero archive limit', [...SKIP, '--max-archive-bytes', '0'], {}, /--max-archive-bytes: must be greater than 0/],
+    ['a zero connection cap', [...SKIP, '--max-connections', '0'], {}, /"0" for --max-connections: expected an integer from 1 to 1000000/],
+    ['a zero minimum body rate', [...SKIP, '--min-body-bytes', '0'], {}, /--min-body-bytes: must be greater than 0/],
+    ['a zero headers timeout', [...SKIP], { PLATFORM_HEADERS_TIMEOUT: '0s' }, /PLATFORM_HEADERS_TIMEOUT: must be greater than 0/],
+    ['an archive limit in MB', [...SKIP], { PLATFORM_MAX_ARCHIVE_BYTES: '8MB' }, /"8MB" for PLATFORM_MAX_ARCHIVE_BYTES/],
+    ['a claim without a value', [...SKIP, '--required-claim', 'groups'], {}, /--required-claim: expected claim=value/],
+    ['a claim without a name', [...SKIP, '--required-claim', '=admin'], {}, /expected claim=value/],
+    ['an upper-case namespace', [...SKIP, '--namespace', 'Apps'], {}, /"Apps" for --namespace/],
+    ['a Prometheus URL without a scheme', [...SKIP, '--prometheus-url', 'prometheus:9090'], {}, /--prometheus-url/],
+    ['a zero Prometheus timeout', [...SKIP, '--prometheus-timeout', '0s'], {}, /--prometheus-timeout: must be greater than 0/],
+    ['a Prometheus timeout without a unit', [...SKIP], { PLATFORM_PROMETHEUS_TIMEOUT: '10' }, /PLATFORM_PROMETHEUS_TIMEOUT/],
+    ['a rate window under 1s', [...SKIP, '--metrics-rate-window', '500ms'], {}, /--metrics-rate-window: expected a duration of at least 1s/],
+    ['a rate window in fractions of a millisecond', [...SKIP, '--metrics-rate-window', '1.0005s'], {}, /--metrics-rate-window: expected a duration of at least 1s in whole milliseconds/],
+    ['a public base URL without a scheme', [...SKIP], { PLATFORM_PUBLIC_BASE_URL: 'apps.example.com' }, /PLATFORM_PUBLIC_BASE_URL/],
+    ['skip-auth that is no boolean', [], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' }, /"yes" for PLATFORM_DEV_INSECURE_SKIP_AUTH/],
+    ['a builder for an unknown language', [...SKIP, '--builder-images', 'python=builders/py:1'], {}, /--builder-images: unknown language "python"/],
+    ['a builder without an image', [...SKIP, '--builder-images', 'go='], {}, /--builder-images: expected language=image pairs/],
+    ['an image repository with a tag', [...SKIP, '--image-repository', 'registry.example.com/apps:1'], {}, /--image-repository: expected a registry and path/],
+    ['a zero build timeout', [...SKIP, '--build-timeout', '0s'], {}, /--build-timeout: must be greater than 0/],
+    ['a build TTL that is no duration', [...SKIP, '--build-ttl', '1 day'], {}, /"1 day" for --build-ttl/],
+    ['a CPU that is no quantity', [...SKIP, '--build-cpu', 'two'], {}, /--build-cpu: expected a Kubernetes quantity/],
+    ['memory in GB spelled wrong', [...SKIP], { PLATFORM_BUILD_MEMORY: '2GB' }, /"2GB" for PLATFORM_BUILD_MEMORY/],
+    ['zero replicas', [...SKIP, '--replicas', '0'], {}, /--replicas: expected an integer from 1 to 100/],
+    ['an invoke timeout without a unit', [...SKIP, '--invoke-timeout', '30'], {}, /"30" for --invoke-timeout/],
+    ['an unknown log level', [...SKIP, '--log-level', 'verbose'], {}, /"verbose" for --log-level/],
+    ['a JWKS refresh floor above its ceiling', [...SKIP, '--jwks-min-refresh', '2h'], {}, /--jwks-min-refresh \(PLATFORM_JWKS_MIN_REFRESH\) 2h0m0s must be at most --jwks-max-refresh \(PLATFORM_JWKS_MAX_REFRESH\) 1h0m0s/],
+    ['a zero JWKS refresh ceiling', [...SKIP, '--jwks-max-refresh', '0s'], {}, /--jwks-max-refresh: must be greater than 0/],
+  ]
+  for (const [what, argv, env, message] of cases) {
+    const error = refusal(() => parseConfig(argv, env))
+    t.type(error, ConfigError, what)
+    t.match(error.message, message, `${what}: says what is wrong`)
+  }
+  const secret = refusal(() => parseConfig([...SKIP], { PLATFORM_DATABASE_URL: 'postgres://user:hunter2@[bad' }))
+  t.match(secret.message, /^invalid value for PLATFORM_DATABASE_URL/)
+  t.notMatch(secret.message, /hunter2/, 'a refused database URL is not repeated: it may hold a password')
+  const prometheus = refusal(() => parseConfig([...SKIP, '--prometheus-url', 'ftp://reader:hunter2@prometheus'], {}))
+  t.match(prometheus.message, /^invalid value for --prometheus-url/)
+  t.notMatch(prometheus.message, /hunter2/, 'nor a Prometheus URL, which may hold credentials too')
+})
+
+function refusal (fn: () => unknown): Error {
+  try {
+    fn()
+  } catch (error) {
+    return error as Error
+  }
+  throw new Error('expected a ConfigError')
+}
+
+t.test('usage lists every flag with its variable', async (t) => {
+  const text = controlUsage()
+  for (const row of settings) {
+    t.match(text, `${row.flag}, ${row.env}`, row.flag)
+  }
+  t.match(text, '--addr, PLATFORM_ADDR (default :8081)')
+})

@@ -1,0 +1,85 @@
+// `npm run dev` (scripts/dev.ts, compiled): the relay and the control plane side by side with
+// prefixed output, both stopped by one Ctrl+C, and the other stopped when one of them dies.
+// Addresses and the data directory come from the environment the services inherit, so the
+// test needs no fixed ports.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import type { Test } from 'tap'
+import { until } from '../helpers/control.js'
+
+const devJs = fileURLToPath(new URL('../../dist/scripts/dev.js', import.meta.url))
+
+function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[] = []) {
+  const dir = mkdtempSync(join(tmpdir(), 'control-dev-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!/^(PLATFORM_|RELAY_|TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
+  }
+  Object.assign(env, { RELAY_ADDR: '127.0.0.1:0', PLATFORM_ADDR: '127.0.0.1:0', PLATFORM_DATA_DIR: join(dir, 'data'), ...extraEnv })
+  const child = spawn(process.execPath, [devJs, ...args], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  /** The port a service logged, from its prefixed JSON line. */
+  const port = (service: string, message: string): number | undefined => {
+    return entry(service, message)?.port
+  }
+  /** A service's JSON log line with this message. */
+  const entry = (service: string, message: string): { msg?: string; port?: number; host?: string } | undefined => {
+    for (const line of output.split('\n')) {
+      if (!line.startsWith(`${service.padEnd(7)} | {`)) continue
+      const parsed = JSON.parse(line.slice(10)) as { msg?: string; port?: number; host?: string }
+      if (parsed.msg === message) return parsed
+    }
+    return undefined
+  }
+  return { child, exited, output: () => output, port, entry }
+}
+
+t.test('both services start with prefixed output and stop together on SIGINT', async (t) => {
+  const dev = startDev(t)
+  await until(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 60_000, 'both services to listen')
+  const relay = await fetch(`http://127.0.0.1:${dev.port('relay', 'relay listening')}/healthz`)
+  t.equal(relay.status, 200, 'the relay answers')
+  const control = await fetch(`http://127.0.0.1:${dev.port('control', 'control plane listening')}/api/v1/applications`)
+  t.equal(control.status, 200, 'the control plane answers without a token')
+  t.match(dev.output(), /^relay {3}\| .*auth is disabled/m, 'relay lines are prefixed, auth off')
+  t.match(dev.output(), /^control \| .*AUTHENTICATION IS OFF/m, 'control lines are prefixed, auth off')
+
+  dev.child.kill('SIGINT')
+  t.equal(await dev.exited, 0, 'exit code 0')
+  t.match(dev.output(), /^relay {3}\| exited \(code 0\)$/m, 'the relay shut down gracefully')
+  t.match(dev.output(), /^control \| exited \(code 0\)$/m, 'the control plane shut down gracefully')
+  t.match(dev.output(), /control plane stopped/, 'through its graceful path')
+})
+
+t.test('when one service dies, the other is stopped and the exit code says so', async (t) => {
+  const dev = startDev(t, { PLATFORM_MAX_ARCHIVE_BYTES: '0' })
+  t.equal(await dev.exited, 2, "the control plane's exit code 2")
+  t.match(dev.output(), /^control \| control: invalid value "0" for PLATFORM_MAX_ARCHIVE_BYTES/m, 'its error line, prefixed')
+  t.match(dev.output(), /^relay {3}\| exited \((code 0|SIGTERM)\)$/m, 'the relay was stopped')
+})
+
+// Authentication is off in `npm run dev`: listening on every interface would hand the API to
+// anyone on the network.
+t.test('loopback only unless --host says otherwise: an address without a host gets 127.0.0.1', async (t) => {
+  const dev = startDev(t, { RELAY_ADDR: ':0', PLATFORM_ADDR: ':0' })
+  await until(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 60_000, 'both services to listen')
+  t.equal(dev.entry('relay', 'relay listening')?.host, '127.0.0.1')
+  t.equal(dev.entry('control', 'control plane listening')?.host, '127.0.0.1')
+  dev.child.kill('SIGINT')
+  t.equal(await dev.exited, 0)
+
+  const open = startDev(t, { RELAY_ADDR: ':0', PLATFORM_ADDR: ':0' }, ['--host', '0.0.0.0'])
+  await until(() => open.port('control', 'control plane listening') !== undefined, 60_000, 'the control plane to listen')
+  t.equal(open.entry('control', 'control plane listening')?.host, '0.0.0.0', '--host opens it up')
+  open.child.kill('SIGINT')
+  t.equal(await open.exited, 0)
+})

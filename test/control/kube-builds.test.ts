@@ -1,0 +1,269 @@
+// Builds on the (fake) cluster: the Job and the source Secret a build creates, the watch that
+// moves builds to running, succeeded or failed, the build log (waiting, following, kept in the
+// database after the Job is gone), a restart that resumes builds, a watch that cannot
+// reconnect, and what the caller sees when the cluster refuses.
+import type { ClientRequest, IncomingMessage } from 'node:http'
+import { get as httpGet } from 'node:http'
+import { randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { createGunzip } from 'node:zlib'
+import { Readable } from 'node:stream'
+import t from 'tap'
+import tar from 'tar-stream'
+import type { KubeObject } from '../fixtures/kube-api.js'
+import { JOBS, failJob, podOfJob, runJob, succeedJob } from '../fixtures/kube-jobs.js'
+import { PODS, podLogFollowers, writePodLog } from '../fixtures/kube-pods.js'
+import { SECRETS } from '../fixtures/kube-secrets.js'
+import { applies, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { createApp, eachEngine, firstFunction, startTestControl, until } from '../helpers/control.js'
+import type { TestControl } from '../helpers/control.js'
+import { REPOSITORY, startClusterControl, tempDir } from '../helpers/cluster.js'
+import { startFakeCluster } from '../fixtures/kube.js'
+
+type Build = { id: string; status: string; imageRef: string | null; error: string | null; finishedAt: string | null; createdAt: string }
+
+async function buildOf (control: TestControl, appId: string, buildId: string): Promise<Build> {
+  return (await control.call('GET', `/applications/${appId}/builds/${buildId}`)).body as Build
+}
+
+async function untilStatus (control: TestControl, appId: string, buildId: string, status: string): Promise<Build> {
+  await until(async () => (await buildOf(control, appId, buildId)).status === status, 5000, `build ${status}`)
+  return buildOf(control, appId, buildId)
+}
+
+async function unpack (gz: Buffer): Promise<Record<string, string>> {
+  const files: Record<string, string> = {}
+  const extract = tar.extract()
+  extract.on('entry', (header, stream, next) => {
+    const chunks: Buffer[] = []
+    stream.on('data', (c: unknown) => chunks.push(c as Buffer))
+    stream.on('end', () => { files[header.name] = Buffer.concat(chunks).toString('utf8'); next() })
+  })
+  const done = new Promise<void>((resolve) => extract.on('finish', () => resolve()))
+  Readable.from([gz]).pipe(createGunzip()).pipe(extract)
+  await done
+  return files
+}
+
+eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image, log kept, SpinApp applied', async (t, engine) => {
+  const { control, fake, finished } = await startClusterControl(t, engine, { flags: ['--build-timeout', '10m', '--build-ttl', '2h', '--build-cpu', '500m', '--build-memory', '1Gi'] })
+  const app = await createApp(control, 'hello')
+  const fn = firstFunction(app)
+  await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: { 'main.go': 'package main\n', 'go.mod': 'module hello\n' } } })
+  await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'api', route: '/api/...' } })
+
+  const started = await control.call('POST', `/applications/${app.id}/builds`)
+  t.equal(started.status, 202)
+  const build = started.body as Build
+  t.match(build, { status: 'pending', imageRef: null, finishedAt: null, error: null })
+
+  const jobName = `build-${build.id}`
+  const job = fake.get(JOBS, jobName) as KubeObject & { spec: Record<string, unknown> }
+  t.ok(job, 'a Job named after the build')
+  t.match(job.metadata.labels, { 'app.kubernetes.io/managed-by': 'platform-control', 'platform.wasmkube.dev/application': app.id, 'platform.wasmkube.dev/build': build.id })
+  t.match(job.spec, { backoffLimit: 0, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 7200 })
+  const podSpec = (job.spec.template as { spec: Record<string, unknown> }).spec
+  t.match(podSpec, { restartPolicy: 'Never', automountServiceAccountToken: false, volumes: [{ name: 'source', secret: { secretName: jobName } }] })
+  const container = (podSpec.containers as Array<Record<string, unknown>>)[0]
+  t.match(container, {
+    name: 'build',
+    image: 'builders.test/go:1',
+    resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
+    volumeMounts: [{ name: 'source', mountPath: '/workspace/source', readOnly: true }],
+  })
+  t.same((container?.env as Array<{ name: string; value: string }>).find((e) => e.name === 'IMAGE_REF')?.value, `${REPOSITORY}/hello:${build.id}`)
+
+  const secret = fake.get(SECRETS, jobName) as KubeObject & { data: Record<string, string> }
+  t.ok(secret, 'a Secret with the sources')
+  t.same(secret.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Job', jobName, job.metadata.uid]], 'owned by the Job, so it goes with it')
+  const files = await unpack(Buffer.from(secret.data['source.tar.gz'] as string, 'base64'))
+  t.same(Object.keys(files).sort(), ['functions/hello/go.mod', 'functions/hello/main.go', 'spin.toml'])
+  t.equal(files['functions/hello/main.go'], 'package main\n')
+  t.match(files['spin.toml'], /spin_manifest_version = 2/)
+  t.match(files['spin.toml'], /\[\[trigger\.http\]\]\nroute = "\/api\/\.\.\."\ncomponent = "api"/)
+  t.match(files['spin.toml'], /\[component\.hello\]\nsource = "functions\/hello\/component\.wasm"/)
+  t.match(files['spin.toml'], /command = "tinygo build/)
+
+  runJob(fake, jobName)
+  await untilStatus(control, app.id, build.id, 'running')
+  const pod = podOfJob(fake, jobName)
+  writePodLog(fake, pod.metadata.name, 'step 1: compiling\n')
+  const sofar = await control.call('GET', `/applications/${app.id}/builds/${build.id}/logs`)
+  t.equal(sofar.status, 200)
+  t.match(sofar.headers.get('content-type'), /^text\/plain/)
+  t.equal(sofar.text, 'step 1: compiling\n', 'without follow: what there is, at once')
+
+  const following = await fetch(`${control.url}/api/v1/applications/${app.id}/builds/${build.id}/logs?follow=true`)
+  t.equal(following.status, 200)
+  const reader = following.body!.getReader()
+  const first = await reader.read()
+  t.equal(Buffer.from(first.value!).toString(), 'step 1: compiling\n')
+  writePodLog(fake, pod.metadata.name, 'step 2: pushing\n')
+  const second = await reader.read()
+  t.equal(Buffer.from(second.value!).toString(), 'step 2: pushing\n', 'new lines arrive while following')
+  succeedJob(fake, jobName, `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`)
+  t.ok((await reader.read()).done, 'the stream ends when the pod exits')
+
+  const done = await untilStatus(control, app.id, build.id, 'succeeded')
+  t.equal(done.imageRef, `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`, 'the image the builder reported')
+  t.match(done.finishedAt, /Z$/)
+  t.equal(done.error, null)
+  await until(() => finished.length === 1, 2000, 'onBuildFinished')
+  t.match(finished, [{ id: build.id, status: 'succeeded' }], 'onBuildFinished told once')
+  const exposition = await (await fetch(`${control.url}/metrics`)).text()
+  t.match(exposition, /^platform_builds_finished_total\{result="succeeded"\} 1$/m, '/metrics counts the build')
+  t.match(exposition, /^platform_build_duration_seconds_count\{result="succeeded"\} 1$/m, 'and its duration')
+
+  const applied = applies.get(fake) ?? []
+  t.equal(applied.length, 1, 'the SpinApp applied after the build')
+  t.match(applied[0], { contentType: 'application/apply-patch+yaml', fieldManager: 'platform-control', force: 'true' })
+  t.match(fake.get(SPINAPPS, 'hello'), { spec: { image: done.imageRef, executor: 'containerd-shim-spin', replicas: 1 } })
+
+  // The Job's TTL runs out: the Job, its pod and its Secret are gone; the log is not.
+  fake.remove(JOBS, jobName)
+  t.equal(fake.get(PODS, pod.metadata.name), undefined, 'the pod went with the Job')
+  t.equal(fake.get(SECRETS, jobName), undefined, 'the Secret went with the Job')
+  const kept = await control.call('GET', `/applications/${app.id}/builds/${build.id}/logs?follow=true`)
+  t.equal(kept.status, 200)
+  t.equal(kept.text, 'step 1: compiling\nstep 2: pushing\n', 'the log from the database')
+  t.equal(finished.length, 1, 'a deleted finished Job changes nothing')
+  t.equal((await buildOf(control, app.id, build.id)).status, 'succeeded')
+  t.notOk(control.logText().includes(fake.token), 'the cluster token is never logged')
+})
+
+eachEngine(t, 'failed builds: the termination message, else the Job condition', async (t, engine) => {
+  const { control, fake, finished } = await startClusterControl(t, engine)
+  const app = await createApp(control, 'broken')
+  const first = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  runJob(fake, `build-${first.id}`)
+  writePodLog(fake, podOfJob(fake, `build-${first.id}`).metadata.name, 'main.go:3: undefined: x\n')
+  failJob(fake, `build-${first.id}`, { message: 'main.go:3: undefined: x' })
+  const failed = await untilStatus(control, app.id, first.id, 'failed')
+  t.equal(failed.error, 'main.go:3: undefined: x')
+  t.equal(failed.imageRef, null)
+  t.match(failed.finishedAt, /Z$/)
+  t.equal((await control.call('GET', `/applications/${app.id}/builds/${first.id}/logs`)).text, 'main.go:3: undefined: x\n')
+
+  const second = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  failJob(fake, `build-${second.id}`, { reason: 'DeadlineExceeded' })
+  const timedOut = await untilStatus(control, app.id, second.id, 'failed')
+  t.equal(timedOut.error, 'DeadlineExceeded: Job was active longer than specified deadline', 'past the build timeout')
+  await until(() => finished.length === 2, 2000, 'both finished')
+  t.same(finished.map((b) => b.status), ['failed', 'failed'])
+  t.same(applies.get(fake), [], 'nothing deployed')
+})
+
+eachEngine(t, 'build logs wait for the container to start; a caller who leaves ends the upstream stream', async (t, engine) => {
+  const { control, fake } = await startClusterControl(t, engine)
+  const app = await createApp(control, 'slow')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  const jobName = `build-${build.id}`
+  // node:http, so leaving is one socket destroyed, as a client that goes away does.
+  let caller: ClientRequest | undefined
+  const pending = new Promise<IncomingMessage>((resolve) => {
+    caller = httpGet(`${control.url}/api/v1/applications/${app.id}/builds/${build.id}/logs?follow=true`, resolve)
+  })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const pod = podOfJob(fake, jobName)
+  writePodLog(fake, pod.metadata.name, 'started\n')
+  runJob(fake, jobName)
+  const response = await pending
+  t.equal(response.statusCode, 200, 'answered once the container runs')
+  t.equal(String(await new Promise((resolve) => response.once('data', resolve))), 'started\n')
+  await until(() => podLogFollowers(fake, pod.metadata.name) === 1, 2000, 'following upstream')
+  caller?.destroy()
+  await until(() => podLogFollowers(fake, pod.metadata.name) === 0, 2000, 'upstream closed after the caller left')
+  t.pass('the upstream log stream closed')
+})
+
+eachEngine(t, 'a restart resumes unfinished builds from their Jobs; a lost Job fails its build', async (t, engine) => {
+  const fake = await startFakeCluster(t, tempDir(t), 'apps')
+  const before = await startClusterControl(t, engine, { fake })
+  const app = await createApp(before.control, 'resume')
+  const done = (await before.control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  const lost = (await before.control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  await before.control.close()
+
+  succeedJob(fake, `build-${done.id}`, '')
+  fake.remove(JOBS, `build-${lost.id}`)
+  const after = await startClusterControl(t, engine, { fake, store: before.control.store })
+  const resumed = await untilStatus(after.control, app.id, done.id, 'succeeded')
+  t.equal(resumed.imageRef, `${REPOSITORY}/resume:${done.id}`, 'without a reported image: the reference the builder was given')
+  const gone = await untilStatus(after.control, app.id, lost.id, 'failed')
+  t.equal(gone.error, 'the build Job is gone from the cluster')
+})
+
+eachEngine(t, 'after the watch breaks, a new list catches up with what changed meanwhile', async (t, engine) => {
+  const { control, fake } = await startClusterControl(t, engine)
+  const app = await createApp(control, 'relist')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  await until(() => fake.watcherCount() === 1, 2000, 'watching')
+  const lists = (): number => fake.accesses.filter((a) => a.resource === 'jobs' && a.verb === 'list').length
+  const listed = lists()
+  fake.refuseWatches = true
+  fake.dropWatches()
+  succeedJob(fake, `build-${build.id}`, '')
+  await untilStatus(control, app.id, build.id, 'succeeded')
+  t.ok(lists() > listed, 'seen through a list, no watch being possible')
+  await until(() => control.logs.some((l) => l.msg === 'build watch failed; listing again'), 5000, 'the failed watch logged')
+  fake.refuseWatches = false
+  await until(() => fake.watcherCount() === 1, 5000, 'watching again')
+  t.pass('watching again once the API server allows it')
+})
+
+eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; nothing half-made', async (t, engine) => {
+  const { control, fake } = await startClusterControl(t, engine)
+  const app = await createApp(control, 'refused')
+  fake.forbiddenTypes.add(JOBS)
+  const forbidden = await control.call('POST', `/applications/${app.id}/builds`)
+  t.equal(forbidden.status, 503)
+  t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create batch jobs' })
+  t.same((await control.call('GET', `/applications/${app.id}/builds`)).body, [], 'no build left behind')
+  fake.forbiddenTypes.delete(JOBS)
+  fake.forbiddenTypes.add(SECRETS)
+  const noSecret = await control.call('POST', `/applications/${app.id}/builds`)
+  t.same(noSecret.body, { error: 'cluster permission missing: the control plane may not create secrets' })
+  t.same(fake.list(JOBS), [], 'the Job made before the Secret failed is removed')
+  fake.forbiddenTypes.clear()
+
+  // Random base64 gzips to about 3/4: two functions of 800 KiB each cannot fit a 1 MiB Secret.
+  const bulky = await createApp(control, 'bulky')
+  const second = (await control.call('POST', `/applications/${bulky.id}/functions`, { json: { name: 'second' } })).body as { id: string }
+  for (const fnId of [firstFunction(bulky).id, second.id]) {
+    const noise = randomBytes(600 * 1024).toString('base64')
+    t.equal((await control.call('PUT', `/applications/${bulky.id}/functions/${fnId}/source`, { json: { files: { 'noise.txt': noise } } })).status, 200)
+  }
+  const tooBig = await control.call('POST', `/applications/${bulky.id}/builds`)
+  t.equal(tooBig.status, 413)
+  t.match(tooBig.body, { error: /^source too large to build: the gzipped sources take \d+ bytes, at most \d+ fit in a Secret$/ })
+  t.same(fake.list(JOBS), [], 'no Job for it')
+  t.same((await control.call('GET', `/applications/${bulky.id}/builds`)).body, [], 'and no build')
+
+  const bare = await startClusterControl(t, engine, { fake, flags: ['--builder-images', 'go=builders.test/go:1', '--image-repository', ''] })
+  const js = await createApp(bare.control, 'script', { language: 'js' })
+  t.same((await bare.control.call('POST', `/applications/${js.id}/builds`)).body, { error: 'no builder image for js: set PLATFORM_BUILDER_IMAGES' })
+  const go = await createApp(bare.control, 'gopher')
+  t.same((await bare.control.call('POST', `/applications/${go.id}/builds`)).body, { error: 'no image repository for builds: set PLATFORM_IMAGE_REPOSITORY' })
+
+  await fake.close()
+  const down = await control.call('POST', `/applications/${app.id}/builds`)
+  t.equal(down.status, 503)
+  t.same(down.body, { error: 'cluster unreachable' })
+  t.equal((await control.call('GET', `/applications/${app.id}`)).status, 200, 'the rest of the API keeps working')
+  t.notOk(control.logText().includes(fake.token), 'no token in the logs')
+})
+
+t.test('no cluster at all: the API starts, says so, and the cluster endpoints answer 503', async (t) => {
+  const control = await startTestControl(t, 'pglite')
+  t.equal(control.server.cluster, null)
+  t.ok(control.logs.some((l) => /no cluster configured/.test(String(l.msg))), 'a warning at start')
+})
+
+t.test('a kubeconfig that cannot be read stops the start with a ConfigError (exit code 2)', async (t) => {
+  const dir = tempDir(t)
+  await t.rejects(startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--kubeconfig', `${dir}/missing.yaml`]),
+    { name: 'ConfigError', message: /^cannot read the kubeconfig: / })
+  writeFileSync(`${dir}/empty.yaml`, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n')
+  await t.rejects(startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--kubeconfig', `${dir}/empty.yaml`]),
+    { name: 'ConfigError', message: 'the kubeconfig has no current cluster' })
+})

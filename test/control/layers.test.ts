@@ -1,0 +1,78 @@
+// The control plane's folders depend one way (control/src/README.md): http -> domain ->
+// store / cluster / source / metrics -> model, with config, errors and logger below them all
+// and server.ts, the composition root, above. This reads every import in control/src and fails
+// on one that points the other way, or from one route module into another.
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, posix, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
+
+// What each layer may import from control/src, besides its own folder.
+const ALLOWED: Record<string, readonly string[]> = {
+  'main.ts': ['server.ts', 'config.ts', 'errors.ts', 'logger.ts'],
+  'server.ts': ['http', 'domain', 'store', 'cluster', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  http: ['domain', 'store', 'cluster', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  domain: ['store', 'cluster', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  // The lower layers may use each other (a build Job packs an archive, the build watcher
+  // records outcomes), never a layer above.
+  store: ['source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  cluster: ['store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  source: ['model', 'errors.ts'],
+  metrics: ['model', 'config.ts', 'errors.ts', 'logger.ts'],
+  model: [],
+  'config.ts': ['model', 'errors.ts'],
+  'errors.ts': [],
+  'logger.ts': [],
+  'healthcheck.ts': [],
+}
+
+/** The layer of a path relative to control/src: its first folder, or the file itself at the top. */
+const layerOf = (path: string): string => path.includes('/') ? path.slice(0, path.indexOf('/')) : path
+
+/** Relative imports (static, type-only and dynamic) of one module, resolved against control/src. */
+export function importsOf (path: string, text: string): string[] {
+  const specs = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)['"](\.[^'"]+)['"]/gm)].map((m) => m[1]!)
+  return specs.map((spec) => posix.normalize(posix.join(posix.dirname(path), spec)).replace(/\.js$/, '.ts'))
+}
+
+/** Why the import from `from` to `to` (both relative to control/src) breaks the direction, or null. */
+export function violation (from: string, to: string): string | null {
+  if (to.startsWith('../')) return null // common/ and outside: not this check's business
+  const source = layerOf(from)
+  const target = layerOf(to)
+  if (from.startsWith('http/routes/') && to.startsWith('http/routes/')) return `${from} imports another route module, ${to}`
+  if (source === target) return null
+  const allowed = ALLOWED[source]
+  if (allowed === undefined) return `${from} is in no known layer`
+  return allowed.includes(target) ? null : `${from} (${source}) imports ${to} (${target}): against the direction`
+}
+
+function modules (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? modules(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [])
+}
+
+t.test('the check catches an upward import and a route importing a route', async (t) => {
+  t.equal(violation('store/db.ts', 'http/app.ts'), 'store/db.ts (store) imports http/app.ts (http): against the direction')
+  t.equal(violation('cluster/kube.ts', 'domain/builds.ts'), 'cluster/kube.ts (cluster) imports domain/builds.ts (domain): against the direction')
+  t.equal(violation('config.ts', 'http/schemas/params.ts'), 'config.ts (config.ts) imports http/schemas/params.ts (http): against the direction')
+  t.equal(violation('http/routes/sources.ts', 'http/routes/functions.ts'), 'http/routes/sources.ts imports another route module, http/routes/functions.ts')
+  t.equal(violation('http/routes/builds.ts', 'domain/builds.ts'), null)
+  t.same(importsOf('http/routes/x.ts', "import type { A } from '../route-deps.js'\nconst m = await import('../../store/db.js')\n"), ['http/route-deps.ts', 'store/db.ts'])
+})
+
+t.test('every import in control/src points down', async (t) => {
+  const found: string[] = []
+  const files = modules(srcDir)
+  t.ok(files.length > 30, 'the modules were found')
+  for (const file of files) {
+    const path = relative(srcDir, file).split('\\').join('/')
+    for (const to of importsOf(path, readFileSync(file, 'utf8'))) {
+      const why = violation(path, to)
+      if (why !== null) found.push(why)
+    }
+  }
+  t.same(found, [], 'no import against the direction')
+})

@@ -1,0 +1,21 @@
+// The compiled control plane as the process tests run it (test/control/process*.test.ts).
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Test } from 'tap'
+import { processRunner } from './process.js'
+
+export const controlMainJs = fileURLToPath(new URL('../../dist/control/src/main.js', import.meta.url))
+export const controlHealthcheckJs = fileURLToPath(new URL('../../dist/control/src/healthcheck.js', import.meta.url))
+
+export const controlProcess = processRunner({
+  mainJs: controlMainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening', startTimeoutMs: 60_000, exitTimeoutMs: 30_000,
+})
+
+/** A fresh directory, removed when the test ends. */
+export function scratchDir (t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'control-process-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
