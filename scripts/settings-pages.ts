@@ -1,9 +1,11 @@
 // Which page of docs/ holds which process's settings table (paths from the repository root).
 import type { Setting } from '../common/src/config/settings.js'
+import { settings as controlSettings } from '../control/src/config.js'
 import { settings as relaySettings } from '../relay/src/config.js'
 
 export type SettingsPage = { page: string; name: string; settings: ReadonlyArray<Setting<never>> }
 
 export const SETTINGS_PAGES: SettingsPage[] = [
   { page: 'docs/relay.md', name: 'relay', settings: relaySettings as unknown as ReadonlyArray<Setting<never>> },
+  { page: 'docs/control-plane.md', name: 'control', settings: controlSettings as unknown as ReadonlyArray<Setting<never>> },
 ]
