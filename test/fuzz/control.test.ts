@@ -82,17 +82,17 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     if (reply.status !== 200) throw new Error(`restoring the kept source answered ${reply.status}`)
   }
   await restore()
+  /** A source change was taken (then undone), or refused with the stored source as it was. */
+  const settled = async (what: string, reply: Reply): Promise<void> => {
+    check(what, reply)
+    if (reply.status === 200) return await restore()
+    const stored = (await as('GET', sourcePath)).body as { files: Record<string, string> }
+    if (JSON.stringify(stored.files) !== JSON.stringify(kept)) throw new Error(`${what}, refused with ${reply.status}, changed the source`)
+  }
   const fileName = glued(['a', 'b', '/', '.', '..', '\\', '__proto__', 'constructor', '%2e', ' ', '\0', 'é', '~', 'C:'], 8)
   const fileMap = fc.dictionary(fileName, fc.string({ maxLength: 50 }), { maxKeys: 5 })
   await fc.assert(fc.asyncProperty(fileMap, async (files) => {
-    const reply = await as('PUT', sourcePath, { json: { files } })
-    check(`source ${JSON.stringify(files)}`, reply)
-    if (reply.status === 200) {
-      await restore()
-    } else {
-      const stored = (await as('GET', sourcePath)).body as { files: Record<string, string> }
-      if (JSON.stringify(stored.files) !== JSON.stringify(kept)) throw new Error(`a refused map (${reply.status}) changed the source`)
-    }
+    await settled(`source ${JSON.stringify(files)}`, await as('PUT', sourcePath, { json: { files } }))
   }), fuzzOptions())
 
   // Archives: generated entries of every type, names and link targets.
@@ -103,14 +103,8 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     linkname: glued(['/', '..', 'etc', 'passwd', 'a', '.'], 5),
   }).map(({ name, type, content, linkname }) => type === 'symlink' || type === 'link' ? { name, type, linkname } : type === 'file' ? { name, type, content } : { name, type })
   await fc.assert(fc.asyncProperty(fc.array(entry, { maxLength: 5 }), async (entries) => {
-    const reply = await as('POST', `${sourcePath}.tar.gz`, { body: await tgzOf(entries), headers: { 'content-type': 'application/gzip' } })
-    check(`archive ${JSON.stringify(entries)}`, reply)
-    if (reply.status === 200) {
-      await restore()
-    } else {
-      const stored = (await as('GET', sourcePath)).body as { files: Record<string, string> }
-      if (JSON.stringify(stored.files) !== JSON.stringify(kept)) throw new Error(`a refused archive (${reply.status}) changed the source`)
-    }
+    const body = await tgzOf(entries)
+    await settled(`archive ${JSON.stringify(entries)}`, await as('POST', `${sourcePath}.tar.gz`, { body, headers: { 'content-type': 'application/gzip' } }))
   }), fuzzOptions())
 
   // A stage whose inputs were all refused (or all taken) would pass while testing little.
