@@ -73,6 +73,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
 
   app.get('/healthz', {
     schema: {
+      operationId: 'getHealth',
       tags: ['health'],
       summary: 'Liveness: the process answers',
       security: [],
@@ -83,6 +84,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
   // Public like /healthz, for Prometheus: keep it off the public ingress.
   app.get('/metrics', {
     schema: {
+      operationId: 'getProcessMetrics',
       tags: ['health'],
       summary: 'The control plane\'s own metrics, in Prometheus\'s text format',
       security: [],
@@ -94,6 +96,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
   await app.register(async (api) => {
     api.get('/openapi.json', {
       schema: {
+        operationId: 'getOpenApiDocument',
         tags: ['health'],
         summary: 'This API, as an OpenAPI 3.1 document',
         security: [],

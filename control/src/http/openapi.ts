@@ -12,7 +12,11 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         title: 'Platform control plane',
         version: '1',
         description: 'Applications, functions, their source and builds. Every error answer is `{"error": reason}`.',
+        // The package is private: no open-source licence is granted for this API or its code.
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
+      // Paths carry their /api/v1 prefix, so the server is this control plane's own origin.
+      servers: [{ url: '/', description: 'this control plane' }],
       components: {
         securitySchemes: {
           idToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an OpenID Connect id token from the configured issuer' },
@@ -20,8 +24,13 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       },
       security: [{ idToken: [] }],
       tags: [
-        { name: 'applications' }, { name: 'functions' }, { name: 'source' }, { name: 'builds' },
-        { name: 'runtime', description: 'needs a cluster' }, { name: 'metrics', description: 'needs Prometheus' }, { name: 'health' },
+        { name: 'applications', description: 'Applications: a name, a language and their functions' },
+        { name: 'functions', description: 'Functions of an application and the routes they answer' },
+        { name: 'source', description: "A function's source files, as a JSON map or a .tar.gz" },
+        { name: 'builds', description: 'Builds of an application into an image, and their logs' },
+        { name: 'runtime', description: 'Deploy, invoke and logs of the running application; needs a cluster' },
+        { name: 'metrics', description: 'Time series of applications and functions; needs Prometheus' },
+        { name: 'health', description: 'Public: liveness, the process metrics, this document' },
       ],
     },
   })

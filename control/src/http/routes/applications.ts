@@ -14,6 +14,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   app.get('/applications', {
     schema: {
       tags: ['applications'],
+      operationId: 'listApplications',
       summary: 'List applications, by name',
       response: { 200: Type.Array(ApplicationSummary) },
     },
@@ -22,6 +23,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   app.get('/applications/:appId', {
     schema: {
       tags: ['applications'],
+      operationId: 'getApplication',
       summary: 'An application with its functions, deployment and builds',
       params: AppParams,
       response: { 200: Application, ...errors(404) },
@@ -31,6 +33,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   app.post('/applications', {
     schema: {
       tags: ['applications'],
+      operationId: 'createApplication',
       summary: 'Create an application and its first function (same name, route "/...")',
       body: CreateApplication,
       response: { 201: Application, ...errors(400, 409, 413, 415) },
@@ -43,6 +46,7 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
   app.delete('/applications/:appId', {
     schema: {
       tags: ['applications'],
+      operationId: 'deleteApplication',
       summary: 'Delete an application with its functions, sources and builds, and its SpinApp, build Jobs and Secrets in the cluster',
       params: AppParams,
       response: { 204: Type.Null({ description: 'deleted' }), ...errors(404) },

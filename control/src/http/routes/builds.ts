@@ -16,6 +16,7 @@ import { AppParams, BuildParams } from '../schemas/params.js'
 import { LogsQuery } from '../schemas/runtime.js'
 
 const listSchema = {
+  operationId: 'listBuilds',
   tags: ['builds'],
   summary: 'Builds of an application, newest first',
   params: AppParams,
@@ -23,6 +24,7 @@ const listSchema = {
 }
 
 const getSchema = {
+  operationId: 'getBuild',
   tags: ['builds'],
   summary: 'A build; poll it until its status is succeeded or failed',
   params: BuildParams,
@@ -30,6 +32,7 @@ const getSchema = {
 }
 
 const startSchema = {
+  operationId: 'startBuild',
   tags: ['builds', 'runtime'],
   summary: 'Start a build of the current source; deployed automatically when it succeeds',
   params: AppParams,
@@ -37,6 +40,7 @@ const startSchema = {
 }
 
 const logSchema = {
+  operationId: 'getBuildLog',
   tags: ['builds', 'runtime'],
   summary: "A build's log; with follow=true the answer streams until the build pod exits",
   description: 'Waits until the build container runs. A finished build answers from the database, also after its Job is gone.',

@@ -12,6 +12,7 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
   app.get('/applications/:appId/functions', {
     schema: {
       tags: ['functions'],
+      operationId: 'listFunctions',
       summary: 'List the functions of an application, by name',
       params: AppParams,
       response: { 200: Type.Array(FunctionSchema), ...errors(404) },
@@ -25,6 +26,7 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
   app.get('/applications/:appId/functions/:fnId', {
     schema: {
       tags: ['functions'],
+      operationId: 'getFunction',
       summary: 'A function',
       params: FunctionParams,
       response: { 200: FunctionSchema, ...errors(404) },
@@ -38,6 +40,7 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
   app.post('/applications/:appId/functions', {
     schema: {
       tags: ['functions'],
+      operationId: 'createFunction',
       summary: 'Add a function; its route defaults to "/{name}/..."',
       params: AppParams,
       body: CreateFunction,
@@ -54,6 +57,7 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
   app.put('/applications/:appId/functions/:fnId', {
     schema: {
       tags: ['functions'],
+      operationId: 'updateFunction',
       summary: "Change a function's route",
       params: FunctionParams,
       body: UpdateFunction,
@@ -68,6 +72,7 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
   app.delete('/applications/:appId/functions/:fnId', {
     schema: {
       tags: ['functions'],
+      operationId: 'deleteFunction',
       summary: 'Delete a function and its source',
       params: FunctionParams,
       response: { 204: Type.Null({ description: 'deleted' }), ...errors(404) },

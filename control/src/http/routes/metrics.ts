@@ -19,6 +19,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   app.get('/applications/:appId/metrics', {
     schema: {
       tags: ['metrics'],
+      operationId: 'getApplicationMetrics',
       summary: 'CPU (cores) and memory (bytes) of the application',
       params: AppParams,
       querystring: MetricsQuery,
@@ -37,6 +38,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   app.get('/applications/:appId/functions/:fnId/metrics', {
     schema: {
       tags: ['metrics'],
+      operationId: 'getFunctionMetrics',
       summary: 'Request rate, p95 latency (ms) and error rate of the function',
       params: FunctionParams,
       querystring: MetricsQuery,
@@ -56,6 +58,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   app.get('/overview/metrics', {
     schema: {
       tags: ['metrics'],
+      operationId: 'getOverviewMetrics',
       summary: 'HTTP request rate and build rate of the whole platform',
       querystring: MetricsQuery,
       response: { 200: OverviewMetrics, ...errors(400) },

@@ -17,6 +17,7 @@ export const runtimeRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, d
   app.post('/applications/:appId/deploy', {
     schema: {
       tags: ['runtime'],
+      operationId: 'deployApplication',
       summary: "Re-apply the deployment with the latest successful build's image",
       params: AppParams,
       response: { 202: Accepted, ...errors(404, 409, 501) },
@@ -32,6 +33,7 @@ export const runtimeRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, d
     bodyLimit: INVOKE_JSON_LIMIT,
     schema: {
       tags: ['runtime'],
+      operationId: 'invokeFunction',
       summary: 'Send one HTTP request to the deployed function; always 200, its status is in the result',
       params: FunctionParams,
       body: InvokeRequest,
@@ -42,6 +44,7 @@ export const runtimeRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, d
   app.get('/applications/:appId/logs', {
     schema: {
       tags: ['runtime'],
+      operationId: 'getApplicationLogs',
       summary: "The application pod's log; with follow=true the answer streams",
       description: 'The newest running pod of the application; Kubernetes keeps stdout and stderr in one log.',
       params: AppParams,

@@ -31,6 +31,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
   app.get('/applications/:appId/functions/:fnId/source', {
     schema: {
       tags: ['source'],
+      operationId: 'getSource',
       summary: "A function's files",
       params: FunctionParams,
       response: { 200: Source, ...errors(404) },
@@ -44,6 +45,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
   app.put('/applications/:appId/functions/:fnId/source', {
     schema: {
       tags: ['source'],
+      operationId: 'replaceSource',
       summary: "Replace a function's whole file map at once (to add a file, send the merged set)",
       params: FunctionParams,
       body: PutSource,
@@ -54,6 +56,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
   app.get('/applications/:appId/functions/:fnId/source.tar.gz', {
     schema: {
       tags: ['source'],
+      operationId: 'downloadSourceArchive',
       summary: "A function's files as a gzipped tar",
       params: FunctionParams,
       response: {
@@ -76,6 +79,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
   app.post('/applications/:appId/functions/:fnId/source.tar.gz', {
     schema: {
       tags: ['source'],
+      operationId: 'uploadSourceArchive',
       summary: "Replace a function's files with the contents of a gzipped tar",
       description: `Only regular files and directories; at most ${MAX_FILES} files and ${config.maxArchiveBytes} bytes, compressed and unpacked. A refused archive leaves the stored source as it was.`,
       params: FunctionParams,
