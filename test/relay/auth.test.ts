@@ -68,12 +68,14 @@ t.test('each admin route needs its own scope: 403 insufficient_scope without it'
 })
 
 t.test('missing, malformed and invalid tokens: 401 invalid_token', async (t) => {
-  // A 2 s lifetime: the same token is first accepted, then refused once it expires.
+  // A 2 s lifetime: the same token is first accepted, then refused once the relay's clock,
+  // injected, is moved past its exp.
   const oidc = await provider(t, { audiences: [AUDIENCE, OTHER_AUDIENCE], accessTokenTtlSeconds: 2 })
   const stranger = await provider(t)
   // Thirty-odd refusals from one address: past the default admission limit, tested on its own
   // in admission.test.ts.
-  const relay = await startTestRelay(t, [...authFlags(oidc.issuer), '--admin-auth-failure-limit', 'off'])
+  let clock = Date.now()
+  const relay = await startTestRelay(t, [...authFlags(oidc.issuer), '--admin-auth-failure-limit', 'off'], { auth: { now: () => clock } })
   const good = await oidc.token()
   t.equal((await call(relay, 'POST', '/admin/sessions', bearer(good))).status, 201, 'control: the fresh token is accepted')
 
@@ -113,7 +115,7 @@ t.test('missing, malformed and invalid tokens: 401 invalid_token', async (t) => 
     }
   }
 
-  await delay((claims.exp as number) * 1000 + 50 - Date.now())
+  clock = (claims.exp as number) * 1000 + 1_000 // jose allows no clock tolerance: one second past exp is expired
   const expired = await call(relay, 'POST', '/admin/sessions', bearer(good))
   t.equal(expired.status, 401, 'the same token once expired')
   t.equal(expired.wwwAuthenticate, 'Bearer error="invalid_token"')

@@ -50,7 +50,7 @@ export type OidcKeysOptions = {
   minRefreshMs?: number
   /** ... and no later than this, whatever its max-age says: how long a withdrawn key can stay trusted. */
   maxRefreshMs?: number
-  /** The clock of the refresh schedule and the cooldown (ms); tests move it instead of sleeping. */
+  /** The clock (ms) of the refresh schedule, the cooldown and tokens' exp and nbf; tests move it instead of sleeping. */
   now?: () => number
 }
 
@@ -67,6 +67,8 @@ export type OidcKeys = {
   revalidate (): Promise<void>
   /** The discovery document (its issuer checked); rejects with IdpUnavailableError while it cannot be fetched. */
   discovery (): Promise<Record<string, unknown>>
+  /** The clock (ms since the epoch) for the key schedule and for tokens' exp and nbf: injectable, so tests need not wait. */
+  now: () => number
   close (): void
 }
 
@@ -172,7 +174,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     if (retryTimer !== null) clearTimeout(retryTimer)
   }
 
-  return { issuer, verified, getKey, revalidate, discovery, close }
+  return { issuer, verified, getKey, revalidate, discovery, now, close }
 }
 
 // Only asymmetric algorithms: a verifier that accepted HS256 could be fooled by a token
@@ -213,7 +215,7 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
   // most VERIFIED_TTL_MS). Only successes are kept, so a bad token is checked every time.
   const known = keys.verified.get(token)
   if (known !== undefined) {
-    if (known.until > Date.now() && known.audience === audience) return known.payload
+    if (known.until > keys.now() && known.audience === audience) return known.payload
     keys.verified.delete(token)
   }
   try {
@@ -222,9 +224,10 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
       algorithms: ALGORITHMS,
       // A token without an expiry would be good forever once leaked.
       requiredClaims: ['exp'],
+      currentDate: new Date(keys.now()),
       ...(audience === '' ? {} : { audience }),
     })
-    remember(keys.verified, token, payload, audience)
+    remember(keys, token, payload, audience)
     return payload
   } catch (error) {
     if (error instanceof IdpUnavailableError) throw error
@@ -232,10 +235,11 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
   }
 }
 
-function remember (verified: Map<string, VerifiedToken>, token: string, payload: JWTPayload, audience: string): void {
+function remember (keys: OidcKeys, token: string, payload: JWTPayload, audience: string): void {
   if (typeof payload.exp !== 'number') return // jwtVerify required it; this only narrows the type
+  const { verified } = keys
   if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value as string)
-  verified.set(token, { payload, audience, until: Math.min(payload.exp * 1000, Date.now() + VERIFIED_TTL_MS) })
+  verified.set(token, { payload, audience, until: Math.min(payload.exp * 1000, keys.now() + VERIFIED_TTL_MS) })
 }
 
 function rejectionReason (error: unknown): string {
