@@ -42,6 +42,7 @@ export type RelayConfig = {
   sessionCreateLimit: RateLimit | null // sessions created per client address; null = off
   limitAddresses: number // addresses each of those limits tracks at most
   maxSessions: number // sessions the table holds at most, closed ones until the sweep included
+  maxHeadersSize: number // bytes of a request head (request line and headers); uWS answers 431 past it
 }
 
 // Only ties each parser's return type to its key.
@@ -71,6 +72,15 @@ function parsePositiveInteger (text: string): number {
   const value = /^[0-9]+$/.test(text) ? Number(text) : NaN
   if (!Number.isSafeInteger(value) || value <= 0) throw new Error('expected a positive integer')
   return value
+}
+
+// uWS keeps up to this much of an unfinished request head per connection: bounded, so that a
+// slow sender of endless headers costs bounded memory.
+const MAX_HEADERS_CEILING = 1024 * 1024
+function parseHeadersSize (text: string): number {
+  const size = parsePositiveBytes(text)
+  if (size > MAX_HEADERS_CEILING) throw new Error('must be at most 1MiB')
+  return size
 }
 
 // Paths get appended to this, so a query or fragment would end up in the middle.
@@ -116,6 +126,7 @@ export const settings = [
   setting({ key: 'sessionCreateLimit', env: 'RELAY_SESSION_CREATE_LIMIT', flag: '--session-create-limit', default: '1200/1m', parse: parseRateLimit, help: 'sessions created per client address; past it creation answers 429; off disables' }),
   setting({ key: 'limitAddresses', env: 'RELAY_LIMIT_ADDRESSES', flag: '--limit-addresses', default: '100000', parse: parsePositiveInteger, help: 'client addresses each of those limits tracks at most (about 100 bytes each); the least recently seen are forgotten first' }),
   setting({ key: 'maxSessions', env: 'RELAY_MAX_SESSIONS', flag: '--max-sessions', default: '100000', parse: parsePositiveInteger, help: 'sessions held at once (closed ones count until the sweep); past it creation answers 503' }),
+  setting({ key: 'maxHeadersSize', env: 'RELAY_MAX_HEADERS_SIZE', flag: '--max-headers-size', default: '32KiB', parse: parseHeadersSize, help: 'largest request head (request line and headers), bytes, at most 1MiB; past it uWebSockets.js answers 431 with its own HTML page. The default admits the largest token the relay reads (16 KiB) with room for the path and other headers' }),
   setting({ key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `pino log level, one of ${logLevels.join(', ')}` }),
 ]
 
