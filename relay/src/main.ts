@@ -16,10 +16,11 @@ async function main (): Promise<void> {
   let uws
   try {
     config = parseConfig(argv, process.env)
-    uws = loadUws()
+    uws = loadUws(config.maxHeadersSize)
   } catch (error) {
     if (error instanceof ConfigError) exitWith(2, `relay: ${error.message}`)
-    if (error instanceof NativeUwsMissingError) exitWith(1, `relay: ${error.message}`)
+    // The host cannot run this build, like a bad setting the operator's to fix before a restart helps.
+    if (error instanceof NativeUwsMissingError) exitWith(2, `relay: ${error.message}`)
     throw error
   }
 

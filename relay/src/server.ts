@@ -43,7 +43,7 @@ const SHUTDOWN_GRACE_MS = 2_000
 
 export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise<RelayServer> {
   const { logger } = deps
-  const uws = deps.uws ?? loadUws()
+  const uws = deps.uws ?? loadUws(config.maxHeadersSize)
   const app = createApp(uws, config)
   const metrics = createMetrics()
   // Behind a TLS-terminating proxy the relay serves http but its pages are https: the public

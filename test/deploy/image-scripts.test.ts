@@ -7,10 +7,10 @@ import { undoStack } from '../../scripts/image-host.js'
 import { imageEnv, numericUser } from '../../scripts/image-root.js'
 import type { ImageConfig } from '../../scripts/image-root.js'
 
-t.test('the apt mirror: one-line and deb822 sources, bookworm only', async (t) => {
+t.test('the apt mirror: one-line and deb822 sources, a release\'s own archive only', async (t) => {
   t.equal(mirrorIn(['deb http://mirror.example.org/debian/ bookworm main\n']), 'http://mirror.example.org/debian')
   t.equal(mirrorIn(['# comment\ndeb [signed-by=/usr/share/keyrings/k.gpg] https://m.example.org/debian bookworm main contrib\n']), 'https://m.example.org/debian')
-  t.equal(mirrorIn(['deb http://old.example.org/debian bullseye main\n']), null, 'another suite is no bookworm mirror')
+  t.equal(mirrorIn(['deb http://old.example.org/debian bullseye main\n']), 'http://old.example.org/debian', 'any release\'s archive serves trixie too')
   t.equal(mirrorIn(['deb http://sec.example.org/debian-security bookworm-security main\n']), null, 'bookworm-security is not bookworm')
   const deb822 = [
     'Types: deb',
@@ -25,7 +25,7 @@ t.test('the apt mirror: one-line and deb822 sources, bookworm only', async (t) =
   ].join('\n')
   t.equal(mirrorIn([deb822]), 'http://deb.example.org/debian')
   t.equal(mirrorIn(['Types: deb-src\nURIs: http://src.example.org/debian\nSuites: bookworm\n']), null, 'source packages only: no mirror')
-  t.equal(mirrorIn(['deb http://old.example.org/debian bullseye main\n', deb822]), 'http://deb.example.org/debian', 'the first file that has one')
+  t.equal(mirrorIn(['deb http://sec.example.org/debian-security bookworm-security main\n', deb822]), 'http://deb.example.org/debian', 'the first file that has one')
 })
 
 t.test('USER must be numeric for runAsNonRoot to verify it', async (t) => {

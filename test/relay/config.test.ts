@@ -52,6 +52,7 @@ t.test('defaults', async (t) => {
     sessionCreateLimit: { count: 1200, windowMs: 60_000 },
     limitAddresses: 100_000,
     maxSessions: 100_000,
+    maxHeadersSize: 32_768,
   }
   t.strictSame(parseConfig([], withIssuer), expected)
 })
@@ -80,6 +81,7 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--session-create-limit', 'RELAY_SESSION_CREATE_LIMIT', '10/1.5s', { sessionCreateLimit: { count: 10, windowMs: 1500 } }],
   ['--limit-addresses', 'RELAY_LIMIT_ADDRESSES', '500', { limitAddresses: 500 }],
   ['--max-sessions', 'RELAY_MAX_SESSIONS', '7', { maxSessions: 7 }],
+  ['--max-headers-size', 'RELAY_MAX_HEADERS_SIZE', '64KiB', { maxHeadersSize: 65_536 }],
 ]
 
 t.test('admission limits: count/duration or off; bad values stop the start', async (t) => {
@@ -93,6 +95,8 @@ t.test('admission limits: count/duration or off; bad values stop the start', asy
       t.match(configError([flag, bad]), new RegExp(`^invalid value "${bad.replace(/[.]/g, '\\.')}" for ${flag}: `), `${flag} ${bad}`)
     }
   }
+  t.equal(configError(['--max-headers-size', '2MiB']), 'invalid value "2MiB" for --max-headers-size: must be at most 1MiB', 'a head larger than uWS should buffer per connection')
+  t.equal(configError(['--max-headers-size', '0']), 'invalid value "0" for --max-headers-size: must be greater than 0')
   for (const flag of ['--limit-addresses', '--max-sessions']) {
     for (const bad of ['0', '-5', '1.5', 'many', '1e3']) {
       t.equal(configError([flag, bad]), `invalid value "${bad}" for ${flag}: expected a positive integer`, `${flag} ${bad}`)

@@ -1,5 +1,5 @@
 // The compiled relay as an operator runs it: `node dist/relay/src/main.js`. Startup errors,
-// the refusal of the JavaScript uWebSockets.js fallback, logging, env and flag configuration,
+// logging, env and flag configuration,
 // the listen address forms and graceful shutdown on SIGTERM / SIGINT.
 import { connect, createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
@@ -55,14 +55,6 @@ t.test('--help: usage from the settings table on stdout, exit 0, nothing else', 
       t.ok(run.stdout.includes(`  ${row.flag}, ${row.env}${shown}\n      ${row.help}\n`), `${row.flag}: flag, env var, default and help`)
     }
   }
-})
-
-t.test('UWS_USE_FALLBACK=1: the relay refuses the JavaScript fallback and exits 1', async (t) => {
-  const run = await runToExit(t, noAuth, { UWS_USE_FALLBACK: '1' })
-  t.equal(run.code, 1)
-  t.equal(run.stdout, '', 'it never got as far as logging')
-  t.equal(lines(run.stderr).length, 1, 'one line on stderr')
-  t.match(run.stderr, /native uWebSockets\.js binary/, 'the line names the native binary')
 })
 
 t.test('--no-auth on port 0: JSON logs, an auth-disabled warning, the port it got, and /healthz', async (t) => {

@@ -40,7 +40,7 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
     // the 4003 frame: a slow receiver that reads again gets it after the data queued before
     // it, instead of a bare 1006.
     maxBackpressure: deps.maxBacklog + maxPayloadLength,
-    closeOnBackpressureLimit: false as unknown as number, // a boolean at run time, typed as a number in 20.30
+    closeOnBackpressureLimit: false, // the relay closes a slow session itself, with 4003
     idleTimeout: IDLE_TIMEOUT_SECONDS,
     sendPingsAutomatically: true,
 

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import type * as Uws from 'uWebSockets.js'
-import { NativeUwsMissingError } from '../errors.js'
+import { ConfigError, NativeUwsMissingError } from '../errors.js'
+import { currentRuntime, describeLoadFailure, readBinary } from './uws-load-failure.js'
 
 export type {
   HttpRequest,
@@ -12,25 +13,28 @@ export type {
   WebSocketBehavior,
 } from 'uWebSockets.js'
 
-// The mirror we depend on falls back to a pure-JavaScript server when its native binary
-// does not match the Node ABI. That fallback is many times slower and cannot serve our
-// parameterised WebSocket route, so running on it would be a silent failure: refuse.
-export function loadUws(): typeof Uws {
-  const require = createRequire(import.meta.url)
-  if (isTruthy(process.env.UWS_USE_FALLBACK)) {
-    throw new NativeUwsMissingError('UWS_USE_FALLBACK is set: the relay only runs on the native uWebSockets.js binary')
-  }
-  const uws = require('uWebSockets.js') as typeof Uws
-  // Only the native addon exports SSLApp and getParts; the JavaScript fallback does not.
-  if (typeof uws.SSLApp !== 'function' || typeof uws.getParts !== 'function') {
-    throw new NativeUwsMissingError(
-      `uWebSockets.js native binary did not load for Node ${process.version} (ABI ${process.versions.modules}, ${process.platform}-${process.arch}); ` +
-      'the relay refuses to run on the slow JavaScript fallback',
-    )
-  }
-  return uws
-}
+let loaded: { uws: typeof Uws, maxHeadersSize: number } | undefined
 
-function isTruthy (value: string | undefined): boolean {
-  return value !== undefined && /^(1|true)$/i.test(value)
+// uWS reads UWS_HTTP_MAX_HEADERS_SIZE from the environment once, when its binary loads, and
+// answers a request head larger than that with its own 431 before any handler runs. The
+// relay's --max-headers-size is that variable, set here, just before the one load.
+export function loadUws (maxHeadersSize: number): typeof Uws {
+  if (loaded !== undefined) {
+    if (loaded.maxHeadersSize !== maxHeadersSize) {
+      throw new ConfigError(`--max-headers-size ${maxHeadersSize}: uWebSockets.js is already loaded in this process with ${loaded.maxHeadersSize}`)
+    }
+    return loaded.uws
+  }
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(maxHeadersSize)
+  const require = createRequire(import.meta.url)
+  let uws: typeof Uws
+  try {
+    uws = require('uWebSockets.js') as typeof Uws
+  } catch (error) {
+    // The mirror has no JavaScript fallback: a binary that does not load throws.
+    const runtime = currentRuntime()
+    throw new NativeUwsMissingError(describeLoadFailure(runtime, readBinary(runtime)), { cause: error })
+  }
+  loaded = { uws, maxHeadersSize }
+  return uws
 }
