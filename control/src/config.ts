@@ -2,7 +2,6 @@ import type { ListenAddress, Setting } from '../../common/src/config/settings.js
 import {
   anyText,
   ConfigError,
-  logLevels,
   parseBoolean,
   parseHttpUrl,
   parseListenAddress,

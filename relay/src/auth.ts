@@ -72,7 +72,7 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     }
   }
 
-  return { authorize, metadata, close: keys.close }
+  return { authorize, metadata, close: () => keys.close() }
 }
 
 /** Scopes from `scope` (space-delimited, RFC 8693) or `scp` (array, as some providers issue). */

@@ -157,7 +157,7 @@ export function statusBody (error: unknown): { reason?: string; message?: string
   if (typeof body === 'string') {
     try { body = JSON.parse(body) } catch { return null }
   }
-  return typeof body === 'object' && body !== null ? body as never : null
+  return typeof body === 'object' && body !== null ? body : null
 }
 
 // The API server answers 404 without details for a path of a resource type it does not serve,

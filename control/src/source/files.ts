@@ -14,6 +14,7 @@ export type SourceLimits = {
 
 // C0 and C1 controls, DEL and the Unicode line and paragraph separators: no legitimate file
 // name has them, and they break terminals, logs and tools.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
 // With the u flag a paired surrogate is one code point, so this matches only lone halves,
 // which have no UTF-8 encoding.

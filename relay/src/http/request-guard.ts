@@ -65,7 +65,7 @@ export function guardedRoutes (app: TemplatedApp): Routes {
         upgrade (res, req, context) {
           const refusal = refusalOf(req)
           if (refusal !== null) return refuse(res, refusal)
-          upgrade(res, req, context)
+          void upgrade(res, req, context)
         },
       })
     },
