@@ -2,7 +2,7 @@
 # `npm test`: every test of the code, complete on a fresh clone. Installs what the tests need
 # with apt when it is missing (scripts/install-test-tools.sh), starts a throwaway PostgreSQL
 # so the control-plane suite runs on both of its engines (unless TEST_DATABASE_URL already
-# names one), then typechecks, builds and runs tap. Arguments go to tap.
+# names one), then lints (ESLint, knip), typechecks, builds and runs tap. Arguments go to tap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,7 @@ if [ -z "${TEST_DATABASE_URL:-}" ]; then
   trap 'scripts/test-postgres.sh stop "$TEST_POSTGRES_DIR"' EXIT
 fi
 
+npm run --silent lint
 npm run --silent typecheck
 npm run --silent build
 npm run --silent build:bench

@@ -15,8 +15,6 @@ import { formatDuration } from '../../common/src/config/duration.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 
-export type { ListenAddress }
-
 /** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
 export type RequiredClaim = { name: string; value: string }
 

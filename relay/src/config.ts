@@ -16,8 +16,6 @@ import { formatDuration, parseDuration } from '../../common/src/config/duration.
 import type { RateLimit } from './http/admission.js'
 import { compileOriginPolicy } from './http/origins.js'
 
-export type { ListenAddress }
-
 export type RelayConfig = {
   addr: ListenAddress
   oidcIssuer: string

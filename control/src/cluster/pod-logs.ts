@@ -16,7 +16,7 @@ export function containerState (pod: V1Pod): ContainerState {
   return 'waiting'
 }
 
-export function containerName (pod: V1Pod): string {
+function containerName (pod: V1Pod): string {
   return pod.spec?.containers[0]?.name ?? ''
 }
 

@@ -16,7 +16,7 @@ export type DeploymentT = Static<typeof Deployment>
 const GROUP = 'core.spinkube.dev'
 const VERSION = 'v1alpha1'
 const PLURAL = 'spinapps'
-export const FIELD_MANAGER = 'platform-control'
+const FIELD_MANAGER = 'platform-control'
 export const APP_NAME_LABEL = 'core.spinkube.dev/app-name'
 
 type SpinApp = {
@@ -24,7 +24,7 @@ type SpinApp = {
   status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> }
 }
 
-export function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
+function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
   return {
     apiVersion: `${GROUP}/${VERSION}`,
     kind: 'SpinApp',

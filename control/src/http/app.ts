@@ -26,7 +26,7 @@ import { sourceRoutes } from './routes/sources.js'
 import { errors } from './schemas/errors.js'
 import { validatorCompiler } from './validation.js'
 
-export const API_PREFIX = '/api/v1'
+const API_PREFIX = '/api/v1'
 
 export type ControlDeps = {
   db: Database

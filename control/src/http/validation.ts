@@ -29,7 +29,7 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
 // Keywords that only summarise failures reported more precisely elsewhere in the list.
 const SUMMARIES = new Set(['anyOf', 'oneOf', 'allOf', 'boolean', 'if', 'then', 'else'])
 
-export function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
+function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
   const error = errors.find((e) => !SUMMARIES.has(e.keyword)) ?? errors[0]
   if (error === undefined) return `invalid ${part}`
   const field = error.instancePath.slice(1).split('/').map(unescapePointer).join('.')

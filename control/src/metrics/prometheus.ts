@@ -8,7 +8,7 @@ import { UnavailableError } from '../errors.js'
 /** `[unix seconds, value]`, as the API answers. */
 export type Point = [number, number]
 
-export type RangeQuery = { query: string; startSeconds: number; endSeconds: number; stepSeconds: number }
+type RangeQuery = { query: string; startSeconds: number; endSeconds: number; stepSeconds: number }
 
 export type PrometheusClient = {
   /** The points of the one series `query` yields; none when it yields nothing. */

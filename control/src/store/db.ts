@@ -6,7 +6,7 @@ import pg from 'pg'
 import { lockDataDir } from './data-dir-lock.js'
 import { prepareDataDir } from './data-dir.js'
 
-export type Row = Record<string, unknown>
+type Row = Record<string, unknown>
 
 export type Sql = {
   query<T extends Row = Row>(text: string, params?: unknown[]): Promise<T[]>

@@ -12,7 +12,7 @@ type Method = 'get' | 'post' | 'del' | 'options' | 'any'
  * to a WebSocket handshake whatever protocol `Upgrade` names, so a proxy that lets `h2c`
  * through would hand the client a tunnel it never meant to open.
  */
-export function refusalOf (req: HttpRequest): HttpError | null {
+function refusalOf (req: HttpRequest): HttpError | null {
   let length: string | null = null
   let conflicting = false
   req.forEach((name, value) => {
