@@ -17,4 +17,10 @@ npm run --silent lint
 npm run --silent typecheck
 npm run --silent build
 npm run --silent build:bench
-npx tap "$@"
+if [ $# -eq 0 ]; then
+  # The whole suite: coverage below the thresholds in package.json's "tap" section fails it.
+  # A few files alone cover only part of the code, so they are held to no threshold.
+  npx tap --no-allow-incomplete-coverage
+else
+  npx tap "$@"
+fi
