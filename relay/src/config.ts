@@ -13,6 +13,7 @@ import {
   usage,
 } from '../../common/src/config/settings.js'
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+import { CLOSE_CODES } from './data-plane/close-codes.js'
 import type { RateLimit } from './http/admission.js'
 import { compileOriginPolicy } from './http/origins.js'
 
@@ -107,8 +108,8 @@ export const settings = [
   setting({ key: 'tlsKey', env: 'RELAY_TLS_KEY', flag: '--tls-key', default: '', parse: anyText, help: 'TLS private key file (PEM); needs --tls-cert' }),
   setting({ key: 'noAuth', env: 'RELAY_NO_AUTH', flag: '--no-auth', default: 'false', parse: parseBoolean, help: 'development only: no token on the admin API' }),
   setting({ key: 'maxFrameSize', env: 'RELAY_MAX_FRAME_SIZE', flag: '--max-frame-size', default: '-1', parse: parseFrameSize, help: 'largest message accepted from a peer, bytes; -1: no limit of its own' }),
-  setting({ key: 'maxBacklog', env: 'RELAY_MAX_BACKLOG', flag: '--max-backlog', default: '16MiB', parse: parsePositiveBytes, help: 'per connection: bytes waiting to reach the peer (socket backlog, pongs included, plus what held and queued messages cost); past it the session closes with 4003' }),
-  setting({ key: 'maxTotalBacklog', env: 'RELAY_MAX_TOTAL_BACKLOG', flag: '--max-total-backlog', default: '1GiB', parse: parsePositiveBytes, help: 'the same across the whole process, at least --max-backlog; past it the sessions furthest behind close with 4003' }),
+  setting({ key: 'maxBacklog', env: 'RELAY_MAX_BACKLOG', flag: '--max-backlog', default: '16MiB', parse: parsePositiveBytes, help: `per connection: bytes waiting to reach the peer (socket backlog, pongs included, plus what held and queued messages cost); past it the session closes with ${CLOSE_CODES.tooSlow.code}` }),
+  setting({ key: 'maxTotalBacklog', env: 'RELAY_MAX_TOTAL_BACKLOG', flag: '--max-total-backlog', default: '1GiB', parse: parsePositiveBytes, help: `the same across the whole process, at least --max-backlog; past it the sessions furthest behind close with ${CLOSE_CODES.tooSlow.code}` }),
   setting({ key: 'attachFailureLimit', env: 'RELAY_ATTACH_FAILURE_LIMIT', flag: '--attach-failure-limit', default: '30/1m', parse: parseRateLimit, help: 'refused WebSocket attaches per client address (count/duration); past it every attach from that address answers 429; off disables' }),
   setting({ key: 'adminAuthFailureLimit', env: 'RELAY_ADMIN_AUTH_FAILURE_LIMIT', flag: '--admin-auth-failure-limit', default: '30/1m', parse: parseRateLimit, help: 'admin requests answered 401 per client address; past it its admin requests answer 429 without a token check; off disables' }),
   setting({ key: 'sessionCreateLimit', env: 'RELAY_SESSION_CREATE_LIMIT', flag: '--session-create-limit', default: '1200/1m', parse: parseRateLimit, help: 'sessions created per client address; past it creation answers 429; off disables' }),
