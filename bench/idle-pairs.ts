@@ -30,13 +30,13 @@ async function main (): Promise<void> {
     const port = server.port
     try {
       await sleep(SETTLE_MS)
-      const before = rssBytes(server.pid as number)
+      const before = rssBytes(server.pid)
       const sessions = await createSessions(port, pairs)
       await sleep(SETTLE_MS)
-      const created = rssBytes(server.pid as number)
+      const created = rssBytes(server.pid)
       const clients = await Promise.all([0, 1].map((slot) => attachAll(port, sessions.map((s) => ({ id: s.id, token: slot === 0 ? s.initiator_token : s.responder_token })))))
       await sleep(SETTLE_MS)
-      const attached = rssBytes(server.pid as number)
+      const attached = rssBytes(server.pid)
       for (const client of clients) client.kill('SIGTERM')
       const perPair = (attached - before) / pairs
       rows.push([

@@ -87,7 +87,7 @@ async function main (): Promise<void> {
   for (let i = 0; i < batchFrames; i++) header.copy(template, i * frameBytes)
   const freeBatches: Buffer[] = []
 
-  let failure: Error | null = null
+  let failure = null as Error | null // set in callbacks, so not narrowed to null
   let receivedTotal = 0
   const latencies = createSamples(Math.ceil((c.latencyRate > 0 ? c.latencyRate : 2_000_000) * (c.latencyMs / 1000) * 1.2) + 1024)
 

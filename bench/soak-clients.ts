@@ -32,8 +32,8 @@ const TICK_MS = 100
 async function main (): Promise<void> {
   const input = JSON.parse(readFileSync(process.argv[2] as string, 'utf8')) as SoakInput
   const n = input.attaches.length
-  const sockets: Socket[] = new Array(n)
-  const report: SoakReport = { sent: new Array(n).fill(0), received: new Array(n).fill(0), outOfOrder: 0, closedByRelay: 0, errors: [] }
+  const sockets = new Array<Socket>(n)
+  const report: SoakReport = { sent: new Array<number>(n).fill(0), received: new Array<number>(n).fill(0), outOfOrder: 0, closedByRelay: 0, errors: [] }
   let finished = false
   const fail = (message: string): void => { if (report.errors.length < 20) report.errors.push(message) }
 

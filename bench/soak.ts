@@ -39,7 +39,7 @@ async function main (): Promise<void> {
     const sample = (): void => { samples.push({ atMs: Date.now() - started, rssMiB: rssBytes(relay.pid) / 2 ** 20 }) }
     sample()
     const timer = setInterval(sample, o.sampleMs)
-    for (const side of sides) side.child.stdin!.write('go\n')
+    for (const side of sides) side.child.stdin.write('go\n')
     const [a, b] = await Promise.all(sides.map((side) => side.report)) as [SoakReport, SoakReport]
     clearInterval(timer)
     sample()
@@ -93,7 +93,7 @@ function startClients (port: number, o: Options, attaches: SoakInput['attaches']
   const lines: string[] = []
   let buffered = ''
   const waiters: Array<(line: string) => void> = []
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     buffered += chunk
     let end
     while ((end = buffered.indexOf('\n')) !== -1) {

@@ -62,8 +62,8 @@ for (const service of SERVICES) {
   })
   children.set(service, child)
   const label = prefix(service)
-  createInterface({ input: child.stdout! }).on('line', (line) => process.stdout.write(label + line + '\n'))
-  createInterface({ input: child.stderr! }).on('line', (line) => process.stderr.write(label + line + '\n'))
+  createInterface({ input: child.stdout }).on('line', (line) => process.stdout.write(label + line + '\n'))
+  createInterface({ input: child.stderr }).on('line', (line) => process.stderr.write(label + line + '\n'))
   child.on('exit', (code, signal) => {
     children.delete(service)
     process.stdout.write(`${label}exited (${signal ?? `code ${code}`})\n`)

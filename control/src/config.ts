@@ -2,7 +2,6 @@ import type { ListenAddress, Setting } from '../../common/src/config/settings.js
 import {
   anyText,
   ConfigError,
-  logLevels,
   parseBoolean,
   parseHttpUrl,
   parseListenAddress,
@@ -15,8 +14,6 @@ import {
 import { formatDuration } from '../../common/src/config/duration.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
-
-export type { ListenAddress }
 
 /** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
 export type RequiredClaim = { name: string; value: string }

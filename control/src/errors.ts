@@ -7,14 +7,6 @@ import { HttpError } from '../../common/src/errors.js'
 /** A setting that does not parse: the process exits with code 2. Shared with the relay. */
 export { ConfigError } from '../../common/src/config/settings.js'
 
-export class ControlError extends Error {
-  readonly code: string = 'ERR_CONTROL'
-  constructor (message: string, options?: ErrorOptions) {
-    super(message, options)
-    this.name = new.target.name
-  }
-}
-
 /** A refusal with an HTTP status; the message is safe to show. The common root's, so both processes share one. */
 export class ApiError extends HttpError {
   override readonly code: string = 'ERR_API'
@@ -28,16 +20,6 @@ export function asApiError (error: HttpError): ApiError {
 export class InvalidInputError extends ApiError {
   override readonly code = 'ERR_INVALID_INPUT'
   constructor (message: string) { super(400, message) }
-}
-
-export class UnauthorizedError extends ApiError {
-  override readonly code = 'ERR_UNAUTHORIZED'
-  constructor (message: string, headers: Record<string, string>) { super(401, message, headers) }
-}
-
-export class ForbiddenError extends ApiError {
-  override readonly code = 'ERR_FORBIDDEN'
-  constructor (message: string, headers: Record<string, string> = {}) { super(403, message, headers) }
 }
 
 export class NotFoundError extends ApiError {
@@ -60,10 +42,4 @@ export class TooLargeError extends ApiError {
 export class UnavailableError extends ApiError {
   override readonly code = 'ERR_UNAVAILABLE'
   constructor (message: string, headers: Record<string, string> = {}) { super(503, message, headers) }
-}
-
-/** A feature this runtime does not have (control-plane.md §7: 501). */
-export class NotImplementedError extends ApiError {
-  override readonly code = 'ERR_NOT_IMPLEMENTED'
-  constructor (message: string) { super(501, message) }
 }

@@ -9,7 +9,7 @@ export const SCOPES = ['relay:session:create', 'relay:session:read', 'relay:sess
 export type Scope = typeof SCOPES[number]
 
 /** The parts of the provider's OpenID discovery document the relay uses. */
-export type ProviderMetadata = {
+type ProviderMetadata = {
   issuer: string
   jwks_uri: string
   authorization_endpoint: string
@@ -17,7 +17,7 @@ export type ProviderMetadata = {
   device_authorization_endpoint: string
 }
 
-export type AuthOptions = {
+type AuthOptions = {
   issuer: string
   /** Empty disables the audience check. */
   audience: string
@@ -41,7 +41,7 @@ export type Authenticator = {
   close (): void
 }
 
-export function createAuthenticator (opts: AuthOptions): Authenticator {
+function createAuthenticator (opts: AuthOptions): Authenticator {
   const keys = createOidcKeys(opts)
 
   async function authorize (authorization: string, scope: Scope): Promise<JWTPayload> {
@@ -72,11 +72,11 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     }
   }
 
-  return { authorize, metadata, close: keys.close }
+  return { authorize, metadata, close: () => keys.close() }
 }
 
 /** Scopes from `scope` (space-delimited, RFC 8693) or `scp` (array, as some providers issue). */
-export function scopesOf (payload: JWTPayload): string[] {
+function scopesOf (payload: JWTPayload): string[] {
   const scopes: string[] = []
   if (typeof payload.scope === 'string') scopes.push(...payload.scope.split(' ').filter(Boolean))
   if (Array.isArray(payload.scp)) scopes.push(...payload.scp.filter((s): s is string => typeof s === 'string'))

@@ -13,11 +13,9 @@ import {
   usage,
 } from '../../common/src/config/settings.js'
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+import { CLOSE_CODES } from './data-plane/close-codes.js'
 import type { RateLimit } from './http/admission.js'
 import { compileOriginPolicy } from './http/origins.js'
-import { CLOSE_CODES } from './data-plane/close-codes.js'
-
-export type { ListenAddress }
 
 export type RelayConfig = {
   addr: ListenAddress

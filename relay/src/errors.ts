@@ -2,7 +2,7 @@
 // become HTTP answers are the common root's (common/src/errors.ts); the classes here are the
 // relay's own failures to start.
 
-export class RelayError extends Error {
+class RelayError extends Error {
   readonly code: string = 'ERR_RELAY'
   constructor (message: string, options?: ErrorOptions) {
     super(message, options)
@@ -22,9 +22,6 @@ export class ListenError extends RelayError {
 export class NativeUwsMissingError extends RelayError {
   override readonly code = 'ERR_UWS_NATIVE_MISSING'
 }
-
-/** The identity provider's discovery document or keys cannot be fetched. Shared with the control plane. */
-export { IdpUnavailableError } from '../../common/src/auth/oidc-keys.js'
 
 /** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
 export { HttpError } from '../../common/src/errors.js'

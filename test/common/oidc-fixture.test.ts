@@ -33,7 +33,7 @@ async function fetchErrorCode(url: string) {
 
 t.test('discovery and verifiable JWT access tokens', async (t) => {
   const idp = await startOidcProvider({ audiences: ['https://relay.test', 'https://other.test'] })
-  t.teardown(idp.close)
+  t.teardown(() => idp.close())
 
   t.match(idp.issuer, /^http:\/\/127\.0\.0\.1:\d+$/)
   const discovery = await getJson<Discovery>(idp.discoveryUrl)
@@ -71,7 +71,7 @@ t.test('discovery and verifiable JWT access tokens', async (t) => {
 
 t.test('options: scopes, audiences and token lifetime', async (t) => {
   const idp = await startOidcProvider({ scopes: ['a', 'b'], audiences: ['https://x.test'], accessTokenTtlSeconds: 30 })
-  t.teardown(idp.close)
+  t.teardown(() => idp.close())
   const { payload } = await jwtVerify(await idp.token(), createRemoteJWKSet(new URL(idp.jwksUri)), {
     issuer: idp.issuer,
     audience: 'https://x.test',
@@ -82,7 +82,7 @@ t.test('options: scopes, audiences and token lifetime', async (t) => {
 
 t.test('key rotation', async (t) => {
   const idp = await startOidcProvider()
-  t.teardown(idp.close)
+  t.teardown(() => idp.close())
   const verify = (token: string) =>
     jwtVerify(token, createRemoteJWKSet(new URL(idp.jwksUri)), { issuer: idp.issuer, audience: 'https://relay.test' })
 
@@ -110,7 +110,7 @@ t.test('key rotation', async (t) => {
 
 t.test('deviceFlow false leaves the device endpoint out of discovery', async (t) => {
   const idp = await startOidcProvider({ deviceFlow: false })
-  t.teardown(idp.close)
+  t.teardown(() => idp.close())
   const discovery = await getJson<Discovery>(idp.discoveryUrl)
   t.notOk('device_authorization_endpoint' in discovery)
   t.notOk(discovery.grant_types_supported.includes('urn:ietf:params:oauth:grant-type:device_code'))
@@ -119,7 +119,7 @@ t.test('deviceFlow false leaves the device endpoint out of discovery', async (t)
 
 t.test('stop refuses connections, start recovers on the same issuer and keys', async (t) => {
   const idp = await startOidcProvider()
-  t.teardown(idp.close)
+  t.teardown(() => idp.close())
   const token = await idp.token()
   const kidsBefore = await kids(idp.jwksUri)
   const res = await fetch(idp.discoveryUrl)
@@ -140,7 +140,7 @@ t.test('stop refuses connections, start recovers on the same issuer and keys', a
 
 t.test('requestCount counts requests per path', async (t) => {
   const idp = await startOidcProvider()
-  t.teardown(idp.close)
+  t.teardown(() => idp.close())
   t.equal(idp.requestCount('/jwks'), 0)
 
   await kids(idp.jwksUri)

@@ -97,10 +97,10 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.equal(following.status, 200)
   const reader = following.body!.getReader()
   const first = await reader.read()
-  t.equal(Buffer.from(first.value!).toString(), 'step 1: compiling\n')
+  t.equal(Buffer.from(first.value).toString(), 'step 1: compiling\n')
   writePodLog(fake, pod.metadata.name, 'step 2: pushing\n')
   const second = await reader.read()
-  t.equal(Buffer.from(second.value!).toString(), 'step 2: pushing\n', 'new lines arrive while following')
+  t.equal(Buffer.from(second.value).toString(), 'step 2: pushing\n', 'new lines arrive while following')
   succeedJob(fake, jobName, `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`)
   t.ok((await reader.read()).done, 'the stream ends when the pod exits')
 

@@ -222,9 +222,9 @@ eachEngine(t, "application logs: the running pod's log with tail and follow", as
 
   const response = await fetch(`${control.url}/api/v1/applications/${app.id}/logs?follow=true&tail=1`)
   const reader = response.body!.getReader()
-  t.equal(Buffer.from((await reader.read()).value!).toString(), 'three\n')
+  t.equal(Buffer.from((await reader.read()).value).toString(), 'three\n')
   writePodLog(fake, 'hello-pod-0', 'four\n')
-  t.equal(Buffer.from((await reader.read()).value!).toString(), 'four\n', 'followed')
+  t.equal(Buffer.from((await reader.read()).value).toString(), 'four\n', 'followed')
   fake.remove(PODS, 'hello-pod-0')
   await reader.cancel()
 })

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { processRunner } from './process.js'
 
-export const controlMainJs = fileURLToPath(new URL('../../dist/control/src/main.js', import.meta.url))
+const controlMainJs = fileURLToPath(new URL('../../dist/control/src/main.js', import.meta.url))
 export const controlHealthcheckJs = fileURLToPath(new URL('../../dist/control/src/healthcheck.js', import.meta.url))
 
 export const controlProcess = processRunner({

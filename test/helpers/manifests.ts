@@ -42,7 +42,7 @@ type Kustomization = {
   patches?: unknown[]
 }
 
-export function readYamlDocuments (file: string): any[] {
+function readYamlDocuments (file: string): any[] {
   return parseAllDocuments(readFileSync(file, 'utf8')).map((doc) => {
     if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors.map((error) => error.message).join('; ')}`)
     return doc.toJS()
@@ -50,7 +50,7 @@ export function readYamlDocuments (file: string): any[] {
 }
 
 /** KEY=VALUE lines, as kustomize reads `envs` files; blank lines and # comments skipped. */
-export function readEnvFile (file: string): Record<string, string> {
+function readEnvFile (file: string): Record<string, string> {
   const data: Record<string, string> = {}
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (line.trim() === '' || line.trimStart().startsWith('#')) continue

@@ -45,8 +45,8 @@ export function processRunner (spec: ProcessSpec) {
     const child = spawn(process.execPath, [spec.mainJs, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     // 'close' rather than 'exit': it waits for stdout and stderr to be read to the end.
     const exited = new Promise<Exit>((resolve, reject) => {
       child.once('error', reject)
@@ -75,7 +75,7 @@ export function processRunner (spec: ProcessSpec) {
         const line = parsed().find((entry) => entry.msg === spec.listening)
         if (line !== undefined) resolve(line.port as number)
       }
-      run.child.stdout!.on('data', check)
+      run.child.stdout.on('data', check)
       void run.exited.then((exit) => reject(new Error(
         `exited before listening (${JSON.stringify(exit)}); stderr: ${run.err()}; stdout: ${run.out()}`,
       )))

@@ -20,7 +20,7 @@ export function unitRelay (t: Test, maxBacklog = 1024 * 1024) {
 }
 
 /** What the relay handed a fake peer's send(): the object itself, and a copy of its bytes then (the arena is reused). */
-export type Sent = { message: unknown; data: Uint8Array; isBinary: boolean }
+type Sent = { message: unknown; data: Uint8Array; isBinary: boolean }
 
 export type FakePeer = {
   peer: Peer

@@ -69,7 +69,7 @@ export async function getSession (relay: TestRelay, id: string): Promise<{ statu
   return { status: response.status, body: await response.json() as Record<string, unknown> }
 }
 
-export type Received = { data: Buffer; isBinary: boolean }
+type Received = { data: Buffer; isBinary: boolean }
 
 /** A WebSocket client that records what it receives and how it was closed. */
 export type TestPeer = {

@@ -6,7 +6,7 @@ export function until (check: () => boolean | Promise<boolean>, timeoutMs = 5_00
     const poll = async (): Promise<void> => {
       if (await check()) return resolve()
       if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`))
-      setTimeout(poll, 10)
+      setTimeout(() => void poll(), 10)
     }
     void poll()
   })

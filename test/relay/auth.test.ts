@@ -439,7 +439,8 @@ function isErrorBody (body: unknown): boolean {
 }
 
 function scopesOf (token: string): string {
-  return String(decodeJwt(token).scope ?? '')
+  const scope = decodeJwt(token).scope
+  return typeof scope === 'string' ? scope : ''
 }
 
 function noTokenLogged (t: Test, relay: TestRelay, tokens: string[]): void {

@@ -8,6 +8,7 @@ import { request } from 'node:http'
 import t from 'tap'
 import { attach, createSession, getSession, startTestRelay, until } from '../helpers/relay.js'
 import type { TestRelay } from '../helpers/relay.js'
+import type * as TokensModule from '../../relay/src/session/tokens.js'
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: string }
 
@@ -54,7 +55,7 @@ t.test('a wrong token for an existing session is answered alike, whoever it belo
 
 t.test('slot tokens are checked by comparing digests with timingSafeEqual, both slots every time', async (t) => {
   const calls: Array<[number, number]> = []
-  const tokens = await t.mockImport<typeof import('../../relay/src/session/tokens.js')>('../../relay/src/session/tokens.js', {
+  const tokens = await t.mockImport<typeof TokensModule>('../../relay/src/session/tokens.js', {
     'node:crypto': {
       ...crypto,
       timingSafeEqual: (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView): boolean => {

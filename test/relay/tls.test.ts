@@ -3,7 +3,6 @@
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import t from 'tap'
-import type { Test } from 'tap'
 import { attach } from '../helpers/relay.js'
 import type { Created } from '../helpers/relay.js'
 import { startTestRelay } from '../helpers/relay.js'

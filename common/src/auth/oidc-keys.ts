@@ -285,7 +285,7 @@ async function fetchJson (url: string, timeoutMs: number): Promise<{ body: unkno
  * added) says, within [min, max]. Without a max-age the ceiling: the provider did not ask for
  * more. no-store and no-cache ask for every use, which the floor turns into once per floor.
  */
-export function refreshAfter (headers: Headers, minMs: number, maxMs: number): number {
+function refreshAfter (headers: Headers, minMs: number, maxMs: number): number {
   const directives = (headers.get('cache-control') ?? '').toLowerCase().split(',').map((d) => d.trim())
   let freshMs = maxMs
   if (directives.includes('no-store') || directives.includes('no-cache')) {

@@ -12,7 +12,7 @@ export function settingsMarkdown<C> (settings: ReadonlyArray<Setting<C>>): strin
 }
 
 /** The markers a page puts around the table named `name`. */
-export function settingsMarkers (name: string): { begin: string; end: string } {
+function settingsMarkers (name: string): { begin: string; end: string } {
   return { begin: `<!-- settings:${name} (generated from the settings table: npm run docs:settings) -->`, end: `<!-- /settings:${name} -->` }
 }
 

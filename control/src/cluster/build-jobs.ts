@@ -14,17 +14,17 @@ export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'platform-control' }
 export const APPLICATION_LABEL = 'platform.wasmkube.dev/application'
 export const BUILD_LABEL = 'platform.wasmkube.dev/build'
 export const BUILD_CONTAINER = 'build'
-export const SOURCE_ARCHIVE = 'source.tar.gz'
+const SOURCE_ARCHIVE = 'source.tar.gz'
 
 // A Secret holds at most 1 MiB; the rest of the object needs a little of it.
 export const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
 
 /** Labels of everything a build creates; the selector of all builds is MANAGED_BY plus the build label's presence. */
-export function buildLabels (appId: string, buildId: string): Record<string, string> {
+function buildLabels (appId: string, buildId: string): Record<string, string> {
   return { ...MANAGED_BY, 'app.kubernetes.io/component': 'build', [APPLICATION_LABEL]: appId, [BUILD_LABEL]: buildId }
 }
 
-export const buildJobName = (buildId: string): string => `build-${buildId}`
+const buildJobName = (buildId: string): string => `build-${buildId}`
 
 export type BuildApplication = { id: string; name: string; language: LanguageT }
 
@@ -53,11 +53,11 @@ export function spinManifest (app: BuildApplication, functions: Array<{ name: st
 // JSON strings are valid TOML basic strings for everything a route or name can hold.
 const toml = (text: string): string => JSON.stringify(text)
 
-export function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: string): string {
+function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: string): string {
   return `${config.imageRepository}/${app.name}:${buildId}`
 }
 
-export function buildJob (config: ControlConfig, app: BuildApplication, buildId: string): V1Job {
+function buildJob (config: ControlConfig, app: BuildApplication, buildId: string): V1Job {
   const labels = buildLabels(app.id, buildId)
   const name = buildJobName(buildId)
   const resources = { cpu: config.buildCpu, memory: config.buildMemory }

@@ -16,7 +16,7 @@ import type { Kube } from './kube.js'
 import { clusterFailure } from './kube.js'
 import { containerState, listPods, readPodLog } from './pod-logs.js'
 
-export const BUILD_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},app.kubernetes.io/component=build`
+const BUILD_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},app.kubernetes.io/component=build`
 
 /** The most of a build's log the database keeps: the end, where the errors are. */
 export const MAX_STORED_LOG_BYTES = 1024 * 1024

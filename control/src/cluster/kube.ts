@@ -28,7 +28,7 @@ export type Kube = {
   request (method: string, path: string, opts?: RawRequestOptions): Promise<IncomingMessage>
 }
 
-export type RawRequestOptions = {
+type RawRequestOptions = {
   headers?: Record<string, string | string[]>
   body?: Buffer
   signal?: AbortSignal
@@ -157,7 +157,7 @@ export function statusBody (error: unknown): { reason?: string; message?: string
   if (typeof body === 'string') {
     try { body = JSON.parse(body) } catch { return null }
   }
-  return typeof body === 'object' && body !== null ? body as never : null
+  return typeof body === 'object' && body !== null ? body : null
 }
 
 // The API server answers 404 without details for a path of a resource type it does not serve,
@@ -167,7 +167,7 @@ function isMissingResourceType (error: unknown): boolean {
   return body?.details?.name === undefined
 }
 
-export function isNetworkError (error: unknown): boolean {
+function isNetworkError (error: unknown): boolean {
   const e = error as { code?: unknown; name?: unknown; type?: unknown; cause?: unknown } | null
   if (e === null || typeof e !== 'object') return false
   if (typeof e.code === 'string' && /^(E[A-Z]+|UND_ERR)/.test(e.code)) return true

@@ -16,7 +16,7 @@ export function containerState (pod: V1Pod): ContainerState {
   return 'waiting'
 }
 
-export function containerName (pod: V1Pod): string {
+function containerName (pod: V1Pod): string {
   return pod.spec?.containers[0]?.name ?? ''
 }
 
@@ -40,7 +40,7 @@ export async function openPodLog (kube: Kube, pod: V1Pod, opts: LogOptions): Pro
   if (opts.tailLines !== undefined) query.set('tailLines', String(opts.tailLines))
   let answer: IncomingMessage
   try {
-    answer = await kube.request('GET', `/api/v1/namespaces/${kube.namespace}/pods/${encodeURIComponent(name)}/log?${query}`, opts.signal !== undefined ? { signal: opts.signal } : {})
+    answer = await kube.request('GET', `/api/v1/namespaces/${kube.namespace}/pods/${encodeURIComponent(name)}/log?${query.toString()}`, opts.signal !== undefined ? { signal: opts.signal } : {})
   } catch (error) {
     throw clusterError(error, 'get pods/log')
   }

@@ -16,7 +16,7 @@ export type DeploymentT = Static<typeof Deployment>
 const GROUP = 'core.spinkube.dev'
 const VERSION = 'v1alpha1'
 const PLURAL = 'spinapps'
-export const FIELD_MANAGER = 'platform-control'
+const FIELD_MANAGER = 'platform-control'
 export const APP_NAME_LABEL = 'core.spinkube.dev/app-name'
 
 type SpinApp = {
@@ -24,7 +24,7 @@ type SpinApp = {
   status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> }
 }
 
-export function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
+function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
   return {
     apiVersion: `${GROUP}/${VERSION}`,
     kind: 'SpinApp',
@@ -93,8 +93,8 @@ export async function readDeployment (kube: Kube, config: ControlConfig, app: { 
     const spin = await readSpinApp(kube, app.name)
     if (spin === null) return { ...base, message: 'not deployed: the SpinApp is missing; POST deploy applies it again' }
     const [deployment, service] = await Promise.all([
-      orNull(() => kube.apps.readNamespacedDeployment({ namespace: kube.namespace, name: app.name }), 'get apps deployments') as Promise<V1Deployment | null>,
-      orNull(() => kube.core.readNamespacedService({ namespace: kube.namespace, name: app.name }), 'get services') as Promise<V1Service | null>,
+      orNull<V1Deployment>(() => kube.apps.readNamespacedDeployment({ namespace: kube.namespace, name: app.name }), 'get apps deployments'),
+      orNull<V1Service>(() => kube.core.readNamespacedService({ namespace: kube.namespace, name: app.name }), 'get services'),
     ])
     const replicas = spin.spec?.replicas ?? base.replicas
     const readyReplicas = spin.status?.readyReplicas ?? 0

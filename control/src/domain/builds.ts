@@ -21,14 +21,14 @@ import { applicationNotFound, buildNotFound } from './not-found.js'
 export type BuildDeps = { db: Database; config: ControlConfig; cluster: Cluster }
 
 /** Why this configuration cannot build `language`, or null. */
-export function cannotBuild (config: ControlConfig, language: LanguageT): UnavailableError | null {
+function cannotBuild (config: ControlConfig, language: LanguageT): UnavailableError | null {
   if (config.builderImages[language] === '') return new UnavailableError(`no builder image for ${language}: set PLATFORM_BUILDER_IMAGES`)
   if (config.imageRepository === '') return new UnavailableError('no image repository for builds: set PLATFORM_IMAGE_REPOSITORY')
   return null
 }
 
 /** spin.toml and every function's files under functions/{name}/, as one .tar.gz. */
-export async function buildArchive (db: Database, app: BuildApplication): Promise<Buffer> {
+async function buildArchive (db: Database, app: BuildApplication): Promise<Buffer> {
   const functions = await functionSources(db, app.id)
   const files: Record<string, string> = { 'spin.toml': spinManifest(app, functions) }
   for (const fn of functions) {

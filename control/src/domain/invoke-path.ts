@@ -14,6 +14,7 @@ const PCHAR = /^[-A-Za-z0-9._~!$&'()*+,;=:@]$/
 const UNRESERVED = /^[-A-Za-z0-9._~]$/
 const HEX2 = /^[0-9A-Fa-f]{2}$/
 // NUL, the other C0 controls and DEL end or split a request line somewhere along the way.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 export function parseInvokePath (raw: string): InvokePath {

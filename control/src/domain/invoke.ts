@@ -19,7 +19,7 @@ export type InvokeRequestT = Static<typeof InvokeRequest>
 export type InvokeResultT = Static<typeof InvokeResult>
 
 export const MAX_INVOKE_BODY_BYTES = 1024 * 1024
-export const MAX_INVOKE_RESPONSE_BYTES = 1024 * 1024
+const MAX_INVOKE_RESPONSE_BYTES = 1024 * 1024
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the request. The
 // caller's Authorization is for this API, never for the function; Impersonate-* would be read
@@ -196,7 +196,7 @@ function capture (answer: IncomingMessage, limit: number): Promise<{ bytes: Buff
 
 const PROXY_VERBS: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }
 
-export function proxyVerb (method: string): string {
+function proxyVerb (method: string): string {
   return PROXY_VERBS[method.toUpperCase()] ?? method.toLowerCase()
 }
 

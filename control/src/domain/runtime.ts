@@ -6,7 +6,7 @@ import { clusterNotConfigured } from '../cluster/kube.js'
 import { containerState, listPods, openPodLog } from '../cluster/pod-logs.js'
 import { APP_NAME_LABEL, applySpinApp } from '../cluster/spinapps.js'
 import type { ControlConfig } from '../config.js'
-import { ConflictError, NotFoundError, NotImplementedError } from '../errors.js'
+import { ConflictError, NotFoundError } from '../errors.js'
 import { findApplication } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
 import type { Database } from '../store/db.js'
@@ -21,7 +21,6 @@ export type RuntimeDeps = { db: Database; config: ControlConfig; cluster: Cluste
 export async function redeploy ({ db, config, cluster }: RuntimeDeps, appId: string): Promise<{ appId: string; image: string }> {
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
-  if (application.runtime !== 'wasmkube') throw new NotImplementedError(`deploy is not implemented for the ${application.runtime as string} runtime`)
   if (cluster === null) throw clusterNotConfigured()
   const image = await latestImage(db, application.id)
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')

@@ -26,7 +26,7 @@ import { sourceRoutes } from './routes/sources.js'
 import { errors } from './schemas/errors.js'
 import { validatorCompiler } from './validation.js'
 
-export const API_PREFIX = '/api/v1'
+const API_PREFIX = '/api/v1'
 
 export type ControlDeps = {
   db: Database
@@ -40,8 +40,10 @@ export type ControlDeps = {
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
+  // Typed as Fastify's base logger so the instance's logger type parameter is the default one.
+  const logger: FastifyBaseLogger = deps.logger
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: logger,
     bodyLimit: JSON_BODY_LIMIT,
     // Unique across restarts and replicas, so a request id in a bug report finds one log line.
     genReqId: () => randomUUID(),

@@ -43,7 +43,7 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     return payload
   }
 
-  return { authenticate, close: keys.close }
+  return { authenticate, close: () => keys.close() }
 }
 
 /** A claim carries a value when it equals it or, as an array (groups, roles), contains it. */

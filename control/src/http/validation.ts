@@ -15,21 +15,21 @@ const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query p
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart, contentType }) => {
   // Binary bodies (archives) are streams the handler reads and checks itself; their schema
   // exists only to describe them in the OpenAPI document.
-  if (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json') return (value) => ({ value })
+  if (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json') return (value: unknown) => ({ value })
   const check = Compile(schema)
   const part = PART_NAMES[httpPart ?? ''] ?? String(httpPart)
-  return (value) => {
+  return (value: unknown) => {
     // Query and path values arrive as text: convert "true" and "200" where booleans and numbers are due.
     const converted = httpPart === 'body' ? value : Value.Convert(schema, value)
     if (check.Check(converted)) return { value: converted }
-    return { error: new InvalidInputError(describeFailure(schema, part, check.Errors(converted) as TypeBoxError[])) }
+    return { error: new InvalidInputError(describeFailure(schema, part, check.Errors(converted))) }
   }
 }
 
 // Keywords that only summarise failures reported more precisely elsewhere in the list.
 const SUMMARIES = new Set(['anyOf', 'oneOf', 'allOf', 'boolean', 'if', 'then', 'else'])
 
-export function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
+function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
   const error = errors.find((e) => !SUMMARIES.has(e.keyword)) ?? errors[0]
   if (error === undefined) return `invalid ${part}`
   const field = error.instancePath.slice(1).split('/').map(unescapePointer).join('.')
@@ -76,5 +76,5 @@ function leafAt (schema: TSchema, pointer: string): { description?: string } | u
     if (typeof node !== 'object' || node === null) return undefined
     node = (node as Record<string, unknown>)[unescapePointer(token)]
   }
-  return typeof node === 'object' && node !== null ? node as { description?: string } : undefined
+  return typeof node === 'object' && node !== null ? node : undefined
 }

@@ -8,7 +8,7 @@ import { UnavailableError } from '../errors.js'
 /** `[unix seconds, value]`, as the API answers. */
 export type Point = [number, number]
 
-export type RangeQuery = { query: string; startSeconds: number; endSeconds: number; stepSeconds: number }
+type RangeQuery = { query: string; startSeconds: number; endSeconds: number; stepSeconds: number }
 
 export type PrometheusClient = {
   /** The points of the one series `query` yields; none when it yields nothing. */
@@ -83,7 +83,8 @@ async function readLimited (response: Response): Promise<string> {
   }
   const chunks: Buffer[] = []
   let size = 0
-  for await (const chunk of response.body) {
+  // Node 20's types leave the stream's chunks untyped; fetch's body yields bytes.
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength
     if (size > MAX_ANSWER_BYTES) {
       // Leaving the loop early cancels the stream, so the connection is not read to its end.

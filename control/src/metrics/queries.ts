@@ -5,13 +5,13 @@
 // kube-state-metrics replicas report the same pod.
 
 /** The label kube-state-metrics gives the pod label `core.spinkube.dev/app-name`. */
-export const APP_NAME_LABEL = 'label_core_spinkube_dev_app_name'
+const APP_NAME_LABEL = 'label_core_spinkube_dev_app_name'
 
 /** A PromQL string literal: Go's escaping, which JSON's is a subset of. */
-export const promString = (text: string): string => JSON.stringify(text)
+const promString = (text: string): string => JSON.stringify(text)
 
 /** A PromQL duration from whole milliseconds: `1m` as `60s`, `1500ms` as `1500ms`. */
-export const promDuration = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`)
+const promDuration = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`)
 
 /**
  * The rate() window for a step: the configured shortest window, widened to twice the step so

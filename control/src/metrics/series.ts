@@ -6,8 +6,8 @@ import { InvalidInputError, UnavailableError } from '../errors.js'
 import type { Point, PrometheusClient } from './prometheus.js'
 import { createPrometheusClient } from './prometheus.js'
 
-export const DEFAULT_RANGE = '15m'
-export const DEFAULT_STEP = '15s'
+const DEFAULT_RANGE = '15m'
+const DEFAULT_STEP = '15s'
 const MIN_RANGE_MS = 60_000
 const MAX_RANGE_MS = 24 * 3_600_000
 const MIN_STEP_MS = 1_000

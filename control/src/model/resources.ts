@@ -7,15 +7,15 @@ import { Type } from 'typebox'
 import type { Static, TSchema, TUnsafe } from 'typebox'
 
 export const LANGUAGES = ['go', 'js', 'ts', 'rust'] as const
-export const RUNTIMES = ['wasmkube'] as const
-export const BUILD_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
+const RUNTIMES = ['wasmkube'] as const
+const BUILD_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
 
-export const MAX_DESCRIPTION_LENGTH = 1000
-export const MAX_ROUTE_LENGTH = 256
+const MAX_DESCRIPTION_LENGTH = 1000
+const MAX_ROUTE_LENGTH = 256
 
 // RFC 1035 labels rather than RFC 1123: the deployment names a Kubernetes Service after the
 // application, and Service names must start with a letter.
-export const NAME_PATTERN = '^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
+const NAME_PATTERN = '^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
 
 // A route segment: URL path characters (RFC 3986 pchar, percent-escapes complete), but never
 // `.`, `..` or the wildcard `...` on its own, also percent-encoded (a URL parser resolves
@@ -24,7 +24,7 @@ export const NAME_PATTERN = '^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
 // everything below it), as Spin writes them.
 const DOT = '(?:\\.|%2[eE])'
 const SEGMENT = `(?!${DOT}{1,3}(?:/|$))(?:[-A-Za-z0-9._~!$&'()*+,;=:@]|%(?!2[fF]|5[cC])[0-9A-Fa-f]{2})+`
-export const ROUTE_PATTERN = `^/(?:${SEGMENT}(?:/${SEGMENT})*(?:/\\.\\.\\.)?|\\.\\.\\.)?$`
+const ROUTE_PATTERN = `^/(?:${SEGMENT}(?:/${SEGMENT})*(?:/\\.\\.\\.)?|\\.\\.\\.)?$`
 
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp in UTC' })
 const Id = Type.String({ description: 'a UUID' })
@@ -54,7 +54,7 @@ export const ApplicationSummary = Type.Object({
   createdAt: Timestamp,
 })
 
-export const FunctionItem = Type.Object({ id: Id, name: Name, route: Route })
+const FunctionItem = Type.Object({ id: Id, name: Name, route: Route })
 
 export const FunctionSchema = Type.Object({ id: Id, name: Name, route: Route, createdAt: Timestamp })
 

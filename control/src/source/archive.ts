@@ -9,7 +9,8 @@ import type { TransformCallback } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import type { ZlibOptions } from 'node:zlib'
 import tar from 'tar-stream'
-import { ApiError, InvalidInputError, TooLargeError } from '../errors.js'
+import type { ApiError } from '../errors.js'
+import { InvalidInputError, TooLargeError } from '../errors.js'
 import { contentProblem, pathProblem } from './files.js'
 import type { SourceLimits } from './files.js'
 
@@ -71,7 +72,7 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
 
   return new Promise((resolve, reject) => {
     let settled = false
-    const fail = (error: unknown): void => {
+    const fail = (error: Error): void => {
       if (settled) return
       settled = true
       input.unpipe(compressed)

@@ -4,7 +4,7 @@
 import { InvalidInputError, TooLargeError } from '../errors.js'
 
 export const MAX_FILES = 1000
-export const MAX_PATH_LENGTH = 256
+const MAX_PATH_LENGTH = 256
 
 export type SourceLimits = {
   maxFiles: number
@@ -14,6 +14,7 @@ export type SourceLimits = {
 
 // C0 and C1 controls, DEL and the Unicode line and paragraph separators: no legitimate file
 // name has them, and they break terminals, logs and tools.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
 // With the u flag a paired surrogate is one code point, so this matches only lone halves,
 // which have no UTF-8 encoding.
@@ -41,7 +42,7 @@ export function pathProblem (path: string): string | null {
 const RESERVED_PATHS = new Set(['__proto__', 'constructor', 'prototype'])
 
 /** Why the set of paths cannot be unpacked as files in one directory, or null when it can. */
-export function pathSetProblem (paths: string[]): string | null {
+function pathSetProblem (paths: string[]): string | null {
   const files = new Set(paths)
   for (const path of paths) {
     if (RESERVED_PATHS.has(path)) return `invalid file path ${JSON.stringify(path)}: a name JavaScript objects reserve`

@@ -9,7 +9,7 @@ import type { Database } from './db.js'
 import { iso, isUniqueViolation, isUuid } from './db.js'
 import { insertFunction } from './functions.js'
 
-export const FIRST_FUNCTION_ROUTE = '/...'
+const FIRST_FUNCTION_ROUTE = '/...'
 
 export type NewApplication = { name: string; language: LanguageT; runtime: RuntimeT; description?: string | undefined }
 

@@ -5,7 +5,7 @@ import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:f
 import { join } from 'node:path'
 import { ConfigError } from '../errors.js'
 
-export const LOCK_FILE = 'control.pid'
+const LOCK_FILE = 'control.pid'
 
 /** Takes the directory for this process; the returned function gives it back. */
 export function lockDataDir (dataDir: string): () => void {

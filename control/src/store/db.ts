@@ -6,7 +6,7 @@ import pg from 'pg'
 import { lockDataDir } from './data-dir-lock.js'
 import { prepareDataDir } from './data-dir.js'
 
-export type Row = Record<string, unknown>
+type Row = Record<string, unknown>
 
 export type Sql = {
   query<T extends Row = Row>(text: string, params?: unknown[]): Promise<T[]>
@@ -52,19 +52,19 @@ async function createPglite (dataDir: string) {
   return PGlite.create(dataDir)
 }
 
-async function openPostgres (url: string, logger: DatabaseLogger): Promise<Database> {
+function openPostgres (url: string, logger: DatabaseLogger): Database {
   const pool = new pg.Pool({ connectionString: url, max: 10, application_name: 'platform-control' })
   // An idle connection that breaks (server restart) emits here; unhandled, it would kill the process.
   pool.on('error', (error) => logger.error({ err: error }, 'idle database connection failed'))
   return {
     engine: 'postgres',
-    query: async (text, params) => (await pool.query(text, params)).rows,
+    query: async (text, params) => (await pool.query<never>(text, params)).rows,
     async transaction (fn) {
       const client = await pool.connect()
       let broken: Error | undefined
       try {
         await client.query('BEGIN')
-        const result = await fn({ query: async (text, params) => (await client.query(text, params)).rows })
+        const result = await fn({ query: async (text, params) => (await client.query<never>(text, params)).rows })
         await client.query('COMMIT')
         return result
       } catch (error) {

@@ -15,7 +15,7 @@ import type { Logger } from '../logger.js'
 import type { SessionTable } from '../session/table.js'
 
 /** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
-export const MAX_ADMIN_BODY_BYTES = 16 * 1024
+const MAX_ADMIN_BODY_BYTES = 16 * 1024
 
 export type AdminDeps = {
   table: SessionTable
@@ -36,7 +36,7 @@ export type AdminDeps = {
 }
 
 /** What a handler gets of the request, read before any await. */
-export type AdminRequest = { id: string; address: string; query: string; body: Buffer | null; cors: Headers }
+type AdminRequest = { id: string; address: string; query: string; body: Buffer | null; cors: Headers }
 /** Answers the request, or throws an HttpError for adminRoute to send. */
 export type AdminHandler = (res: HttpResponse, request: AdminRequest) => void
 

@@ -19,7 +19,7 @@ export function registerDataPlaneRoute (routes: Routes, deps: DataPlaneDeps): Da
   const { open, close } = behavior
   routes.ws<PeerData>('/relay/:id', {
     ...behavior,
-    open (ws) { openSockets++; open?.(ws) },
+    open (ws) { openSockets++; void open?.(ws) },
     close (ws, code, message) { openSockets--; close?.(ws, code, message) },
   })
   routes.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {

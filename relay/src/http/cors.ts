@@ -18,7 +18,7 @@ export function corsHeaders (allows: OriginPolicy, origin: string, host: string)
   return { 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED_HEADERS, vary: 'Origin' }
 }
 
-export function preflightHeaders (cors: Headers): Headers {
+function preflightHeaders (cors: Headers): Headers {
   return {
     ...cors,
     'access-control-allow-methods': ALLOWED_METHODS,

@@ -15,7 +15,7 @@ export type DiscoveryDeps = {
   allowsOrigin: OriginPolicy
 }
 
-export const AUTH_DISABLED_TEXT = 'auth is disabled on this deployment: the admin API needs no token and there is no identity provider to discover\n'
+const AUTH_DISABLED_TEXT = 'auth is disabled on this deployment: the admin API needs no token and there is no identity provider to discover\n'
 
 /** GET /.well-known/relay-config: what a client needs to log in against the identity provider. */
 export function discoveryHandler (deps: DiscoveryDeps) {

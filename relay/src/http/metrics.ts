@@ -2,15 +2,15 @@ import type { SessionState } from '../session/session.js'
 
 // Counters are plain numbers bumped on the hot path; the text format is built only on scrape.
 
-export const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict', 'rate_limited'] as const
+const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict', 'rate_limited'] as const
 export type AttachRefusal = typeof ATTACH_REFUSALS[number]
 
-export const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_slow', 'shutdown'] as const
+const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_slow', 'shutdown'] as const
 export type CloseReason = typeof CLOSE_REASONS[number]
 
 /** Admin requests refused by an admission limit: the 429s and the 503 of a full table. */
-export const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full'] as const
-export type AdminRefusal = typeof ADMIN_REFUSALS[number]
+const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full'] as const
+type AdminRefusal = typeof ADMIN_REFUSALS[number]
 
 export type Metrics = {
   sessionsCreated: number

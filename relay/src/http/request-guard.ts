@@ -12,7 +12,7 @@ type Method = 'get' | 'post' | 'del' | 'options' | 'any'
  * to a WebSocket handshake whatever protocol `Upgrade` names, so a proxy that lets `h2c`
  * through would hand the client a tunnel it never meant to open.
  */
-export function refusalOf (req: HttpRequest): HttpError | null {
+function refusalOf (req: HttpRequest): HttpError | null {
   let length: string | null = null
   let conflicting = false
   req.forEach((name, value) => {
@@ -65,7 +65,7 @@ export function guardedRoutes (app: TemplatedApp): Routes {
         upgrade (res, req, context) {
           const refusal = refusalOf(req)
           if (refusal !== null) return refuse(res, refusal)
-          upgrade(res, req, context)
+          void upgrade(res, req, context)
         },
       })
     },

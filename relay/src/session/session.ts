@@ -3,10 +3,9 @@
 import type { WebSocket } from '../http/uws.js'
 import type { Credentials } from './tokens.js'
 
-export const SESSION_STATES = ['pending', 'half_open', 'open', 'closed'] as const
-export type SessionState = typeof SESSION_STATES[number]
+export type SessionState = 'pending' | 'half_open' | 'open' | 'closed'
 
-export type SlotName = 'initiator' | 'responder'
+type SlotName = 'initiator' | 'responder'
 
 /** uWS per-connection user data. `ended` turns true once the relay or the peer closed it. */
 export type PeerData = { slot: Slot; ended: boolean; closing?: Closing | null }

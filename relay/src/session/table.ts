@@ -99,7 +99,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     dropped: (slot: Slot, why: string): void => dropped(ctx, slot, why),
     releasePeer: (slot: Slot): void => releasePeer(ctx, slot),
     close: (session: Session, how: SessionClose): void => closeSession(ctx, session, how),
-    sweep: expiry.sweep,
+    sweep: () => expiry.sweep(),
     closeAll,
     closingDrained: (peer: Peer): void => closingDrained(ctx, peer),
     closingGrew: (peer: Peer): number => closingGrew(ctx, peer),
@@ -107,7 +107,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     dropLargestClosing: (): boolean => dropLargestClosing(ctx),
     /** End a closed connection still owed bytes without its close frame, saying why. */
     dropClosing: (peer: Peer, why: string): void => drop(ctx, peer, why),
-    stop: expiry.stop,
+    stop: () => expiry.stop(),
     countByState,
     backlog: ctx.backlog,
     connections: () => ctx.connections,

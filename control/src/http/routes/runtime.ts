@@ -20,7 +20,7 @@ export const runtimeRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, d
       operationId: 'deployApplication',
       summary: "Re-apply the deployment with the latest successful build's image",
       params: AppParams,
-      response: { 202: Accepted, ...errors(404, 409, 501) },
+      response: { 202: Accepted, ...errors(404, 409) },
     },
   }, async (request, reply) => {
     const { appId, image } = await redeploy(deps, request.params.appId)
