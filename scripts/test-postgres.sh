@@ -21,9 +21,10 @@ _tpg_main () {
 
   if [ -z "$(_tpg_bin)" ]; then
     echo "test-postgres: installing postgresql with apt" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq postgresql >&2
+    # Not started, not enabled at boot: this script starts its own throwaway server.
+    # shellcheck source=scripts/apt-install-quietly.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/apt-install-quietly.sh"
+    apt_install_quietly postgresql
   fi
   local bin port password dir
   bin=$(_tpg_bin)
