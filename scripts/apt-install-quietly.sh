@@ -21,7 +21,8 @@ apt_install_quietly () {
   for package in "$@"; do
     for unit in $(dpkg -L "$package" 2>/dev/null | grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer)$' | xargs -r -n1 basename); do
       case "$unit" in *@.*) continue ;; esac # templates are enabled through their instances
-      deb-systemd-helper disable "$unit" >/dev/null 2>&1 || true
+      # systemctl edits the links without a running systemd (deb-systemd-helper only runs under dpkg).
+      command -v systemctl >/dev/null && systemctl disable "$unit" >/dev/null 2>&1 || true
     done
   done
 }
