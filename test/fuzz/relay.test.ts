@@ -8,8 +8,7 @@ import t from 'tap'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { fuzzOptions, glued, headerName, headerValue } from '../helpers/fuzz.js'
 import { rawRequest, rawRequestBytes } from '../helpers/raw-http.js'
-import { attach, startTestRelay } from '../helpers/relay.js'
-import type { Created, TestRelay } from '../helpers/relay.js'
+import { attach, createSession, startTestRelay } from '../helpers/relay.js'
 
 const AUDIENCE = 'https://relay.test'
 
@@ -24,8 +23,9 @@ t.test('fuzz: admin API and upgrade requests never crash the relay, answer 5xx o
     '--admin-auth-failure-limit', 'off', '--attach-failure-limit', 'off', '--session-create-limit', 'off',
   ])
   const adminToken = await oidc.token()
-  const session = await create(relay, adminToken)
-  const live = await create(relay, adminToken)
+  const asAdmin = { authorization: `Bearer ${adminToken}` }
+  const session = await createSession(relay, asAdmin)
+  const live = await createSession(relay, asAdmin)
   const liveUrl = `${relay.ws}/relay/${live.id}`
   const initiator = await attach(liveUrl, { token: live.initiator_token })
   const responder = await attach(liveUrl, { token: live.responder_token })
@@ -97,9 +97,3 @@ t.test('fuzz: admin API and upgrade requests never crash the relay, answer 5xx o
     t.notOk(logs.includes(tail), `token …${secret.slice(-6)} is in no log line`)
   }
 })
-
-async function create (relay: TestRelay, token: string): Promise<Created> {
-  const response = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })
-  if (response.status !== 201) throw new Error(`create answered ${response.status}`)
-  return await response.json() as Created
-}
