@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # The commands the test suite needs beside Node, installed with Debian's apt when missing
-# (root, as apt is): openssl makes the TLS tests' certificates, yamllint checks deploy/, and
-# Prometheus runs the metrics tests' queries. PostgreSQL comes with scripts/test-postgres.sh.
+# (root, as apt is): openssl makes the TLS tests' certificates, yamllint checks deploy/,
+# Chromium runs the browser tests (driven by playwright-core), and Prometheus runs the metrics
+# tests' queries. PostgreSQL comes with scripts/test-postgres.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 command -v openssl >/dev/null || missing+=(openssl)
 command -v yamllint >/dev/null || missing+=(yamllint)
+command -v chromium >/dev/null || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-test-tools: installing ${missing[*]} with apt" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2
-  apt-get install -y -qq "${missing[@]}" >&2
+  source scripts/apt-install-quietly.sh
+  apt_install_quietly "${missing[@]}"
 fi
 
 # Apart, because its packaged service must not start (see the script).

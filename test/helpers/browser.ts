@@ -1,0 +1,35 @@
+// A real Chromium for the browser tests: Debian's `chromium` package (installed by
+// scripts/install-test-tools.sh) driven over CDP by playwright-core, which ships no browser of
+// its own. One browser per test file, closed when the file's test ends; pages come from fresh
+// contexts so cookies and storage never leak from one test into the next.
+import { existsSync } from 'node:fs'
+import { chromium } from 'playwright-core'
+import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core'
+import type { Test } from 'tap'
+
+const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome']
+
+export function chromiumPath (): string {
+  const configured = process.env.CHROMIUM_PATH
+  if (configured !== undefined && configured !== '') return configured
+  const found = CANDIDATES.find((path) => existsSync(path))
+  if (found === undefined) throw new Error(`no Chromium found (looked at ${CANDIDATES.join(', ')}); run scripts/install-test-tools.sh or set CHROMIUM_PATH`)
+  return found
+}
+
+export async function launchBrowser (t: Test): Promise<Browser> {
+  const browser = await chromium.launch({
+    executablePath: chromiumPath(),
+    // The test machine runs as root in a container: Chromium's sandbox needs user namespaces
+    // it may not have, and /dev/shm is small there.
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  })
+  t.teardown(() => browser.close())
+  return browser
+}
+
+export async function newContext (t: Test, browser: Browser, options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext(options)
+  t.teardown(() => context.close())
+  return context
+}
