@@ -96,11 +96,13 @@ eachEngine(t, 'builds: list (newest first) and get read the database; the applic
   t.same((await control.call('GET', `/applications/${app.id}/builds`)).body, [], 'none yet')
   const db = control.server.db
   const first = await createBuild(db, app.id)
-  await new Promise((resolve) => setTimeout(resolve, 5))
   const second = await createBuild(db, app.id)
-  await new Promise((resolve) => setTimeout(resolve, 5))
   const third = await createBuild(db, app.id)
   if (first === null || second === null || third === null) throw new Error('createBuild found no application')
+  // Three inserts can share a clock tick: give them distinct creation times, a second apart.
+  for (const [age, build] of [[2, first], [1, second]] as const) {
+    await db.query("UPDATE builds SET created_at = created_at - make_interval(secs => $2) WHERE id = $1", [build.id, age])
+  }
   t.equal(await createBuild(db, UNKNOWN_ID), null, 'no build for an unknown application')
   await db.query("UPDATE builds SET status = 'succeeded', image_ref = 'registry.local/hello@sha256:abc', finished_at = now() WHERE id = $1", [first.id])
   await db.query("UPDATE builds SET status = 'failed', error = 'cargo: compile error', finished_at = now() WHERE id = $1", [second.id])

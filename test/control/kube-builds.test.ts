@@ -160,10 +160,12 @@ eachEngine(t, 'build logs wait for the container to start; a caller who leaves e
   const jobName = `build-${build.id}`
   // node:http, so leaving is one socket destroyed, as a client that goes away does.
   let caller: ClientRequest | undefined
+  const looked = fake.received.length
   const pending = new Promise<IncomingMessage>((resolve) => {
     caller = httpGet(`${control.url}/api/v1/applications/${app.id}/builds/${build.id}/logs?follow=true`, resolve)
   })
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  // The control plane has looked for the build's pod and found it not yet running.
+  await until(() => fake.received.slice(looked).some((r) => r.method === 'GET' && r.url.includes('/pods')), 2000, 'the log request looking for the pod')
   const pod = podOfJob(fake, jobName)
   writePodLog(fake, pod.metadata.name, 'started\n')
   runJob(fake, jobName)

@@ -153,6 +153,8 @@ t.test('a dropped peer reattaches within peer-wait and gets what was sent meanwh
 
 t.test('peer-wait: a slot left empty closes the session with 4002', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--peer-wait', '300ms'])
+  // Created first, so the two peer-waits below (300 ms each) outlast one peer-wait of its own.
+  const untouched = await createSession(relay)
   const lonely = await createSession(relay)
   const initiator = await attach(`${relay.ws}/relay/${lonely.id}`, { token: lonely.initiator_token })
   const closed = await initiator.closed
@@ -165,8 +167,6 @@ t.test('peer-wait: a slot left empty closes the session with 4002', async (t) =>
   dropped.responder.socket.terminate()
   t.same(await dropped.initiator.closed, { code: 4002, reason: 'peer did not arrive' })
 
-  const untouched = await createSession(relay)
-  await delay(500)
   t.equal((await getSession(relay, untouched.id)).body.state, 'pending', 'a session nobody attached to has no peer-wait')
 })
 
