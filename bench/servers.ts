@@ -25,10 +25,15 @@ export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
   tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
 }
 
-export async function startServer (name: ServerName, extraArgs: string[] = []): Promise<RunningServer> {
+/** Another build of a server: its entry point and the Node that runs it (an A/B of two commits or runtimes). */
+export type Build = { node: string; main: string }
+
+export async function startServer (name: ServerName, extraArgs: string[] = [], build?: Build): Promise<RunningServer> {
   const port = await freePort()
-  const argv = [...SERVERS[name].argv, ...extraArgs].map((arg) => arg.replace('{port}', String(port)))
-  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'inherit'] })
+  const own = SERVERS[name].argv
+  const argv = [...(build === undefined ? own : own.map((arg) => arg === here(`../${name}/src/main.js`) ? build.main : arg)), ...extraArgs]
+    .map((arg) => arg.replace('{port}', String(port)))
+  const child = spawn(build?.node ?? process.execPath, argv, { stdio: ['ignore', 'ignore', 'inherit'] })
   const deadline = Date.now() + 10_000
   for (;;) {
     try {
