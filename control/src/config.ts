@@ -28,6 +28,9 @@ export type ControlConfig = {
   jwksMaxRefreshMs: number // ...and no later than this, whatever their Cache-Control says
   devInsecureSkipAuth: boolean
   requiredClaim: RequiredClaim | null
+  tenantClaim: string // empty: every caller is in the tenant `default`
+  adminClaim: RequiredClaim | null // callers carrying it see and change every tenant
+  readonlyClaim: RequiredClaim | null // callers carrying it (and not admin) may only read
   kubeconfig: string
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -68,6 +71,12 @@ function parseRequiredClaim (text: string): RequiredClaim | null {
   const value = text.slice(equals + 1).trim()
   if (equals === -1 || name === '' || value === '') throw new Error('expected claim=value, e.g. groups=platform-admins')
   return { name, value }
+}
+
+function parseClaimName (text: string): string {
+  const name = text.trim()
+  if (/[\s=]/.test(name)) throw new Error('expected the name of a claim, e.g. groups, tenant or sub')
+  return name
 }
 
 function parseBuilderImages (text: string): Record<LanguageT, string> {
@@ -140,6 +149,9 @@ export const settings = [
   setting({ key: 'jwksMaxRefreshMs', env: 'PLATFORM_JWKS_MAX_REFRESH', flag: '--jwks-max-refresh', default: '1h', parse: parseTimerDuration, help: 'ceiling of that max-age, and the interval when there is none: the longest a key the provider withdrew stays trusted. At least --jwks-min-refresh' }),
   setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all; a warning at start says so' }),
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry, e.g. groups=platform-admins or roles=admin; else 403' }),
+  setting({ key: 'tenantClaim', env: 'PLATFORM_TENANT_CLAIM', flag: '--tenant-claim', default: '', parse: parseClaimName, help: "claim naming the caller's tenants (a string or an array of strings, e.g. groups or sub); a token without it gets 403 unless it is an admin's. Empty: everyone is in the tenant default" }),
+  setting({ key: 'adminClaim', env: 'PLATFORM_ADMIN_CLAIM', flag: '--admin-claim', default: '', parse: parseRequiredClaim, help: 'claim=value of admins, who see and change the applications of every tenant and may create in any, e.g. groups=platform-admins; empty: no admins' }),
+  setting({ key: 'readonlyClaim', env: 'PLATFORM_READONLY_CLAIM', flag: '--readonly-claim', default: '', parse: parseRequiredClaim, help: "claim=value of read-only callers: they read everything in their tenants (logs and metrics too) and get 403 on every write, invoke included; empty: none" }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),

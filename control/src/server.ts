@@ -93,6 +93,9 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
     issuer: config.oidcIssuer,
     audience: config.oidcAudience,
     requiredClaim: config.requiredClaim,
+    tenantClaim: config.tenantClaim,
+    adminClaim: config.adminClaim,
+    readonlyClaim: config.readonlyClaim,
     logger,
     minRefreshMs: config.jwksMinRefreshMs,
     maxRefreshMs: config.jwksMaxRefreshMs,
@@ -115,13 +118,13 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     db,
     logger,
     retryMs: deps.cluster?.retryMs,
-    onBuildFinished (build) {
-      metrics.recordBuildFinished(build)
+    onBuildFinished (build, tenant) {
+      metrics.recordBuildFinished(build, tenant)
       deps.onBuildFinished?.(build)
     },
     async deploy (appId, image) {
       const application = await findApplication(db, appId)
-      if (application !== null) await applySpinApp(kube, config, application, image)
+      if (application !== null) await applySpinApp(kube, config, { id: application.id, name: application.clusterName }, image)
     },
   })
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }

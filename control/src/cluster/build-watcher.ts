@@ -28,7 +28,8 @@ export type BuildWatcherDeps = {
   logger: Logger
   /** Apply the application's SpinApp with this image (after a successful build). */
   deploy: (appId: string, image: string) => Promise<void>
-  onBuildFinished?: ((build: BuildT) => void) | undefined
+  /** With the tenant of the build's application. */
+  onBuildFinished?: ((build: BuildT, tenant: string) => void) | undefined
   /** First wait before listing again after a failure; doubles up to 30 s. */
   retryMs?: number | undefined
 }
@@ -188,7 +189,7 @@ async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Pr
 async function end (deps: BuildWatcherDeps, buildId: string, outcome: BuildOutcome): Promise<void> {
   const build = await finishBuild(deps.db, buildId, outcome)
   if (build === null) return
-  const { appId, ...result } = build
+  const { appId, tenant, ...result } = build
   deps.logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
   if (result.status === 'succeeded' && result.imageRef !== null) {
     await deps.deploy(appId, result.imageRef).catch((error: unknown) => {
@@ -196,7 +197,7 @@ async function end (deps: BuildWatcherDeps, buildId: string, outcome: BuildOutco
     })
   }
   try {
-    deps.onBuildFinished?.(result)
+    deps.onBuildFinished?.(result, tenant)
   } catch (error) {
     deps.logger.error({ err: error }, 'onBuildFinished failed')
   }

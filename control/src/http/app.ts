@@ -7,12 +7,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Cluster } from '../cluster/cluster.js'
 import type { ControlConfig } from '../config.js'
+import { authorize } from '../domain/access.js'
 import type { Logger } from '../logger.js'
 import type { ControlMetrics } from '../metrics/control-metrics.js'
 import { createControlMetrics } from '../metrics/control-metrics.js'
 import type { Database } from '../store/db.js'
 import type { Authenticator } from './auth.js'
-import { requireToken } from './auth.js'
+import { callerOf, requireToken } from './auth.js'
 import { enforceBodyRate } from './body-rate.js'
 import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
 import { registerOpenApi } from './openapi.js'
@@ -69,7 +70,8 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
   const metrics = deps.metrics ?? createControlMetrics()
   // By route pattern, never the raw URL: ids in paths would make a series per resource.
-  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode) })
+  const tenants = new WeakMap<object, string | null>()
+  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode, tenants.get(request)) })
 
   await registerOpenApi(app)
 
@@ -116,6 +118,13 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
         route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
       })
       if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
+      // Every route's authorisation, once, before its handler (and before an upload is read):
+      // a route under an application is the application's; any method but GET is a write.
+      secured.addHook('preHandler', async (request) => {
+        const appId = (request.params as { appId?: string } | undefined)?.appId
+        const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
+        tenants.set(request, tenant)
+      })
       const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)

@@ -69,12 +69,13 @@ export type BuildOutcome =
  * Record how a build ended, once: null when it had already ended (another event, another
  * replica) or is gone, so whoever gets the build back does what follows a build's end.
  */
-export async function finishBuild (db: Database, buildId: string, outcome: BuildOutcome): Promise<(BuildT & { appId: string }) | null> {
-  const [row] = await db.query<BuildRow & { application_id: string }>(
+export async function finishBuild (db: Database, buildId: string, outcome: BuildOutcome): Promise<(BuildT & { appId: string; tenant: string }) | null> {
+  const [row] = await db.query<BuildRow & { application_id: string; tenant: string }>(
     `UPDATE builds SET status = $2, image_ref = $3, error = $4, log = $5, finished_at = now()
-      WHERE id = $1 AND status IN ('pending', 'running') RETURNING ${COLUMNS}, application_id`,
+      WHERE id = $1 AND status IN ('pending', 'running')
+      RETURNING ${COLUMNS}, application_id, (SELECT tenant FROM applications WHERE applications.id = builds.application_id) AS tenant`,
     [buildId, outcome.status, outcome.status === 'succeeded' ? outcome.imageRef : null, outcome.status === 'failed' ? outcome.error : null, outcome.log])
-  return row === undefined ? null : { ...toBuild(row), appId: row.application_id }
+  return row === undefined ? null : { ...toBuild(row), appId: row.application_id, tenant: row.tenant }
 }
 
 /** The log kept when the build finished; undefined while it runs or when it was not kept. */
