@@ -35,8 +35,6 @@ export type BuildWatcherDeps = {
 }
 
 export type BuildWatcher = {
-  /** Builds whose Job a request is creating right now: a resync must not take them for lost. */
-  starting: Set<string>
   /** Resolves after the first list has been settled. */
   ready: Promise<void>
   close (): Promise<void>
@@ -44,7 +42,6 @@ export type BuildWatcher = {
 
 export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   const { kube, logger } = deps
-  const starting = new Set<string>()
   let closed = false
   let abort: AbortController | null = null
   let wake: (() => void) | null = null
@@ -57,6 +54,10 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   }))
 
   async function listAndResync (): Promise<string> {
+    // Read before the list: a build whose Job was recorded as created by then has it in the
+    // list, unless it is gone. One whose Job is still being created (by this or any replica)
+    // is not lost; the database says which, not this process's memory.
+    const unfinished = await unfinishedBuilds(deps.db)
     const list = await kube.batch.listNamespacedJob({ namespace: kube.namespace, labelSelector: BUILD_SELECTOR })
     const seen = new Set<string>()
     for (const job of list.items) {
@@ -66,8 +67,8 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
     }
     // A build the database still follows whose Job is gone (deleted, or collected while the
     // control plane was down) will never end by itself.
-    for (const build of await unfinishedBuilds(deps.db)) {
-      if (seen.has(build.id) || starting.has(build.id)) continue
+    for (const build of unfinished) {
+      if (seen.has(build.id) || !build.expectsJob) continue
       await end(deps, build.id, { status: 'failed', error: 'the build Job is gone from the cluster', log: null })
     }
     return list.metadata?.resourceVersion ?? ''
@@ -123,7 +124,6 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   const running = run()
 
   return {
-    starting,
     ready,
     async close () {
       closed = true

@@ -73,6 +73,16 @@ export const migrations: Migration[] = [
       'ALTER TABLE applications ADD CONSTRAINT applications_cluster_name_key UNIQUE (cluster_name)',
     ],
   },
+  {
+    version: 4,
+    name: 'builds record whether their Job was created',
+    // Every replica reads this, where it used to read one process's memory: a build whose Job
+    // is still being created is not one whose Job is lost. Older builds had their Job.
+    statements: [
+      'ALTER TABLE builds ADD COLUMN job_created boolean NOT NULL DEFAULT true',
+      'ALTER TABLE builds ALTER COLUMN job_created SET DEFAULT false',
+    ],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.
