@@ -11,7 +11,7 @@ import {
   readSettings,
   usage,
 } from '../../common/src/config/settings.js'
-import { formatDuration } from '../../common/src/config/duration.js'
+import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 
@@ -51,6 +51,7 @@ export type ControlConfig = {
   bodyRateWindowMs: number // ... in every window of this length, else the connection is cut
   keepAliveTimeoutMs: number // an idle keep-alive connection is closed after this
   maxConnections: number // connections past this many are closed on accept
+  shutdownDelayMs: number // on SIGTERM: unready but still serving for this long, then stop
   logLevel: string
 }
 
@@ -110,6 +111,13 @@ function parseRateWindow (text: string): number {
 function parseQuantity (text: string): string {
   if (!/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/.test(text)) throw new Error('expected a Kubernetes quantity such as 500m, 2 or 2Gi')
   return text
+}
+
+// 0 is allowed (stop at once); a minute is far more than any load balancer needs.
+function parseShutdownDelay (text: string): number {
+  const ms = parseDuration(text)
+  if (ms < 0 || ms > 60_000) throw new Error('expected a duration from 0s to 1m')
+  return ms
 }
 
 function parseMaxConnections (text: string): number {
@@ -172,6 +180,7 @@ export const settings = [
   setting({ key: 'bodyRateWindowMs', env: 'PLATFORM_BODY_RATE_WINDOW', flag: '--body-rate-window', default: '10s', parse: parseTimerDuration, help: 'the window --min-body-bytes is counted over: a body trickled at 1 byte every 2s is cut after 10s' }),
   setting({ key: 'keepAliveTimeoutMs', env: 'PLATFORM_KEEP_ALIVE_TIMEOUT', flag: '--keep-alive-timeout', default: '72s', parse: parseTimerDuration, help: 'an idle keep-alive connection is closed after this; keep it above the idle timeout of a proxy in front (60s on most)' }),
   setting({ key: 'maxConnections', env: 'PLATFORM_MAX_CONNECTIONS', flag: '--max-connections', default: '1000', parse: parseMaxConnections, help: 'most connections open at once; more are closed as they are accepted (1 to 1000000)' }),
+  setting({ key: 'shutdownDelayMs', env: 'PLATFORM_SHUTDOWN_DELAY', flag: '--shutdown-delay', default: '0s', parse: parseShutdownDelay, help: 'on SIGTERM, how long GET /readyz answers 503 while requests are still served, so the load balancer stops sending new ones first; then followed logs end and the listener closes (0s to 1m)' }),
   setting({ key: 'logLevel', env: 'PLATFORM_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: 'pino level, silent to turn logs off' }),
 ]
 

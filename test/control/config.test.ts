@@ -40,6 +40,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     bodyRateWindowMs: 10_000,
     keepAliveTimeoutMs: 72_000,
     maxConnections: 1000,
+    shutdownDelayMs: 0,
     logLevel: 'info',
   })
 })
@@ -113,6 +114,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     bodyRateWindowMs: 20_000,
     keepAliveTimeoutMs: 30_000,
     maxConnections: 500,
+    shutdownDelayMs: 0,
     logLevel: 'debug',
   })
   const flags = parseConfig(['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '], env)

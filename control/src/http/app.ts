@@ -15,6 +15,8 @@ import type { Database } from '../store/db.js'
 import type { Authenticator } from './auth.js'
 import { callerOf, requireToken } from './auth.js'
 import { enforceBodyRate } from './body-rate.js'
+import type { Draining } from './draining.js'
+import { createDraining } from './draining.js'
 import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
 import { registerOpenApi } from './openapi.js'
 import type { RouteDeps } from './route-deps.js'
@@ -38,6 +40,8 @@ export type ControlDeps = {
   metrics?: ControlMetrics
   /** null or absent: no cluster configured; the endpoints that need one answer 503. */
   cluster?: Cluster | null
+  /** Set by whoever stops the process; a fresh one (never draining) when absent. */
+  draining?: Draining
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -85,6 +89,22 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
     },
   }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'))
 
+  const draining = deps.draining ?? createDraining()
+  // The followed logs end before Fastify waits for the requests in flight.
+  app.addHook('preClose', (done) => {
+    for (const end of draining.streams) end()
+    done()
+  })
+  app.get('/readyz', {
+    schema: {
+      operationId: 'getReadiness',
+      tags: ['health'],
+      summary: 'Readiness: 200 while the process takes requests, 503 once it has begun to stop',
+      security: [],
+      response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } }, 503: { content: { 'text/plain': { schema: Type.Literal('stopping') } } } },
+    },
+  }, async (_request, reply) => reply.code(draining.draining ? 503 : 200).type('text/plain; charset=utf-8').send(draining.draining ? 'stopping' : 'ok'))
+
   // Public like /healthz, for Prometheus: keep it off the public ingress.
   app.get('/metrics', {
     schema: {
@@ -125,7 +145,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
         const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
         tenants.set(request, tenant)
       })
-      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null }
+      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, draining }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)
       await secured.register(sourceRoutes, routeDeps)
