@@ -15,11 +15,11 @@ type ShutdownLogger = {
   error (details: object, message: string): void
 }
 
-/** On SIGTERM or SIGINT: log it, run `stop`, exit 0 (1 if stop fails); forced exit after 5 s. */
-export function stopOnSignals (logger: ShutdownLogger, stop: () => Promise<void>): void {
+/** On SIGTERM or SIGINT: log it, run `stop`, exit 0 (1 if stop fails); forced exit after `graceMs` + 5 s. */
+export function stopOnSignals (logger: ShutdownLogger, stop: () => Promise<void>, graceMs = 0): void {
   const onSignal = (signal: NodeJS.Signals): void => {
     logger.info({ signal }, 'shutting down')
-    setTimeout(() => process.exit(0), SHUTDOWN_TIMEOUT_MS).unref()
+    setTimeout(() => process.exit(0), graceMs + SHUTDOWN_TIMEOUT_MS).unref()
     stop().then(() => process.exit(0), (error: unknown) => {
       logger.error({ err: error }, 'shutdown failed')
       process.exit(1)

@@ -11,7 +11,7 @@ import {
   readSettings,
   usage,
 } from '../../common/src/config/settings.js'
-import { formatDuration } from '../../common/src/config/duration.js'
+import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 
@@ -28,6 +28,9 @@ export type ControlConfig = {
   jwksMaxRefreshMs: number // ...and no later than this, whatever their Cache-Control says
   devInsecureSkipAuth: boolean
   requiredClaim: RequiredClaim | null
+  tenantClaim: string // empty: every caller is in the tenant `default`
+  adminClaim: RequiredClaim | null // callers carrying it see and change every tenant
+  readonlyClaim: RequiredClaim | null // callers carrying it (and not admin) may only read
   kubeconfig: string
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -48,6 +51,7 @@ export type ControlConfig = {
   bodyRateWindowMs: number // ... in every window of this length, else the connection is cut
   keepAliveTimeoutMs: number // an idle keep-alive connection is closed after this
   maxConnections: number // connections past this many are closed on accept
+  shutdownDelayMs: number // on SIGTERM: unready but still serving for this long, then stop
   logLevel: string
 }
 
@@ -68,6 +72,12 @@ function parseRequiredClaim (text: string): RequiredClaim | null {
   const value = text.slice(equals + 1).trim()
   if (equals === -1 || name === '' || value === '') throw new Error('expected claim=value, e.g. groups=platform-admins')
   return { name, value }
+}
+
+function parseClaimName (text: string): string {
+  const name = text.trim()
+  if (/[\s=]/.test(name)) throw new Error('expected the name of a claim, e.g. groups, tenant or sub')
+  return name
 }
 
 function parseBuilderImages (text: string): Record<LanguageT, string> {
@@ -101,6 +111,13 @@ function parseRateWindow (text: string): number {
 function parseQuantity (text: string): string {
   if (!/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/.test(text)) throw new Error('expected a Kubernetes quantity such as 500m, 2 or 2Gi')
   return text
+}
+
+// 0 is allowed (stop at once); a minute is far more than any load balancer needs.
+function parseShutdownDelay (text: string): number {
+  const ms = parseDuration(text)
+  if (ms < 0 || ms > 60_000) throw new Error('expected a duration from 0s to 1m')
+  return ms
 }
 
 function parseMaxConnections (text: string): number {
@@ -140,6 +157,9 @@ export const settings = [
   setting({ key: 'jwksMaxRefreshMs', env: 'PLATFORM_JWKS_MAX_REFRESH', flag: '--jwks-max-refresh', default: '1h', parse: parseTimerDuration, help: 'ceiling of that max-age, and the interval when there is none: the longest a key the provider withdrew stays trusted. At least --jwks-min-refresh' }),
   setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all; a warning at start says so' }),
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry, e.g. groups=platform-admins or roles=admin; else 403' }),
+  setting({ key: 'tenantClaim', env: 'PLATFORM_TENANT_CLAIM', flag: '--tenant-claim', default: '', parse: parseClaimName, help: "claim naming the caller's tenants (a string or an array of strings, e.g. groups or sub); a token without it gets 403 unless it is an admin's. Empty: everyone is in the tenant default" }),
+  setting({ key: 'adminClaim', env: 'PLATFORM_ADMIN_CLAIM', flag: '--admin-claim', default: '', parse: parseRequiredClaim, help: 'claim=value of admins, who see and change the applications of every tenant and may create in any, e.g. groups=platform-admins; empty: no admins' }),
+  setting({ key: 'readonlyClaim', env: 'PLATFORM_READONLY_CLAIM', flag: '--readonly-claim', default: '', parse: parseRequiredClaim, help: "claim=value of read-only callers: they read everything in their tenants (logs and metrics too) and get 403 on every write, invoke included; empty: none" }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
@@ -160,6 +180,7 @@ export const settings = [
   setting({ key: 'bodyRateWindowMs', env: 'PLATFORM_BODY_RATE_WINDOW', flag: '--body-rate-window', default: '10s', parse: parseTimerDuration, help: 'the window --min-body-bytes is counted over: a body trickled at 1 byte every 2s is cut after 10s' }),
   setting({ key: 'keepAliveTimeoutMs', env: 'PLATFORM_KEEP_ALIVE_TIMEOUT', flag: '--keep-alive-timeout', default: '72s', parse: parseTimerDuration, help: 'an idle keep-alive connection is closed after this; keep it above the idle timeout of a proxy in front (60s on most)' }),
   setting({ key: 'maxConnections', env: 'PLATFORM_MAX_CONNECTIONS', flag: '--max-connections', default: '1000', parse: parseMaxConnections, help: 'most connections open at once; more are closed as they are accepted (1 to 1000000)' }),
+  setting({ key: 'shutdownDelayMs', env: 'PLATFORM_SHUTDOWN_DELAY', flag: '--shutdown-delay', default: '0s', parse: parseShutdownDelay, help: 'on SIGTERM, how long GET /readyz answers 503 while requests are still served, so the load balancer stops sending new ones first; then followed logs end and the listener closes (0s to 1m)' }),
   setting({ key: 'logLevel', env: 'PLATFORM_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: 'pino level, silent to turn logs off' }),
 ]
 

@@ -22,6 +22,12 @@ export class InvalidInputError extends ApiError {
   constructor (message: string) { super(400, message) }
 }
 
+/** A valid token whose caller may not do this (another tenant's application, a read-only caller's write). */
+export class ForbiddenError extends ApiError {
+  override readonly code = 'ERR_FORBIDDEN'
+  constructor (message: string) { super(403, message) }
+}
+
 export class NotFoundError extends ApiError {
   override readonly code = 'ERR_NOT_FOUND'
   constructor (message: string) { super(404, message) }

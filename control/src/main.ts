@@ -30,7 +30,8 @@ async function main (): Promise<void> {
     process.exit(1)
   }
 
-  stopOnSignals(logger, () => server.close())
+  // The forced exit comes after the delay, not in the middle of it.
+  stopOnSignals(logger, () => server.close(), config.shutdownDelayMs)
 }
 
 await main()

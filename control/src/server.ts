@@ -8,6 +8,7 @@ import { connectKube } from './cluster/kube.js'
 import { applySpinApp } from './cluster/spinapps.js'
 import type { ControlConfig } from './config.js'
 import { buildApp } from './http/app.js'
+import { createDraining } from './http/draining.js'
 import type { AuthOptions, Authenticator } from './http/auth.js'
 import { createAuthenticator } from './http/auth.js'
 import type { Logger } from './logger.js'
@@ -53,7 +54,8 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     auth = authenticatorFor(config, deps)
     const metrics = createControlMetrics()
     cluster = clusterFor(config, db, deps, metrics)
-    const app = await buildApp(config, { db, logger, auth, metrics, cluster })
+    const draining = createDraining()
+    const app = await buildApp(config, { db, logger, auth, metrics, cluster, draining })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
@@ -67,6 +69,12 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
       cluster,
       port,
       async close () {
+        // Unready first, still serving, so the load balancer stops sending before the listener closes.
+        draining.draining = true
+        if (config.shutdownDelayMs > 0) {
+          logger.info({ delayMs: config.shutdownDelayMs }, 'unready; serving until the delay ends')
+          await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs))
+        }
         await app.close()
         await running?.watcher.close()
         authenticator?.close()
@@ -93,6 +101,9 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
     issuer: config.oidcIssuer,
     audience: config.oidcAudience,
     requiredClaim: config.requiredClaim,
+    tenantClaim: config.tenantClaim,
+    adminClaim: config.adminClaim,
+    readonlyClaim: config.readonlyClaim,
     logger,
     minRefreshMs: config.jwksMinRefreshMs,
     maxRefreshMs: config.jwksMaxRefreshMs,
@@ -115,13 +126,13 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     db,
     logger,
     retryMs: deps.cluster?.retryMs,
-    onBuildFinished (build) {
-      metrics.recordBuildFinished(build)
+    onBuildFinished (build, tenant) {
+      metrics.recordBuildFinished(build, tenant)
       deps.onBuildFinished?.(build)
     },
     async deploy (appId, image) {
       const application = await findApplication(db, appId)
-      if (application !== null) await applySpinApp(kube, config, application, image)
+      if (application !== null) await applySpinApp(kube, config, { id: application.id, name: application.clusterName }, image)
     },
   })
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }

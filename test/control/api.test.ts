@@ -59,7 +59,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
     'GET /api/v1/applications/{appId}/builds', 'GET /api/v1/applications/{appId}/builds/{buildId}', 'POST /api/v1/applications/{appId}/builds',
     'GET /api/v1/applications/{appId}/builds/{buildId}/logs', 'POST /api/v1/applications/{appId}/functions/{fnId}/invoke',
     'GET /api/v1/applications/{appId}/logs', 'GET /api/v1/applications/{appId}/metrics', 'GET /api/v1/applications/{appId}/functions/{fnId}/metrics',
-    'GET /api/v1/overview/metrics', 'GET /healthz', 'GET /metrics', 'GET /api/v1/openapi.json',
+    'GET /api/v1/overview/metrics', 'GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/v1/openapi.json',
   ]) t.ok(documented.has(expected), `${expected} (control-plane.md §4)`)
 
   for (const [path, ops] of Object.entries(doc.paths)) {
@@ -70,7 +70,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
       for (const name of path.match(/\{(\w+)\}/g) ?? []) {
         t.ok(op.parameters?.some((p) => p.in === 'path' && `{${p.name}}` === name), `${what}: path parameter ${name}`)
       }
-      if (path === '/healthz' || path === '/metrics' || path === '/api/v1/openapi.json') {
+      if (path === '/healthz' || path === '/readyz' || path === '/metrics' || path === '/api/v1/openapi.json') {
         t.same(op.security, [], `${what}: public`)
       } else {
         t.ok(op.responses['401'] && op.responses['500'], `${what}: documents 401 and 500`)

@@ -27,8 +27,8 @@ eachEngine(t, 'create an application: 201, its first function, then list and get
 
   const list = await control.call('GET', '/applications')
   t.equal(list.status, 200)
-  t.same(list.body, [{ id: app.id, name: 'shop', language: 'ts', runtime: 'wasmkube', description: 'the shop', createdAt: app.createdAt }],
-    'list items: id, name, language, runtime, description, createdAt')
+  t.same(list.body, [{ id: app.id, name: 'shop', tenant: 'default', language: 'ts', runtime: 'wasmkube', description: 'the shop', createdAt: app.createdAt }],
+    'list items: id, name, tenant, language, runtime, description, createdAt')
 
   const got = await control.call('GET', `/applications/${app.id}`)
   t.equal(got.status, 200)

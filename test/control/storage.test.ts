@@ -29,7 +29,7 @@ eachEngine(t, 'migrations: applied once, in one go; running them again changes n
   t.same(await tables(db), [], 'precondition: an empty database')
   t.same(await migrate(db), migrations.map((m) => m.version), 'the first run applies every migration')
   t.same(await tables(db), ['applications', 'builds', 'functions', 'schema_migrations', 'sources'])
-  await db.query("INSERT INTO applications (id, name, language, runtime) VALUES (gen_random_uuid(), 'kept', 'go', 'wasmkube')")
+  await db.query("INSERT INTO applications (id, name, tenant, cluster_name, language, runtime) VALUES (gen_random_uuid(), 'kept', 'default', 'kept', 'go', 'wasmkube')")
   t.same(await migrate(db), [], 'the second run applies nothing')
   t.same(await migrate(db), [], 'nor the third')
   const recorded = await db.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')

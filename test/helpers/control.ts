@@ -144,7 +144,7 @@ export async function call (base: string, method: string, path: string, opts: Ca
   return { status: response.status, headers: response.headers, text, body: isJson && text !== '' ? JSON.parse(text) : bytes }
 }
 
-export type App = { id: string; name: string; language: string; runtime: string; description: string; createdAt: string; functions: Fn[] }
+export type App = { id: string; name: string; tenant: string; language: string; runtime: string; description: string; createdAt: string; functions: Fn[] }
 export type Fn = { id: string; name: string; route: string; createdAt?: string }
 
 /** Create an application (a go one named `name` unless `fields` say otherwise); fails the test on anything but 201. */

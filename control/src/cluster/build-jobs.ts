@@ -26,7 +26,8 @@ function buildLabels (appId: string, buildId: string): Record<string, string> {
 
 const buildJobName = (buildId: string): string => `build-${buildId}`
 
-export type BuildApplication = { id: string; name: string; language: LanguageT }
+/** `clusterName` is unique across tenants (store/applications.ts); `name` only within one. */
+export type BuildApplication = { id: string; name: string; clusterName: string; language: LanguageT }
 
 // What each language's component builds with, from the function's directory; every command
 // leaves component.wasm there, which spin.toml names as the component's source.
@@ -54,7 +55,7 @@ export function spinManifest (app: BuildApplication, functions: Array<{ name: st
 const toml = (text: string): string => JSON.stringify(text)
 
 function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: string): string {
-  return `${config.imageRepository}/${app.name}:${buildId}`
+  return `${config.imageRepository}/${app.clusterName}:${buildId}`
 }
 
 function buildJob (config: ControlConfig, app: BuildApplication, buildId: string): V1Job {

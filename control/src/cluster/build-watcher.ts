@@ -28,14 +28,13 @@ export type BuildWatcherDeps = {
   logger: Logger
   /** Apply the application's SpinApp with this image (after a successful build). */
   deploy: (appId: string, image: string) => Promise<void>
-  onBuildFinished?: ((build: BuildT) => void) | undefined
+  /** With the tenant of the build's application. */
+  onBuildFinished?: ((build: BuildT, tenant: string) => void) | undefined
   /** First wait before listing again after a failure; doubles up to 30 s. */
   retryMs?: number | undefined
 }
 
 export type BuildWatcher = {
-  /** Builds whose Job a request is creating right now: a resync must not take them for lost. */
-  starting: Set<string>
   /** Resolves after the first list has been settled. */
   ready: Promise<void>
   close (): Promise<void>
@@ -43,7 +42,6 @@ export type BuildWatcher = {
 
 export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   const { kube, logger } = deps
-  const starting = new Set<string>()
   let closed = false
   let abort: AbortController | null = null
   let wake: (() => void) | null = null
@@ -56,6 +54,10 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   }))
 
   async function listAndResync (): Promise<string> {
+    // Read before the list: a build whose Job was recorded as created by then has it in the
+    // list, unless it is gone. One whose Job is still being created (by this or any replica)
+    // is not lost; the database says which, not this process's memory.
+    const unfinished = await unfinishedBuilds(deps.db)
     const list = await kube.batch.listNamespacedJob({ namespace: kube.namespace, labelSelector: BUILD_SELECTOR })
     const seen = new Set<string>()
     for (const job of list.items) {
@@ -65,8 +67,8 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
     }
     // A build the database still follows whose Job is gone (deleted, or collected while the
     // control plane was down) will never end by itself.
-    for (const build of await unfinishedBuilds(deps.db)) {
-      if (seen.has(build.id) || starting.has(build.id)) continue
+    for (const build of unfinished) {
+      if (seen.has(build.id) || !build.expectsJob) continue
       await end(deps, build.id, { status: 'failed', error: 'the build Job is gone from the cluster', log: null })
     }
     return list.metadata?.resourceVersion ?? ''
@@ -122,7 +124,6 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   const running = run()
 
   return {
-    starting,
     ready,
     async close () {
       closed = true
@@ -188,7 +189,7 @@ async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Pr
 async function end (deps: BuildWatcherDeps, buildId: string, outcome: BuildOutcome): Promise<void> {
   const build = await finishBuild(deps.db, buildId, outcome)
   if (build === null) return
-  const { appId, ...result } = build
+  const { appId, tenant, ...result } = build
   deps.logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
   if (result.status === 'succeeded' && result.imageRef !== null) {
     await deps.deploy(appId, result.imageRef).catch((error: unknown) => {
@@ -196,7 +197,7 @@ async function end (deps: BuildWatcherDeps, buildId: string, outcome: BuildOutco
     })
   }
   try {
-    deps.onBuildFinished?.(result)
+    deps.onBuildFinished?.(result, tenant)
   } catch (error) {
     deps.logger.error({ err: error }, 'onBuildFinished failed')
   }

@@ -19,7 +19,7 @@ export async function describeApplication ({ db, config, cluster }: ApplicationD
   // Nothing can be deployed without a cluster, so there is no deployment to show.
   const image = cluster === null ? null : await latestImage(db, application.id)
   if (cluster === null || image === null) return application
-  return { ...application, deployment: await readDeployment(cluster.kube, config, application, image) }
+  return { ...application, deployment: await readDeployment(cluster.kube, config, { name: application.clusterName }, image) }
 }
 
 /** The application, its rows and what it has in the cluster (SpinApp, build Jobs and Secrets). */
@@ -29,7 +29,7 @@ export async function removeApplication ({ db, cluster }: ApplicationDeps, appId
   // The cluster first: if it refuses, the application stays and the caller can try again,
   // rather than leaving a running deployment nobody can reach through this API.
   if (cluster !== null && await hasBuilds(db, application.id)) {
-    await deleteSpinApp(cluster.kube, application.name)
+    await deleteSpinApp(cluster.kube, application.clusterName)
     await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
   }
   if (!await deleteApplication(db, application.id)) throw applicationNotFound()

@@ -13,7 +13,7 @@ import type { ControlConfig } from '../config.js'
 import { NotFoundError, TooLargeError, UnavailableError } from '../errors.js'
 import type { BuildT, LanguageT } from '../model/resources.js'
 import { packArchive } from '../source/archive.js'
-import { createBuild, deleteBuild, getBuild, storedBuildLog } from '../store/builds.js'
+import { createBuild, deleteBuild, getBuild, markJobCreated, storedBuildLog } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { functionSources } from '../store/sources.js'
 import { applicationNotFound, buildNotFound } from './not-found.js'
@@ -45,23 +45,20 @@ export async function startBuild ({ db, config, cluster }: BuildDeps, applicatio
   if (archive.length > MAX_BUILD_ARCHIVE_BYTES) {
     throw new TooLargeError(`source too large to build: the gzipped sources take ${archive.length} bytes, at most ${MAX_BUILD_ARCHIVE_BYTES} fit in a Secret`)
   }
-  // Marked before the row exists: a resync in between must not take it for a lost build.
+  // The row says its Job is not created yet, so no replica's resync takes it for lost until
+  // markJobCreated (or the grace in store/builds.ts, should this process die in between).
   const id = randomUUID()
-  cluster.watcher.starting.add(id)
+  const build = await createBuild(db, application.id, id)
+  if (build === null) throw applicationNotFound()
   try {
-    const build = await createBuild(db, application.id, id)
-    if (build === null) throw applicationNotFound()
-    try {
-      await createBuildJob(cluster.kube, config, application, id, archive)
-    } catch (error) {
-      // The caller gets the reason, not a build that can never run.
-      await deleteBuild(db, id)
-      throw error
-    }
-    return build
-  } finally {
-    cluster.watcher.starting.delete(id)
+    await createBuildJob(cluster.kube, config, application, id, archive)
+  } catch (error) {
+    // The caller gets the reason, not a build that can never run.
+    await deleteBuild(db, id)
+    throw error
   }
+  await markJobCreated(db, id)
+  return build
 }
 
 /** Where a build's log is now: all of it as text, a stream from its running pod, or not yet anywhere. */

@@ -24,7 +24,7 @@ export async function redeploy ({ db, config, cluster }: RuntimeDeps, appId: str
   if (cluster === null) throw clusterNotConfigured()
   const image = await latestImage(db, application.id)
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
-  await applySpinApp(cluster.kube, config, application, image)
+  await applySpinApp(cluster.kube, config, { id: application.id, name: application.clusterName }, image)
   return { appId: application.id, image }
 }
 
@@ -36,7 +36,7 @@ export async function invokeFunction ({ db, config, cluster }: RuntimeDeps, appI
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   if (cluster === null) throw clusterNotConfigured()
-  return invoke({ kube: cluster.kube, serviceName: application.name, timeoutMs: config.invokeTimeoutMs }, prepared)
+  return invoke({ kube: cluster.kube, serviceName: application.clusterName, timeoutMs: config.invokeTimeoutMs }, prepared)
 }
 
 /** The log of the application's newest running pod (else one that ended), from the cluster. */
@@ -48,7 +48,7 @@ export async function openApplicationLog (
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   if (cluster === null) throw clusterNotConfigured()
-  const pods = await listPods(cluster.kube, `${APP_NAME_LABEL}=${application.name}`)
+  const pods = await listPods(cluster.kube, `${APP_NAME_LABEL}=${application.clusterName}`)
   const pod = pods.find((p) => containerState(p) === 'running') ?? pods.find((p) => containerState(p) === 'terminated')
   if (pod === undefined) throw new NotFoundError('no pod of this application has started')
   return openPodLog(cluster.kube, pod, options)

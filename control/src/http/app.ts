@@ -7,13 +7,16 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Cluster } from '../cluster/cluster.js'
 import type { ControlConfig } from '../config.js'
+import { authorize } from '../domain/access.js'
 import type { Logger } from '../logger.js'
 import type { ControlMetrics } from '../metrics/control-metrics.js'
 import { createControlMetrics } from '../metrics/control-metrics.js'
 import type { Database } from '../store/db.js'
 import type { Authenticator } from './auth.js'
-import { requireToken } from './auth.js'
+import { callerOf, requireToken } from './auth.js'
 import { enforceBodyRate } from './body-rate.js'
+import type { Draining } from './draining.js'
+import { createDraining } from './draining.js'
 import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
 import { registerOpenApi } from './openapi.js'
 import type { RouteDeps } from './route-deps.js'
@@ -37,6 +40,8 @@ export type ControlDeps = {
   metrics?: ControlMetrics
   /** null or absent: no cluster configured; the endpoints that need one answer 503. */
   cluster?: Cluster | null
+  /** Set by whoever stops the process; a fresh one (never draining) when absent. */
+  draining?: Draining
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -69,7 +74,8 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
   const metrics = deps.metrics ?? createControlMetrics()
   // By route pattern, never the raw URL: ids in paths would make a series per resource.
-  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode) })
+  const tenants = new WeakMap<object, string | null>()
+  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode, tenants.get(request)) })
 
   await registerOpenApi(app)
 
@@ -82,6 +88,22 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } } },
     },
   }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'))
+
+  const draining = deps.draining ?? createDraining()
+  // The followed logs end before Fastify waits for the requests in flight.
+  app.addHook('preClose', (done) => {
+    for (const end of draining.streams) end()
+    done()
+  })
+  app.get('/readyz', {
+    schema: {
+      operationId: 'getReadiness',
+      tags: ['health'],
+      summary: 'Readiness: 200 while the process takes requests, 503 once it has begun to stop',
+      security: [],
+      response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } }, 503: { content: { 'text/plain': { schema: Type.Literal('stopping') } } } },
+    },
+  }, async (_request, reply) => reply.code(draining.draining ? 503 : 200).type('text/plain; charset=utf-8').send(draining.draining ? 'stopping' : 'ok'))
 
   // Public like /healthz, for Prometheus: keep it off the public ingress.
   app.get('/metrics', {
@@ -116,7 +138,14 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
         route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
       })
       if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
-      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null }
+      // Every route's authorisation, once, before its handler (and before an upload is read):
+      // a route under an application is the application's; any method but GET is a write.
+      secured.addHook('preHandler', async (request) => {
+        const appId = (request.params as { appId?: string } | undefined)?.appId
+        const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
+        tenants.set(request, tenant)
+      })
+      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, draining }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)
       await secured.register(sourceRoutes, routeDeps)

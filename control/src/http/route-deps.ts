@@ -3,5 +3,6 @@
 import type { Cluster } from '../cluster/cluster.js'
 import type { ControlConfig } from '../config.js'
 import type { Database } from '../store/db.js'
+import type { Draining } from './draining.js'
 
-export type RouteDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }
+export type RouteDeps = { db: Database; config: ControlConfig; cluster: Cluster | null; draining: Draining }

@@ -5,13 +5,16 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
 import type { BuildT } from '../model/resources.js'
 
 export type ControlMetrics = {
-  /** One answered HTTP request; `route` is the route's pattern (`/api/v1/applications/:appId`), undefined when none matched. */
-  recordRequest (method: string, route: string | undefined, statusCode: number): void
+  /**
+   * One answered HTTP request; `route` is the route's pattern (`/api/v1/applications/:appId`),
+   * undefined when none matched; `tenant` the tenant of the application it was under, if any.
+   */
+  recordRequest (method: string, route: string | undefined, statusCode: number, tenant?: string | null): void
   /**
    * A build that reached `succeeded` or `failed`: counted once per build id, with its duration
    * from `createdAt` to `finishedAt`. Builds in any other status are ignored.
    */
-  recordBuildFinished (build: BuildT): void
+  recordBuildFinished (build: BuildT, tenant?: string): void
   /** The exposition text, the process metrics included. */
   render (): Promise<string>
   readonly contentType: string
@@ -57,6 +60,19 @@ export function createControlMetrics (): ControlMetrics {
     labelNames: ['result'] as const,
     registers: [registry],
   })
+  // Per tenant, for a tenant's overview (queries.ts); the series above stay the platform's.
+  const tenantRequests = new Counter({
+    name: 'platform_tenant_http_requests_total',
+    help: 'HTTP requests under an application, by the application\'s tenant.',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  })
+  const tenantBuilds = new Counter({
+    name: 'platform_tenant_builds_finished_total',
+    help: 'Builds that reached succeeded or failed, by the application\'s tenant.',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  })
   const buildDuration = new Histogram({
     name: 'platform_build_duration_seconds',
     help: 'Time from a build\'s creation to its end, by result.',
@@ -74,10 +90,11 @@ export function createControlMetrics (): ControlMetrics {
   const process = processMetrics()
 
   return {
-    recordRequest (method, route, statusCode) {
+    recordRequest (method, route, statusCode, tenant) {
       httpRequests.inc({ method: METHODS.has(method) ? method : 'other', route: route ?? UNMATCHED_ROUTE, status_code: String(statusCode) })
+      if (tenant !== undefined && tenant !== null) tenantRequests.inc({ tenant })
     },
-    recordBuildFinished (build) {
+    recordBuildFinished (build, tenant) {
       if (build.status !== 'succeeded' && build.status !== 'failed') return
       if (recorded.has(build.id)) return
       recorded.add(build.id)
@@ -85,6 +102,7 @@ export function createControlMetrics (): ControlMetrics {
       const finished = build.finishedAt === null ? Date.now() : Date.parse(build.finishedAt)
       const seconds = Math.max(0, (finished - Date.parse(build.createdAt)) / 1000)
       buildsFinished.inc({ result: build.status })
+      if (tenant !== undefined) tenantBuilds.inc({ tenant })
       buildDuration.observe({ result: build.status }, seconds)
     },
     async render () {

@@ -54,9 +54,23 @@ export function functionQueries (app: AppSelector, route: string, windowMs: numb
   }
 }
 
-/** The control plane's own series (control-metrics.ts); probes and scrapes are not the platform's traffic. */
-export function overviewQueries (windowMs: number): { httpRequestRate: string; buildRate: string } {
+/** Go's RE2 syntax: every character that means something there, escaped. */
+const reEscape = (text: string): string => text.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&')
+
+/**
+ * The control plane's own series (control-metrics.ts); probes and scrapes are not the platform's
+ * traffic. With `tenants` (not null), only what concerns their applications: the per-tenant series.
+ */
+export function overviewQueries (windowMs: number, tenants: string[] | null = null): { httpRequestRate: string; buildRate: string } {
   const window = promDuration(windowMs)
+  if (tenants !== null) {
+    // An empty alternation would match the empty label; a caller always has a tenant here.
+    const tenant = `tenant=~${promString(tenants.map(reEscape).join('|'))}`
+    return {
+      httpRequestRate: `sum(rate(platform_tenant_http_requests_total{${tenant}}[${window}]))`,
+      buildRate: `sum(rate(platform_tenant_builds_finished_total{${tenant}}[${window}]))`,
+    }
+  }
   return {
     httpRequestRate: `sum(rate(platform_http_requests_total{route!~"/metrics|/healthz"}[${window}]))`,
     buildRate: `sum(rate(platform_builds_finished_total[${window}]))`,

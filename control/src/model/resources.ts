@@ -36,6 +36,11 @@ export const Name = Type.String({
 export const Language = Type.Enum([...LANGUAGES], { description: 'one of go, js, ts, rust' })
 export const Runtime = Type.Enum([...RUNTIMES], { description: 'wasmkube (the only runtime)' })
 export const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, description: `free text of at most ${MAX_DESCRIPTION_LENGTH} characters` })
+export const Tenant = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  description: "a tenant the caller belongs to (a value of the token's tenant claim); default: the caller's only one",
+})
 export const Route = Type.String({
   pattern: ROUTE_PATTERN,
   maxLength: MAX_ROUTE_LENGTH,
@@ -48,6 +53,7 @@ export const Route = Type.String({
 export const ApplicationSummary = Type.Object({
   id: Id,
   name: Name,
+  tenant: Type.String({ description: 'the tenant the application belongs to; names are unique per tenant' }),
   language: Language,
   runtime: Runtime,
   description: Type.String(),

@@ -1,7 +1,9 @@
 // Applications in the database. Creating one also creates its first function (named after it,
 // route "/...") with an empty source, in the same transaction; deleting one removes its
 // functions, sources and builds through the foreign keys' ON DELETE CASCADE, in one statement.
-import { randomUUID } from 'node:crypto'
+// Names are unique per tenant; the name in the cluster (SpinApp, Service, pod label, image)
+// is unique across all of them, so one tenant's can never be taken for another's.
+import { randomBytes, randomUUID } from 'node:crypto'
 import { ConflictError } from '../errors.js'
 import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from '../model/resources.js'
 import { listBuilds } from './builds.js'
@@ -11,22 +13,57 @@ import { insertFunction } from './functions.js'
 
 const FIRST_FUNCTION_ROUTE = '/...'
 
-export type NewApplication = { name: string; language: LanguageT; runtime: RuntimeT; description?: string | undefined }
+export type NewApplication = { name: string; tenant: string; language: LanguageT; runtime: RuntimeT; description?: string | undefined }
 
-type ApplicationRow = { id: string; name: string; language: LanguageT; runtime: RuntimeT; description: string; created_at: Date }
+/** An application as the layers below the API know it: also the name it has in the cluster. */
+export type StoredApplication = ApplicationSummaryT & { clusterName: string }
 
-const COLUMNS = 'id, name, language, runtime, description, created_at'
+type ApplicationRow = { id: string; name: string; tenant: string; cluster_name: string; language: LanguageT; runtime: RuntimeT; description: string; created_at: Date }
 
-function toSummary (row: ApplicationRow): ApplicationSummaryT {
-  return { id: row.id, name: row.name, language: row.language, runtime: row.runtime, description: row.description, createdAt: iso(row.created_at) }
+const COLUMNS = 'id, name, tenant, cluster_name, language, runtime, description, created_at'
+
+/** The tenant whose applications keep their own name in the cluster (all of them before tenants). */
+const PLAIN_TENANT = 'default'
+
+function toSummary (row: ApplicationRow): StoredApplication {
+  return {
+    id: row.id,
+    name: row.name,
+    tenant: row.tenant,
+    language: row.language,
+    runtime: row.runtime,
+    description: row.description,
+    createdAt: iso(row.created_at),
+    clusterName: row.cluster_name,
+  }
 }
 
-export async function listApplications (db: Database): Promise<ApplicationSummaryT[]> {
-  const rows = await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications ORDER BY name`)
+/**
+ * The application's name in the cluster. The default tenant's keep their own (what ran before
+ * tenants keeps running); any other's get a random suffix, which nobody can aim at in advance,
+ * and the unique constraint refuses what chance would still make collide. 52 + 1 + 10 = 63,
+ * the longest DNS label.
+ */
+function clusterNameFor (tenant: string, name: string): string {
+  return tenant === PLAIN_TENANT ? name : `${name.slice(0, 52).replace(/-+$/, '')}-${randomBytes(5).toString('hex')}`
+}
+
+/** Every application, by name; only those of `tenants` unless it is null (all). */
+export async function listApplications (db: Database, tenants: string[] | null): Promise<StoredApplication[]> {
+  const rows = tenants === null
+    ? await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications ORDER BY name, tenant`)
+    : await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE tenant = ANY($1::text[]) ORDER BY name, tenant`, [tenants])
   return rows.map(toSummary)
 }
 
-export async function getApplication (db: Database, id: string): Promise<ApplicationT | null> {
+/** The application's tenant; null when it does not exist. */
+export async function applicationTenant (db: Database, id: string): Promise<string | null> {
+  if (!isUuid(id)) return null
+  const [row] = await db.query<{ tenant: string }>('SELECT tenant FROM applications WHERE id = $1', [id])
+  return row?.tenant ?? null
+}
+
+export async function getApplication (db: Database, id: string): Promise<(ApplicationT & { clusterName: string }) | null> {
   if (!isUuid(id)) return null
   const [row] = await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])
   if (row === undefined) return null
@@ -37,11 +74,11 @@ export async function getApplication (db: Database, id: string): Promise<Applica
   return { ...toSummary(row), functions, deployment: null, builds }
 }
 
-/** Null when the application does not exist. */
-export async function applicationName (db: Database, id: string): Promise<string | null> {
+/** The application's name in the cluster; null when it does not exist. */
+export async function clusterName (db: Database, id: string): Promise<string | null> {
   if (!isUuid(id)) return null
-  const [row] = await db.query<{ name: string }>('SELECT name FROM applications WHERE id = $1', [id])
-  return row?.name ?? null
+  const [row] = await db.query<{ cluster_name: string }>('SELECT cluster_name FROM applications WHERE id = $1', [id])
+  return row?.cluster_name ?? null
 }
 
 export async function createApplication (db: Database, input: NewApplication): Promise<ApplicationT> {
@@ -49,13 +86,15 @@ export async function createApplication (db: Database, input: NewApplication): P
   try {
     return await db.transaction(async (tx) => {
       const [row] = await tx.query<ApplicationRow>(
-        `INSERT INTO applications (id, name, language, runtime, description) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-        [id, input.name, input.language, input.runtime, input.description ?? ''])
+        `INSERT INTO applications (id, name, tenant, cluster_name, language, runtime, description) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+        [id, input.name, input.tenant, clusterNameFor(input.tenant, input.name), input.language, input.runtime, input.description ?? ''])
       const fn = await insertFunction(tx, id, { name: input.name, route: FIRST_FUNCTION_ROUTE })
       return { ...toSummary(row as ApplicationRow), functions: [{ id: fn.id, name: fn.name, route: fn.route }], deployment: null, builds: [] }
     })
   } catch (error) {
     if (isUniqueViolation(error, 'applications_name_key')) throw new ConflictError(`an application named ${input.name} already exists`)
+    // Only a default-tenant name equal to another tenant's suffixed one, by a 1 in 2^40 chance.
+    if (isUniqueViolation(error, 'applications_cluster_name_key')) throw new ConflictError(`the name ${input.name} is taken in the cluster; choose another`)
     throw error
   }
 }
@@ -68,7 +107,7 @@ export async function deleteApplication (db: Database, id: string): Promise<bool
 }
 
 /** The application without its functions and builds; null when there is none. */
-export async function findApplication (db: Database, id: string): Promise<ApplicationSummaryT | null> {
+export async function findApplication (db: Database, id: string): Promise<StoredApplication | null> {
   if (!isUuid(id)) return null
   const [row] = await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])
   return row === undefined ? null : toSummary(row)

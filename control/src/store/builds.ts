@@ -48,11 +48,33 @@ export async function createBuild (db: Database, appId: string, id: string = ran
   return row === undefined ? null : toBuild(row)
 }
 
+/**
+ * How long a build may wait for its Job to be created before it counts as lost: only a process
+ * that died between inserting the build and creating its Job leaves one waiting longer. Far
+ * above the few seconds a create takes, measured by the database's clock from the build's
+ * creation, so every replica reads the same answer.
+ */
+export const JOB_CREATION_GRACE_SECONDS = 300
+
+type UnfinishedBuild = {
+  id: string
+  appId: string
+  status: BuildT['status']
+  /** Its Job was created, or it has waited for that longer than the grace: a missing Job means lost. */
+  expectsJob: boolean
+}
+
 /** Builds not yet succeeded or failed, oldest first: the ones the watcher must follow. */
-export async function unfinishedBuilds (db: Database): Promise<Array<{ id: string; appId: string; status: BuildT['status'] }>> {
-  const rows = await db.query<{ id: string; application_id: string; status: BuildT['status'] }>(
-    "SELECT id, application_id, status FROM builds WHERE status IN ('pending', 'running') ORDER BY created_at")
-  return rows.map((row) => ({ id: row.id, appId: row.application_id, status: row.status }))
+export async function unfinishedBuilds (db: Database): Promise<UnfinishedBuild[]> {
+  const rows = await db.query<{ id: string; application_id: string; status: BuildT['status']; expects_job: boolean }>(
+    `SELECT id, application_id, status, (job_created OR created_at < now() - make_interval(secs => $1)) AS expects_job
+       FROM builds WHERE status IN ('pending', 'running') ORDER BY created_at`, [JOB_CREATION_GRACE_SECONDS])
+  return rows.map((row) => ({ id: row.id, appId: row.application_id, status: row.status, expectsJob: row.expects_job }))
+}
+
+/** Record that the build's Job exists: from now on, a Job missing from the cluster means the build is lost. */
+export async function markJobCreated (db: Database, buildId: string): Promise<void> {
+  await db.query('UPDATE builds SET job_created = true WHERE id = $1', [buildId])
 }
 
 /** pending → running; false when the build is gone or already further. */
@@ -69,12 +91,13 @@ export type BuildOutcome =
  * Record how a build ended, once: null when it had already ended (another event, another
  * replica) or is gone, so whoever gets the build back does what follows a build's end.
  */
-export async function finishBuild (db: Database, buildId: string, outcome: BuildOutcome): Promise<(BuildT & { appId: string }) | null> {
-  const [row] = await db.query<BuildRow & { application_id: string }>(
+export async function finishBuild (db: Database, buildId: string, outcome: BuildOutcome): Promise<(BuildT & { appId: string; tenant: string }) | null> {
+  const [row] = await db.query<BuildRow & { application_id: string; tenant: string }>(
     `UPDATE builds SET status = $2, image_ref = $3, error = $4, log = $5, finished_at = now()
-      WHERE id = $1 AND status IN ('pending', 'running') RETURNING ${COLUMNS}, application_id`,
+      WHERE id = $1 AND status IN ('pending', 'running')
+      RETURNING ${COLUMNS}, application_id, (SELECT tenant FROM applications WHERE applications.id = builds.application_id) AS tenant`,
     [buildId, outcome.status, outcome.status === 'succeeded' ? outcome.imageRef : null, outcome.status === 'failed' ? outcome.error : null, outcome.log])
-  return row === undefined ? null : { ...toBuild(row), appId: row.application_id }
+  return row === undefined ? null : { ...toBuild(row), appId: row.application_id, tenant: row.tenant }
 }
 
 /** The log kept when the build finished; undefined while it runs or when it was not kept. */

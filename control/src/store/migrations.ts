@@ -57,6 +57,32 @@ export const migrations: Migration[] = [
     // NULL while the build runs (its pod has the log) and when it could not be read.
     statements: ['ALTER TABLE builds ADD COLUMN log text'],
   },
+  {
+    version: 3,
+    name: 'tenants: names unique per tenant, cluster names unique everywhere',
+    // Rows from before tenants belong to `default`, and keep their name in the cluster, so
+    // what is deployed keeps running under the name it has.
+    statements: [
+      "ALTER TABLE applications ADD COLUMN tenant text NOT NULL DEFAULT 'default'",
+      'ALTER TABLE applications ADD COLUMN cluster_name text',
+      'UPDATE applications SET cluster_name = name',
+      'ALTER TABLE applications ALTER COLUMN cluster_name SET NOT NULL',
+      'ALTER TABLE applications ALTER COLUMN tenant DROP DEFAULT',
+      'ALTER TABLE applications DROP CONSTRAINT applications_name_key',
+      'ALTER TABLE applications ADD CONSTRAINT applications_name_key UNIQUE (tenant, name)',
+      'ALTER TABLE applications ADD CONSTRAINT applications_cluster_name_key UNIQUE (cluster_name)',
+    ],
+  },
+  {
+    version: 4,
+    name: 'builds record whether their Job was created',
+    // Every replica reads this, where it used to read one process's memory: a build whose Job
+    // is still being created is not one whose Job is lost. Older builds had their Job.
+    statements: [
+      'ALTER TABLE builds ADD COLUMN job_created boolean NOT NULL DEFAULT true',
+      'ALTER TABLE builds ALTER COLUMN job_created SET DEFAULT false',
+    ],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.

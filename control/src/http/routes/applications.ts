@@ -1,9 +1,11 @@
 // Applications: list, read (with the deployment), create, delete (with what runs in the cluster).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { tenantForNew, visibleTenants } from '../../domain/access.js'
 import { describeApplication, removeApplication } from '../../domain/applications.js'
 import { Application, ApplicationSummary } from '../../model/resources.js'
 import { createApplication, listApplications } from '../../store/applications.js'
+import { callerOf } from '../auth.js'
 import type { RouteDeps } from '../route-deps.js'
 import { CreateApplication } from '../schemas/applications.js'
 import { errors } from '../schemas/errors.js'
@@ -15,10 +17,10 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     schema: {
       tags: ['applications'],
       operationId: 'listApplications',
-      summary: 'List applications, by name',
+      summary: "List the applications of the caller's tenants (an admin's: all), by name",
       response: { 200: Type.Array(ApplicationSummary) },
     },
-  }, async () => listApplications(db))
+  }, async (request) => listApplications(db, visibleTenants(callerOf(request))))
 
   app.get('/applications/:appId', {
     schema: {
@@ -34,13 +36,16 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     schema: {
       tags: ['applications'],
       operationId: 'createApplication',
-      summary: 'Create an application and its first function (same name, route "/...")',
+      summary: 'Create an application and its first function (same name, route "/...") in the caller\'s tenant',
+      description: 'tenant defaults to the caller\'s only tenant: 400 when the caller is in several and names none, 403 when the caller is not in the one named (admins may name any).',
       body: CreateApplication,
       response: { 201: Application, ...errors(400, 409, 413, 415) },
     },
   }, async (request, reply) => {
+    const { tenant, ...fields } = request.body
+    const created = await createApplication(db, { ...fields, tenant: tenantForNew(callerOf(request), tenant) })
     reply.code(201)
-    return createApplication(db, request.body)
+    return created
   })
 
   app.delete('/applications/:appId', {

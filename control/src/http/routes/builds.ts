@@ -79,16 +79,18 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, dep
 }
 
 /** The log as it is now, or streamed while the pod runs; a build whose pod has not started yet is looked at again until it does. */
-async function sendBuildLog ({ db, cluster }: RouteDeps, { appId, buildId }: { appId: string; buildId: string }, follow: boolean, reply: FastifyReply): Promise<FastifyReply> {
+async function sendBuildLog (deps: RouteDeps, { appId, buildId }: { appId: string; buildId: string }, follow: boolean, reply: FastifyReply): Promise<FastifyReply> {
+  const { db, cluster } = deps
   let closed = false
   reply.raw.on('close', () => { closed = true })
   for (;;) {
     const abort = new AbortController()
     const log = await findBuildLog({ db, cluster }, appId, buildId, { follow, signal: abort.signal })
     if (log.kind === 'text') return sendLogText(reply, log.text)
-    if (log.kind === 'stream') return sendLogStream(reply, log.upstream, abort)
+    if (log.kind === 'stream') return sendLogStream(reply, log.upstream, abort, deps.draining)
     // Not started yet (so there is a cluster): look again until it runs, the build ends, or the caller leaves.
     await new Promise((resolve) => setTimeout(resolve, cluster?.pollMs))
     if (closed) return sendLogText(reply, '') // to nobody: the caller has gone
+    if (deps.draining.draining) return sendLogText(reply, '') // the process stops: ask another replica
   }
 }

@@ -5,8 +5,10 @@ import { applicationNotFound, functionNotFound } from '../../domain/not-found.js
 import { applicationQueries, functionQueries, overviewQueries, rateWindowMs } from '../../metrics/queries.js'
 import type { MetricsWindow } from '../../metrics/series.js'
 import { metricsWindow, notConfigured, prometheusFor, querySeries } from '../../metrics/series.js'
-import { applicationName } from '../../store/applications.js'
+import { clusterName } from '../../store/applications.js'
 import { getFunction } from '../../store/functions.js'
+import { visibleTenants } from '../../domain/access.js'
+import { callerOf } from '../auth.js'
 import type { RouteDeps } from '../route-deps.js'
 import { errors } from '../schemas/errors.js'
 import { ApplicationMetrics, FunctionMetrics, MetricsQuery, OverviewMetrics } from '../schemas/metrics.js'
@@ -27,7 +29,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     },
   }, async (request) => {
     const window = metricsWindow(request.query)
-    const appName = await applicationName(db, request.params.appId)
+    const appName = await clusterName(db, request.params.appId)
     if (appName === null) throw applicationNotFound()
     if (prometheus === null) throw notConfigured()
     const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
@@ -46,7 +48,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     },
   }, async (request) => {
     const window = metricsWindow(request.query)
-    const appName = await applicationName(db, request.params.appId)
+    const appName = await clusterName(db, request.params.appId)
     const fn = appName === null ? null : await getFunction(db, request.params.appId, request.params.fnId)
     if (appName === null || fn === null) throw functionNotFound()
     if (prometheus === null) throw notConfigured()
@@ -59,14 +61,16 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     schema: {
       tags: ['metrics'],
       operationId: 'getOverviewMetrics',
-      summary: 'HTTP request rate and build rate of the whole platform',
+      summary: "HTTP request rate and build rate of the whole platform; with tenants, of the caller's tenants' applications (an admin's: the whole platform)",
       querystring: MetricsQuery,
       response: { 200: OverviewMetrics, ...errors(400) },
     },
   }, async (request) => {
     const window = metricsWindow(request.query)
     if (prometheus === null) throw notConfigured()
-    const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window)), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
+    // Without a tenant claim there is one tenant, and the platform's series are its own.
+    const tenants = config.tenantClaim === '' ? null : visibleTenants(callerOf(request))
+    const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window), tenants), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
     return { range: window.range, step: window.step, series }
   })
 }

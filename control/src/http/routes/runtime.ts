@@ -54,6 +54,6 @@ export const runtimeRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, d
   }, async (request, reply) => {
     const abort = new AbortController()
     const upstream = await openApplicationLog(deps, request.params.appId, { follow: request.query.follow === true, tailLines: request.query.tail, signal: abort.signal })
-    return sendLogStream(reply, upstream, abort)
+    return sendLogStream(reply, upstream, abort, deps.draining)
   })
 }

@@ -6,7 +6,7 @@ export const ErrorBody = Type.Object({ error: Type.String({ description: 'the re
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'invalid input: a schema or rule failed, or the JSON does not parse',
   401: 'missing or invalid bearer token',
-  403: 'the token lacks the required claim',
+  403: 'not allowed: the token lacks the required (or tenant) claim, the application belongs to a tenant the caller is not in, or the caller is read-only and this is a write',
   404: 'no such application, function or build (for invoke and logs: nothing deployed or running)',
   409: 'the name (or route) is taken; for deploy: no successful build yet',
   413: 'body or archive too large',
