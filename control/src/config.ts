@@ -15,6 +15,9 @@ import { formatDuration } from '../../common/src/config/duration.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 
+/** Where builds and deployments run: auto picks the cluster when one is configured or found, else this machine. */
+type RuntimeChoice = 'auto' | 'cluster' | 'local'
+
 /** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
 export type RequiredClaim = { name: string; value: string }
 
@@ -29,6 +32,8 @@ export type ControlConfig = {
   devInsecureSkipAuth: boolean
   requiredClaim: RequiredClaim | null
   kubeconfig: string
+  runtime: RuntimeChoice
+  localBuilds: number // builds running at once on this machine (local runtime)
   namespace: string
   prometheusUrl: string // without trailing slash
   prometheusTimeoutMs: number // per query_range request, also sent to Prometheus as its own timeout
@@ -82,6 +87,17 @@ function parseBuilderImages (text: string): Record<LanguageT, string> {
     images[language as LanguageT] = image
   }
   return images
+}
+
+function parseRuntime (text: string): RuntimeChoice {
+  if (text !== 'auto' && text !== 'cluster' && text !== 'local') throw new Error('expected auto, cluster or local')
+  return text
+}
+
+function parseLocalBuilds (text: string): number {
+  const n = Number(text)
+  if (!/^[0-9]+$/.test(text) || n < 1 || n > 64) throw new Error('expected an integer from 1 to 64')
+  return n
 }
 
 // Kubernetes namespaces are RFC 1123 labels.
@@ -141,6 +157,8 @@ export const settings = [
   setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all; a warning at start says so' }),
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry, e.g. groups=platform-admins or roles=admin; else 403' }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
+  setting({ key: 'runtime', env: 'PLATFORM_RUNTIME', flag: '--runtime', default: 'auto', parse: parseRuntime, help: 'where builds and deployments run: cluster (Kubernetes with SpinKube), local (child processes on this machine, artifacts under the data directory), auto: the cluster when a kubeconfig or in-cluster account is found, else local' }),
+  setting({ key: 'localBuilds', env: 'PLATFORM_LOCAL_BUILDS', flag: '--local-builds', default: '2', parse: parseLocalBuilds, help: 'local runtime: builds running at once (a js build takes about 600 MB); more wait in order' }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
   setting({ key: 'prometheusTimeoutMs', env: 'PLATFORM_PROMETHEUS_TIMEOUT', flag: '--prometheus-timeout', default: '10s', parse: parseTimerDuration, help: 'how long one query_range may take (also sent to Prometheus as its timeout); then 503' }),

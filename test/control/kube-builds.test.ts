@@ -253,10 +253,14 @@ eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; not
   t.notOk(control.logText().includes(fake.token), 'no token in the logs')
 })
 
-t.test('no cluster at all: the API starts, says so, and the cluster endpoints answer 503', async (t) => {
+t.test('no cluster at all: the API starts and says so; builds and deployments run on this machine unless --runtime cluster', async (t) => {
   const control = await startTestControl(t, 'pglite')
   t.equal(control.server.cluster, null)
-  t.ok(control.logs.some((l) => /no cluster configured/.test(String(l.msg))), 'a warning at start')
+  t.not(control.server.local, null)
+  t.ok(control.logs.some((l) => /no cluster configured.*builds and deployments run on this machine/.test(String(l.msg))), 'said at start')
+  const forced = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'cluster'])
+  t.equal(forced.server.local, null)
+  t.ok(forced.logs.some((l) => /no cluster configured.*--runtime cluster: builds, deploy, invoke and logs answer 503/.test(String(l.msg))), 'a warning at start')
 })
 
 t.test('a kubeconfig that cannot be read stops the start with a ConfigError (exit code 2)', async (t) => {

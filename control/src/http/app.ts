@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Cluster } from '../cluster/cluster.js'
+import type { LocalRuntime } from '../local/local.js'
 import type { ControlConfig } from '../config.js'
 import type { Logger } from '../logger.js'
 import type { ControlMetrics } from '../metrics/control-metrics.js'
@@ -37,6 +38,8 @@ export type ControlDeps = {
   metrics?: ControlMetrics
   /** null or absent: no cluster configured; the endpoints that need one answer 503. */
   cluster?: Cluster | null
+  /** The runtime on this machine, when there is no cluster. */
+  local?: LocalRuntime | null
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -116,7 +119,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
         route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
       })
       if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
-      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null }
+      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, local: deps.local ?? null }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)
       await secured.register(sourceRoutes, routeDeps)

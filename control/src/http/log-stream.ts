@@ -1,9 +1,9 @@
 // Sending a log stream from the cluster as a text/plain answer: the upstream request ends
 // when the caller goes away, so a disconnected follower holds nothing open in the cluster.
-import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
 import type { FastifyReply } from 'fastify'
 
-export function sendLogStream (reply: FastifyReply, upstream: IncomingMessage, abort: AbortController): FastifyReply {
+export function sendLogStream (reply: FastifyReply, upstream: Readable, abort: AbortController): FastifyReply {
   reply.raw.on('close', () => {
     abort.abort()
     upstream.destroy()
