@@ -42,7 +42,7 @@ const ARCHIVE_LIMITS = { maxArchiveBytes: 2 * 1024 * 1024, maxFiles: 4096, maxBy
 const HTTP_WORLD_PACKAGE = '@spinframework/wasi-http-proxy'
 const require = createRequire(import.meta.url)
 
-export function toolchain (): Toolchain {
+function toolchain (): Toolchain {
   const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
   return {
     node: process.execPath,

@@ -24,7 +24,7 @@ export type Toolchain = {
 }
 
 export const COMPONENT_FILE = 'component.wasm'
-export const BUNDLE_FILE = 'dist/bundle.js'
+const BUNDLE_FILE = 'dist/bundle.js'
 
 /** The handler's entry file, in the order a js/ts function may name it. */
 export function entryCandidates (language: 'js' | 'ts'): string[] {

@@ -31,7 +31,7 @@ export function runStep (step: Step, limits: StepLimits, log: (text: string) => 
       // The whole process group: j2w and cargo start children of their own.
       try { process.kill(-(child.pid as number), 'SIGKILL') } catch {}
     }
-    const timer = setTimeout(() => stop(`${step.name} took longer than ${Math.round(limits.timeoutMs / 1000)} s`), limits.timeoutMs)
+    const timer = setTimeout(() => stop(`${step.name} took longer than ${limits.timeoutMs} ms`), limits.timeoutMs)
     const take = (chunk: Buffer): void => {
       const text = chunk.toString('utf8')
       tail = (tail + text).slice(-TAIL_BYTES)

@@ -19,7 +19,7 @@ import { compileRoutes } from './routes.js'
 import type { TranspiledComponent } from './transpile-cache.js'
 import { transpiled } from './transpile-cache.js'
 
-export type HostLogger = {
+type HostLogger = {
   info: (object: Record<string, unknown>, message: string) => void
   warn: (object: Record<string, unknown>, message: string) => void
   error: (object: Record<string, unknown>, message: string) => void
@@ -56,14 +56,15 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
   const host = options.host ?? '127.0.0.1'
   const ref = parseRef(options.ref)
   const store = await openStore(ref, { dockerConfigDir: options.dockerConfigDir ?? null, insecure: options.insecureRegistry ?? false })
-  const reference = ref.digest ?? (ref.tag as string)
+  // parseRef gives every reference a tag or a digest.
+  const reference = ref.digest ?? ref.tag ?? 'latest'
   const started = Date.now()
   const app = await pullSpinApp(store, reference)
   logger.info({ digest: app.digest, components: app.lockedApp.components.length, ms: Date.now() - started }, 'pulled the application')
 
   await mkdir(options.cacheDir, { recursive: true })
   const backends = new Map<string, Backend>()
-  const close = async (): Promise<void> => {
+  const stopBackends = (): void => {
     for (const backend of backends.values()) {
       try { backend.server.stop() } catch {}
     }
@@ -78,7 +79,7 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
       logger.info({ component: component.id, ms: Date.now() - transpileStarted }, 'component ready')
     }
   } catch (error) {
-    await close()
+    stopBackends()
     throw error
   }
 
@@ -124,7 +125,7 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
   try {
     await once(front, 'listening')
   } catch (error) {
-    await close()
+    stopBackends()
     throw error
   }
   const port = (front.address() as AddressInfo).port
@@ -135,7 +136,7 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     close: async () => {
       front.closeAllConnections()
       await new Promise<void>((resolve) => front.close(() => resolve()))
-      await close()
+      stopBackends()
     },
   }
 
@@ -143,7 +144,7 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     const server = new HTTPServer({
       handle (request: unknown, responseOutparam: unknown) {
         try {
-          const instance = compiled.instantiate(compiled.getCoreModule, new WASIShim().getImportObject() as Record<string, unknown>)
+          const instance = compiled.instantiate(compiled.getCoreModule, new WASIShim().getImportObject())
           const handler = instance.incomingHandler
           if (handler === undefined) throw new Error('the component exports no wasi:http/incoming-handler')
           handler.handle(request, responseOutparam)

@@ -12,7 +12,7 @@ import { transpileBytes } from '@bytecodealliance/jco-transpile'
 type CoreModule = object
 const { Module: WasmModule } = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => CoreModule } }).WebAssembly
 
-export type Instantiate = (getCoreModule: (path: string) => CoreModule, imports: Record<string, unknown>) => {
+type Instantiate = (getCoreModule: (path: string) => CoreModule, imports: Record<string, unknown>) => {
   incomingHandler?: { handle: (request: unknown, responseOutparam: unknown) => void }
 }
 

@@ -3,6 +3,7 @@
 // htpasswd credentials, the manifest read back field by field, then served by the host CLI
 // and invoked. One j2w build in this file (each takes 6-25 s and ~600 MB).
 import t from 'tap'
+import type { ImageConfig, ImageManifest, LockedApp } from '../../common/src/spin/format.js'
 import { templateFiles } from '../../builders/src/templates.js'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
@@ -25,17 +26,17 @@ t.test('the js template builds, pushes in the Spin format and answers through th
   const get = async (path: string) => fetch(`${registry.url}/v2/apps/demo/${path}`, { headers: { authorization: auth, accept: 'application/vnd.oci.image.manifest.v1+json' } })
   const manifestResponse = await get(`manifests/${digest}`)
   t.equal(manifestResponse.status, 200)
-  const manifest = await manifestResponse.json() as any
+  const manifest = await manifestResponse.json() as ImageManifest
   t.equal(manifest.mediaType, 'application/vnd.oci.image.manifest.v1+json')
   t.equal(manifest.config.mediaType, 'application/vnd.oci.image.config.v1+json')
-  t.same(manifest.layers.map((layer: any) => layer.mediaType), ['application/vnd.wasm.content.layer.v1+wasm', 'application/vnd.fermyon.spin.application.v1+config'])
-  const config2 = await (await get(`blobs/${manifest.config.digest}`)).json() as any
-  t.equal(config2.config.Labels['com.fermyon.spin.lockedAppDigest'], manifest.layers[1].digest)
-  const lock = await (await get(`blobs/${manifest.layers[1].digest}`)).json() as any
+  t.same(manifest.layers.map((layer) => layer.mediaType), ['application/vnd.wasm.content.layer.v1+wasm', 'application/vnd.fermyon.spin.application.v1+config'])
+  const config2 = await (await get(`blobs/${manifest.config.digest}`)).json() as ImageConfig
+  t.equal(config2.config.Labels['com.fermyon.spin.lockedAppDigest'], manifest.layers[1]!.digest)
+  const lock = await (await get(`blobs/${manifest.layers[1]!.digest}`)).json() as LockedApp
   t.equal(lock.spin_lock_version, 1)
   t.same(lock.triggers, [{ id: 'hello-http-trigger', trigger_type: 'http', trigger_config: { component: 'hello', route: '/hello/...' } }])
-  t.same(lock.components, [{ id: 'hello', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm', digest: manifest.layers[0].digest } }])
-  t.ok(manifest.layers[0].size > 1_000_000, 'the wasm layer holds a real component')
+  t.same(lock.components, [{ id: 'hello', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm', digest: manifest.layers[0]!.digest } }])
+  t.ok(manifest.layers[0]!.size > 1_000_000, 'the wasm layer holds a real component')
 
   const host = await startHost(t, ['--ref', build.termination, '--docker-config', config, '--cache-dir', t.testdir({})])
   t.equal(host.digest, digest)

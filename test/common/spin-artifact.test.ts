@@ -5,6 +5,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import type { Descriptor, ImageConfig, ImageManifest, LockedApp } from '../../common/src/spin/format.js'
 import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
 import type { SpinApplication } from '../../common/src/spin/artifact.js'
 import { sha256Digest } from '../../common/src/spin/digest.js'
@@ -34,25 +35,25 @@ t.test('a push to the registry is the Spin format, field by field, and pulls bac
 
   const manifestResponse = await fetch(`${registry.url}/v2/apps/demo/manifests/b1`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } })
   t.equal(manifestResponse.headers.get('docker-content-digest'), pushed.digest)
-  const manifest = await manifestResponse.json() as any
+  const manifest = await manifestResponse.json() as ImageManifest
   t.equal(manifest.schemaVersion, 2)
   t.equal(manifest.mediaType, 'application/vnd.oci.image.manifest.v1+json')
   t.equal(manifest.config.mediaType, 'application/vnd.oci.image.config.v1+json')
-  t.same(manifest.layers.map((layer: any) => layer.mediaType), ['application/vnd.wasm.content.layer.v1+wasm', 'application/vnd.fermyon.spin.application.v1+config'])
-  t.equal(manifest.layers[0].digest, sha256Digest(Buffer.from(wasm)))
-  t.equal(manifest.layers[0].size, Buffer.byteLength(wasm))
+  t.same(manifest.layers.map((layer) => layer.mediaType), ['application/vnd.wasm.content.layer.v1+wasm', 'application/vnd.fermyon.spin.application.v1+config'])
+  t.equal(manifest.layers[0]!.digest, sha256Digest(Buffer.from(wasm)))
+  t.equal(manifest.layers[0]!.size, Buffer.byteLength(wasm))
 
-  const config = await (await fetch(`${registry.url}/v2/apps/demo/blobs/${manifest.config.digest}`)).json() as any
+  const config = await (await fetch(`${registry.url}/v2/apps/demo/blobs/${manifest.config.digest}`)).json() as ImageConfig
   t.equal(config.architecture, 'wasm')
   t.equal(config.os, 'wasip1')
   t.same(config.rootfs, { type: 'layers', diff_ids: [] })
-  t.same(config.config.Labels, { 'com.fermyon.spin.lockedAppDigest': manifest.layers[1].digest })
+  t.same(config.config.Labels, { 'com.fermyon.spin.lockedAppDigest': manifest.layers[1]!.digest })
 
-  const lock = await (await fetch(`${registry.url}/v2/apps/demo/blobs/${manifest.layers[1].digest}`)).json() as any
+  const lock = await (await fetch(`${registry.url}/v2/apps/demo/blobs/${manifest.layers[1]!.digest}`)).json() as LockedApp
   t.equal(lock.spin_lock_version, 1)
   t.same(lock.metadata, { name: 'demo', version: '0.1.0' }, 'the local origin is dropped, as Spin does')
   t.same(lock.triggers, [{ id: 'hello-http-trigger', trigger_type: 'http', trigger_config: { component: 'hello', route: '/hello/...' } }])
-  t.same(lock.components, [{ id: 'hello', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm', digest: manifest.layers[0].digest } }])
+  t.same(lock.components, [{ id: 'hello', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm', digest: manifest.layers[0]!.digest } }])
 
   const again = await pushSpinApp(store, 'b2', app(wasm))
   t.equal(again.pushedBlobs, 0, 'every blob is skipped after a HEAD')
@@ -60,7 +61,7 @@ t.test('a push to the registry is the Spin format, field by field, and pulls bac
 
   const pulled = await pullSpinApp(await openStore(parseRef(`${registry.host}/apps/demo@${pushed.digest}`), { dockerConfigDir: null }), pushed.digest)
   t.equal(pulled.digest, pushed.digest)
-  t.equal(pulled.wasm.get(manifest.layers[0].digest)?.toString(), wasm)
+  t.equal(pulled.wasm.get(manifest.layers[0]!.digest)?.toString(), wasm)
 })
 
 t.test('htpasswd credentials come from DOCKER_CONFIG; without them the push names the missing credentials', async (t) => {
@@ -82,11 +83,11 @@ t.test('an image-layout directory round-trips, and a changed blob is refused on 
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const store = await openStore(parseRef(`oci-layout:${dir}:v1`), { dockerConfigDir: null })
   const pushed = await pushSpinApp(store, 'v1', app('layout wasm'))
-  const index = JSON.parse(await readFile(join(dir, 'index.json'), 'utf8'))
-  t.same(index.manifests.map((entry: any) => [entry.digest, entry.annotations['org.opencontainers.image.ref.name']]), [[pushed.digest, 'v1']])
+  const index = JSON.parse(await readFile(join(dir, 'index.json'), 'utf8')) as { manifests: Descriptor[] }
+  t.same(index.manifests.map((entry: Descriptor) => [entry.digest, entry.annotations?.['org.opencontainers.image.ref.name']]), [[pushed.digest, 'v1']])
   t.same(JSON.parse(await readFile(join(dir, 'oci-layout'), 'utf8')), { imageLayoutVersion: '1.0.0' })
   await pushSpinApp(store, 'v1', app('layout wasm, second build'))
-  const retagged = JSON.parse(await readFile(join(dir, 'index.json'), 'utf8'))
+  const retagged = JSON.parse(await readFile(join(dir, 'index.json'), 'utf8')) as { manifests: Descriptor[] }
   t.equal(retagged.manifests.length, 1, 'the tag moves to the new manifest')
 
   const pulled = await pullSpinApp(store, pushed.digest)
@@ -102,7 +103,7 @@ t.test('a manifest whose label does not name the lock layer is refused as the sh
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const store = await openStore(parseRef(`oci-layout:${dir}:v1`), { dockerConfigDir: null })
   const pushed = await pushSpinApp(store, 'v1', app('w'))
-  const manifest = JSON.parse((await store.getManifest(pushed.digest)).bytes.toString())
+  const manifest = JSON.parse((await store.getManifest(pushed.digest)).bytes.toString()) as ImageManifest
   const badConfig = Buffer.from(JSON.stringify({ architecture: 'wasm', os: 'wasip1', config: { Labels: {} }, rootfs: { type: 'layers', diff_ids: [] } }))
   await store.pushBlob(badConfig, sha256Digest(badConfig))
   manifest.config = { ...manifest.config, digest: sha256Digest(badConfig), size: badConfig.length }

@@ -12,7 +12,7 @@ const tag = fc.stringMatching(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,20}$/)
 const digest = fc.uint8Array({ minLength: 0, maxLength: 64 }).map((bytes) => sha256Digest(bytes))
 const host = fc.oneof(fc.constant('localhost:5000'), fc.constant('127.0.0.1:39999'), fc.constant('registry.example.com'), fc.constant('[::1]:5000'))
 
-t.test('a registry reference survives format(parse(x)) with its parts intact', async (t) => {
+t.test('a registry reference survives format(parse(x)) with its parts intact', async () => {
   fc.assert(fc.property(host, fc.array(component, { minLength: 1, maxLength: 3 }), fc.option(tag), fc.option(digest), (registry, path, tagValue, digestValue) => {
     const text = `${registry}/${path.join('/')}${tagValue === null ? '' : `:${tagValue}`}${digestValue === null ? '' : `@${digestValue}`}`
     const ref = parseRef(text)
@@ -23,7 +23,7 @@ t.test('a registry reference survives format(parse(x)) with its parts intact', a
   }), { seed: SEED, numRuns: 300 })
 })
 
-t.test('an oci-layout reference keeps its absolute directory, tag and digest', async (t) => {
+t.test('an oci-layout reference keeps its absolute directory, tag and digest', async () => {
   fc.assert(fc.property(fc.array(component, { minLength: 1, maxLength: 4 }), fc.option(tag), fc.option(digest), (parts, tagValue, digestValue) => {
     const dir = `/${parts.join('/')}`
     const ref = parseRef(`oci-layout:${dir}${tagValue === null ? '' : `:${tagValue}`}${digestValue === null ? '' : `@${digestValue}`}`)
@@ -41,7 +41,7 @@ t.test('malformed references are refused with the reason', async (t) => {
   t.throws(() => parseRef(`localhost:5000/${'a'.repeat(2000)}`), /longer than/)
 })
 
-t.test('arbitrary text never makes the parser throw anything but an Error with a message', async (t) => {
+t.test('arbitrary text never makes the parser throw anything but an Error with a message', async () => {
   fc.assert(fc.property(fc.string({ maxLength: 200 }), (text) => {
     try {
       parseRef(text)
@@ -66,7 +66,7 @@ t.test('plain http is allowed by default for loopback registries only', async (t
   t.notOk(isLoopbackRegistry('127.0.0.1.example.com:5000'))
 })
 
-t.test('a digest check refuses any content but the one hashed', async (t) => {
+t.test('a digest check refuses any content but the one hashed', async () => {
   fc.assert(fc.property(fc.uint8Array({ minLength: 1, maxLength: 256 }), fc.nat(), fc.integer({ min: 1, max: 255 }), (bytes, index, flip) => {
     const d = sha256Digest(bytes)
     verifyDigest(bytes, d, 'blob')

@@ -21,7 +21,7 @@ export type SpinApplication = {
 export type PushResult = { digest: string; manifest: ImageManifest; pushedBlobs: number }
 
 /** The blobs and manifest of the artifact, without storing them anywhere. */
-export function assembleArtifact (app: SpinApplication): { blobs: Map<string, Uint8Array>; manifest: ImageManifest; manifestBytes: Buffer } {
+function assembleArtifact (app: SpinApplication): { blobs: Map<string, Uint8Array>; manifest: ImageManifest; manifestBytes: Buffer } {
   const blobs = new Map<string, Uint8Array>()
   const layers: Descriptor[] = []
   const components = app.lockedApp.components.map((component) => {

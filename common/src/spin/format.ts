@@ -37,13 +37,13 @@ export type ImageConfig = {
   rootfs: { type: 'layers'; diff_ids: string[] }
 }
 
-export type LockedTrigger = {
+type LockedTrigger = {
   id: string
   trigger_type: string
   trigger_config: { component: string; route: string; [key: string]: unknown }
 }
 
-export type LockedComponent = {
+type LockedComponent = {
   id: string
   metadata?: Record<string, unknown>
   /** After a push: `{content_type, digest}`, the digest naming the component's wasm layer. */

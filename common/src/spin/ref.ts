@@ -4,7 +4,7 @@
 import { isDigest } from './digest.js'
 
 export type RegistryRef = { kind: 'registry'; registry: string; repository: string; tag: string | null; digest: string | null }
-export type LayoutRef = { kind: 'oci-layout'; dir: string; tag: string | null; digest: string | null }
+type LayoutRef = { kind: 'oci-layout'; dir: string; tag: string | null; digest: string | null }
 export type ArtifactRef = RegistryRef | LayoutRef
 
 const LAYOUT_PREFIX = 'oci-layout:'
