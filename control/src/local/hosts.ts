@@ -4,7 +4,7 @@
 // listens: until then the deployment is not ready, and after an unexpected exit it says so.
 import type { ChildProcess } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import type { Logger } from '../logger.js'
 import type { LogBuffer } from './log-buffer.js'
@@ -79,16 +79,17 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         listened()
         throw error
       }
-      const port = await freeLoopbackPort()
       mkdirSync(deps.dir, { recursive: true })
-      const child = startNode(main, ['--ref', image, '--port', String(port)], { cwd: deps.dir, env: childEnv(deps.env) })
+      // Port 0: the host picks a free one and names it in its first line, so no two can race for one.
+      const child = startNode(main, ['--ref', image, '--port', '0', '--host', '127.0.0.1', '--cache-dir', join(deps.dir, 'cache')], { cwd: deps.dir, env: childEnv(deps.env) })
       instance.child = child
-      logger.info({ appId: app.id, image, pid: child.pid, port }, 'local deployment starting')
+      logger.info({ appId: app.id, image, pid: child.pid }, 'local deployment starting')
       let pending = ''
       child.stdout?.on('data', (chunk: Buffer) => {
         log.write(chunk)
         if (instance.url !== null) return
-        pending += chunk.toString('utf8')
+        // Only the start of the output is searched: the line comes first, and memory stays bounded.
+        pending = (pending + chunk.toString('utf8')).slice(-64 * 1024)
         for (let newline = pending.indexOf('\n'); newline !== -1 && instance.url === null; newline = pending.indexOf('\n')) {
           const url = listeningUrl(pending.slice(0, newline))
           pending = pending.slice(newline + 1)
@@ -154,15 +155,4 @@ function listeningUrl (line: string): string | null {
   } catch {
     return null
   }
-}
-
-function freeLoopbackPort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
