@@ -120,7 +120,6 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
     })
     clearTimeout(timer)
     running.delete(buildId)
-    log.end()
     let message = ''
     try {
       message = readFileSync(terminationLog, 'utf8').trim()
@@ -144,6 +143,8 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
       outcome = { status: 'failed', error: error.length > MAX_ERROR_LENGTH ? '…' + error.slice(-MAX_ERROR_LENGTH) : error, log: text }
     }
     await end(buildId, outcome)
+    // Followers' streams end only now: whoever waited for the log to end can invoke at once.
+    log.end()
     logs.delete(buildId)
   }
 
