@@ -42,6 +42,8 @@ export type ControlConfig = {
   maxArchiveBytes: number // compressed upload and unpacked total of a source archive
   builderImages: Record<LanguageT, string> // '' : builds of that language answer 503
   imageRepository: string // where builders push, without trailing slash
+  imagePullRepository: string // where nodes pull those images from, when another name reaches the same registry
+  imagePullSecret: string // the SpinApps' imagePullSecrets entry
   buildTimeoutMs: number
   buildTtlMs: number
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
@@ -98,6 +100,12 @@ function parseLocalBuilds (text: string): number {
   const n = Number(text)
   if (!/^[0-9]+$/.test(text) || n < 1 || n > 64) throw new Error('expected an integer from 1 to 64')
   return n
+}
+
+// Secret names are RFC 1123 subdomains.
+function parseSecretName (text: string): string {
+  if (text !== '' && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(text)) throw new Error('expected a Kubernetes Secret name')
+  return text
 }
 
 // Kubernetes namespaces are RFC 1123 labels.
@@ -167,6 +175,8 @@ export const settings = [
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: "largest source: an upload's compressed bytes, and the files' total unpacked size" }),
   setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: '', parse: parseBuilderImages, help: 'builder image per language, go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE; building a language without one answers 503 naming this setting' }),
   setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to (registry.example.com/apps); the builder gets {this}/{app}:{build id}; empty: builds answer 503' }),
+  setting({ key: 'imagePullRepository', env: 'PLATFORM_IMAGE_PULL_REPOSITORY', flag: '--image-pull-repository', default: '', parse: parseImageRepository, help: "where the nodes pull built images from, when they reach the registry by another name than the builders (an in-cluster registry: its Service for builders, a NodePort on localhost for containerd); a SpinApp's image then starts with this instead of --image-repository. Empty: the same" }),
+  setting({ key: 'imagePullSecret', env: 'PLATFORM_IMAGE_PULL_SECRET', flag: '--image-pull-secret', default: '', parse: parseSecretName, help: "Secret (kubernetes.io/dockerconfigjson) the SpinApps' pods pull their image with; empty: none" }),
   setting({ key: 'buildTimeoutMs', env: 'PLATFORM_BUILD_TIMEOUT', flag: '--build-timeout', default: '15m', parse: parseSeconds, help: "the build Job's activeDeadlineSeconds; past it the build fails (DeadlineExceeded: ...)" }),
   setting({ key: 'buildTtlMs', env: 'PLATFORM_BUILD_TTL', flag: '--build-ttl', default: '1h', parse: parseSeconds, help: "the Job's ttlSecondsAfterFinished: how long a finished Job, its pod and Secret stay (the log stays in the database)" }),
   setting({ key: 'buildCpu', env: 'PLATFORM_BUILD_CPU', flag: '--build-cpu', default: '1', parse: parseQuantity, help: 'CPU request and limit of the build container (Kubernetes quantity)' }),
