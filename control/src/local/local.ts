@@ -45,7 +45,11 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
   const root = resolve(config.dataDir, 'runtime')
   mkdirSync(root, { recursive: true, mode: 0o700 })
   // Credentials for a configured registry, as the cluster mounts them for the builder.
-  const env: Record<string, string> = process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG }
+  const env: Record<string, string> = {
+    ...process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG },
+    // The builder's and the host's names for it.
+    ...config.registryInsecure ? { INSECURE_REGISTRY: 'true', SPIN_HOST_INSECURE_REGISTRY: 'true' } : {},
+  }
   const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
   const hosts = createLocalHosts({ logger, dir: join(root, 'hosts'), host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'), env })
   const builds = createLocalBuilds({
