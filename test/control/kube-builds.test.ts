@@ -276,9 +276,10 @@ t.test('a push Secret and a plain-HTTP registry: the Job mounts the credentials 
   const { control, fake } = await startClusterControl(t, 'pglite', { flags: ['--builder-push-secret', 'registry-push', '--registry-insecure'] })
   const app = await createApp(control, 'hello')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  const pod = (fake.get(JOBS, `build-${build.id}`)?.spec as { template: { spec: any } }).template.spec
-  t.match(pod.containers[0].env, [{ name: 'IMAGE_REF' }, { name: 'APPLICATION' }, { name: 'LANGUAGE' }, { name: 'BUILD_ID' }, { name: 'SOURCE_ARCHIVE' },
+  type PodSpec = { containers: Array<{ env: unknown[]; volumeMounts: unknown[] }>; volumes: unknown[] }
+  const pod = (fake.get(JOBS, `build-${build.id}`)?.spec as { template: { spec: PodSpec } }).template.spec
+  t.match(pod.containers[0]!.env, [{ name: 'IMAGE_REF' }, { name: 'APPLICATION' }, { name: 'LANGUAGE' }, { name: 'BUILD_ID' }, { name: 'SOURCE_ARCHIVE' },
     { name: 'DOCKER_CONFIG', value: '/workspace/docker' }, { name: 'INSECURE_REGISTRY', value: 'true' }])
-  t.same(pod.containers[0].volumeMounts[1], { name: 'docker-config', mountPath: '/workspace/docker', readOnly: true })
+  t.same(pod.containers[0]!.volumeMounts[1], { name: 'docker-config', mountPath: '/workspace/docker', readOnly: true })
   t.same(pod.volumes[1], { name: 'docker-config', secret: { secretName: 'registry-push', items: [{ key: '.dockerconfigjson', path: 'config.json' }] } })
 })
