@@ -111,7 +111,7 @@ async function buildComponent (request: BuildRequest, name: string, dir: string,
     entry = await findEntry(language, dir, displayPrefix)
     await checkPackageJson(dir, displayPrefix)
   }
-  const steps = buildSteps(language, dir, { toolchain: toolchain(), entry, displayPrefix })
+  const steps = buildSteps(language, dir, { toolchain: entry === '' ? null : toolchain(), entry, displayPrefix })
   for (const step of steps) {
     const result = await runStep(step, request.limits, request.log)
     if (!result.ok) throw new BuildFailure(`function ${name}: ${firstError(result.output) ?? result.reason}`)

@@ -33,10 +33,11 @@ t.test('each language\'s build steps', async (t) => {
     ['/usr/bin/node', '/b/js-bundle.js', 'src/index.ts', 'dist/bundle.js', 'functions/f/'],
     ['/usr/bin/node', '/b/j2w.js', '-i', 'dist/bundle.js', '-o', 'component.wasm'],
   ])
-  const [go] = buildSteps('go', '/w/functions/f', { toolchain, entry: '', displayPrefix: '' })
+  const [go] = buildSteps('go', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '' })
   t.same([go?.command, ...(go?.args ?? [])], ['tinygo', 'build', '-target=wasip1', '-gc=leaking', '-buildmode=c-shared', '-no-debug', '-o', 'component.wasm', '.'])
   t.equal(go?.env?.GOPROXY, 'off', 'go builds are offline')
-  const [rust] = buildSteps('rust', '/w/functions/f', { toolchain, entry: '', displayPrefix: '' })
+  const [rust] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '' })
+  t.throws(() => buildSteps('js', '/w', { toolchain: null, entry: 'src/index.js', displayPrefix: '' }), /js builds need the js toolchain/)
   t.same([rust?.command, ...(rust?.args ?? [])], ['cargo', 'build', '--target', 'wasm32-wasip2', '--release', '--offline'])
   t.equal(rustArtifact(templateFiles('rust', 'my-fn')['Cargo.toml'] as string), 'target/wasm32-wasip2/release/my_fn.wasm')
   t.throws(() => rustArtifact('[lib]\nname = "x"\n'), /no \[package\] name/)

@@ -77,7 +77,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.ok(secret, 'a Secret with the sources')
   t.same(secret.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Job', jobName, job.metadata.uid]], 'owned by the Job, so it goes with it')
   const files = await unpack(Buffer.from(secret.data['source.tar.gz'] as string, 'base64'))
-  t.same(Object.keys(files).sort(), ['functions/hello/go.mod', 'functions/hello/main.go', 'spin.toml'])
+  t.same(Object.keys(files).sort(), ['functions/api/go.mod', 'functions/api/main.go', 'functions/hello/go.mod', 'functions/hello/main.go', 'spin.toml'], 'a function added without uploading holds its template')
   t.equal(files['functions/hello/main.go'], 'package main\n')
   t.match(files['spin.toml'], /spin_manifest_version = 2/)
   t.match(files['spin.toml'], /\[\[trigger\.http\]\]\nroute = "\/api\/\.\.\."\ncomponent = "api"/)

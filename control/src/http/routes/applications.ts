@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { describeApplication, removeApplication } from '../../domain/applications.js'
 import { Application, ApplicationSummary } from '../../model/resources.js'
+import { templateFiles } from '../../../../builders/src/templates.js'
 import { createApplication, listApplications } from '../../store/applications.js'
 import type { RouteDeps } from '../route-deps.js'
 import { CreateApplication } from '../schemas/applications.js'
@@ -34,13 +35,13 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     schema: {
       tags: ['applications'],
       operationId: 'createApplication',
-      summary: 'Create an application and its first function (same name, route "/...")',
+      summary: 'Create an application and its first function (same name, route "/...", the language\'s hello-world source)',
       body: CreateApplication,
       response: { 201: Application, ...errors(400, 409, 413, 415) },
     },
   }, async (request, reply) => {
     reply.code(201)
-    return createApplication(db, request.body)
+    return createApplication(db, request.body, templateFiles)
   })
 
   app.delete('/applications/:appId', {
