@@ -30,11 +30,10 @@ async function buildAndWait (t: Test, control: TestControl, appId: string): Prom
   return build as Build
 }
 
+// A new application's first function starts as the language's hello-world: no upload.
 async function templateApp (control: TestControl, name: string, language: 'js' | 'ts'): Promise<{ id: string; fnId: string; fnName: string }> {
   const app = await createApp(control, name, { language })
   const fn = firstFunction(app)
-  const put = await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: templateFiles(language, fn.name) } })
-  if (put.status !== 200) throw new Error(`source: ${put.status} ${put.text}`)
   return { id: app.id, fnId: fn.id, fnName: fn.name }
 }
 
