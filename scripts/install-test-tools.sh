@@ -18,3 +18,11 @@ fi
 
 # Apart, because its packaged service must not start (see the script).
 scripts/install-prometheus.sh
+
+# The CNCF distribution registry (Debian's docker-registry) for the builder and host tests'
+# real OCI registry; its packaged service must not start either: the tests start their own.
+if ! command -v docker-registry >/dev/null; then
+  echo "install-test-tools: installing docker-registry with apt" >&2
+  source scripts/apt-install-quietly.sh
+  apt_install_quietly docker-registry
+fi

@@ -15,6 +15,9 @@ import { formatDuration, parseDuration } from '../../common/src/config/duration.
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 
+/** Where builds and deployments run: auto picks the cluster when one is configured or found, else this machine. */
+type RuntimeChoice = 'auto' | 'cluster' | 'local'
+
 /** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
 export type RequiredClaim = { name: string; value: string }
 
@@ -32,6 +35,8 @@ export type ControlConfig = {
   adminClaim: RequiredClaim | null // callers carrying it see and change every tenant
   readonlyClaim: RequiredClaim | null // callers carrying it (and not admin) may only read
   kubeconfig: string
+  runtime: RuntimeChoice
+  localBuilds: number // builds running at once on this machine (local runtime)
   namespace: string
   prometheusUrl: string // without trailing slash
   prometheusTimeoutMs: number // per query_range request, also sent to Prometheus as its own timeout
@@ -40,6 +45,10 @@ export type ControlConfig = {
   maxArchiveBytes: number // compressed upload and unpacked total of a source archive
   builderImages: Record<LanguageT, string> // '' : builds of that language answer 503
   imageRepository: string // where builders push, without trailing slash
+  imagePullRepository: string // where nodes pull those images from, when another name reaches the same registry
+  imagePullSecret: string // the SpinApps' imagePullSecrets entry
+  builderPushSecret: string // dockerconfigjson Secret mounted into build Jobs as $DOCKER_CONFIG
+  registryInsecure: boolean // the registry speaks plain HTTP
   buildTimeoutMs: number
   buildTtlMs: number
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
@@ -92,6 +101,23 @@ function parseBuilderImages (text: string): Record<LanguageT, string> {
     images[language as LanguageT] = image
   }
   return images
+}
+
+function parseRuntime (text: string): RuntimeChoice {
+  if (text !== 'auto' && text !== 'cluster' && text !== 'local') throw new Error('expected auto, cluster or local')
+  return text
+}
+
+function parseLocalBuilds (text: string): number {
+  const n = Number(text)
+  if (!/^[0-9]+$/.test(text) || n < 1 || n > 64) throw new Error('expected an integer from 1 to 64')
+  return n
+}
+
+// Secret names are RFC 1123 subdomains.
+function parseSecretName (text: string): string {
+  if (text !== '' && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(text)) throw new Error('expected a Kubernetes Secret name')
+  return text
 }
 
 // Kubernetes namespaces are RFC 1123 labels.
@@ -161,6 +187,8 @@ export const settings = [
   setting({ key: 'adminClaim', env: 'PLATFORM_ADMIN_CLAIM', flag: '--admin-claim', default: '', parse: parseRequiredClaim, help: 'claim=value of admins, who see and change the applications of every tenant and may create in any, e.g. groups=platform-admins; empty: no admins' }),
   setting({ key: 'readonlyClaim', env: 'PLATFORM_READONLY_CLAIM', flag: '--readonly-claim', default: '', parse: parseRequiredClaim, help: "claim=value of read-only callers: they read everything in their tenants (logs and metrics too) and get 403 on every write, invoke included; empty: none" }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
+  setting({ key: 'runtime', env: 'PLATFORM_RUNTIME', flag: '--runtime', default: 'auto', parse: parseRuntime, help: 'where builds and deployments run: cluster (Kubernetes with SpinKube), local (child processes on this machine, artifacts under the data directory), auto: the cluster when a kubeconfig or in-cluster account is found, else local' }),
+  setting({ key: 'localBuilds', env: 'PLATFORM_LOCAL_BUILDS', flag: '--local-builds', default: '2', parse: parseLocalBuilds, help: 'local runtime: builds running at once (a js build takes about 600 MB); more wait in order' }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
   setting({ key: 'prometheusTimeoutMs', env: 'PLATFORM_PROMETHEUS_TIMEOUT', flag: '--prometheus-timeout', default: '10s', parse: parseTimerDuration, help: 'how long one query_range may take (also sent to Prometheus as its timeout); then 503' }),
@@ -169,6 +197,10 @@ export const settings = [
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: "largest source: an upload's compressed bytes, and the files' total unpacked size" }),
   setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: '', parse: parseBuilderImages, help: 'builder image per language, go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE; building a language without one answers 503 naming this setting' }),
   setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to (registry.example.com/apps); the builder gets {this}/{app}:{build id}; empty: builds answer 503' }),
+  setting({ key: 'imagePullRepository', env: 'PLATFORM_IMAGE_PULL_REPOSITORY', flag: '--image-pull-repository', default: '', parse: parseImageRepository, help: "where the nodes pull built images from, when they reach the registry by another name than the builders (an in-cluster registry: its Service for builders, a NodePort on localhost for containerd); a SpinApp's image then starts with this instead of --image-repository. Empty: the same" }),
+  setting({ key: 'imagePullSecret', env: 'PLATFORM_IMAGE_PULL_SECRET', flag: '--image-pull-secret', default: '', parse: parseSecretName, help: "Secret (kubernetes.io/dockerconfigjson) the SpinApps' pods pull their image with; empty: none" }),
+  setting({ key: 'builderPushSecret', env: 'PLATFORM_BUILDER_PUSH_SECRET', flag: '--builder-push-secret', default: '', parse: parseSecretName, help: 'Secret (kubernetes.io/dockerconfigjson) with the credentials builders push with: mounted in every build Job as $DOCKER_CONFIG/config.json; empty: none' }),
+  setting({ key: 'registryInsecure', env: 'PLATFORM_REGISTRY_INSECURE', flag: '--registry-insecure', default: 'false', parse: parseBoolean, help: 'the registry of --image-repository speaks plain HTTP (an in-cluster registry behind its Service): builders and the local host get INSECURE_REGISTRY' }),
   setting({ key: 'buildTimeoutMs', env: 'PLATFORM_BUILD_TIMEOUT', flag: '--build-timeout', default: '15m', parse: parseSeconds, help: "the build Job's activeDeadlineSeconds; past it the build fails (DeadlineExceeded: ...)" }),
   setting({ key: 'buildTtlMs', env: 'PLATFORM_BUILD_TTL', flag: '--build-ttl', default: '1h', parse: parseSeconds, help: "the Job's ttlSecondsAfterFinished: how long a finished Job, its pod and Secret stay (the log stays in the database)" }),
   setting({ key: 'buildCpu', env: 'PLATFORM_BUILD_CPU', flag: '--build-cpu', default: '1', parse: parseQuantity, help: 'CPU request and limit of the build container (Kubernetes quantity)' }),

@@ -7,6 +7,8 @@ import type { Cluster } from './cluster/cluster.js'
 import { connectKube } from './cluster/kube.js'
 import { applySpinApp } from './cluster/spinapps.js'
 import type { ControlConfig } from './config.js'
+import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
+import { startLocalRuntime } from './local/local.js'
 import { buildApp } from './http/app.js'
 import { createDraining } from './http/draining.js'
 import type { AuthOptions, Authenticator } from './http/auth.js'
@@ -27,6 +29,8 @@ export type ControlServer = {
   metrics: ControlMetrics
   /** Null when no cluster is configured. */
   cluster: Cluster | null
+  /** The runtime on this machine: non-null exactly when there is no cluster and --runtime is not cluster. */
+  local: LocalRuntime | null
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
   /** Stop accepting, finish requests in flight, close the database. */
@@ -41,6 +45,8 @@ export type ServerDeps = {
   onBuildFinished?: (build: BuildT) => void
   /** Cluster client timings; tests shorten them. */
   cluster?: { retryMs?: number; pollMs?: number }
+  /** The local runtime's programs and toolchain check; tests replace them. */
+  local?: Pick<LocalRuntimeDeps, 'builderMain' | 'hostMain' | 'toolchains'>
 }
 
 export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -48,25 +54,29 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
   const db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, logger })
   let auth: Authenticator | null = null
   let cluster: Cluster | null = null
+  let local: LocalRuntime | null = null
   try {
     const applied = await migrate(db)
     logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
     auth = authenticatorFor(config, deps)
     const metrics = createControlMetrics()
     cluster = clusterFor(config, db, deps, metrics)
+    if (cluster === null && config.runtime !== 'cluster') local = await localFor(config, db, deps, metrics)
     const draining = createDraining()
-    const app = await buildApp(config, { db, logger, auth, metrics, cluster, draining })
+    const app = await buildApp(config, { db, logger, auth, metrics, cluster, local, draining })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
     logger.info({ host: config.addr.host || '*', port }, 'control plane listening')
     const authenticator = auth
     const running = cluster
+    const onMachine = local
     return {
       app,
       db,
       metrics,
       cluster,
+      local,
       port,
       async close () {
         // Unready first, still serving, so the load balancer stops sending before the listener closes.
@@ -77,6 +87,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
         }
         await app.close()
         await running?.watcher.close()
+        await onMachine?.close()
         authenticator?.close()
         await db.close()
         logger.info('control plane stopped')
@@ -85,6 +96,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
   } catch (error) {
     auth?.close()
     await cluster?.watcher.close()
+    await local?.close()
     await db.close().catch(() => {})
     throw error
   }
@@ -115,9 +127,10 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
 // interrupted. It never blocks the start: an unreachable cluster is retried in the background.
 function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Cluster | null {
   const { logger } = deps
-  const kube = connectKube(config)
+  const kube = config.runtime === 'local' ? null : connectKube(config)
   if (kube === null) {
-    logger.warn('no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig): builds, deploy, invoke and logs answer 503')
+    if (config.runtime === 'cluster') logger.warn('no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig) and --runtime cluster: builds, deploy, invoke and logs answer 503')
+    else if (config.runtime === 'auto') logger.info('no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig): builds and deployments run on this machine')
     return null
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
@@ -136,4 +149,17 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     },
   })
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }
+}
+
+function localFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Promise<LocalRuntime> {
+  return startLocalRuntime({
+    config,
+    db,
+    logger: deps.logger,
+    ...deps.local,
+    onBuildFinished (build) {
+      metrics.recordBuildFinished(build)
+      deps.onBuildFinished?.(build)
+    },
+  })
 }

@@ -91,7 +91,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
 })
 
 eachEngine(t, 'builds: list (newest first) and get read the database; the application shows them', async (t, engine) => {
-  const control = await startTestControl(t, engine)
+  const control = await startTestControl(t, engine, ['--dev-insecure-skip-auth', '--runtime', 'cluster'])
   const app = await createApp(control)
   t.same((await control.call('GET', `/applications/${app.id}/builds`)).body, [], 'none yet')
   const db = control.server.db
@@ -123,12 +123,12 @@ eachEngine(t, 'builds: list (newest first) and get read the database; the applic
   t.equal((await control.call('GET', `/applications/${other.id}/builds/${first.id}`)).status, 404, "a build is not found under another application's id")
 })
 
-eachEngine(t, 'cluster endpoints: their checks first (404, 400), then 503 "cluster not configured"', async (t, engine) => {
-  const control = await startTestControl(t, engine)
+eachEngine(t, 'cluster endpoints: their checks first (404, 400), then 503 "cluster not configured" naming the settings', async (t, engine) => {
+  const control = await startTestControl(t, engine, ['--dev-insecure-skip-auth', '--runtime', 'cluster'])
   const app = await createApp(control)
   const fn = firstFunction(app)
   const build = await createBuild(control.server.db, app.id)
-  const unavailable = { error: 'cluster not configured' }
+  const unavailable = { error: 'cluster not configured: set PLATFORM_KUBECONFIG (or run in a cluster), or PLATFORM_RUNTIME=local to build and run on this machine' }
   const invoke = { method: 'GET', path: '/hello?x=1', headers: { accept: ['text/plain'] }, body: '', bodyIsBase64: false }
   const cases: Array<[string, string, unknown?]> = [
     ['POST', `/applications/${app.id}/builds`],

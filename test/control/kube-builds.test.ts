@@ -77,7 +77,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.ok(secret, 'a Secret with the sources')
   t.same(secret.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Job', jobName, job.metadata.uid]], 'owned by the Job, so it goes with it')
   const files = await unpack(Buffer.from(secret.data['source.tar.gz'] as string, 'base64'))
-  t.same(Object.keys(files).sort(), ['functions/hello/go.mod', 'functions/hello/main.go', 'spin.toml'])
+  t.same(Object.keys(files).sort(), ['functions/api/go.mod', 'functions/api/main.go', 'functions/hello/go.mod', 'functions/hello/main.go', 'spin.toml'], 'a function added without uploading holds its template')
   t.equal(files['functions/hello/main.go'], 'package main\n')
   t.match(files['spin.toml'], /spin_manifest_version = 2/)
   t.match(files['spin.toml'], /\[\[trigger\.http\]\]\nroute = "\/api\/\.\.\."\ncomponent = "api"/)
@@ -255,10 +255,14 @@ eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; not
   t.notOk(control.logText().includes(fake.token), 'no token in the logs')
 })
 
-t.test('no cluster at all: the API starts, says so, and the cluster endpoints answer 503', async (t) => {
+t.test('no cluster at all: the API starts and says so; builds and deployments run on this machine unless --runtime cluster', async (t) => {
   const control = await startTestControl(t, 'pglite')
   t.equal(control.server.cluster, null)
-  t.ok(control.logs.some((l) => /no cluster configured/.test(String(l.msg))), 'a warning at start')
+  t.not(control.server.local, null)
+  t.ok(control.logs.some((l) => /no cluster configured.*builds and deployments run on this machine/.test(String(l.msg))), 'said at start')
+  const forced = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'cluster'])
+  t.equal(forced.server.local, null)
+  t.ok(forced.logs.some((l) => /no cluster configured.*--runtime cluster: builds, deploy, invoke and logs answer 503/.test(String(l.msg))), 'a warning at start')
 })
 
 t.test('a kubeconfig that cannot be read stops the start with a ConfigError (exit code 2)', async (t) => {
@@ -268,4 +272,16 @@ t.test('a kubeconfig that cannot be read stops the start with a ConfigError (exi
   writeFileSync(`${dir}/empty.yaml`, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n')
   await t.rejects(startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--kubeconfig', `${dir}/empty.yaml`]),
     { name: 'ConfigError', message: 'the kubeconfig has no current cluster' })
+})
+
+t.test('a push Secret and a plain-HTTP registry: the Job mounts the credentials as $DOCKER_CONFIG/config.json and says INSECURE_REGISTRY', async (t) => {
+  const { control, fake } = await startClusterControl(t, 'pglite', { flags: ['--builder-push-secret', 'registry-push', '--registry-insecure'] })
+  const app = await createApp(control, 'hello')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  type PodSpec = { containers: Array<{ env: unknown[]; volumeMounts: unknown[] }>; volumes: unknown[] }
+  const pod = (fake.get(JOBS, `build-${build.id}`)?.spec as { template: { spec: PodSpec } }).template.spec
+  t.match(pod.containers[0]!.env, [{ name: 'IMAGE_REF' }, { name: 'APPLICATION' }, { name: 'LANGUAGE' }, { name: 'BUILD_ID' }, { name: 'SOURCE_ARCHIVE' },
+    { name: 'DOCKER_CONFIG', value: '/workspace/docker' }, { name: 'INSECURE_REGISTRY', value: 'true' }])
+  t.same(pod.containers[0]!.volumeMounts[1], { name: 'docker-config', mountPath: '/workspace/docker', readOnly: true })
+  t.same(pod.volumes[1], { name: 'docker-config', secret: { secretName: 'registry-push', items: [{ key: '.dockerconfigjson', path: 'config.json' }] } })
 })

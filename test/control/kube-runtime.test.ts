@@ -67,6 +67,17 @@ async function getDeployment (control: TestControl, appId: string): Promise<Depl
   return ((await control.call('GET', `/applications/${appId}`)).body as { deployment: Deployment | null }).deployment
 }
 
+t.test('an in-cluster registry: the SpinApp pulls the pushed digest by the nodes\' name for the registry, with the pull Secret', async (t) => {
+  const cluster = await startClusterControl(t, 'pglite', { flags: ['--image-pull-repository', 'localhost:30500/apps', '--image-pull-secret', 'registry-pull'] })
+  await deployed(cluster)
+  t.same(cluster.fake.get(SPINAPPS, 'hello')?.spec, {
+    image: `localhost:30500/apps/hello@sha256:${'b'.repeat(64)}`,
+    executor: 'containerd-shim-spin',
+    replicas: 1,
+    imagePullSecrets: [{ name: 'registry-pull' }],
+  })
+})
+
 eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; deploy re-applies the latest image', async (t, engine) => {
   const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--replicas', '2'] })
   const { control, fake } = cluster

@@ -12,13 +12,15 @@ const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
 // What each layer may import from control/src, besides its own folder.
 const ALLOWED: Record<string, readonly string[]> = {
   'main.ts': ['server.ts', 'config.ts', 'errors.ts', 'logger.ts'],
-  'server.ts': ['http', 'domain', 'store', 'cluster', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  http: ['domain', 'store', 'cluster', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  domain: ['store', 'cluster', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  'server.ts': ['http', 'domain', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  http: ['domain', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  domain: ['store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
   // The lower layers may use each other (a build Job packs an archive, the build watcher
   // records outcomes), never a layer above.
   store: ['source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
   cluster: ['store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  // The runtime on this machine stands beside the cluster: neither knows the other.
+  local: ['store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
   source: ['model', 'errors.ts'],
   metrics: ['model', 'config.ts', 'errors.ts', 'logger.ts'],
   model: [],
@@ -60,6 +62,7 @@ t.test('the check catches an upward import and a route importing a route', async
   t.equal(violation('config.ts', 'http/schemas/params.ts'), 'config.ts (config.ts) imports http/schemas/params.ts (http): against the direction')
   t.equal(violation('http/routes/sources.ts', 'http/routes/functions.ts'), 'http/routes/sources.ts imports another route module, http/routes/functions.ts')
   t.equal(violation('http/routes/builds.ts', 'domain/builds.ts'), null)
+  t.equal(violation('local/builds.ts', 'cluster/build-jobs.ts'), 'local/builds.ts (local) imports cluster/build-jobs.ts (cluster): against the direction')
   t.same(importsOf('http/routes/x.ts', "import type { A } from '../route-deps.js'\nconst m = await import('../../store/db.js')\n"), ['http/route-deps.ts', 'store/db.ts'])
 })
 

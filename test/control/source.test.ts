@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import type { Test } from 'tap'
+import { templateFiles } from '../../builders/src/templates.js'
 import { countedStream, filesOf, gnuTarOf, tarOf, tgzOf } from '../fixtures/tarballs.js'
 import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from '../helpers/control.js'
 import type { Reply, TestControl } from '../helpers/control.js'
@@ -31,12 +32,13 @@ function upload (control: TestControl, base: string, archive: Buffer, how: 'mult
   return control.call('POST', `${base}/source.tar.gz`, { body: form })
 }
 
-eachEngine(t, 'a new function has an empty source; PUT replaces the whole map at once', async (t, engine) => {
+eachEngine(t, "a new application's first function has its language's hello-world source; PUT replaces the whole map at once", async (t, engine) => {
   const { control, base } = await setup(t, engine)
   const fresh = await control.call('GET', `${base}/source`)
   t.equal(fresh.status, 200)
   const empty = fresh.body as Source
-  t.same(empty.files, {}, 'no files yet')
+  t.same(empty.files, templateFiles('go', 'hello'), 'the go template, named after the function')
+  t.match(empty.files['main.go'], /hello from hello/)
   t.match(empty.updatedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'updatedAt is ISO 8601 in UTC')
 
   const first = await control.call('PUT', `${base}/source`, { json: { files: { 'main.go': 'package main\n', 'go.mod': 'module hello\n' } } })
@@ -54,6 +56,16 @@ eachEngine(t, 'a new function has an empty source; PUT replaces the whole map at
 
   const unicode = { 'docs/ünïcødé.md': '✓ — 日本語 🎉\n', 'a b/c.txt': 'spaces are fine', '.hidden/.env': 'X=1', 'x.': 'a trailing dot', '...': 'three dots is a name' }
   t.same(((await control.call('PUT', `${base}/source`, { json: { files: unicode } })).body as Source).files, unicode, 'unicode, spaces, dot files')
+})
+
+eachEngine(t, "an added function gets its application's template, named after it", async (t, engine) => {
+  const control = await startTestControl(t, engine)
+  const app = await createApp(control, 'shop', { language: 'ts' })
+  const added = await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'cart' } })
+  t.equal(added.status, 201)
+  const source = (await control.call('GET', `/applications/${app.id}/functions/${(added.body as { id: string }).id}/source`)).body as Source
+  t.same(source.files, templateFiles('ts', 'cart'))
+  t.match(source.files['src/index.ts'], /hello from cart/)
 })
 
 eachEngine(t, 'concurrent PUTs: the stored map is one of them, never a mix', async (t, engine) => {
@@ -141,7 +153,7 @@ eachEngine(t, 'source limits: 413 past the file count, the total size and the JS
   const huge = await hugeControl.call('PUT', `${hugeBase}/source`, { json: { files: { big: 'x'.repeat(1024 * 1024) } } })
   t.equal(huge.status, 413, 'a JSON body past 1 MiB')
   t.same(huge.body, { error: 'request body too large: at most 1048576 bytes' })
-  t.same(((await hugeControl.call('GET', `${hugeBase}/source`)).body as Source).files, {}, 'nothing was stored')
+  t.same(((await hugeControl.call('GET', `${hugeBase}/source`)).body as Source).files, templateFiles('go', 'hello'), 'nothing was stored')
 
 })
 
@@ -158,6 +170,7 @@ eachEngine(t, 'download: application/gzip, a tar of the files that GNU tar and t
   t.same(await filesOf(archive), files)
 
   const empty = await setup(t, engine)
+  await empty.control.call('PUT', `${empty.base}/source`, { json: { files: {} } })
   t.same(await filesOf((await empty.control.call('GET', `${empty.base}/source.tar.gz`)).body as Buffer), {}, 'an empty source is an empty archive')
   t.equal((await control.call('GET', `${base.replace(/functions\/.*/, 'functions/00000000-0000-4000-8000-000000000000')}/source.tar.gz`)).status, 404, 'unknown function')
 })

@@ -16,13 +16,14 @@ import { startTestControl } from '../helpers/control.js'
 import { buildKustomization } from '../helpers/manifests.js'
 import type { Build, Manifest } from '../helpers/manifests.js'
 import { startTestRelay } from '../helpers/relay.js'
+import { startRegistry } from '../helpers/registry.js'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
 const deploy = join(repo, 'deploy')
 
-const KUSTOMIZATIONS = ['base', 'overlays/production']
+const KUSTOMIZATIONS = ['base', 'overlays/production', 'overlays/registry']
 const ALLOWED_KINDS: Record<string, string[]> = {
-  v1: ['Namespace', 'Service', 'ServiceAccount', 'ConfigMap', 'Secret'],
+  v1: ['Namespace', 'Service', 'ServiceAccount', 'ConfigMap', 'Secret', 'PersistentVolumeClaim'],
   'apps/v1': ['Deployment', 'StatefulSet'],
   'policy/v1': ['PodDisruptionBudget'],
   'rbac.authorization.k8s.io/v1': ['Role', 'RoleBinding'],
@@ -34,7 +35,9 @@ const OPERATOR_SECRETS = ['control-database']
 // Stand-ins for what the kubelet fills in, to run the settings parsers on a container's env.
 const SECRET_VALUES: Record<string, string> = { 'control-database/url': 'postgres://user:password@db.example.com:5432/platform' }
 
-type Process = { dockerfile: string; addressOf: (args: string[], env: Record<string, string>) => number; publicBaseUrl?: (args: string[], env: Record<string, string>) => string }
+// A process of ours names its Dockerfile (its uid and EXPOSE are checked against it); a
+// third-party image names the uid the manifest must run it as.
+type Process = { dockerfile?: string; uid?: number; addressOf: (args: string[], env: Record<string, string>) => number; publicBaseUrl?: (args: string[], env: Record<string, string>) => string }
 // Which process a container runs, by container name.
 const PROCESSES: Record<string, Process> = {
   relay: {
@@ -43,6 +46,8 @@ const PROCESSES: Record<string, Process> = {
     publicBaseUrl: (args, env) => parseRelayConfig(args, env).publicBaseUrl,
   },
   control: { dockerfile: 'Dockerfile.control', addressOf: (args, env) => parseControlConfig(args, env).addr.port },
+  // The distribution registry of overlays/registry: REGISTRY_HTTP_ADDR is host:port or :port.
+  registry: { uid: 65534, addressOf: (_args, env) => Number(/:([0-9]+)$/.exec(env.REGISTRY_HTTP_ADDR ?? '')?.[1] ?? 5000) },
 }
 
 const builds = new Map<string, Build>(KUSTOMIZATIONS.map((dir) => [dir, buildKustomization(deploy, join(deploy, dir))]))
@@ -215,11 +220,11 @@ t.test('probes and ports: on the port each process listens on, per its ConfigMap
         const process = PROCESSES[container.name]
         if (!t.ok(process, `${dir}: container ${container.name} runs a known process`)) continue
         const ports = container.ports ?? []
-        const dockerfile = readFileSync(join(repo, process!.dockerfile), 'utf8')
+        const dockerfile = process!.dockerfile === undefined ? null : readFileSync(join(repo, process!.dockerfile), 'utf8')
         for (const pod of podNames(workload)) {
           const listens = process!.addressOf(container.args ?? [], containerEnv(build, workload, container, pod))
           t.ok(ports.some((p: any) => p.containerPort === listens), `${dir}: ${pod} listens on ${listens}, a declared containerPort`)
-          t.match(dockerfile, new RegExp(`^EXPOSE ${listens}$`, 'm'), `${dir}: ${process!.dockerfile} exposes ${listens} too`)
+          if (dockerfile !== null) t.match(dockerfile, new RegExp(`^EXPOSE ${listens}$`, 'm'), `${dir}: ${process!.dockerfile} exposes ${listens} too`)
         }
         const listens = process!.addressOf(container.args ?? [], containerEnv(build, workload, container, podNames(workload)[0]!))
         for (const kind of ['readinessProbe', 'livenessProbe']) {
@@ -248,7 +253,8 @@ t.test('probes and ports: on the port each process listens on, per its ConfigMap
 t.test('every probed or scraped path answers 200 from the real process', async (t) => {
   const relay = await startTestRelay(t)
   const control = await startTestControl(t, 'pglite')
-  const bases: Record<string, string> = { relay: relay.http, control: control.url }
+  const registry = await startRegistry(t, { auth: true })
+  const bases: Record<string, string> = { relay: relay.http, control: control.url, registry: registry.url }
   const seen = new Set<string>()
   for (const { process, path, what } of probed) {
     const key = `${process} ${path}`
@@ -270,7 +276,8 @@ t.test('securityContext: non-root as the image\'s uid, read-only root, no privil
       t.equal(pod.securityContext?.seccompProfile?.type, 'RuntimeDefault', `${name}: seccomp RuntimeDefault`)
       for (const container of pod.containers) {
         const process = PROCESSES[container.name]!
-        t.equal(pod.securityContext?.runAsUser ?? container.securityContext?.runAsUser, dockerfileUser(process.dockerfile), `${name}: runs as the uid ${process.dockerfile} sets`)
+        const uid = process.dockerfile === undefined ? process.uid : dockerfileUser(process.dockerfile)
+        t.equal(pod.securityContext?.runAsUser ?? container.securityContext?.runAsUser, uid, `${name}: runs as uid ${uid} (${process.dockerfile ?? 'the non-root uid chosen for the image'})`)
         t.match(container.securityContext, { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } }, `${name}/${container.name}: restrictive securityContext`)
         t.notOk(container.securityContext?.privileged || container.securityContext?.capabilities?.add?.length, `${name}/${container.name}: not privileged, adds no capability`)
         const tmp = container.volumeMounts?.find((mount: any) => mount.mountPath === '/tmp')
@@ -305,4 +312,30 @@ t.test('the relay: shutdown fits the grace period, one public base URL per pod, 
       t.same(pods.map((labels) => labels['statefulset.kubernetes.io/pod-name']), [`relay-${ordinal}`], `${dir}: ${url.host}/relay/ reaches pod relay-${ordinal} and no other`)
     })
   }
+})
+
+t.test('overlays/registry: the control plane pushes to the registry by its Service, SpinApps pull it through the NodePort, the Secrets are documented', async (t) => {
+  const build = builds.get('overlays/registry')!
+  const control = build.manifests.find((m) => m.kind === 'Deployment' && m.metadata.name === 'control-plane')!
+  const config = parseControlConfig([], containerEnv(build, control, containers(control)[0], 'control-plane-abc12'))
+  const service = build.manifests.find((m) => m.kind === 'Service' && m.metadata.name === 'registry')!
+  const registry = selectedWorkloads(build, service.spec.selector)
+  t.same(registry.map((w) => w.metadata.name), ['registry'], 'the registry Service selects the registry pods')
+  const port = service.spec.ports[0]
+  t.equal(config.imageRepository, `registry.${service.metadata.namespace}.svc.cluster.local:${port.port}/apps`, 'builders push to the Service')
+  t.equal(config.imagePullRepository, `localhost:${port.nodePort}/apps`, "the nodes' containerd pulls through the NodePort")
+  t.equal(config.registryInsecure, true, 'plain HTTP inside the cluster')
+  t.equal(config.builderPushSecret, 'registry-credentials')
+  t.equal(config.imagePullSecret, 'registry-credentials')
+  const container = containers(registry[0]!)[0]
+  const env = containerEnv(build, registry[0]!, container, 'registry-abc12')
+  const authDir = (env.REGISTRY_AUTH_HTPASSWD_PATH ?? '').replace(/\/[^/]+$/, '')
+  const mount = container.volumeMounts.find((m: any) => m.mountPath === authDir)
+  t.match(registry[0]!.spec.template.spec.volumes.find((v: any) => v.name === mount?.name), { secret: { secretName: 'registry-htpasswd' } }, 'htpasswd from its Secret')
+  t.equal(env.REGISTRY_AUTH, 'htpasswd')
+  const storage = container.volumeMounts.find((m: any) => m.mountPath === env.REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY)
+  const claim = registry[0]!.spec.template.spec.volumes.find((v: any) => v.name === storage?.name)?.persistentVolumeClaim?.claimName
+  t.ok(build.manifests.some((m) => m.kind === 'PersistentVolumeClaim' && m.metadata.name === claim), 'images on the PersistentVolumeClaim')
+  const docs = readFileSync(join(repo, 'docs', 'control-plane.md'), 'utf8')
+  for (const secret of ['registry-htpasswd', 'registry-credentials', 'control-database']) t.ok(docs.includes(`create secret generic ${secret}`), `docs/control-plane.md says how to create ${secret}`)
 })

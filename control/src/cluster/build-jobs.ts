@@ -15,6 +15,7 @@ export const APPLICATION_LABEL = 'platform.wasmkube.dev/application'
 export const BUILD_LABEL = 'platform.wasmkube.dev/build'
 export const BUILD_CONTAINER = 'build'
 const SOURCE_ARCHIVE = 'source.tar.gz'
+const DOCKER_CONFIG_DIR = '/workspace/docker'
 
 // A Secret holds at most 1 MiB; the rest of the object needs a little of it.
 export const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
@@ -85,13 +86,22 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
               { name: 'LANGUAGE', value: app.language },
               { name: 'BUILD_ID', value: buildId },
               { name: 'SOURCE_ARCHIVE', value: `/workspace/source/${SOURCE_ARCHIVE}` },
+              ...config.builderPushSecret !== '' ? [{ name: 'DOCKER_CONFIG', value: DOCKER_CONFIG_DIR }] : [],
+              ...config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : [],
             ],
-            volumeMounts: [{ name: 'source', mountPath: '/workspace/source', readOnly: true }],
+            volumeMounts: [
+              { name: 'source', mountPath: '/workspace/source', readOnly: true },
+              ...config.builderPushSecret !== '' ? [{ name: 'docker-config', mountPath: DOCKER_CONFIG_DIR, readOnly: true }] : [],
+            ],
             resources: { requests: resources, limits: resources },
             // The builder's last words when it writes none itself: a failed build then still says why.
             terminationMessagePolicy: 'FallbackToLogsOnError',
           }],
-          volumes: [{ name: 'source', secret: { secretName: name } }],
+          volumes: [
+            { name: 'source', secret: { secretName: name } },
+            // The push credentials as a Docker config.json, from the same kind of Secret pods pull with.
+            ...config.builderPushSecret !== '' ? [{ name: 'docker-config', secret: { secretName: config.builderPushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }] : [],
+          ],
         },
       },
     },

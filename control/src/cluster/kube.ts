@@ -140,7 +140,7 @@ export function spinAppCrdMissing (): UnavailableError {
 }
 
 export function clusterNotConfigured (): UnavailableError {
-  return new UnavailableError('cluster not configured')
+  return new UnavailableError('cluster not configured: set PLATFORM_KUBECONFIG (or run in a cluster), or PLATFORM_RUNTIME=local to build and run on this machine')
 }
 
 /** The HTTP status of a failed cluster call, or null when it never got an answer. */

@@ -24,12 +24,24 @@ type SpinApp = {
   status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> }
 }
 
+/** The pushed image as the nodes reach it: the push repository swapped for the pull one, when one is set. */
+function pulledImage (config: ControlConfig, image: string): string {
+  const pushed = `${config.imageRepository}/`
+  if (config.imagePullRepository === '' || config.imageRepository === '' || !image.startsWith(pushed)) return image
+  return `${config.imagePullRepository}/${image.slice(pushed.length)}`
+}
+
 function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
   return {
     apiVersion: `${GROUP}/${VERSION}`,
     kind: 'SpinApp',
     metadata: { name: app.name, labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id } },
-    spec: { image, executor: 'containerd-shim-spin', replicas: config.replicas },
+    spec: {
+      image: pulledImage(config, image),
+      executor: 'containerd-shim-spin',
+      replicas: config.replicas,
+      ...(config.imagePullSecret !== '' ? { imagePullSecrets: [{ name: config.imagePullSecret }] } : {}),
+    },
   }
 }
 

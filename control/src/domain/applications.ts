@@ -5,17 +5,24 @@ import type { Cluster } from '../cluster/cluster.js'
 import { deleteSpinApp, readDeployment } from '../cluster/spinapps.js'
 import type { ControlConfig } from '../config.js'
 import type { ApplicationT } from '../model/resources.js'
+import type { DeploymentT } from '../cluster/spinapps.js'
 import { deleteApplication, findApplication, getApplication } from '../store/applications.js'
 import { hasBuilds, latestImage } from '../store/builds.js'
 import type { Database } from '../store/db.js'
+import type { LocalRuntime } from '../local/local.js'
+import type { DeploymentStatus } from '../local/hosts.js'
 import { applicationNotFound } from './not-found.js'
 
-export type ApplicationDeps = { db: Database; config: ControlConfig; cluster: Cluster | null }
+export type ApplicationDeps = { db: Database; config: ControlConfig; cluster: Cluster | null; local?: LocalRuntime | null | undefined }
 
 /** The application with its functions, builds and, once it has a successful build, its deployment. */
-export async function describeApplication ({ db, config, cluster }: ApplicationDeps, appId: string): Promise<ApplicationT> {
+export async function describeApplication ({ db, config, cluster, local }: ApplicationDeps, appId: string): Promise<ApplicationT> {
   const application = await getApplication(db, appId)
   if (application === null) throw applicationNotFound()
+  if (cluster === null && local != null) {
+    const image = await latestImage(db, application.id)
+    return image === null ? application : { ...application, deployment: localDeployment(application.name, image, local.hosts.status(application.id)) }
+  }
   // Nothing can be deployed without a cluster, so there is no deployment to show.
   const image = cluster === null ? null : await latestImage(db, application.id)
   if (cluster === null || image === null) return application
@@ -23,9 +30,10 @@ export async function describeApplication ({ db, config, cluster }: ApplicationD
 }
 
 /** The application, its rows and what it has in the cluster (SpinApp, build Jobs and Secrets). */
-export async function removeApplication ({ db, cluster }: ApplicationDeps, appId: string): Promise<void> {
+export async function removeApplication ({ db, cluster, local }: ApplicationDeps, appId: string): Promise<void> {
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
+  await local?.hosts.remove(application.id)
   // The cluster first: if it refuses, the application stays and the caller can try again,
   // rather than leaving a running deployment nobody can reach through this API.
   if (cluster !== null && await hasBuilds(db, application.id)) {
@@ -33,4 +41,19 @@ export async function removeApplication ({ db, cluster }: ApplicationDeps, appId
     await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
   }
   if (!await deleteApplication(db, application.id)) throw applicationNotFound()
+}
+
+/** A local deployment in the API's shape: one replica, its loopback URL, no namespace or public URL. */
+function localDeployment (name: string, image: string, status: DeploymentStatus | null): DeploymentT {
+  return {
+    image: status?.image ?? image,
+    replicas: 1,
+    observedReplicas: status?.running === true ? 1 : 0,
+    ready: status?.ready ?? false,
+    namespace: '',
+    serviceName: name,
+    internalUrl: status?.url ?? '',
+    publicUrl: null,
+    message: status?.message ?? 'not running: POST deploy starts it',
+  }
 }

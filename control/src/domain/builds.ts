@@ -2,7 +2,7 @@
 // a pending row, then the Job) and finding its log, from the database once it has finished,
 // else from its pod while it runs.
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
 import type { BuildApplication } from '../cluster/build-jobs.js'
 import { BUILD_LABEL, createBuildJob, MAX_BUILD_ARCHIVE_BYTES, spinManifest } from '../cluster/build-jobs.js'
 import { MAX_STORED_LOG_BYTES } from '../cluster/build-watcher.js'
@@ -16,9 +16,10 @@ import { packArchive } from '../source/archive.js'
 import { createBuild, deleteBuild, getBuild, markJobCreated, storedBuildLog } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { functionSources } from '../store/sources.js'
+import type { LocalRuntime } from '../local/local.js'
 import { applicationNotFound, buildNotFound } from './not-found.js'
 
-export type BuildDeps = { db: Database; config: ControlConfig; cluster: Cluster }
+export type BuildDeps = { db: Database; config: ControlConfig; cluster: Cluster | null; local?: LocalRuntime | null | undefined }
 
 /** Why this configuration cannot build `language`, or null. */
 function cannotBuild (config: ControlConfig, language: LanguageT): UnavailableError | null {
@@ -37,8 +38,22 @@ async function buildArchive (db: Database, app: BuildApplication): Promise<Buffe
   return packArchive(files, new Date(0))
 }
 
-/** A pending build of the application's current source, its Job created; refused with the reason otherwise. */
-export async function startBuild ({ db, config, cluster }: BuildDeps, application: BuildApplication): Promise<BuildT> {
+/** A pending build of the application's current source, its Job created or its local run queued; refused with the reason otherwise. */
+export async function startBuild ({ db, config, cluster, local }: BuildDeps, application: BuildApplication): Promise<BuildT> {
+  if (cluster !== null) return startClusterBuild({ db, config, cluster }, application)
+  if (local == null) throw clusterNotConfigured()
+  const missing = await local.cannotBuild(application.language)
+  if (missing !== null) throw new UnavailableError(missing)
+  local.builder()
+  const archive = await buildArchive(db, application)
+  const id = randomUUID()
+  const build = await createBuild(db, application.id, id)
+  if (build === null) throw applicationNotFound()
+  local.builds.start(application, id, local.imageRefFor(application, id), archive)
+  return build
+}
+
+async function startClusterBuild ({ db, config, cluster }: { db: Database; config: ControlConfig; cluster: Cluster }, application: BuildApplication): Promise<BuildT> {
   const refusal = cannotBuild(config, application.language)
   if (refusal !== null) throw refusal
   const archive = await buildArchive(db, application)
@@ -62,10 +77,10 @@ export async function startBuild ({ db, config, cluster }: BuildDeps, applicatio
 }
 
 /** Where a build's log is now: all of it as text, a stream from its running pod, or not yet anywhere. */
-export type BuildLog = { kind: 'text'; text: string } | { kind: 'stream'; upstream: IncomingMessage } | { kind: 'not-started' }
+export type BuildLog = { kind: 'text'; text: string } | { kind: 'stream'; upstream: Readable } | { kind: 'not-started' }
 
 export async function findBuildLog (
-  { db, cluster }: { db: Database; cluster: Cluster | null },
+  { db, cluster, local }: { db: Database; cluster: Cluster | null; local?: LocalRuntime | null | undefined },
   appId: string,
   buildId: string,
   options: { follow: boolean; signal: AbortSignal },
@@ -76,6 +91,14 @@ export async function findBuildLog (
   if (finished) {
     const stored = await storedBuildLog(db, buildId)
     if (stored !== undefined) return { kind: 'text', text: stored }
+  }
+  if (cluster === null && local != null) {
+    const live = local.builds.log(buildId, options)
+    if (live !== null) return { kind: 'stream', upstream: live }
+    // It ended between the two reads: its log is in the database now.
+    const stored = await storedBuildLog(db, buildId)
+    if (stored !== undefined) return { kind: 'text', text: stored }
+    throw new NotFoundError(finished ? 'no log was kept: the build ended before its builder ran' : 'no log: this build is not running on this machine')
   }
   if (cluster === null) throw finished ? logGone() : clusterNotConfigured()
   const [pod] = await listPods(cluster.kube, `${BUILD_LABEL}=${buildId}`)

@@ -90,7 +90,15 @@ function encodeBody (body: Buffer, contentType: string | undefined): { body: str
   return { body: body.toString('base64'), bodyIsBase64: true }
 }
 
-export type InvokeTarget = { kube: Kube; serviceName: string; timeoutMs: number }
+/** The application's Service through the cluster, or a URL that answers for it directly (a local deployment). */
+type ServiceTarget = { kube: Kube; serviceName: string; timeoutMs: number }
+export type InvokeTarget = ServiceTarget | { url: string; timeoutMs: number }
+
+/** Where to send the request straight to, or null when it goes through the API server's service proxy. */
+function directUrlOf (target: InvokeTarget): string | null {
+  if ('url' in target) return target.url
+  return target.kube.inCluster ? target.kube.serviceUrl(target.serviceName) : null
+}
 
 /** An invoke request checked (400, 413) and ready to send; `path` is rebuilt from checked parts. */
 export type PreparedInvoke = { method: string; path: string; headers: Record<string, string[]>; body: Buffer }
@@ -107,8 +115,7 @@ export function prepareInvoke (request: InvokeRequestT, route: string): Prepared
 
 export async function invoke (target: InvokeTarget, request: PreparedInvoke): Promise<InvokeResultT> {
   const { headers, body } = request
-
-  const { kube } = target
+  const directUrl = directUrlOf(target)
   const started = performance.now()
   const abort = new AbortController()
   const timer = setTimeout(() => abort.abort(), target.timeoutMs)
@@ -124,16 +131,17 @@ export async function invoke (target: InvokeTarget, request: PreparedInvoke): Pr
   try {
     let answer: IncomingMessage
     try {
-      if (kube.inCluster) {
-        answer = await direct(kube.serviceUrl(target.serviceName), request, abort.signal)
+      if (directUrl !== null) {
+        answer = await direct(directUrl, request, abort.signal)
       } else {
-        const proxy = `/api/v1/namespaces/${encodeURIComponent(kube.namespace)}/services/${encodeURIComponent(target.serviceName)}/proxy`
+        const { kube, serviceName } = target as ServiceTarget
+        const proxy = `/api/v1/namespaces/${encodeURIComponent(kube.namespace)}/services/${encodeURIComponent(serviceName)}/proxy`
         answer = await kube.request(request.method, proxy + request.path, { headers, body, signal: abort.signal, within: proxy + '/' })
       }
     } catch (error) {
       if (error instanceof ApiError) throw error
       if (abort.signal.aborted) return timedOut()
-      if (kube.inCluster) throw new UnavailableError('application unreachable')
+      if (directUrl !== null) throw new UnavailableError('application unreachable')
       throw clusterError(error, `${proxyVerb(request.method)} services/proxy`)
     }
     let captured: { bytes: Buffer; truncated: boolean }
@@ -144,7 +152,7 @@ export async function invoke (target: InvokeTarget, request: PreparedInvoke): Pr
       throw new UnavailableError('application unreachable: the answer broke off')
     }
     const status = answer.statusCode ?? 502
-    if (!kube.inCluster) refuseApiServerStatus(status, answer.headers['content-type'], captured.bytes, request.method)
+    if (directUrl === null) refuseApiServerStatus(status, answer.headers['content-type'], captured.bytes, request.method)
     const responseHeaders: Record<string, string[]> = {}
     for (let i = 0; i < answer.rawHeaders.length; i += 2) {
       const name = (answer.rawHeaders[i] as string).toLowerCase()

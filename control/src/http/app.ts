@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Cluster } from '../cluster/cluster.js'
+import type { LocalRuntime } from '../local/local.js'
 import type { ControlConfig } from '../config.js'
 import { authorize } from '../domain/access.js'
 import type { Logger } from '../logger.js'
@@ -42,6 +43,8 @@ export type ControlDeps = {
   cluster?: Cluster | null
   /** Set by whoever stops the process; a fresh one (never draining) when absent. */
   draining?: Draining
+  /** The runtime on this machine, when there is no cluster. */
+  local?: LocalRuntime | null
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -145,7 +148,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
         const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
         tenants.set(request, tenant)
       })
-      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, draining }
+      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, local: deps.local ?? null, draining }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)
       await secured.register(sourceRoutes, routeDeps)

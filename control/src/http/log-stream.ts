@@ -1,12 +1,12 @@
 // Sending a log stream from the cluster as a text/plain answer: the upstream request ends
 // when the caller goes away, so a disconnected follower holds nothing open in the cluster.
 // When the process stops, each answer ends cleanly (its last chunk sent) rather than cut.
-import type { IncomingMessage } from 'node:http'
 import { PassThrough } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { FastifyReply } from 'fastify'
 import type { Draining } from './draining.js'
 
-export function sendLogStream (reply: FastifyReply, upstream: IncomingMessage, abort: AbortController, draining: Draining): FastifyReply {
+export function sendLogStream (reply: FastifyReply, upstream: Readable, abort: AbortController, draining: Draining): FastifyReply {
   // Through a stream of our own, so it can be ended while the cluster's goes on.
   const body = new PassThrough()
   upstream.on('error', (error) => body.destroy(error))

@@ -1,5 +1,5 @@
 // Applications in the database. Creating one also creates its first function (named after it,
-// route "/...") with an empty source, in the same transaction; deleting one removes its
+// route "/...") with the source the caller scaffolds (empty without one), in the same transaction; deleting one removes its
 // functions, sources and builds through the foreign keys' ON DELETE CASCADE, in one statement.
 // Names are unique per tenant; the name in the cluster (SpinApp, Service, pod label, image)
 // is unique across all of them, so one tenant's can never be taken for another's.
@@ -9,6 +9,7 @@ import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from '../
 import { listBuilds } from './builds.js'
 import type { Database } from './db.js'
 import { iso, isUniqueViolation, isUuid } from './db.js'
+import type { Scaffold } from './functions.js'
 import { insertFunction } from './functions.js'
 
 const FIRST_FUNCTION_ROUTE = '/...'
@@ -81,14 +82,14 @@ export async function clusterName (db: Database, id: string): Promise<string | n
   return row?.cluster_name ?? null
 }
 
-export async function createApplication (db: Database, input: NewApplication): Promise<ApplicationT> {
+export async function createApplication (db: Database, input: NewApplication, scaffold?: Scaffold): Promise<ApplicationT> {
   const id = randomUUID()
   try {
     return await db.transaction(async (tx) => {
       const [row] = await tx.query<ApplicationRow>(
         `INSERT INTO applications (id, name, tenant, cluster_name, language, runtime, description) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
         [id, input.name, input.tenant, clusterNameFor(input.tenant, input.name), input.language, input.runtime, input.description ?? ''])
-      const fn = await insertFunction(tx, id, { name: input.name, route: FIRST_FUNCTION_ROUTE })
+      const fn = await insertFunction(tx, id, { name: input.name, route: FIRST_FUNCTION_ROUTE }, scaffold?.(input.language, input.name) ?? {})
       return { ...toSummary(row as ApplicationRow), functions: [{ id: fn.id, name: fn.name, route: fn.route }], deployment: null, builds: [] }
     })
   } catch (error) {

@@ -1,9 +1,9 @@
 // Functions of an application in the database. Each has exactly one source row, created with
-// it (empty) and deleted with it. Names and routes are unique within an application; the
+// it (holding the language's template when the caller scaffolds one) and deleted with it. Names and routes are unique within an application; the
 // database's unique constraints decide, so two concurrent creates cannot both win.
 import { randomUUID } from 'node:crypto'
 import { ConflictError } from '../errors.js'
-import type { FunctionT } from '../model/resources.js'
+import type { FunctionT, LanguageT } from '../model/resources.js'
 import type { Database, Sql } from './db.js'
 import { iso, isForeignKeyViolation, isUniqueViolation, isUuid } from './db.js'
 
@@ -39,21 +39,31 @@ export async function getFunction (db: Database, appId: string, fnId: string): P
   return row === undefined ? null : toFunction(row)
 }
 
-/** Insert a function and its empty source inside the caller's transaction. */
-export async function insertFunction (tx: Sql, appId: string, input: { name: string; route: string }): Promise<FunctionT> {
+/** A new function's first files, from its application's language (builders/src/templates.ts). */
+export type Scaffold = (language: LanguageT, functionName: string) => Record<string, string>
+
+/** Insert a function and its source (`files`, empty by default) inside the caller's transaction. */
+export async function insertFunction (tx: Sql, appId: string, input: { name: string; route: string }, files: Record<string, string> = {}): Promise<FunctionT> {
   const [row] = await tx.query<FunctionRow>(
     `INSERT INTO functions (id, application_id, name, route) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
     [randomUUID(), appId, input.name, input.route])
   const fn = toFunction(row as FunctionRow)
-  await tx.query(`INSERT INTO sources (function_id, files) VALUES ($1, '{}')`, [fn.id])
+  await tx.query('INSERT INTO sources (function_id, files) VALUES ($1, $2)', [fn.id, JSON.stringify(files)])
   return fn
 }
 
 /** Null when the application does not exist. */
-export async function createFunction (db: Database, appId: string, input: { name: string; route: string }): Promise<FunctionT | null> {
+export async function createFunction (db: Database, appId: string, input: { name: string; route: string }, scaffold?: Scaffold): Promise<FunctionT | null> {
   if (!isUuid(appId)) return null
   try {
-    return await db.transaction((tx) => insertFunction(tx, appId, input))
+    return await db.transaction(async (tx) => {
+      let files: Record<string, string> = {}
+      if (scaffold !== undefined) {
+        const [app] = await tx.query<{ language: LanguageT }>('SELECT language FROM applications WHERE id = $1', [appId])
+        if (app !== undefined) files = scaffold(app.language, input.name)
+      }
+      return insertFunction(tx, appId, input, files)
+    })
   } catch (error) {
     // The application was never there, or was deleted while the function was being added.
     if (isForeignKeyViolation(error, 'functions_application_fkey')) return null

@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { tenantForNew, visibleTenants } from '../../domain/access.js'
 import { describeApplication, removeApplication } from '../../domain/applications.js'
 import { Application, ApplicationSummary } from '../../model/resources.js'
+import { templateFiles } from '../../../../builders/src/templates.js'
 import { createApplication, listApplications } from '../../store/applications.js'
 import { callerOf } from '../auth.js'
 import type { RouteDeps } from '../route-deps.js'
@@ -36,14 +37,14 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     schema: {
       tags: ['applications'],
       operationId: 'createApplication',
-      summary: 'Create an application and its first function (same name, route "/...") in the caller\'s tenant',
+      summary: 'Create an application and its first function (same name, route "/...", the language\'s hello-world source) in the caller\'s tenant',
       description: 'tenant defaults to the caller\'s only tenant: 400 when the caller is in several and names none, 403 when the caller is not in the one named (admins may name any).',
       body: CreateApplication,
       response: { 201: Application, ...errors(400, 409, 413, 415) },
     },
   }, async (request, reply) => {
     const { tenant, ...fields } = request.body
-    const created = await createApplication(db, { ...fields, tenant: tenantForNew(callerOf(request), tenant) })
+    const created = await createApplication(db, { ...fields, tenant: tenantForNew(callerOf(request), tenant) }, templateFiles)
     reply.code(201)
     return created
   })

@@ -3,7 +3,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
-import { clusterNotConfigured } from '../../cluster/kube.js'
 import { findBuildLog, startBuild } from '../../domain/builds.js'
 import { applicationNotFound, buildNotFound } from '../../domain/not-found.js'
 import { Build } from '../../model/resources.js'
@@ -50,7 +49,7 @@ const logSchema = {
 }
 
 export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, deps) => {
-  const { db, cluster } = deps
+  const { db } = deps
 
   app.get('/applications/:appId/builds', { schema: listSchema }, async (request) => {
     const builds = await listBuilds(db, request.params.appId)
@@ -67,8 +66,7 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, dep
   app.post('/applications/:appId/builds', { schema: startSchema }, async (request, reply) => {
     const application = await findApplication(db, request.params.appId)
     if (application === null) throw applicationNotFound()
-    if (cluster === null) throw clusterNotConfigured()
-    const build = await startBuild({ ...deps, cluster }, application)
+    const build = await startBuild(deps, application)
     request.log.info({ buildId: build.id, appId: application.id }, 'build started')
     reply.code(202)
     return build
@@ -80,12 +78,12 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, dep
 
 /** The log as it is now, or streamed while the pod runs; a build whose pod has not started yet is looked at again until it does. */
 async function sendBuildLog (deps: RouteDeps, { appId, buildId }: { appId: string; buildId: string }, follow: boolean, reply: FastifyReply): Promise<FastifyReply> {
-  const { db, cluster } = deps
+  const { db, cluster, local } = deps
   let closed = false
   reply.raw.on('close', () => { closed = true })
   for (;;) {
     const abort = new AbortController()
-    const log = await findBuildLog({ db, cluster }, appId, buildId, { follow, signal: abort.signal })
+    const log = await findBuildLog({ db, cluster, local }, appId, buildId, { follow, signal: abort.signal })
     if (log.kind === 'text') return sendLogText(reply, log.text)
     if (log.kind === 'stream') return sendLogStream(reply, log.upstream, abort, deps.draining)
     // Not started yet (so there is a cluster): look again until it runs, the build ends, or the caller leaves.

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { templateFiles } from '../../../../builders/src/templates.js'
 import { applicationNotFound, functionNotFound } from '../../domain/not-found.js'
 import { FunctionSchema } from '../../model/resources.js'
 import { createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'
@@ -41,14 +42,14 @@ export const functionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     schema: {
       tags: ['functions'],
       operationId: 'createFunction',
-      summary: 'Add a function; its route defaults to "/{name}/..."',
+      summary: 'Add a function with the language\'s hello-world source; its route defaults to "/{name}/..."',
       params: AppParams,
       body: CreateFunction,
       response: { 201: FunctionSchema, ...errors(400, 404, 409, 413, 415) },
     },
   }, async (request, reply) => {
     const { name, route } = request.body
-    const fn = await createFunction(db, request.params.appId, { name, route: route ?? defaultRoute(name) })
+    const fn = await createFunction(db, request.params.appId, { name, route: route ?? defaultRoute(name) }, templateFiles)
     if (fn === null) throw applicationNotFound()
     reply.code(201)
     return fn

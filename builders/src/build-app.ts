@@ -1,0 +1,183 @@
+// A whole build: unpack the archive the control plane packed (spin.toml + functions/{name}/...)
+// into a fresh directory, build every component, assemble the locked application from the
+// manifest and push it. Returns the digest-pinned reference; throws a BuildFailure whose
+// message is the short reason for the termination log.
+import { createRequire } from 'node:module'
+import { createReadStream } from 'node:fs'
+import { copyFile, mkdir, readFile, symlink, writeFile, access } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { unpackArchive } from '../../control/src/source/archive.js'
+import { pushSpinApp } from '../../common/src/spin/artifact.js'
+import type { LockedApp } from '../../common/src/spin/format.js'
+import type { ArtifactRef } from '../../common/src/spin/ref.js'
+import { pinnedRef } from '../../common/src/spin/ref.js'
+import { openStore } from '../../common/src/spin/store.js'
+import type { Language, Toolchain } from './languages.js'
+import { buildSteps, COMPONENT_FILE, entryCandidates, rustArtifact } from './languages.js'
+import type { StepLimits } from './run-step.js'
+import { runStep } from './run-step.js'
+import type { SpinManifest } from './spin-toml.js'
+import { parseSpinToml } from './spin-toml.js'
+
+export class BuildFailure extends Error {}
+
+export type BuildRequest = {
+  archive: string
+  ref: ArtifactRef
+  language: Language
+  application: string
+  buildId: string
+  dockerConfigDir: string | null
+  insecureRegistry: boolean
+  workDir: string
+  limits: StepLimits
+  log: (text: string) => void
+}
+
+// The archive came through a Kubernetes Secret (at most 1 MiB); the unpacked limits are the
+// control plane's own source limits with room for spin.toml.
+const ARCHIVE_LIMITS = { maxArchiveBytes: 2 * 1024 * 1024, maxFiles: 4096, maxBytes: 64 * 1024 * 1024 }
+// The packages a js/ts function may depend on: the ones this builder carries.
+const HTTP_WORLD_PACKAGE = '@spinframework/wasi-http-proxy'
+const require = createRequire(import.meta.url)
+
+function toolchain (): Toolchain {
+  const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
+  return {
+    node: process.execPath,
+    bundleScript: join(dirname(fileURLToPath(import.meta.url)), 'js-bundle.js'),
+    j2w: join(buildTools, 'dist', 'index.js'),
+  }
+}
+
+/** The node_modules directory the builder's own packages live in. */
+function builderNodeModules (): string {
+  return dirname(dirname(dirname(require.resolve('@spinframework/build-tools/package.json'))))
+}
+
+export async function buildApplication (request: BuildRequest): Promise<string> {
+  const { log } = request
+  const started = Date.now()
+  let files: Record<string, string>
+  try {
+    files = await unpackArchive(createReadStream(request.archive), ARCHIVE_LIMITS)
+  } catch (error) {
+    throw new BuildFailure(`cannot read the source archive: ${(error as Error).message}`)
+  }
+  for (const [path, content] of Object.entries(files)) {
+    const target = join(request.workDir, path)
+    await mkdir(dirname(target), { recursive: true })
+    await writeFile(target, content)
+  }
+  if (files['spin.toml'] === undefined) throw new BuildFailure('the source archive has no spin.toml')
+  let manifest: SpinManifest
+  try {
+    manifest = parseSpinToml(files['spin.toml'])
+  } catch (error) {
+    throw new BuildFailure((error as Error).message)
+  }
+  if (manifest.components.length === 0) throw new BuildFailure('the application has no functions')
+  log(`building ${request.application} (${request.language}, build ${request.buildId}): ${manifest.components.length} function(s)\n`)
+  if (request.language === 'js' || request.language === 'ts') {
+    await symlink(builderNodeModules(), join(request.workDir, 'node_modules'), 'dir')
+  }
+  const wasm = new Map<string, Uint8Array>()
+  for (const component of manifest.components) {
+    const workdir = component.workdir ?? dirname(component.source)
+    const dir = join(request.workDir, workdir)
+    await buildComponent(request, component.id, dir, `${workdir}/`)
+    wasm.set(component.id, await readFile(join(dir, COMPONENT_FILE)))
+  }
+  log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+  const pushStarted = Date.now()
+  const lockedApp = lockedAppOf(manifest)
+  try {
+    const store = await openStore(request.ref, { dockerConfigDir: request.dockerConfigDir, insecure: request.insecureRegistry })
+    const tag = request.ref.tag ?? request.buildId
+    const result = await pushSpinApp(store, tag, { lockedApp, wasm })
+    const pinned = pinnedRef(request.ref, result.digest)
+    log(`pushed ${pinned} (${result.pushedBlobs} new blob(s)) in ${((Date.now() - pushStarted) / 1000).toFixed(1)} s\n`)
+    return pinned
+  } catch (error) {
+    throw new BuildFailure(`push failed: ${(error as Error).message}`)
+  }
+}
+
+async function buildComponent (request: BuildRequest, name: string, dir: string, displayPrefix: string): Promise<void> {
+  const language = request.language
+  let entry = ''
+  if (language === 'js' || language === 'ts') {
+    entry = await findEntry(language, dir, displayPrefix)
+    await checkPackageJson(dir, displayPrefix)
+  }
+  const steps = buildSteps(language, dir, { toolchain: entry === '' ? null : toolchain(), entry, displayPrefix })
+  for (const step of steps) {
+    const result = await runStep(step, request.limits, request.log)
+    if (!result.ok) throw new BuildFailure(`function ${name}: ${firstError(result.output) ?? result.reason}`)
+  }
+  if (language === 'rust') {
+    await copyFile(join(dir, rustArtifact(await readFile(join(dir, 'Cargo.toml'), 'utf8'))), join(dir, COMPONENT_FILE))
+  }
+  try {
+    await access(join(dir, COMPONENT_FILE))
+  } catch {
+    throw new BuildFailure(`function ${name}: the build left no ${COMPONENT_FILE}`)
+  }
+}
+
+async function findEntry (language: 'js' | 'ts', dir: string, displayPrefix: string): Promise<string> {
+  for (const candidate of entryCandidates(language)) {
+    try {
+      await access(join(dir, candidate))
+      return candidate
+    } catch {}
+  }
+  throw new BuildFailure(`${displayPrefix}: no entry file (${entryCandidates(language).join(' or ')})`)
+}
+
+// The http trigger's world comes from a dependency's package.json (build-tools reads the
+// `witDependencies` of the function's dependencies), so a function must depend on it; every
+// dependency must be one the builder carries, since nothing is installed at build time.
+async function checkPackageJson (dir: string, displayPrefix: string): Promise<void> {
+  let pkg: { dependencies?: Record<string, string> }
+  try {
+    pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as typeof pkg
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
+    throw new BuildFailure(`${displayPrefix}package.json: ${missing ? 'missing' : 'not valid JSON'} (it must depend on ${HTTP_WORLD_PACKAGE})`)
+  }
+  const dependencies = Object.keys(pkg.dependencies ?? {})
+  if (!dependencies.includes(HTTP_WORLD_PACKAGE)) throw new BuildFailure(`${displayPrefix}package.json: dependencies must include ${HTTP_WORLD_PACKAGE}`)
+  for (const dependency of dependencies) {
+    try {
+      await access(join(builderNodeModules(), dependency, 'package.json'))
+    } catch {
+      throw new BuildFailure(`${displayPrefix}package.json: ${dependency} is not available in the builder (builds are offline; it carries @spinframework/build-tools and ${HTTP_WORLD_PACKAGE})`)
+    }
+  }
+}
+
+/** The first `file:line:column: error: ...` line of a step's output, the reason a user needs. */
+export function firstError (output: string): string | null {
+  const line = output.split('\n').find((candidate) => /^\S+:\d+:\d+: error: /.test(candidate) || /^\S+:\d+:\d+: /.test(candidate))
+  return line === undefined ? null : line.slice(0, 500)
+}
+
+/** The locked application of the manifest, as `spin build` + `spin registry push` would lock it. */
+export function lockedAppOf (manifest: SpinManifest): LockedApp {
+  return {
+    spin_lock_version: 1,
+    metadata: { name: manifest.name, version: manifest.version, authors: [], triggers: {}, trigger: { type: 'http' } },
+    triggers: manifest.triggers.map((trigger) => ({
+      id: `${trigger.component}-http-trigger`,
+      trigger_type: 'http',
+      trigger_config: { component: trigger.component, route: trigger.route },
+    })),
+    components: manifest.components.map((component) => ({
+      id: component.id,
+      metadata: { allowed_outbound_hosts: component.allowedOutboundHosts },
+      source: { content_type: 'application/wasm', source: `file://${component.source}` },
+    })),
+  }
+}

@@ -1,0 +1,40 @@
+// Child process of a js/ts build, run in the function's directory: bundles the entry with
+// esbuild and build-tools' SpinEsbuildPlugin (which reads the wit worlds of the package.json
+// dependencies from the current directory, hence a process of its own). Errors are printed as
+// `functions/{name}/file:line:column: error: text`, the line the builder turns into the reason.
+// Arguments: entry outfile displayPrefix.
+import { build } from 'esbuild'
+import type { Message, Plugin } from 'esbuild'
+
+const [entry, outfile, prefix = ''] = process.argv.slice(2)
+if (entry === undefined || outfile === undefined) {
+  process.stderr.write('usage: js-bundle entry outfile [displayPrefix]\n')
+  process.exit(2)
+}
+
+// build-tools ships this plugin without types.
+const pluginModule = '@spinframework/build-tools/plugins/esbuild/index.js'
+const { SpinEsbuildPlugin } = await import(pluginModule) as { SpinEsbuildPlugin: () => Promise<Plugin> }
+
+const show = (message: Message): string => {
+  const at = message.location === null ? '' : `${prefix}${message.location.file}:${message.location.line}:${message.location.column + 1}: `
+  return `${at}error: ${message.text}\n`
+}
+
+try {
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'es2020',
+    logLevel: 'silent',
+    plugins: [await SpinEsbuildPlugin()],
+  })
+} catch (error) {
+  const errors = (error as { errors?: Message[] }).errors
+  if (errors === undefined || errors.length === 0) throw error
+  for (const message of errors) process.stderr.write(show(message))
+  process.exit(1)
+}

@@ -1,0 +1,55 @@
+// One build step as a child process with a deadline and a cap on what it may print: its
+// output goes to the build log (our stdout) as it comes, and the end of it is kept for the
+// failure reason.
+import { spawn } from 'node:child_process'
+
+export type Step = {
+  /** Shown in the build log. */
+  name: string
+  command: string
+  args: string[]
+  cwd: string
+  env?: NodeJS.ProcessEnv
+}
+
+export type StepLimits = { timeoutMs: number; maxOutputBytes: number }
+
+export type StepResult = { ok: boolean; reason: string; output: string }
+
+const TAIL_BYTES = 64 * 1024
+
+export function runStep (step: Step, limits: StepLimits, log: (text: string) => void): Promise<StepResult> {
+  return new Promise((resolve) => {
+    log(`==> ${step.name}: ${[step.command, ...step.args].join(' ')}\n`)
+    const child = spawn(step.command, step.args, { cwd: step.cwd, env: step.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    let printed = 0
+    let tail = ''
+    let stopped: string | null = null
+    const stop = (reason: string): void => {
+      if (stopped !== null) return
+      stopped = reason
+      // The whole process group: j2w and cargo start children of their own.
+      try { process.kill(-(child.pid as number), 'SIGKILL') } catch {}
+    }
+    const timer = setTimeout(() => stop(`${step.name} took longer than ${limits.timeoutMs} ms`), limits.timeoutMs)
+    const take = (chunk: Buffer): void => {
+      const text = chunk.toString('utf8')
+      tail = (tail + text).slice(-TAIL_BYTES)
+      printed += chunk.length
+      if (printed > limits.maxOutputBytes) return stop(`${step.name} printed more than ${limits.maxOutputBytes} bytes`)
+      log(text)
+    }
+    child.stdout.on('data', take)
+    child.stderr.on('data', take)
+    child.on('error', (error) => {
+      clearTimeout(timer)
+      resolve({ ok: false, reason: `${step.name}: cannot run ${step.command}: ${error.message}`, output: tail })
+    })
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      if (stopped !== null) return resolve({ ok: false, reason: stopped, output: tail })
+      if (code === 0) return resolve({ ok: true, reason: '', output: tail })
+      resolve({ ok: false, reason: `${step.name} failed (${code === null ? `signal ${String(signal)}` : `exit ${code}`})`, output: tail })
+    })
+  })
+}

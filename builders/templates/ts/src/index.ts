@@ -1,0 +1,19 @@
+// The function's handler: Spin calls it for every request on the function's route.
+// The builder strips the types (esbuild); `npx tsc --noEmit` checks them where TypeScript is installed.
+interface FetchEvent {
+  request: Request
+  respondWith: (response: Response | Promise<Response>) => void
+}
+declare function addEventListener (type: 'fetch', listener: (event: FetchEvent) => void): void
+
+addEventListener('fetch', (event: FetchEvent) => {
+  event.respondWith(handle(event.request))
+})
+
+async function handle (request: Request): Promise<Response> {
+  const path: string = new URL(request.url).pathname
+  return new Response(`hello from {{function}}\n`, {
+    status: 200,
+    headers: { 'content-type': 'text/plain', 'x-request-path': path },
+  })
+}

@@ -1,0 +1,205 @@
+// Builds on this machine: the builder program (the one the builder images run) as a child
+// process per build, with the environment a build Job gives it, at most `concurrency` at once
+// and the rest queued in order. A build moves pending → running → succeeded | failed once
+// (store/builds.ts refuses anything else); its log is kept while it runs, followable, and its
+// last MiB saved with the outcome; the termination-log file becomes imageRef or error.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import type { ChildProcess } from 'node:child_process'
+import { formatDuration } from '../../../common/src/config/duration.js'
+import type { Logger } from '../logger.js'
+import type { BuildT, LanguageT } from '../model/resources.js'
+import type { BuildOutcome } from '../store/builds.js'
+import { finishBuild, markRunning, unfinishedBuilds } from '../store/builds.js'
+import type { Database } from '../store/db.js'
+import { childEnv, startNode, stopChild } from './children.js'
+import type { LogBuffer } from './log-buffer.js'
+import { createLogBuffer } from './log-buffer.js'
+
+/** As much of a build's log as the database keeps (the cluster's watcher keeps as much). */
+const MAX_STORED_LOG_BYTES = 1024 * 1024
+const MAX_ERROR_LENGTH = 4000
+// What a failed builder that wrote no reason leaves as its error: its last words, as
+// Kubernetes' FallbackToLogsOnError takes them.
+const FALLBACK_LINES = 80
+const FALLBACK_BYTES = 2048
+
+/** `clusterName` is unique across tenants (store/applications.ts); `name` only within one. */
+export type LocalBuildApplication = { id: string; name: string; clusterName: string; language: LanguageT }
+
+export type LocalBuildsDeps = {
+  db: Database
+  logger: Logger
+  /** Scratch space of running builds: {dir}/{build id}/. */
+  dir: string
+  /** The builder's main.js (resolved per build, so a missing program is reported then). */
+  builder: () => string
+  concurrency: number
+  timeoutMs: number
+  /** Extra environment of every builder (DOCKER_CONFIG when there is one). */
+  env: Record<string, string>
+  deploy: (appId: string, image: string) => Promise<void>
+  onBuildFinished?: ((build: BuildT) => void) | undefined
+}
+
+export type LocalBuilds = {
+  /** Queue the build (its row exists, pending); it starts when a slot is free. */
+  start (app: LocalBuildApplication, buildId: string, imageRef: string, archive: Buffer): void
+  /** The log of a build this process runs or queues; null when it has none (finished, or unknown). */
+  log (buildId: string, options: { follow: boolean }): Readable | null
+  /** Fail the builds a previous process left unfinished: nothing runs them any more. */
+  recover (): Promise<void>
+  close (): Promise<void>
+}
+
+type Queued = { app: LocalBuildApplication; buildId: string; imageRef: string; workDir: string; log: LogBuffer }
+
+export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
+  const { logger } = deps
+  const queue: Queued[] = []
+  const logs = new Map<string, LogBuffer>()
+  const running = new Map<string, ChildProcess>()
+  const finishing = new Set<Promise<void>>()
+  let closing = false
+
+  const pump = (): void => {
+    while (!closing && running.size < deps.concurrency && queue.length > 0) {
+      const next = queue.shift() as Queued
+      const done = run(next).catch((error: unknown) => {
+        logger.error({ buildId: next.buildId, err: error }, 'local build failed to run')
+      }).finally(() => {
+        finishing.delete(done)
+        pump()
+      })
+      finishing.add(done)
+    }
+  }
+
+  async function run (job: Queued): Promise<void> {
+    const { buildId, app, workDir, log } = job
+    if (!await markRunning(deps.db, buildId)) {
+      // Gone (its application was deleted) or already ended.
+      logs.delete(buildId)
+      rmSync(workDir, { recursive: true, force: true })
+      return
+    }
+    let main: string
+    try {
+      main = deps.builder()
+    } catch (error) {
+      rmSync(workDir, { recursive: true, force: true })
+      await end(buildId, { status: 'failed', error: (error as Error).message, log: null })
+      logs.delete(buildId)
+      return
+    }
+    const terminationLog = join(workDir, 'termination-log')
+    const child = startNode(main, [], {
+      cwd: workDir,
+      env: childEnv({
+        ...deps.env,
+        SOURCE_ARCHIVE: join(workDir, 'source.tar.gz'),
+        IMAGE_REF: job.imageRef,
+        APPLICATION: app.name,
+        LANGUAGE: app.language,
+        BUILD_ID: buildId,
+        TERMINATION_LOG: terminationLog,
+      }),
+    })
+    running.set(buildId, child)
+    logger.info({ buildId, appId: app.id, pid: child.pid }, 'build running')
+    child.stdout?.on('data', (chunk: Buffer) => log.write(chunk))
+    child.stderr?.on('data', (chunk: Buffer) => log.write(chunk))
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      void stopChild(child, 0)
+    }, deps.timeoutMs)
+    const exit = await new Promise<{ code: number | null; spawnError?: Error }>((resolve) => {
+      child.once('error', (error) => resolve({ code: null, spawnError: error }))
+      child.once('close', (code) => resolve({ code }))
+    })
+    clearTimeout(timer)
+    running.delete(buildId)
+    let message = ''
+    try {
+      message = readFileSync(terminationLog, 'utf8').trim()
+    } catch {
+      // The builder wrote none.
+    }
+    rmSync(workDir, { recursive: true, force: true })
+    const text = log.text()
+    let outcome: BuildOutcome
+    if (timedOut) {
+      outcome = { status: 'failed', error: `DeadlineExceeded: the build ran longer than ${formatDuration(deps.timeoutMs)} (PLATFORM_BUILD_TIMEOUT)`, log: text }
+    } else if (closing) {
+      outcome = { status: 'failed', error: 'the control plane stopped while the build was running; start it again', log: text }
+    } else if (exit.spawnError !== undefined) {
+      outcome = { status: 'failed', error: `the builder could not start: ${exit.spawnError.message}`, log: text }
+    } else if (exit.code === 0) {
+      // The builder names what it stored, pinned by digest; else the reference it was given.
+      outcome = { status: 'succeeded', imageRef: /^[^\s]+[/:][^\s]+$/.test(message) ? message : job.imageRef, log: text }
+    } else {
+      const error = message !== '' ? message : lastWords(text) || `the builder exited with code ${String(exit.code)}`
+      outcome = { status: 'failed', error: error.length > MAX_ERROR_LENGTH ? '…' + error.slice(-MAX_ERROR_LENGTH) : error, log: text }
+    }
+    await end(buildId, outcome)
+    // Followers' streams end only now: whoever waited for the log to end can invoke at once.
+    log.end()
+    logs.delete(buildId)
+  }
+
+  async function end (buildId: string, outcome: BuildOutcome): Promise<void> {
+    const build = await finishBuild(deps.db, buildId, outcome)
+    if (build === null) return
+    const { appId, ...result } = build
+    logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
+    if (result.status === 'succeeded' && result.imageRef !== null) {
+      await deps.deploy(appId, result.imageRef).catch((error: unknown) => {
+        logger.warn({ buildId, appId, reason: (error as Error).message }, 'build succeeded but it could not be deployed')
+      })
+    }
+    try {
+      deps.onBuildFinished?.(result)
+    } catch (error) {
+      logger.error({ err: error }, 'onBuildFinished failed')
+    }
+  }
+
+  return {
+    start (app, buildId, imageRef, archive) {
+      const workDir = join(deps.dir, buildId)
+      mkdirSync(workDir, { recursive: true, mode: 0o700 })
+      writeFileSync(join(workDir, 'source.tar.gz'), archive, { mode: 0o600 })
+      const log = createLogBuffer(MAX_STORED_LOG_BYTES)
+      logs.set(buildId, log)
+      queue.push({ app, buildId, imageRef, workDir, log })
+      pump()
+    },
+    log (buildId, { follow }) {
+      return logs.get(buildId)?.open({ follow }) ?? null
+    },
+    async recover () {
+      for (const build of await unfinishedBuilds(deps.db)) {
+        await end(build.id, { status: 'failed', error: `the control plane restarted while this build was ${build.status}; start it again`, log: null })
+      }
+      rmSync(deps.dir, { recursive: true, force: true })
+    },
+    async close () {
+      closing = true
+      for (const job of queue.splice(0)) {
+        job.log.end()
+        rmSync(job.workDir, { recursive: true, force: true })
+        await end(job.buildId, { status: 'failed', error: 'the control plane stopped before the build started; start it again', log: null })
+      }
+      await Promise.all([...running.values()].map((child) => stopChild(child, 0)))
+      await Promise.all([...finishing])
+    },
+  }
+}
+
+/** The end of the log as FallbackToLogsOnError keeps it: the last 80 lines, at most 2 KiB. */
+function lastWords (text: string): string {
+  const lines = text.trimEnd().split('\n').slice(-FALLBACK_LINES).join('\n')
+  return lines.length > FALLBACK_BYTES ? lines.slice(-FALLBACK_BYTES) : lines
+}

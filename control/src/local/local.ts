@@ -1,0 +1,89 @@
+// The runtime on this machine, for a control plane that has no cluster: builds as child
+// processes of the builder program, artifacts in an OCI layout under the data directory (or
+// the configured registry), deployments as host processes on loopback ports. At start it fails
+// the builds a previous process left running and brings the deployed applications back up.
+import { mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import type { ControlConfig } from '../config.js'
+import type { Logger } from '../logger.js'
+import type { BuildT } from '../model/resources.js'
+import { findApplication } from '../store/applications.js'
+import { deployedImages } from '../store/builds.js'
+import type { Database } from '../store/db.js'
+import type { LocalBuildApplication, LocalBuilds } from './builds.js'
+import { createLocalBuilds } from './builds.js'
+import type { LocalHosts } from './hosts.js'
+import { createLocalHosts } from './hosts.js'
+import type { ToolchainCheck } from './programs.js'
+import { programPath, toolchainCheck } from './programs.js'
+
+export type LocalRuntime = {
+  builds: LocalBuilds
+  hosts: LocalHosts
+  /** Why this machine cannot build the language (the missing tool and how to get it), or null. */
+  cannotBuild: ToolchainCheck
+  /** Where a build's artifact goes: {repository}/{app}:{build} when one is configured, else an OCI layout in the data directory. */
+  imageRefFor (app: LocalBuildApplication, buildId: string): string
+  /** The builder program, or a 503 naming what is missing. */
+  builder (): string
+  close (): Promise<void>
+}
+
+export type LocalRuntimeDeps = {
+  config: ControlConfig
+  db: Database
+  logger: Logger
+  onBuildFinished?: ((build: BuildT) => void) | undefined
+  /** Tests point these at other programs or another PATH. */
+  builderMain?: string
+  hostMain?: string
+  toolchains?: ToolchainCheck
+}
+
+export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalRuntime> {
+  const { config, db, logger } = deps
+  const root = resolve(config.dataDir, 'runtime')
+  mkdirSync(root, { recursive: true, mode: 0o700 })
+  // Credentials for a configured registry, as the cluster mounts them for the builder.
+  const env: Record<string, string> = {
+    ...process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG },
+    // The builder's and the host's names for it.
+    ...config.registryInsecure ? { INSECURE_REGISTRY: 'true', SPIN_HOST_INSECURE_REGISTRY: 'true' } : {},
+  }
+  const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
+  const hosts = createLocalHosts({ logger, dir: join(root, 'hosts'), host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'), env })
+  const builds = createLocalBuilds({
+    db,
+    logger,
+    dir: join(root, 'builds'),
+    builder,
+    concurrency: config.localBuilds,
+    timeoutMs: config.buildTimeoutMs,
+    env,
+    deploy: async (appId, image) => {
+      const app = await findApplication(db, appId)
+      if (app !== null) await hosts.deploy(app, image)
+    },
+    onBuildFinished: deps.onBuildFinished,
+  })
+  await builds.recover()
+  for (const app of await deployedImages(db)) {
+    await hosts.deploy(app, app.image).catch((error: unknown) => {
+      logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
+    })
+  }
+  logger.info({ dir: root, registry: config.imageRepository || null, concurrency: config.localBuilds }, 'no cluster: builds and deployments run on this machine')
+  return {
+    builds,
+    hosts,
+    cannotBuild: deps.toolchains ?? toolchainCheck(),
+    imageRefFor: (app, buildId) => config.imageRepository !== ''
+      ? `${config.imageRepository}/${app.clusterName}:${buildId}`
+      : `oci-layout:${join(root, 'images', app.clusterName)}:${buildId}`,
+    builder,
+    async close () {
+      await builds.close()
+      await hosts.close()
+    },
+  }
+}

@@ -1,0 +1,56 @@
+// The programs the local runtime starts and the tools a build needs on this machine. The
+// builder and the host ship beside the control plane (dist/builders, dist/host); a language
+// whose compiler is missing here is refused before a build is queued, naming the tool.
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { UnavailableError } from '../errors.js'
+import type { LanguageT } from '../model/resources.js'
+
+const run = promisify(execFile)
+
+/**
+ * `relative` (e.g. builders/src/main.js) under the compiled tree: beside this file's tree when
+ * it runs compiled (dist/control/src/local/), else under dist/ of the checkout (tests run the
+ * sources).
+ */
+function shippedProgram (relative: string): string {
+  const root = fileURLToPath(new URL('../../../', import.meta.url))
+  const compiled = join(root, relative)
+  return existsSync(compiled) ? compiled : join(root, 'dist', relative)
+}
+
+/** The program `setting` names, else the shipped one; a 503 naming both when neither is there. */
+export function programPath (configured: string, relative: string, setting: string): string {
+  const path = configured !== '' ? configured : shippedProgram(relative)
+  if (!existsSync(path)) throw new UnavailableError(`the local runtime's ${relative.split('/')[0] as string} program is missing at ${path}: run npm run build, or set ${setting}`)
+  return path
+}
+
+function onPath (tool: string, path = process.env.PATH ?? ''): boolean {
+  return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
+}
+
+/** Why this machine cannot build `language`, or null; asked once per language and remembered. */
+export type ToolchainCheck = (language: LanguageT) => Promise<string | null>
+
+export function toolchainCheck (path = process.env.PATH ?? ''): ToolchainCheck {
+  const known = new Map<LanguageT, Promise<string | null>>()
+  const check = async (language: LanguageT): Promise<string | null> => {
+    if (language === 'go') return onPath('tinygo', path) ? null : 'go builds need TinyGo: tinygo is not on PATH (install TinyGo 0.34 or later, or build in a cluster)'
+    if (language === 'rust') {
+      if (!onPath('cargo', path)) return 'rust builds need cargo: it is not on PATH (install Rust with rustup, then rustup target add wasm32-wasip2, or build in a cluster)'
+      const installed = await run('rustup', ['target', 'list', '--installed'], { env: { ...process.env, PATH: path }, timeout: 10_000 }).then((r) => r.stdout, () => '')
+      return installed.split('\n').includes('wasm32-wasip2') ? null : 'rust builds need the wasm32-wasip2 target: run rustup target add wasm32-wasip2 (or build in a cluster)'
+    }
+    // js and ts build with Node, which runs this process.
+    return null
+  }
+  return (language) => {
+    let answer = known.get(language)
+    if (answer === undefined) known.set(language, answer = check(language))
+    return answer
+  }
+}

@@ -1,0 +1,52 @@
+// The host CLI: serve one Spin application from an artifact reference on a loopback port.
+// Prints one JSON line `{"url":...,"digest":...}` on stdout once it listens; the components'
+// own stdout and stderr follow on stdout and stderr (the application's log); the host's log is
+// pino JSON on stderr. SIGTERM/SIGINT close it; exit 1 when it cannot start, 2 for bad flags.
+import pino from 'pino'
+import { ConfigError, helpRequested, readSettings, usage } from '../../common/src/config/settings.js'
+import { settings } from './config.js'
+import type { HostConfig } from './config.js'
+import { startSpinApp } from './spin-app.js'
+
+async function main (): Promise<number> {
+  const argv = process.argv.slice(2)
+  if (helpRequested(argv)) {
+    process.stdout.write(usage(settings, 'node dist/host/src/main.js'))
+    return 0
+  }
+  let config: HostConfig
+  try {
+    config = readSettings(settings, argv, process.env)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    return 2
+  }
+  const logger = pino({ level: config.logLevel, base: { process: 'spin-host' } }, pino.destination(2))
+  try {
+    const app = await startSpinApp({
+      ref: config.ref,
+      port: config.port,
+      host: config.host,
+      cacheDir: config.cacheDir,
+      logger,
+      dockerConfigDir: config.dockerConfig === '' ? null : config.dockerConfig,
+      insecureRegistry: config.insecureRegistry,
+      requestTimeoutMs: config.requestTimeoutMs,
+    })
+    process.stdout.write(`${JSON.stringify({ url: app.url, digest: app.digest })}\n`)
+    const stop = (): void => {
+      void app.close().finally(() => process.exit(0))
+    }
+    process.once('SIGTERM', stop)
+    process.once('SIGINT', stop)
+    return -1
+  } catch (error) {
+    logger.error({ err: (error as Error).message }, 'cannot start the application')
+    process.stderr.write(`cannot start: ${(error as Error).message}\n`)
+    return 1
+  }
+}
+
+const code = await main()
+if (code >= 0) process.exitCode = code

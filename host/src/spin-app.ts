@@ -1,0 +1,162 @@
+// A pulled Spin application served on Node: the artifact is pulled (registry or image-layout
+// directory) and checked as containerd-shim-spin would, each component transpiled once, then
+// one loopback HTTP port routes by the lock's http triggers to the component, which gets a
+// fresh instance per request (as `jco serve --isolate-requests instance` does: one instance
+// would answer once only). Each component runs behind preview2-shim's HTTPServer on a
+// private loopback port; the public server in front routes, adds Spin's request headers,
+// answers 404 for no route and 502 when a component fails, and bounds every request in time.
+import { once } from 'node:events'
+import { mkdir } from 'node:fs/promises'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import * as shimHttp from '@bytecodealliance/preview2-shim/http'
+import { WASIShim } from '@bytecodealliance/preview2-shim/instantiation'
+import { pullSpinApp } from '../../common/src/spin/artifact.js'
+import { parseRef } from '../../common/src/spin/ref.js'
+import { openStore } from '../../common/src/spin/store.js'
+import type { Route } from './routes.js'
+import { compileRoutes } from './routes.js'
+import type { TranspiledComponent } from './transpile-cache.js'
+import { transpiled } from './transpile-cache.js'
+
+type HostLogger = {
+  info: (object: Record<string, unknown>, message: string) => void
+  warn: (object: Record<string, unknown>, message: string) => void
+  error: (object: Record<string, unknown>, message: string) => void
+}
+
+export type SpinAppOptions = {
+  /** A registry reference or `oci-layout:/abs/dir[:tag][@digest]`. */
+  ref: string
+  /** 0 for any free port. */
+  port: number
+  host?: string
+  /** Where transpiled components are kept, by digest. */
+  cacheDir: string
+  logger: HostLogger
+  dockerConfigDir?: string | null
+  insecureRegistry?: boolean
+  /** Longest a request may take, in ms. */
+  requestTimeoutMs?: number
+}
+
+export type SpinApp = { url: string; digest: string; close: () => Promise<void> }
+
+type Backend = { port: number; server: { stop: () => void } }
+
+// The Node build of preview2-shim exports HTTPServer; its published types (the browser's) do not.
+type IncomingHandler = { handle: (request: unknown, responseOutparam: unknown) => void }
+type ShimHttpServer = { listen: (port: number, host: string) => void; address: () => unknown; stop: () => void }
+const { HTTPServer } = shimHttp as unknown as { HTTPServer: new (handler: IncomingHandler) => ShimHttpServer }
+
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+
+export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
+  const { logger } = options
+  const host = options.host ?? '127.0.0.1'
+  const ref = parseRef(options.ref)
+  const store = await openStore(ref, { dockerConfigDir: options.dockerConfigDir ?? null, insecure: options.insecureRegistry ?? false })
+  // parseRef gives every reference a tag or a digest.
+  const reference = ref.digest ?? ref.tag ?? 'latest'
+  const started = Date.now()
+  const app = await pullSpinApp(store, reference)
+  logger.info({ digest: app.digest, components: app.lockedApp.components.length, ms: Date.now() - started }, 'pulled the application')
+
+  await mkdir(options.cacheDir, { recursive: true })
+  const backends = new Map<string, Backend>()
+  const stopBackends = (): void => {
+    for (const backend of backends.values()) {
+      try { backend.server.stop() } catch {}
+    }
+    backends.clear()
+  }
+  try {
+    for (const component of app.lockedApp.components) {
+      const digest = component.source.digest as string
+      const transpileStarted = Date.now()
+      const compiled = await transpiled(options.cacheDir, digest, app.wasm.get(digest) as Buffer)
+      backends.set(component.id, serveComponent(compiled, component.id))
+      logger.info({ component: component.id, ms: Date.now() - transpileStarted }, 'component ready')
+    }
+  } catch (error) {
+    stopBackends()
+    throw error
+  }
+
+  const routes: Route[] = app.lockedApp.triggers
+    .filter((trigger) => trigger.trigger_type === 'http')
+    .map((trigger) => ({ route: trigger.trigger_config.route, component: trigger.trigger_config.component }))
+  const match = compileRoutes(routes)
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+
+  const front = http.createServer((request, response) => {
+    const url = request.url ?? '/'
+    const path = url.split('?')[0] as string
+    const found = match(path)
+    const backend = found === null ? undefined : backends.get(found.component)
+    if (found === null || backend === undefined) {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('no route\n')
+      return
+    }
+    const headers: http.OutgoingHttpHeaders = {
+      ...request.headers,
+      'spin-full-url': `http://${request.headers.host ?? `${host}`}${url}`,
+      'spin-path-info': found.pathInfo,
+      'spin-matched-route': found.route,
+      'spin-component-route': found.base,
+      'spin-raw-component-route': found.route,
+      'spin-base-path': '/',
+      'spin-client-addr': `${request.socket.remoteAddress ?? ''}:${request.socket.remotePort ?? ''}`,
+    }
+    const upstream = http.request({ host: '127.0.0.1', port: backend.port, method: request.method, path: url, headers, timeout: timeoutMs }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers)
+      answer.pipe(response)
+    })
+    upstream.on('timeout', () => upstream.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    upstream.on('error', (error) => {
+      logger.warn({ component: found.component, err: error.message }, 'the component failed the request')
+      if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' }).end('the component failed\n')
+      else response.destroy()
+    })
+    request.pipe(upstream)
+  })
+  front.requestTimeout = timeoutMs
+  front.listen(options.port, host)
+  try {
+    await once(front, 'listening')
+  } catch (error) {
+    stopBackends()
+    throw error
+  }
+  const port = (front.address() as AddressInfo).port
+  const shownHost = host.includes(':') ? `[${host}]` : host
+  return {
+    url: `http://${shownHost}:${port}`,
+    digest: app.digest,
+    close: async () => {
+      front.closeAllConnections()
+      await new Promise<void>((resolve) => front.close(() => resolve()))
+      stopBackends()
+    },
+  }
+
+  function serveComponent (compiled: TranspiledComponent, id: string): Backend {
+    const server = new HTTPServer({
+      handle (request: unknown, responseOutparam: unknown) {
+        try {
+          const instance = compiled.instantiate(compiled.getCoreModule, new WASIShim().getImportObject())
+          const handler = instance.incomingHandler
+          if (handler === undefined) throw new Error('the component exports no wasi:http/incoming-handler')
+          handler.handle(request, responseOutparam)
+        } catch (error) {
+          // The front server answers 502 when no response comes.
+          logger.error({ component: id, err: (error as Error).message }, 'the component trapped')
+          throw error
+        }
+      },
+    })
+    server.listen(0, '127.0.0.1')
+    const address = server.address() as { port: number }
+    return { port: address.port, server }
+  }
+}

@@ -1,0 +1,43 @@
+// The ts builder end to end into the no-cluster store: the template built by the builder
+// program into an OCI image-layout directory, then served by the host CLI from there. One
+// j2w build in this file.
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { templateFiles } from '../../builders/src/templates.js'
+import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
+
+t.test('the ts template builds into an image-layout directory and answers through the host', { timeout: 240_000 }, async (t) => {
+  const store = t.testdir({})
+  const archive = await sourceArchive(t, { name: 'shop', language: 'ts' }, [
+    { name: 'greet', route: '/greet/...', files: templateFiles('ts', 'greet') },
+    { name: 'root', route: '/...', files: templateFiles('ts', 'root') },
+  ])
+  const build = await runBuilder(t, { SOURCE_ARCHIVE: archive, IMAGE_REF: `oci-layout:${store}:b7`, APPLICATION: 'shop', LANGUAGE: 'ts', BUILD_ID: 'b7' })
+  t.equal(build.code, 0, build.code === 0 ? 'the build succeeded' : build.log)
+  t.match(build.termination, new RegExp(`^oci-layout:${store}@sha256:[a-f0-9]{64}$`))
+  t.comment(`ts template build (2 functions) + push: ${build.ms} ms`)
+  const index = JSON.parse(await readFile(join(store, 'index.json'), 'utf8'))
+  t.equal(index.manifests[0].annotations['org.opencontainers.image.ref.name'], 'b7')
+
+  const cache = await mkdtemp(join(tmpdir(), 'host-cache-'))
+  t.teardown(() => rm(cache, { recursive: true, force: true }))
+  const host = await startHost(t, ['--ref', `oci-layout:${store}:b7`, '--cache-dir', cache])
+  t.equal(`oci-layout:${store}@${host.digest}`, build.termination)
+  const greet = await fetch(`${host.url}/greet/someone`)
+  t.equal(await greet.text(), 'hello from greet\n')
+  const root = await fetch(`${host.url}/anything/else`)
+  t.equal(await root.text(), 'hello from root\n', 'the longer prefix wins, /... takes the rest')
+  const again = await fetch(`${host.url}/greet`)
+  t.equal(await again.text(), 'hello from greet\n', 'every request gets its own instance')
+})
+
+t.test('a ts syntax error names the ts file and line', async (t) => {
+  const files = templateFiles('ts', 'greet')
+  files['src/index.ts'] = 'const x: number = \n'
+  const archive = await sourceArchive(t, { name: 'shop', language: 'ts' }, [{ name: 'greet', route: '/greet/...', files }])
+  const build = await runBuilder(t, { SOURCE_ARCHIVE: archive, IMAGE_REF: `oci-layout:${t.testdir({})}:b1`, APPLICATION: 'shop', LANGUAGE: 'ts', BUILD_ID: 'b1' })
+  t.equal(build.code, 1)
+  t.match(build.termination, /^function greet: functions\/greet\/src\/index\.ts:2:0?1?: error: Unexpected end of file/)
+})

@@ -1,0 +1,79 @@
+// What the builder runs and reads, without building: the generated spin.toml read back, each
+// language's commands (go and rust cannot run on this machine: their command lines are what
+// is checked), the rust artifact path, the locked app, the reason picked from a build log,
+// and the templates the control plane scaffolds.
+import t from 'tap'
+import { firstError, lockedAppOf } from '../../builders/src/build-app.js'
+import { buildSteps, rustArtifact } from '../../builders/src/languages.js'
+import { runStep } from '../../builders/src/run-step.js'
+import { parseSpinToml } from '../../builders/src/spin-toml.js'
+import { templateFiles } from '../../builders/src/templates.js'
+import { spinManifest } from '../../control/src/cluster/build-jobs.js'
+
+const toolchain = { node: '/usr/bin/node', bundleScript: '/b/js-bundle.js', j2w: '/b/j2w.js' }
+
+t.test('the control plane\'s generated spin.toml reads back into routes and components', async (t) => {
+  const text = spinManifest({ id: 'a', name: 'shop', clusterName: 'shop', language: 'ts' }, [{ name: 'cart', route: '/cart/...' }, { name: 'home', route: '/' }])
+  t.same(parseSpinToml(text), {
+    name: 'shop',
+    version: '0.1.0',
+    triggers: [{ route: '/cart/...', component: 'cart' }, { route: '/', component: 'home' }],
+    components: [
+      { id: 'cart', source: 'functions/cart/component.wasm', allowedOutboundHosts: [], workdir: 'functions/cart' },
+      { id: 'home', source: 'functions/home/component.wasm', allowedOutboundHosts: [], workdir: 'functions/home' },
+    ],
+  })
+  t.throws(() => parseSpinToml('spin_manifest_version = 2\n[application]\nname = "x"\nroute = \'/a\'\n'), /spin\.toml:4: the value is not a plain string/)
+  t.throws(() => parseSpinToml('spin_manifest_version = 1\n'), /spin_manifest_version must be 2/)
+  t.throws(() => parseSpinToml('spin_manifest_version = 2\n[application]\nname = "x"\n[[trigger.http]]\nroute = "/"\ncomponent = "nope"\n'), /names no component nope/)
+})
+
+t.test('each language\'s build steps', async (t) => {
+  t.same(buildSteps('ts', '/w/functions/f', { toolchain, entry: 'src/index.ts', displayPrefix: 'functions/f/' }).map((step) => [step.command, ...step.args]), [
+    ['/usr/bin/node', '/b/js-bundle.js', 'src/index.ts', 'dist/bundle.js', 'functions/f/'],
+    ['/usr/bin/node', '/b/j2w.js', '-i', 'dist/bundle.js', '-o', 'component.wasm'],
+  ])
+  const [go] = buildSteps('go', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '' })
+  t.same([go?.command, ...(go?.args ?? [])], ['tinygo', 'build', '-target=wasip1', '-gc=leaking', '-buildmode=c-shared', '-no-debug', '-o', 'component.wasm', '.'])
+  t.equal(go?.env?.GOPROXY, 'off', 'go builds are offline')
+  const [rust] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '' })
+  t.throws(() => buildSteps('js', '/w', { toolchain: null, entry: 'src/index.js', displayPrefix: '' }), /js builds need the js toolchain/)
+  t.same([rust?.command, ...(rust?.args ?? [])], ['cargo', 'build', '--target', 'wasm32-wasip2', '--release', '--offline'])
+  t.equal(rustArtifact(templateFiles('rust', 'my-fn')['Cargo.toml'] as string), 'target/wasm32-wasip2/release/my_fn.wasm')
+  t.throws(() => rustArtifact('[lib]\nname = "x"\n'), /no \[package\] name/)
+})
+
+t.test('the locked app names every trigger and component as Spin locks them', async (t) => {
+  const app = lockedAppOf({ name: 'shop', version: '0.1.0', triggers: [{ route: '/cart/...', component: 'cart' }], components: [{ id: 'cart', source: 'functions/cart/component.wasm', allowedOutboundHosts: [], workdir: null }] })
+  t.same(app.triggers, [{ id: 'cart-http-trigger', trigger_type: 'http', trigger_config: { component: 'cart', route: '/cart/...' } }])
+  t.same(app.components[0]?.metadata, { allowed_outbound_hosts: [] })
+  t.equal(app.spin_lock_version, 1)
+})
+
+t.test('the failure reason is the first file:line error of the log', async (t) => {
+  t.equal(firstError('==> bundle\nfunctions/a/src/index.ts:3:7: error: Expected ";"\nfunctions/a/src/index.ts:9:1: error: later\n'), 'functions/a/src/index.ts:3:7: error: Expected ";"')
+  t.equal(firstError('nothing useful\n'), null)
+})
+
+t.test('a step that overruns its time or output is stopped with the reason', async (t) => {
+  const log: string[] = []
+  const slow = await runStep({ name: 'sleep', command: process.execPath, args: ['-e', 'setTimeout(() => {}, 60000)'], cwd: process.cwd() }, { timeoutMs: 200, maxOutputBytes: 1000 }, (text) => log.push(text))
+  t.same([slow.ok, slow.reason], [false, 'sleep took longer than 200 ms'])
+  const loud = await runStep({ name: 'loud', command: process.execPath, args: ['-e', 'for (;;) process.stdout.write("x".repeat(4096))'], cwd: process.cwd() }, { timeoutMs: 20_000, maxOutputBytes: 10_000 }, () => {})
+  t.same([loud.ok, loud.reason], [false, 'loud printed more than 10000 bytes'])
+  const missing = await runStep({ name: 'tinygo', command: 'tinygo-that-does-not-exist', args: [], cwd: process.cwd() }, { timeoutMs: 1000, maxOutputBytes: 1000 }, () => {})
+  t.match(missing.reason, /^tinygo: cannot run tinygo-that-does-not-exist: spawn tinygo-that-does-not-exist ENOENT/)
+})
+
+t.test('templates carry the function\'s name and a dependency file per language', async (t) => {
+  t.same(Object.keys(templateFiles('js', 'hello')), ['package.json', 'src/index.js'])
+  t.same(Object.keys(templateFiles('ts', 'hello')), ['package.json', 'src/index.ts', 'tsconfig.json'])
+  t.same(Object.keys(templateFiles('go', 'hello')), ['go.mod', 'main.go'])
+  t.same(Object.keys(templateFiles('rust', 'hello')), ['Cargo.toml', 'src/lib.rs'])
+  for (const language of ['js', 'ts', 'go', 'rust'] as const) {
+    const files = templateFiles(language, 'orders')
+    t.ok(Object.values(files).some((content) => content.includes('hello from orders')), `${language}: the answer names the function`)
+    t.notOk(Object.values(files).some((content) => content.includes('{{function}}')), `${language}: no placeholder left`)
+  }
+  t.equal(JSON.parse(templateFiles('js', 'orders')['package.json'] as string).dependencies['@spinframework/wasi-http-proxy'], '1.0.1')
+})

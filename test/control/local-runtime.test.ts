@@ -1,0 +1,183 @@
+// The runtime on one machine, with stand-ins for the builder and host programs that follow
+// their contracts: builds as child processes (environment, queue, timeout, live and stored
+// log, outcome from the termination log), a restart failing what was left running, missing
+// toolchains answering 503 by name, and deployments as host processes: ready, invoked,
+// restarted on redeploy, stopped on delete and at shutdown, brought back after a restart.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import type { Test } from 'tap'
+import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
+import type { Store, TestControl } from '../helpers/control.js'
+import { writeStandIns } from '../fixtures/local-programs.js'
+import { toolchainCheck } from '../../control/src/local/programs.js'
+import { createBuild, markRunning } from '../../control/src/store/builds.js'
+
+type Build = { id: string; status: string; imageRef: string | null; error: string | null }
+type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; message: string }
+
+function scratch (t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'local-runtime-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+async function startLocal (t: Test, flags: string[] = [], store?: Store): Promise<{ control: TestControl; dir: string }> {
+  const dir = scratch(t)
+  const programs = writeStandIns(dir)
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', ...flags],
+    { ...(store !== undefined ? { store } : {}), deps: { local: { ...programs, toolchains: toolchainCheck('') } } })
+  return { control, dir }
+}
+
+async function jsApp (control: TestControl, name: string, mode = ''): Promise<{ id: string; fnId: string }> {
+  const app = await createApp(control, name, { language: 'js' })
+  const fn = firstFunction(app)
+  const put = await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: { 'index.js': `// ${mode}\nexport default 1\n` } } })
+  if (put.status !== 200) throw new Error(`source: ${put.status} ${put.text}`)
+  return { id: app.id, fnId: fn.id }
+}
+
+async function build (control: TestControl, appId: string): Promise<Build> {
+  const started = await control.call('POST', `/applications/${appId}/builds`)
+  if (started.status !== 202) throw new Error(`build: ${started.status} ${started.text}`)
+  return started.body as Build
+}
+
+async function untilBuild (control: TestControl, appId: string, buildId: string, status: string, timeoutMs = 20_000): Promise<Build> {
+  let last: Build | undefined
+  await until(async () => (last = (await control.call('GET', `/applications/${appId}/builds/${buildId}`)).body as Build).status === status, timeoutMs, `build ${status}`)
+  return last as Build
+}
+
+async function deploymentOf (control: TestControl, appId: string): Promise<Deployment | null> {
+  return ((await control.call('GET', `/applications/${appId}`)).body as { deployment: Deployment | null }).deployment
+}
+
+async function invoke (control: TestControl, appId: string, fnId: string, path = '/'): Promise<{ status: number; answer: { ref: string; pid: number; path: string } }> {
+  const reply = await control.call('POST', `/applications/${appId}/functions/${fnId}/invoke`, { json: { method: 'GET', path } })
+  if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
+  const result = reply.body as { status: number; body: string }
+  return { status: result.status, answer: JSON.parse(result.body) as { ref: string; pid: number; path: string } }
+}
+
+const alive = (pid: number): boolean => { try { process.kill(pid, 0); return true } catch { return false } }
+
+t.test('a build: the builder with the Job environment, running, succeeded with the digest it wrote, log kept, deployed and invoked', async (t) => {
+  const { control, dir } = await startLocal(t)
+  t.equal(control.server.cluster, null)
+  t.not(control.server.local, null, 'no cluster: the local runtime')
+  const gate = join(dir, 'gate')
+  const app = await jsApp(control, 'hello', `MODE:wait:${gate}`)
+  const started = await build(control, app.id)
+  t.match(started, { status: 'pending', imageRef: null })
+  await untilBuild(control, app.id, started.id, 'running')
+  // Followed live: what it printed so far, then the rest until it exits.
+  const follow = await fetch(`${control.url}/api/v1/applications/${app.id}/builds/${started.id}/logs?follow=true`)
+  t.equal(follow.status, 200)
+  const reader = follow.body!.getReader()
+  let seen = ''
+  while (!seen.includes('building hello js')) seen += Buffer.from((await reader.read()).value).toString('utf8')
+  writeFileSync(gate, '')
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) seen += Buffer.from(chunk.value).toString('utf8')
+  t.match(seen, /building hello js [0-9a-f-]{36}\n[^]*went on\n[^]*done\n/, 'the whole log, streamed until the build ended')
+  const done = await untilBuild(control, app.id, started.id, 'succeeded')
+  const layout = join(control.store.dataDir, 'runtime', 'images', 'hello')
+  t.match(done.imageRef, new RegExp(`^oci-layout:${layout}@sha256:[0-9a-f]{64}$`), 'the reference the builder wrote')
+  t.equal(done.error, null)
+  const stored = await control.call('GET', `/applications/${app.id}/builds/${started.id}/logs`)
+  t.match(stored.text, /env \[\]\n/, "none of the control plane's own settings reach the builder")
+  t.match(stored.text, /done\n$/)
+  t.notOk(existsSync(join(control.store.dataDir, 'runtime', 'builds', started.id)), 'the scratch directory is gone')
+
+  await until(async () => (await deploymentOf(control, app.id))?.ready === true, 10_000, 'deployment ready')
+  const deployment = await deploymentOf(control, app.id)
+  t.match(deployment, { image: done.imageRef, replicas: 1, ready: true, internalUrl: /^http:\/\/127\.0\.0\.1:[0-9]+$/, message: '1 of 1 replicas ready' })
+  const first = await invoke(control, app.id, app.fnId, '/hello?x=1')
+  t.same({ status: first.status, ref: first.answer.ref, path: first.answer.path }, { status: 200, ref: done.imageRef, path: '/hello?x=1' })
+  const log = await control.call('GET', `/applications/${app.id}/logs?tail=1`)
+  t.equal(log.text, 'request GET /hello?x=1\n', "the host's output is the application log")
+
+  // Redeploy: a new process; delete: none left.
+  t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  const second = await invoke(control, app.id, app.fnId)
+  t.not(second.answer.pid, first.answer.pid, 'redeploy restarted the host')
+  t.notOk(alive(first.answer.pid), 'the old host is gone')
+  t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
+  t.notOk(alive(second.answer.pid), 'deleting the application stopped its host')
+})
+
+t.test('a compile error: failed, the termination log as error, the log kept', async (t) => {
+  const { control } = await startLocal(t)
+  const app = await jsApp(control, 'broken', 'MODE:fail')
+  const failed = await untilBuild(control, app.id, (await build(control, app.id)).id, 'failed')
+  t.equal(failed.error, 'compile error in functions/hello/index.js line 3: Expected ";" but found "world"')
+  t.equal(failed.imageRef, null)
+  const log = await control.call('GET', `/applications/${app.id}/builds/${failed.id}/logs`)
+  t.match(log.text, /index\.js:3:7: ERROR/)
+  t.equal(await deploymentOf(control, app.id), null, 'nothing deployed')
+  const crashed = await jsApp(control, 'crash', 'MODE:crash')
+  const lastWords = await untilBuild(control, crashed.id, (await build(control, crashed.id)).id, 'failed')
+  t.match(lastWords.error, /last words$/, 'no termination log: the end of the log, as in a cluster')
+})
+
+t.test('at most --local-builds at once, the rest pending in order; past --build-timeout a build fails', async (t) => {
+  const { control } = await startLocal(t, ['--local-builds', '1', '--build-timeout', '2s'])
+  const slow = await jsApp(control, 'slow', 'MODE:sleep')
+  const quick = await jsApp(control, 'quick')
+  const first = await build(control, slow.id)
+  await untilBuild(control, slow.id, first.id, 'running')
+  const second = await build(control, quick.id)
+  t.equal(((await control.call('GET', `/applications/${quick.id}/builds/${second.id}`)).body as Build).status, 'pending', 'it waits for the slot')
+  const failed = await untilBuild(control, slow.id, first.id, 'failed')
+  t.equal(failed.error, 'DeadlineExceeded: the build ran longer than 2s (PLATFORM_BUILD_TIMEOUT)')
+  await untilBuild(control, quick.id, second.id, 'succeeded')
+  t.ok(control.logs.some((l) => l.msg === 'build finished' && l.buildId === second.id), 'the queued build ran after the slot freed')
+})
+
+t.test('a restart fails the builds that were running and brings deployed applications back up; shutdown leaves no process', async (t) => {
+  const first = await startLocal(t)
+  const app = await jsApp(first.control, 'hello')
+  const ok = await untilBuild(first.control, app.id, (await build(first.control, app.id)).id, 'succeeded')
+  const before = await invoke(first.control, app.id, app.fnId)
+  const stuck = await createBuild(first.control.server.db, app.id)
+  await markRunning(first.control.server.db, stuck!.id)
+  await first.control.close()
+  t.notOk(alive(before.answer.pid), 'shutdown stopped the host')
+
+  const second = await startLocal(t, [], first.control.store)
+  const lost = (await second.control.call('GET', `/applications/${app.id}/builds/${stuck!.id}`)).body as Build
+  t.match(lost, { status: 'failed', error: 'the control plane restarted while this build was running; start it again' })
+  const after = await invoke(second.control, app.id, app.fnId)
+  t.equal(after.answer.ref, ok.imageRef, 'the newest image runs again')
+  t.not(after.answer.pid, before.answer.pid)
+  await second.control.close()
+  t.notOk(alive(after.answer.pid))
+})
+
+t.test('a language whose toolchain is missing answers 503 naming the tool; undeployed apps say so', async (t) => {
+  const { control } = await startLocal(t)
+  const go = await createApp(control, 'gopher', { language: 'go' })
+  const refused = await control.call('POST', `/applications/${go.id}/builds`)
+  t.equal(refused.status, 503)
+  t.same(refused.body, { error: 'go builds need TinyGo: tinygo is not on PATH (install TinyGo 0.34 or later, or build in a cluster)' })
+  const rust = await createApp(control, 'crab', { language: 'rust' })
+  t.match((await control.call('POST', `/applications/${rust.id}/builds`)).body, { error: /^rust builds need cargo/ })
+  t.same((await control.call('GET', `/applications/${go.id}/builds`)).body, [], 'no build row was left')
+  const invoked = await control.call('POST', `/applications/${go.id}/functions/${firstFunction(go).id}/invoke`, { json: { method: 'GET', path: '/' } })
+  t.equal(invoked.status, 404)
+  t.same(invoked.body, { error: 'application is not deployed: it has no successful build yet' })
+  t.equal((await control.call('GET', `/applications/${go.id}/logs`)).status, 404)
+  t.equal((await control.call('POST', `/applications/${go.id}/deploy`)).status, 409)
+})
+
+t.test('--runtime cluster without a cluster: every runtime endpoint answers 503 naming the settings', async (t) => {
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'cluster'])
+  t.equal(control.server.local, null)
+  const app = await createApp(control, 'hello', { language: 'js' })
+  const reply = await control.call('POST', `/applications/${app.id}/builds`)
+  t.equal(reply.status, 503)
+  t.same(reply.body, { error: 'cluster not configured: set PLATFORM_KUBECONFIG (or run in a cluster), or PLATFORM_RUNTIME=local to build and run on this machine' })
+})
+

@@ -1,0 +1,85 @@
+// The builder and the host as the control plane and the local runtime run them: compiled
+// programs in child processes, configured by their documented environment and flags.
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Test } from 'tap'
+import { packArchive } from '../../control/src/source/archive.js'
+import { spinManifest } from '../../control/src/cluster/build-jobs.js'
+import type { LanguageT } from '../../control/src/model/resources.js'
+
+const root = fileURLToPath(new URL('../../', import.meta.url))
+const BUILDER = join(root, 'dist/builders/src/main.js')
+const HOST = join(root, 'dist/host/src/main.js')
+
+// The parent's environment without tap's hooks (its NODE_OPTIONS loads into every node child).
+function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!/^(TAP|_TAPJS_)|^NODE_OPTIONS$|^DOCKER_CONFIG$/.test(key)) env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+function compiled (path: string): string {
+  if (!existsSync(path)) throw new Error(`${path} is missing: run "npm run build" first (npm test builds it)`)
+  return path
+}
+
+/** The archive the control plane would pack for an application of these functions. */
+export async function sourceArchive (t: Test, app: { name: string; language: LanguageT }, functions: Array<{ name: string; route: string; files: Record<string, string> }>): Promise<string> {
+  const files: Record<string, string> = { 'spin.toml': spinManifest({ id: 'test', clusterName: app.name, ...app }, functions) }
+  for (const fn of functions) {
+    for (const [path, content] of Object.entries(fn.files)) files[`functions/${fn.name}/${path}`] = content
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'build-source-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const archive = join(dir, 'source.tar.gz')
+  await writeFile(archive, await packArchive(files, new Date(0)))
+  return archive
+}
+
+export type BuilderRun = { code: number | null; log: string; termination: string; ms: number }
+
+export async function runBuilder (t: Test, env: Record<string, string>): Promise<BuilderRun> {
+  const dir = await mkdtemp(join(tmpdir(), 'builder-run-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const terminationLog = join(dir, 'termination-log')
+  const started = Date.now()
+  const child = spawn(process.execPath, [compiled(BUILDER)], { env: childEnv({ TERMINATION_LOG: terminationLog, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  let log = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { log += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { log += chunk })
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('close', (exitCode) => resolve(exitCode))
+  })
+  const termination = existsSync(terminationLog) ? await readFile(terminationLog, 'utf8') : ''
+  return { code, log, termination, ms: Date.now() - started }
+}
+
+export type RunningHost = { url: string; digest: string; output: () => string; ms: number }
+
+export async function startHost (t: Test, args: string[]): Promise<RunningHost> {
+  const started = Date.now()
+  const child = spawn(process.execPath, [compiled(HOST), ...args], { env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const first = await new Promise<string>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      const newline = stdout.indexOf('\n')
+      if (newline !== -1) resolve(stdout.slice(0, newline))
+    })
+    child.once('error', reject)
+    child.once('exit', (code) => reject(new Error(`the host exited with ${String(code)} before listening: ${stderr}`)))
+  })
+  const line = JSON.parse(first) as { url: string; digest: string }
+  return { url: line.url, digest: line.digest, output: () => stdout + stderr, ms: Date.now() - started }
+}
