@@ -49,6 +49,8 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     const doneReceiving = peerEof !== null && written >= peerEof
     if (doneSending && doneReceiving && !closing) {
       closing = true
+      // the peer counts its stream delivered by our last ack: it must go before the close
+      if (written > ackedBack) { ackedBack = written; control({ ack: written }) }
       void connection.close(1000, 'done')
     }
   }
