@@ -16,6 +16,8 @@ export type Tokens = {
   token_endpoint: string
   client_id: string
   scope?: string
+  /** The relay's audience, asked for as the RFC 8707 resource on every token request. */
+  resource?: string
 }
 
 export type DevicePrompt = {
@@ -57,15 +59,20 @@ export async function login (opts: LoginOptions): Promise<Tokens> {
     user_code: started.user_code,
     expires_in: started.expires_in,
   })
-  const response = await wrap(() => oauth.pollDeviceAuthorizationGrant(config, started, undefined, opts.signal === undefined ? undefined : { signal: opts.signal }))
-  return tokensOf(response, { issuer: discovery.issuer, token_endpoint: discovery.token_endpoint, client_id: clientId }, opts.now ?? Date.now)
+  // The resource again at the token endpoint: a provider with resource indicators issues the
+  // access token (a JWT for the relay) only for the resource named there.
+  const tokenParams = discovery.audience === '' ? undefined : { resource: discovery.audience }
+  const response = await wrap(() => oauth.pollDeviceAuthorizationGrant(config, started, tokenParams, opts.signal === undefined ? undefined : { signal: opts.signal }))
+  const base = { issuer: discovery.issuer, token_endpoint: discovery.token_endpoint, client_id: clientId, ...(discovery.audience === '' ? {} : { resource: discovery.audience }) }
+  return tokensOf(response, base, opts.now ?? Date.now)
 }
 
 /** New tokens from the refresh token; throws `unauthorized` when there is none or it was refused. */
 export async function refresh (tokens: Tokens, opts: { clientSecret?: string; now?: () => number } = {}): Promise<Tokens> {
   if (tokens.refresh_token === undefined) throw new RelayError('unauthorized', 'the login has expired and has no refresh token: log in again')
   const config = configuration(tokens.issuer, tokens.token_endpoint, tokens.client_id, opts.clientSecret)
-  const response = await wrap(() => oauth.refreshTokenGrant(config, tokens.refresh_token as string))
+  const params = tokens.resource === undefined ? undefined : { resource: tokens.resource }
+  const response = await wrap(() => oauth.refreshTokenGrant(config, tokens.refresh_token as string, params))
   const fresh = tokensOf(response, tokens, opts.now ?? Date.now)
   // A provider that does not rotate refresh tokens sends none back: keep the one we had.
   return fresh.refresh_token === undefined ? { ...fresh, refresh_token: tokens.refresh_token } : fresh
@@ -108,11 +115,12 @@ function isLoopback (url: string): boolean {
   return protocol === 'http:' && (hostname === '127.0.0.1' || hostname === 'localhost' || hostname === '[::1]')
 }
 
-function tokensOf (response: oauth.TokenEndpointResponse, base: Pick<Tokens, 'issuer' | 'token_endpoint' | 'client_id'>, now: () => number): Tokens {
+function tokensOf (response: oauth.TokenEndpointResponse, base: Pick<Tokens, 'issuer' | 'token_endpoint' | 'client_id' | 'resource'>, now: () => number): Tokens {
   return {
     issuer: base.issuer,
     token_endpoint: base.token_endpoint,
     client_id: base.client_id,
+    ...(base.resource === undefined ? {} : { resource: base.resource }),
     access_token: response.access_token,
     ...(response.refresh_token === undefined ? {} : { refresh_token: response.refresh_token }),
     ...(response.expires_in === undefined ? {} : { expires_at: now() + response.expires_in * 1000 }),
