@@ -79,9 +79,10 @@ export function openConnection (connect: Connector, url: string, token: string, 
 
     function dial (onOpen: () => void, onRefused: (error: RelayError) => void, onLost: () => void) {
       let settled = false
+      let refused = false
       raw = connect(url, token, {
         open: () => { settled = true; onOpen() },
-        refused: (status, body) => { settled = true; onRefused(httpError('attach', status, body)) },
+        refused: (status, body) => { settled = true; refused = true; onRefused(httpError('attach', status, body)) },
         message: (message) => {
           inbox.push(message)
           inboxBytes += sizeOf(message)
@@ -89,6 +90,7 @@ export function openConnection (connect: Connector, url: string, token: string, 
           notify()
         },
         close: (code, reason) => {
+          if (refused) return // the refusal said it all
           if (!settled) { settled = true; onLost(); return }
           if (code === 1006 && !closing && window > 0 && final === null) {
             up = false
