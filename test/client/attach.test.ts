@@ -1,12 +1,10 @@
 // The library's peers against the real relay: messages both ways with text and binary kept
 // apart, refusals as typed errors, the relay's close codes, and reattach after a drop.
-import { connect, createServer } from 'node:net'
-import type { AddressInfo, Socket } from 'node:net'
 import t from 'tap'
-import type { Test } from 'tap'
 import { RelayError, adminClient, attach } from '../../client/src/index.js'
 import type { Connection, ConnectionEvent, Message } from '../../client/src/index.js'
 import { startTestRelay, until } from '../helpers/relay.js'
+import { cuttableProxy } from '../helpers/tcp-proxy.js'
 import type { TestRelay } from '../helpers/relay.js'
 
 async function session (relay: TestRelay) {
@@ -78,22 +76,6 @@ t.test('an expired session: peers see 4001 "expired"', async (t) => {
   t.match(await a.closed, { code: 4001, name: 'expired', meaning: /expires_at/ })
   t.match(await failure(adminClient({ server: relay.http }).getSession(s.id)), { code: 'not_found', status: 404 })
 })
-
-/** A TCP proxy to the relay whose connections the test can cut without a close frame. */
-async function cuttableProxy (t: Test, port: number) {
-  const sockets = new Set<Socket>()
-  const server = createServer((client) => {
-    const relaySide = connect(port, '127.0.0.1')
-    for (const s of [client, relaySide]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => {}) }
-    client.pipe(relaySide).pipe(client)
-  })
-  t.teardown(() => { for (const s of sockets) s.destroy(); server.close() })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    port: (server.address() as AddressInfo).port,
-    cut: () => { for (const s of sockets) s.destroy() },
-  }
-}
 
 t.test('a dropped connection reattaches within the peer-wait window; messages sent meanwhile arrive', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])

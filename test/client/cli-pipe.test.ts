@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises'
 import t from 'tap'
 import { collect, runCli } from '../helpers/client-cli.js'
 import { createSession, delay, getSession, startTestRelay, until } from '../helpers/relay.js'
+import { cuttableProxy } from '../helpers/tcp-proxy.js'
 
 const MiB = 1024 * 1024
 
@@ -76,6 +77,31 @@ t.test('a reader that stops for a while slows the sender; the relay never has to
   const received = digestOf(receiver.child.stdout)
   await sending
   t.equal((await received).digest, data.digest(), 'nothing dropped')
+  t.equal(await sender.exited, 0, sender.stderr())
+  t.equal(await receiver.exited, 0, receiver.stderr())
+})
+
+t.test('a drop in the middle of a stream: the sender reattaches and resends what was lost, byte for byte', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const proxy = await cuttableProxy(t, relay.port)
+  const session = await createSession(relay)
+  const sender = runCli(t, ['attach', `ws://127.0.0.1:${proxy.port}/relay/${session.id}`, '--token', session.initiator_token])
+  const receiver = runCli(t, ['attach', `${relay.ws}/relay/${session.id}`, '--token', session.responder_token])
+  receiver.child.stdin.end()
+  const data = source(30 * MiB)
+  const sending = pipeline(data.stream, sender.child.stdin)
+  const hash = createHash('sha256')
+  let bytes = 0
+  let cut = false
+  for await (const chunk of receiver.child.stdout) {
+    hash.update(chunk as Buffer)
+    bytes += (chunk as Buffer).length
+    if (!cut && bytes > 5 * MiB) { cut = true; proxy.cut() }
+  }
+  await sending
+  t.ok(cut, 'the connection was cut mid-stream')
+  t.equal(bytes, 30 * MiB)
+  t.equal(hash.digest('hex'), data.digest())
   t.equal(await sender.exited, 0, sender.stderr())
   t.equal(await receiver.exited, 0, receiver.stderr())
 })
