@@ -4,7 +4,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', '.tap/', 'node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*'] },
+  { ignores: ['dist/', 'client/dist/', 'client/bin/', 'coverage/', '.tap/', 'node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

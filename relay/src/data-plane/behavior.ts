@@ -86,7 +86,9 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
         table.dropped(slot, reason === '' ? 'connection lost' : reason)
         return
       }
-      // A close frame is a deliberate end: the counterpart gets the same code and reason.
+      // A close frame is a deliberate end: the counterpart gets the same code and reason,
+      // after the messages sent before it in the same turn.
+      forwarder.flushNow(slot.other)
       table.close(slot.session, { reason: 'peer_closed', frame: { code, message: new Uint8Array(message).slice() }, remove: false })
     },
   }

@@ -165,9 +165,23 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     arena = bigger
   }
 
+  /**
+   * Sends what this turn queued for the slot's peer at once: a close frame about to follow
+   * must not overtake it (the end-of-turn flush skips a closed session).
+   */
+  function flushNow (slot: Slot): void {
+    const peer = slot.peer
+    if (peer === null || slot.queued.length === 0 || slot.session.closed) return
+    let ok = true
+    peer.cork(() => { ok = sendQueued(slot) })
+    if (!ok) tooSlow(limits, slot)
+    else observeBuffered(limits, slot)
+  }
+
   return {
     forward,
     deliverHeld,
+    flushNow,
     /** The peer's socket wrote some of its backlog. */
     drained: (slot: Slot): void => observeBuffered(limits, slot),
     /** See backlog-limits.ts for why a ping counts. */

@@ -1,0 +1,104 @@
+// relay attach: stdin to the peer, the peer to stdout.
+import { readFile } from 'node:fs/promises'
+import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
+import { attach } from '../attach.js'
+import type { Connection } from '../connection.js'
+import { RelayError } from '../errors.js'
+import type { Io } from './context.js'
+import { pipeStream } from './stream.js'
+import { HELP, UsageError } from './usage.js'
+
+export async function attachCommand (args: string[], io: Io): Promise<number> {
+  const help = HELP.attach as string
+  let parsed
+  try {
+    parsed = parseArgs({ args, options: { server: { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, text: { type: 'boolean' } }, strict: true, allowPositionals: true })
+  } catch (error) {
+    throw new UsageError((error as Error).message, help)
+  }
+  const { values, positionals } = parsed
+  if (positionals.length !== 1) throw new UsageError('relay attach needs one URL (ws(s)://host/relay/ID)', help)
+  const url = positionals[0] as string
+  if (!/^wss?:\/\//.test(url)) throw new UsageError(`not a ws:// or wss:// URL: ${url}`, help)
+  const token = await tokenOf(values.token, values['token-file'], io, help)
+
+  const progress = progressLine(io)
+  let onReattached = () => {}
+  const connection = await attach(url, token, {
+    onEvent: (event) => {
+      if (event.type === 'drop') progress.note('connection dropped; reattaching')
+      else { progress.note(`reattached after ${event.attempts} attempt(s)`); onReattached() }
+    },
+  })
+  progress.note('attached')
+  try {
+    if (values.text === true) return await textMode(connection, io)
+    const stream = pipeStream(connection, io, progress.update)
+    onReattached = stream.reattached
+    const result = await stream.done
+    progress.end()
+    if (!result.complete) {
+      io.stderr.write('relay: the peer closed before everything was delivered\n')
+      return 1
+    }
+    return 0
+  } catch (error) {
+    progress.end()
+    throw error
+  }
+}
+
+async function textMode (connection: Connection, io: Io): Promise<number> {
+  const reading = (async () => {
+    for await (const message of connection) {
+      if (message.type === 'text') io.stdout.write(`${message.data}\n`)
+      else io.stdout.write(message.data)
+    }
+  })()
+  const lines = createInterface({ input: io.stdin, crlfDelay: Infinity })
+  const writing = (async () => {
+    for await (const line of lines) await connection.send(line)
+    await connection.close(1000, 'done')
+  })()
+  // Whichever ends first: our stdin (we close) or the peer's close.
+  await Promise.race([reading, writing.then(() => reading)])
+  lines.close()
+  await new Promise<void>((resolve) => io.stdout.write('', () => resolve()))
+  return 0
+}
+
+async function tokenOf (flag: string | undefined, file: string | undefined, io: Io, help: string): Promise<string> {
+  if (flag !== undefined && file !== undefined) throw new UsageError('give --token or --token-file, not both', help)
+  let token = flag
+  if (file !== undefined) {
+    try {
+      token = (await readFile(file, 'utf8')).trim()
+    } catch (error) {
+      throw new RelayError('bad_request', `cannot read --token-file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+    }
+  }
+  token ??= io.env.RELAY_TOKEN
+  if (token === undefined || token === '') throw new UsageError('no slot token: pass --token, --token-file or set RELAY_TOKEN', help)
+  return token
+}
+
+function progressLine (io: Io) {
+  const tty = io.stderr.isTTY === true
+  const started = Date.now()
+  let last = 0
+  let shown = false
+  const mib = (n: number) => (n / 1024 / 1024).toFixed(1)
+  return {
+    note: (text: string) => { if (tty) { io.stderr.write(`${shown ? '\n' : ''}relay: ${text}\n`); shown = false } },
+    update: (sent: number, received: number) => {
+      const now = Date.now()
+      if (!tty || now - last < 500) return
+      last = now
+      const seconds = Math.max((now - started) / 1000, 0.001)
+      io.stderr.write(`\rsent ${mib(sent)} MiB, received ${mib(received)} MiB, ${mib((sent + received) / seconds)} MiB/s   `)
+      shown = true
+    },
+    end: () => { if (tty && shown) io.stderr.write('\n') },
+  }
+}

@@ -1,0 +1,107 @@
+// relay session create|list|get|delete, and relay pair.
+import { parseArgs } from 'node:util'
+import type { CreatedSession, Session } from '../types.js'
+import type { Io } from './context.js'
+import { adminFor, serverOf } from './context.js'
+import { HELP, UsageError } from './usage.js'
+
+export async function sessionCommand (args: string[], io: Io): Promise<number> {
+  const help = HELP.session as string
+  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' } }, help)
+  const [verb, id, ...extra] = positionals
+  if (extra.length > 0) throw new UsageError(`unexpected argument: ${extra[0]}`, help)
+  const needsId = verb === 'get' || verb === 'delete'
+  if (needsId && id === undefined) throw new UsageError(`relay session ${verb} needs a session id`, help)
+  if (!needsId && id !== undefined) throw new UsageError(`unexpected argument: ${id}`, help)
+  const server = serverOf(values.server as string | undefined, io, help)
+  const json = values.json === true
+  const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
+  switch (verb) {
+    case 'create': {
+      const created = await (await adminFor(server, io)).createSession()
+      if (json) print(created)
+      else io.stdout.write(table([createdRow(created)], ['id', 'initiator_token', 'responder_token', 'expires_at']))
+      return 0
+    }
+    case 'list': {
+      const admin = await adminFor(server, io)
+      let sessions: Session[] = []
+      if (values.limit !== undefined) {
+        const limit = Number(values.limit)
+        if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit: a positive integer', help)
+        const page = await admin.listSessions({ limit })
+        if (json) { print(page); return 0 }
+        sessions = page.sessions
+      } else {
+        for await (const session of admin.allSessions()) sessions.push(session)
+        if (json) { print({ sessions }); return 0 }
+      }
+      io.stdout.write(table(sessions.map(sessionRow), SESSION_COLUMNS))
+      return 0
+    }
+    case 'get': {
+      const session = await (await adminFor(server, io)).getSession(id as string)
+      if (json) print(session)
+      else io.stdout.write(table([sessionRow(session)], SESSION_COLUMNS))
+      return 0
+    }
+    case 'delete':
+      await (await adminFor(server, io)).deleteSession(id as string)
+      if (json) print({ deleted: id })
+      else io.stderr.write(`deleted ${id}\n`)
+      return 0
+    default:
+      throw new UsageError(verb === undefined ? 'relay session needs create, list, get or delete' : `unknown session command: ${verb}`, help)
+  }
+}
+
+export async function pairCommand (args: string[], io: Io): Promise<number> {
+  const help = HELP.pair as string
+  const { values, positionals } = parse(args, {}, help)
+  if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`, help)
+  const server = serverOf(values.server as string | undefined, io, help)
+  const created = await (await adminFor(server, io)).createSession()
+  const initiator = created.initiator_url ?? relayUrl(server, created.id)
+  const responder = created.responder_url ?? relayUrl(server, created.id)
+  io.stdout.write([
+    `# session ${created.id}, until ${created.expires_at}; one command per terminal:`,
+    `RELAY_TOKEN=${created.initiator_token} npx relay attach ${initiator}`,
+    `RELAY_TOKEN=${created.responder_token} npx relay attach ${responder}`,
+    '',
+  ].join('\n'))
+  return 0
+}
+
+/** ws(s)://host/relay/<id> from the relay's http(s) or ws(s) URL. */
+function relayUrl (server: string, id: string): string {
+  const url = new URL(`relay/${encodeURIComponent(id)}`, server.endsWith('/') ? server : `${server}/`)
+  if (url.protocol === 'http:') url.protocol = 'ws:'
+  if (url.protocol === 'https:') url.protocol = 'wss:'
+  return url.href
+}
+
+const SESSION_COLUMNS = ['id', 'state', 'peers', 'bytes_in', 'bytes_out', 'expires_at']
+
+function sessionRow (s: Session): Record<string, string> {
+  const peers = `${s.initiator_connected ? 'I' : '-'}${s.responder_connected ? 'R' : '-'}`
+  return { id: s.id, state: s.state, peers, bytes_in: String(s.bytes_in), bytes_out: String(s.bytes_out), expires_at: s.expires_at }
+}
+
+function createdRow (c: CreatedSession): Record<string, string> {
+  return { id: c.id, initiator_token: c.initiator_token, responder_token: c.responder_token, expires_at: c.expires_at }
+}
+
+function table (rows: Array<Record<string, string>>, columns: string[]): string {
+  if (rows.length === 0) return '(no sessions)\n'
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? '').length)))
+  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()
+  return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => r[c] ?? '')))].join('\n') + '\n'
+}
+
+function parse (args: string[], options: Record<string, { type: 'string' | 'boolean' }>, help: string): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  try {
+    return parseArgs({ args, options: { server: { type: 'string' }, ...options }, strict: true, allowPositionals: true })
+  } catch (error) {
+    throw new UsageError((error as Error).message, help)
+  }
+}

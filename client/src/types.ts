@@ -1,0 +1,43 @@
+// The admin API's shapes, written from the relay's (relay/src/session/session.ts and
+// admin/create-session.ts); test/client/admin-types.test.ts fails when the two drift.
+
+export type SessionState = 'pending' | 'half_open' | 'open' | 'closed'
+
+export type Session = {
+  id: string
+  state: SessionState
+  created_at: string
+  expires_at: string
+  last_activity: string
+  bytes_in: number
+  bytes_out: number
+  initiator_connected: boolean
+  responder_connected: boolean
+}
+
+export type CreatedSession = {
+  id: string
+  initiator_token: string
+  responder_token: string
+  /** Only when the relay has a public base URL. */
+  initiator_url?: string
+  responder_url?: string
+  created_at: string
+  expires_at: string
+}
+
+export type SessionPage = {
+  sessions: Session[]
+  /** Present while more sessions remain: pass it back as `cursor`. */
+  next_cursor?: string
+}
+
+export type Discovery = {
+  issuer: string
+  audience: string
+  scopes: string[]
+  authorization_endpoint: string
+  token_endpoint: string
+  device_authorization_endpoint: string
+  client_id_hint: string
+}
