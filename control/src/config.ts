@@ -28,6 +28,9 @@ export type ControlConfig = {
   jwksMaxRefreshMs: number // ...and no later than this, whatever their Cache-Control says
   devInsecureSkipAuth: boolean
   requiredClaim: RequiredClaim | null
+  consoleClientId: string // public OAuth client the web console signs in with; empty: no sign-in offered
+  consoleScopes: string
+  consoleDir: string // the built console; empty: dist/console beside the code
   kubeconfig: string
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -82,6 +85,12 @@ function parseBuilderImages (text: string): Record<LanguageT, string> {
     images[language as LanguageT] = image
   }
   return images
+}
+
+function parseScopes (text: string): string {
+  const scopes = text.trim().split(/\s+/)
+  if (!scopes.includes('openid')) throw new Error('expected space-separated scopes including openid, e.g. "openid offline_access"')
+  return scopes.join(' ')
 }
 
 // Kubernetes namespaces are RFC 1123 labels.
@@ -140,6 +149,9 @@ export const settings = [
   setting({ key: 'jwksMaxRefreshMs', env: 'PLATFORM_JWKS_MAX_REFRESH', flag: '--jwks-max-refresh', default: '1h', parse: parseTimerDuration, help: 'ceiling of that max-age, and the interval when there is none: the longest a key the provider withdrew stays trusted. At least --jwks-min-refresh' }),
   setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all; a warning at start says so' }),
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry, e.g. groups=platform-admins or roles=admin; else 403' }),
+  setting({ key: 'consoleClientId', env: 'PLATFORM_CONSOLE_CLIENT_ID', flag: '--console-client-id', default: '', parse: anyText, help: "public OAuth client id (no secret) the web console signs in with: authorization code with PKCE at --oidc-issuer, redirect URI {the console's address}/. Its id tokens must pass --oidc-audience, so usually the same value; empty: the console says sign-in is not configured" }),
+  setting({ key: 'consoleScopes', env: 'PLATFORM_CONSOLE_SCOPES', flag: '--console-scopes', default: 'openid offline_access', parse: parseScopes, help: 'scopes the console asks for, space-separated; openid is required, offline_access gets a refresh token so a session outlives one id token' }),
+  setting({ key: 'consoleDir', env: 'PLATFORM_CONSOLE_DIR', flag: '--console-dir', default: '', parse: anyText, help: "directory of the built web console, served at /; empty: dist/console, which npm run build makes. Not built: / answers 503 saying so, the API is unaffected" }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
