@@ -30,12 +30,15 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
   const [newName, setNewName] = useState('')
   const [renaming, setRenaming] = useState<string | null>(null)
   const [confirmDelete, setConfirmDelete] = useState(false)
+  // A new map from the server (load, save, upload) remounts the editor with it.
+  const [version, setVersion] = useState(0)
 
   const accept = (source: Source, message: string | null): void => {
     setFiles(source.files)
     setSaved(source.files)
     setCurrent((c) => c !== null && c in source.files ? c : Object.keys(source.files).sort()[0] ?? null)
     setNotice(message)
+    setVersion((v) => v + 1)
   }
 
   useEffect(() => {
@@ -145,7 +148,7 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
                     </span>
                     )}
               </div>
-              <Editor file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />
+              <Editor key={`${version}:${current}`} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />
             </>
           )}
         </div>

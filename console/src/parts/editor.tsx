@@ -1,12 +1,11 @@
-// CodeMirror 6 over one file, with the highlighting its name calls for. The editor is made once
-// and its document swapped when another file is shown, so undo history stays per mount only.
+// CodeMirror 6 over one file, with the highlighting its name calls for.
 import { useEffect, useRef } from 'preact/hooks'
-import { basicSetup } from 'codemirror'
-import { EditorView, keymap } from '@codemirror/view'
-import { Compartment, EditorState } from '@codemirror/state'
+import { minimalSetup } from 'codemirror'
+import { drawSelection, EditorView, highlightActiveLine, highlightActiveLineGutter, keymap, lineNumbers } from '@codemirror/view'
+import { EditorState } from '@codemirror/state'
 import type { Extension } from '@codemirror/state'
 import { indentWithTab } from '@codemirror/commands'
-import { StreamLanguage } from '@codemirror/language'
+import { bracketMatching, foldGutter, indentOnInput, StreamLanguage } from '@codemirror/language'
 import { javascript } from '@codemirror/lang-javascript'
 import { go } from '@codemirror/lang-go'
 import { rust } from '@codemirror/lang-rust'
@@ -28,41 +27,34 @@ function languageFor (file: string): Extension {
 
 const labelFor = (file: string): Extension => EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}` })
 
+/**
+ * Uncontrolled: `text` is read once, when the editor is made; every change goes out through
+ * `onChange`. Show another file or a reloaded map by mounting a new editor (a new `key`).
+ */
 export function Editor ({ file, text, onChange }: { file: string; text: string; onChange: (text: string) => void }) {
   const host = useRef<HTMLDivElement>(null)
-  const view = useRef<EditorView | null>(null)
-  const language = useRef(new Compartment())
-  const label = useRef(new Compartment())
   const changed = useRef(onChange)
   changed.current = onChange
 
   useEffect(() => {
     if (host.current === null) return
-    view.current = new EditorView({
+    const view = new EditorView({
       parent: host.current,
       state: EditorState.create({
         doc: text,
         extensions: [
-          basicSetup,
+          // basicSetup without autocompletion, whose pop-up a keyboard user must dismiss.
+          minimalSetup, lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), foldGutter(), drawSelection(), indentOnInput(), bracketMatching(),
           // Tab indents; Escape then Tab leaves the editor (CodeMirror's own escape hatch).
           keymap.of([indentWithTab]),
-          language.current.of(languageFor(file)),
-          label.current.of(labelFor(file)),
+          languageFor(file),
+          EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}` }),
           EditorView.updateListener.of((update) => { if (update.docChanged) changed.current(update.state.doc.toString()) }),
         ],
       }),
     })
-    return () => view.current?.destroy()
+    return () => view.destroy()
   }, [])
-
-  useEffect(() => {
-    const v = view.current
-    if (v === null) return
-    v.dispatch({
-      effects: [language.current.reconfigure(languageFor(file)), label.current.reconfigure(labelFor(file))],
-      ...(v.state.doc.toString() === text ? {} : { changes: { from: 0, to: v.state.doc.length, insert: text } }),
-    })
-  }, [file, text])
 
   return <div class="editor" ref={host} data-file={file} />
 }
