@@ -115,7 +115,7 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
   }, 10_000, 'the build to start')
   const job = `build-${buildId}`
   runJob(fake, job)
-  const pod = podOfJob(fake, job).metadata.name as string
+  const pod = podOfJob(fake, job).metadata.name
   await page.getByText('Waiting for the build to start…').waitFor({ state: 'detached', ...WAIT }).catch(() => {})
   writePodLog(fake, pod, 'compiling hello\n')
   await page.locator('pre[aria-label="Build log"]', { hasText: 'compiling hello' }).waitFor(WAIT)

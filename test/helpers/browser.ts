@@ -9,7 +9,7 @@ import type { Test } from 'tap'
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome']
 
-export function chromiumPath (): string {
+function chromiumPath (): string {
   const configured = process.env.CHROMIUM_PATH
   if (configured !== undefined && configured !== '') return configured
   const found = CANDIDATES.find((path) => existsSync(path))

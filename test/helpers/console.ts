@@ -2,14 +2,15 @@
 // .cache/screenshots (a test artifact, gitignored), and axe-core's accessibility rules run in
 // the page. axe is evaluated over the DevTools protocol, which the console's
 // Content-Security-Policy (scripts from the origin only) does not govern, so the policy stays on.
-import { mkdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import type { Test } from 'tap'
 
 const SCREENSHOTS = new URL('../../.cache/screenshots/', import.meta.url).pathname
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+// axe-core's whole script as text, to run inside the page.
+const AXE = axe.source
 
 type Violation = { id: string; impact: string | null; help: string; nodes: string[] }
 
@@ -19,9 +20,9 @@ export async function checkPage (t: Test, page: Page, name: string): Promise<voi
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
   await page.evaluate(AXE)
   // A string, evaluated in the page: this file is compiled without the DOM's types.
-  const violations = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations.map((v) => ({
+  const violations = await page.evaluate<Violation[]>(`axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations.map((v) => ({
     id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)),
-  })))`) as Violation[]
+  })))`)
   const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
   t.same(serious, [], `${name}: no serious or critical accessibility violation (axe-core)`)
 }
