@@ -34,6 +34,9 @@ export type ControlConfig = {
   tenantClaim: string // empty: every caller is in the tenant `default`
   adminClaim: RequiredClaim | null // callers carrying it see and change every tenant
   readonlyClaim: RequiredClaim | null // callers carrying it (and not admin) may only read
+  consoleClientId: string // public OAuth client the web console signs in with; empty: no sign-in offered
+  consoleScopes: string
+  consoleDir: string // the built console; empty: dist/console beside the code
   kubeconfig: string
   runtime: RuntimeChoice
   localBuilds: number // builds running at once on this machine (local runtime)
@@ -120,6 +123,12 @@ function parseSecretName (text: string): string {
   return text
 }
 
+function parseScopes (text: string): string {
+  const scopes = text.trim().split(/\s+/)
+  if (!scopes.includes('openid')) throw new Error('expected space-separated scopes including openid, e.g. "openid offline_access"')
+  return scopes.join(' ')
+}
+
 // Kubernetes namespaces are RFC 1123 labels.
 function parseNamespace (text: string): string {
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(text)) throw new Error('expected a Kubernetes namespace name (lowercase letters, digits and "-", at most 63)')
@@ -186,6 +195,9 @@ export const settings = [
   setting({ key: 'tenantClaim', env: 'PLATFORM_TENANT_CLAIM', flag: '--tenant-claim', default: '', parse: parseClaimName, help: "claim naming the caller's tenants (a string or an array of strings, e.g. groups or sub); a token without it gets 403 unless it is an admin's. Empty: everyone is in the tenant default" }),
   setting({ key: 'adminClaim', env: 'PLATFORM_ADMIN_CLAIM', flag: '--admin-claim', default: '', parse: parseRequiredClaim, help: 'claim=value of admins, who see and change the applications of every tenant and may create in any, e.g. groups=platform-admins; empty: no admins' }),
   setting({ key: 'readonlyClaim', env: 'PLATFORM_READONLY_CLAIM', flag: '--readonly-claim', default: '', parse: parseRequiredClaim, help: "claim=value of read-only callers: they read everything in their tenants (logs and metrics too) and get 403 on every write, invoke included; empty: none" }),
+  setting({ key: 'consoleClientId', env: 'PLATFORM_CONSOLE_CLIENT_ID', flag: '--console-client-id', default: '', parse: anyText, help: "public OAuth client id (no secret) the web console signs in with: authorization code with PKCE at --oidc-issuer, redirect URI {the console's address}/. Its id tokens must pass --oidc-audience, so usually the same value; empty: the console says sign-in is not configured" }),
+  setting({ key: 'consoleScopes', env: 'PLATFORM_CONSOLE_SCOPES', flag: '--console-scopes', default: 'openid offline_access', parse: parseScopes, help: 'scopes the console asks for, space-separated; openid is required, offline_access gets a refresh token so a session outlives one id token' }),
+  setting({ key: 'consoleDir', env: 'PLATFORM_CONSOLE_DIR', flag: '--console-dir', default: '', parse: anyText, help: "directory of the built web console, served at /; empty: dist/console, which npm run build makes. Not built: / answers 503 saying so, the API is unaffected" }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
   setting({ key: 'runtime', env: 'PLATFORM_RUNTIME', flag: '--runtime', default: 'auto', parse: parseRuntime, help: 'where builds and deployments run: cluster (Kubernetes with SpinKube), local (child processes on this machine, artifacts under the data directory), auto: the cluster when a kubeconfig or in-cluster account is found, else local' }),
   setting({ key: 'localBuilds', env: 'PLATFORM_LOCAL_BUILDS', flag: '--local-builds', default: '2', parse: parseLocalBuilds, help: 'local runtime: builds running at once (a js build takes about 600 MB); more wait in order' }),

@@ -12,7 +12,7 @@ import { startTestControl } from '../helpers/control.js'
 
 type Problem = { ruleId: string; severity: string; message: string; location: Array<{ pointer: string }> }
 
-const PUBLIC_PROBES = ['/healthz', '/readyz', '/metrics', '/api/v1/openapi.json'].map((path) => `#/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/get`)
+const PUBLIC_PROBES = ['/healthz', '/readyz', '/metrics', '/api/v1/openapi.json', '/api/v1/console-config'].map((path) => `#/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/get`)
 
 t.test('the OpenAPI document passes Redocly\'s recommended rules', async (t) => {
   const control = await startTestControl(t, 'pglite')

@@ -18,6 +18,7 @@ import { callerOf, requireToken } from './auth.js'
 import { enforceBodyRate } from './body-rate.js'
 import type { Draining } from './draining.js'
 import { createDraining } from './draining.js'
+import { consoleConfigRoute, registerConsole } from './console.js'
 import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
 import { registerOpenApi } from './openapi.js'
 import type { RouteDeps } from './route-deps.js'
@@ -134,6 +135,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       openApiText ??= JSON.stringify(app.swagger())
       return reply.type('application/json; charset=utf-8').send(openApiText)
     })
+    consoleConfigRoute(api, config)
 
     await api.register(async (secured) => {
       // Every route below can refuse the caller or fail; the OpenAPI document says so once here.
@@ -157,6 +159,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       await secured.register(metricsRoutes, routeDeps)
     })
   }, { prefix: API_PREFIX })
+  await registerConsole(app, config)
 
   return app
 }

@@ -1,0 +1,50 @@
+// One application: a tab per task (code, build and deploy, invoke, logs, metrics), each its own
+// address so a reload or a shared link comes back to it.
+import { getJson } from '../api/client'
+import type { Application } from '../api/types'
+import { BuildPanel } from '../parts/build'
+import { CodePanel } from '../parts/code'
+import { InvokePanel } from '../parts/invoke'
+import { LogPanel } from '../parts/app-log'
+import { MetricsPanel } from '../parts/metrics'
+import { ErrorText, Loading } from '../parts/status'
+import { useLoad } from '../parts/use-load'
+import { useState } from 'preact/hooks'
+
+const TABS = [['code', 'Functions & code'], ['build', 'Build & deploy'], ['invoke', 'Invoke'], ['logs', 'Logs'], ['metrics', 'Metrics']] as const
+
+export function AppPage ({ appId, tab }: { appId: string; tab: string }) {
+  const app = useLoad(() => getJson<Application>(`/applications/${appId}`), [appId])
+  const [fnId, setFnId] = useState<string | null>(null)
+  if (app.data === null) {
+    return (
+      <>
+        <p><a href="#/">← Applications</a></p>
+        {app.error !== null ? <ErrorText message={app.error} /> : <Loading what="the application" />}
+      </>
+    )
+  }
+  const a = app.data
+  const selected = a.functions.find((f) => f.id === fnId) ?? a.functions[0] ?? null
+  return (
+    <>
+      <p><a href="#/">← Applications</a></p>
+      <h1>{a.name} <span class="tag">{a.language}</span>{a.tenant !== undefined && <span class="tag" title="tenant">{a.tenant}</span>}</h1>
+      {a.description !== '' && <p class="muted">{a.description}</p>}
+      <nav class="tabs" aria-label="Application">
+        {TABS.map(([id, label]) => <a key={id} href={`#/apps/${a.id}/${id}`} aria-current={tab === id ? 'page' : undefined}>{label}</a>)}
+      </nav>
+      {app.error !== null && <ErrorText message={app.error} />}
+      {tab === 'code' && <CodePanel app={a} selected={selected} onSelect={setFnId} onChanged={app.reload} />}
+      {tab === 'build' && <BuildPanel app={a} onChanged={app.reload} />}
+      {tab === 'invoke' && <InvokePanel app={a} selected={selected} onSelect={setFnId} />}
+      {tab === 'logs' && <LogPanel app={a} />}
+      {tab === 'metrics' && (
+        <>
+          <section aria-labelledby="app-metrics"><h2 id="app-metrics">Application: CPU and memory</h2><MetricsPanel path={`/applications/${a.id}/metrics`} defaultStep="15s" /></section>
+          {selected !== null && <section aria-labelledby="fn-metrics"><h2 id="fn-metrics">Function {selected.name}: requests, latency, errors</h2><MetricsPanel path={`/applications/${a.id}/functions/${selected.id}/metrics`} defaultStep="15s" /></section>}
+        </>
+      )}
+    </>
+  )
+}

@@ -1,0 +1,131 @@
+// Builds and the deployment: Build starts one and streams its log live (follow=true) while its
+// status is polled until it succeeds or fails; the deployment's state and a Deploy button.
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { getJson, messageOf, sendJson, streamText } from '../api/client'
+import type { Accepted, Application, Build } from '../api/types'
+import { ErrorText, Notice } from './status'
+
+const FINISHED = new Set(['succeeded', 'failed'])
+
+export function BuildPanel ({ app, onChanged }: { app: Application; onChanged: () => void }) {
+  const [watching, setWatching] = useState<string | null>(app.builds[0]?.id ?? null)
+  const [error, setError] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  return (
+    <>
+      <section aria-labelledby="builds">
+        <h2 id="builds">Builds</h2>
+        <p class="row">
+          <button type="button" class="primary" disabled={busy} onClick={() => {
+            setBusy(true)
+            setError(null)
+            sendJson<Build>('POST', `/applications/${app.id}/builds`)
+              .then((build) => { if (build !== null) setWatching(build.id); onChanged() }, (e: unknown) => setError(messageOf(e)))
+              .finally(() => setBusy(false))
+          }}>{busy ? 'Starting…' : 'Build'}</button>
+          <span class="muted small">Builds the saved source; a successful build is deployed.</span>
+        </p>
+        {error !== null && <ErrorText message={error} />}
+        {watching !== null && <BuildLog key={watching} appId={app.id} buildId={watching} onFinished={onChanged} />}
+        {app.builds.length > 0 && (
+          <table>
+            <caption class="visually-hidden">Builds, newest first</caption>
+            <thead><tr><th scope="col">Started</th><th scope="col">Status</th><th scope="col">Image or error</th><th scope="col"><span class="visually-hidden">Log</span></th></tr></thead>
+            <tbody>
+              {app.builds.map((b) => (
+                <tr key={b.id}>
+                  <td data-label="Started">{new Date(b.createdAt).toLocaleString()}</td>
+                  <td data-label="Status"><span class={`status-${b.status}`}>{b.status}</span></td>
+                  <td data-label="Image or error" class="break">{b.error ?? b.imageRef ?? ''}</td>
+                  <td><button type="button" onClick={() => setWatching(b.id)} aria-pressed={watching === b.id}>Log<span class="visually-hidden"> of the build of {new Date(b.createdAt).toLocaleString()}</span></button></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      <DeploymentCard app={app} onChanged={onChanged} />
+    </>
+  )
+}
+
+function BuildLog ({ appId, buildId, onFinished }: { appId: string; buildId: string; onFinished: () => void }) {
+  const [text, setText] = useState('')
+  const [build, setBuild] = useState<Build | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [streaming, setStreaming] = useState(true)
+  const pre = useRef<HTMLPreElement>(null)
+
+  useEffect(() => {
+    const abort = new AbortController()
+    streamText(`/applications/${appId}/builds/${buildId}/logs?follow=true`, abort.signal, (chunk) => setText((t) => t + chunk))
+      .catch((e: unknown) => setError(messageOf(e)))
+      .finally(() => setStreaming(false))
+    return () => abort.abort()
+  }, [appId, buildId])
+
+  // The status, until it is final: the log may end before the build is recorded as finished.
+  useEffect(() => {
+    let live = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const poll = (): void => {
+      getJson<Build>(`/applications/${appId}/builds/${buildId}`)
+        .then((b) => {
+          if (!live) return
+          setBuild(b)
+          if (FINISHED.has(b.status)) onFinished()
+          else timer = setTimeout(poll, 1000)
+        }, (e: unknown) => { if (live) setError(messageOf(e)) })
+    }
+    poll()
+    return () => { live = false; clearTimeout(timer) }
+  }, [appId, buildId])
+
+  useEffect(() => { pre.current?.scrollTo({ top: pre.current.scrollHeight }) }, [text])
+  const status = build?.status ?? 'pending'
+  return (
+    <div class="card">
+      <h3>Build log <span class={`status-${status}`} data-testid="build-status">{status}</span></h3>
+      <p class="muted small" role="status">{streaming ? 'Streaming the log live…' : 'The log is complete.'}{build?.error != null && ` ${build.error}`}</p>
+      {error !== null && <ErrorText message={error} />}
+      <pre class="log" ref={pre} tabIndex={0} aria-label="Build log">{text === '' ? (streaming ? 'Waiting for the build to start…' : '(empty)') : text}</pre>
+    </div>
+  )
+}
+
+function DeploymentCard ({ app, onChanged }: { app: Application; onChanged: () => void }) {
+  const [message, setMessage] = useState<string | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const d = app.deployment
+  return (
+    <section aria-labelledby="deployment">
+      <h2 id="deployment">Deployment</h2>
+      {d === null
+        ? <p class="muted">Not deployed: a successful build deploys the application.</p>
+        : (
+          <dl class="facts">
+            <dt>State</dt><dd><span class={d.ready ? 'ok' : 'warn'}>{d.ready ? 'ready' : 'not ready'}</span></dd>
+            <dt>Replicas</dt><dd>{d.observedReplicas} of {d.replicas}</dd>
+            <dt>Image</dt><dd class="break">{d.image}</dd>
+            <dt>Internal URL</dt><dd class="break">{d.internalUrl}</dd>
+            <dt>Public URL</dt><dd class="break">{d.publicUrl === null ? <span class="muted">none (no public base URL set)</span> : <a href={d.publicUrl}>{d.publicUrl}</a>}</dd>
+            <dt>Message</dt><dd>{d.message === '' ? <span class="muted">none</span> : d.message}</dd>
+          </dl>
+          )}
+      <p class="row">
+        <button type="button" disabled={busy} onClick={() => {
+          setBusy(true)
+          setError(null)
+          setMessage(null)
+          sendJson<Accepted>('POST', `/applications/${app.id}/deploy`)
+            .then((answer) => { setMessage(answer?.message ?? 'deploying'); onChanged() }, (e: unknown) => setError(messageOf(e)))
+            .finally(() => setBusy(false))
+        }}>{busy ? 'Deploying…' : 'Deploy'}</button>
+        <button type="button" onClick={onChanged}>Refresh</button>
+      </p>
+      {message !== null && <Notice>{message}</Notice>}
+      {error !== null && <ErrorText message={error} />}
+    </section>
+  )
+}

@@ -1,0 +1,158 @@
+// The functions and, for the one selected, its source: the file map in the editor. Files are
+// added, renamed and deleted here and only reach the server on Save, which sends the whole map
+// (the API replaces the map as one). Upload and download move the map as a .tar.gz.
+import { useEffect, useState } from 'preact/hooks'
+import { getJson, messageOf, send, sendJson } from '../api/client'
+import type { Application, Source } from '../api/types'
+import { Editor } from './editor'
+import { FunctionsSection } from './functions'
+import { ErrorText, Loading, Notice } from './status'
+
+type Fn = Application['functions'][number]
+
+export function CodePanel ({ app, selected, onSelect, onChanged }: { app: Application; selected: Fn | null; onSelect: (id: string) => void; onChanged: () => void }) {
+  return (
+    <>
+      <FunctionsSection app={app} selected={selected} onSelect={onSelect} onChanged={onChanged} />
+      {selected !== null && <SourceEditor key={selected.id} appId={app.id} fn={selected} />}
+    </>
+  )
+}
+
+function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
+  const base = `/applications/${appId}/functions/${fn.id}`
+  const [files, setFiles] = useState<Record<string, string> | null>(null)
+  const [saved, setSaved] = useState<Record<string, string>>({})
+  const [current, setCurrent] = useState<string | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [notice, setNotice] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const [newName, setNewName] = useState('')
+  const [renaming, setRenaming] = useState<string | null>(null)
+  const [confirmDelete, setConfirmDelete] = useState(false)
+  // A new map from the server (load, save, upload) remounts the editor with it.
+  const [version, setVersion] = useState(0)
+
+  const accept = (source: Source, message: string | null): void => {
+    setFiles(source.files)
+    setSaved(source.files)
+    setCurrent((c) => c !== null && c in source.files ? c : Object.keys(source.files).sort()[0] ?? null)
+    setNotice(message)
+    setVersion((v) => v + 1)
+  }
+
+  useEffect(() => {
+    getJson<Source>(`${base}/source`).then((s) => accept(s, null), (e: unknown) => setError(messageOf(e)))
+  }, [base])
+
+  if (files === null) return error !== null ? <ErrorText message={error} /> : <Loading what="the source" />
+  const names = Object.keys(files).sort()
+  const dirty = JSON.stringify(files) !== JSON.stringify(saved) || Object.keys(files).length !== Object.keys(saved).length
+  const run = (action: () => Promise<void>): void => {
+    setBusy(true)
+    setError(null)
+    setNotice(null)
+    action().catch((e: unknown) => setError(messageOf(e))).finally(() => setBusy(false))
+  }
+
+  return (
+    <section aria-labelledby="source">
+      <h2 id="source">Source of {fn.name} {dirty && <span class="warn small">(unsaved changes)</span>}</h2>
+      <div class="row">
+        <button type="button" class="primary" disabled={busy || !dirty} onClick={() => run(async () => {
+          const source = await sendJson<Source>('PUT', `${base}/source`, { files })
+          if (source !== null) accept(source, 'Saved.')
+        })}>Save</button>
+        <button type="button" disabled={busy} onClick={() => run(async () => {
+          const blob = await (await send(`${base}/source.tar.gz`)).blob()
+          const link = document.createElement('a')
+          link.href = URL.createObjectURL(blob)
+          link.download = `${fn.name}.tar.gz`
+          link.click()
+          setTimeout(() => URL.revokeObjectURL(link.href), 10_000)
+        })}>Download .tar.gz</button>
+        <label class="button">Upload .tar.gz
+          <input type="file" class="visually-hidden" accept=".tar.gz,.tgz,application/gzip" disabled={busy} onChange={(e) => {
+            const file = e.currentTarget.files?.[0]
+            e.currentTarget.value = ''
+            if (file === undefined) return
+            run(async () => {
+              const form = new FormData()
+              form.append('archive', file)
+              const source = await (await send(`${base}/source.tar.gz`, { method: 'POST', body: form })).json() as Source
+              accept(source, `Uploaded ${file.name}: ${Object.keys(source.files).length} files.`)
+            })
+          }} />
+        </label>
+      </div>
+      {notice !== null && <Notice>{notice}</Notice>}
+      {error !== null && <ErrorText message={error} />}
+      <div class="source">
+        <div class="files">
+          <ul aria-label="Files">
+            {names.map((name) => (
+              <li key={name}>
+                <button type="button" class="link" aria-current={name === current ? 'true' : undefined} onClick={() => { setCurrent(name); setRenaming(null); setConfirmDelete(false) }}>
+                  {name}{files[name] !== saved[name] && ' •'}
+                </button>
+              </li>
+            ))}
+            {names.length === 0 && <li class="muted">no files yet</li>}
+          </ul>
+          <form onSubmit={(event) => {
+            event.preventDefault()
+            const name = newName.trim()
+            if (name === '' || name in files) { setError(name === '' ? 'Give the new file a name.' : `${name} exists already.`); return }
+            setFiles({ ...files, [name]: '' })
+            setCurrent(name)
+            setNewName('')
+          }}>
+            <label>New file <input name="new-file" value={newName} placeholder="src/main.go" onInput={(e) => setNewName(e.currentTarget.value)} autoComplete="off" /></label>
+            <button type="submit">Add file</button>
+          </form>
+        </div>
+        <div class="current">
+          {current !== null && files[current] !== undefined && (
+            <>
+              <div class="row">
+                {renaming === null
+                  ? <button type="button" onClick={() => setRenaming(current)}>Rename</button>
+                  : (
+                    <form class="inline" onSubmit={(event) => {
+                      event.preventDefault()
+                      const to = renaming.trim()
+                      if (to === '' || (to !== current && to in files)) { setError(to === '' ? 'A file needs a name.' : `${to} exists already.`); return }
+                      const next: Record<string, string> = {}
+                      for (const [name, text] of Object.entries(files)) next[name === current ? to : name] = text
+                      setFiles(next)
+                      setCurrent(to)
+                      setRenaming(null)
+                    }}>
+                      <label>Rename {current} to <input value={renaming} onInput={(e) => setRenaming(e.currentTarget.value)} autoFocus /></label>
+                      <button type="submit">Rename</button>
+                      <button type="button" onClick={() => setRenaming(null)}>Cancel</button>
+                    </form>
+                    )}
+                {!confirmDelete
+                  ? <button type="button" class="danger" onClick={() => setConfirmDelete(true)}>Delete file</button>
+                  : (
+                    <span class="confirm" role="group" aria-label={`Confirm deleting ${current}`}>
+                      <span>Remove {current}? (takes effect on Save)</span>
+                      <button type="button" class="danger" autoFocus onClick={() => {
+                        const { [current]: _gone, ...rest } = files
+                        setFiles(rest)
+                        setCurrent(Object.keys(rest).sort()[0] ?? null)
+                        setConfirmDelete(false)
+                      }}>Yes, remove</button>
+                      <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
+                    </span>
+                    )}
+              </div>
+              <Editor key={`${version}:${current}`} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />
+            </>
+          )}
+        </div>
+      </div>
+    </section>
+  )
+}
