@@ -46,7 +46,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
   t.match(doc.components.securitySchemes.idToken, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
 
   // The web console's files (served at /, hidden from the document) are not API routes.
-  const routes = new Set([...registeredRoutes(control.server.app.printRoutes({ commonPrefix: false }))].filter((r) => /^\w+ \/(api\/|healthz$|metrics$)/.test(r)))
+  const routes = new Set([...registeredRoutes(control.server.app.printRoutes({ commonPrefix: false }))].filter((r) => /^\w+ \/(api\/|healthz$|readyz$|metrics$)/.test(r)))
   t.ok(routes.size >= 24, `precondition: the route tree parsed (${routes.size} routes)`)
   const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`)))
   t.same([...routes].filter((r) => !documented.has(r)), [], 'every registered route is documented')
