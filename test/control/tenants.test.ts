@@ -88,6 +88,7 @@ t.test('a tenant sees only its applications; under another tenant\'s, every rout
     const reply = await control.call(route.method, route.path, { token: blue, ...pick(route) })
     t.equal(reply.status, 403, `blue: ${route.method} ${route.path.replace(redApp.id, '{red}')}`)
     t.same(reply.body, { error: 'this application belongs to a tenant you are not in' })
+    if (route.body !== undefined) t.equal(reply.headers.get('connection'), 'close', 'the unread upload is not drained: the connection ends')
   }
   const got = await control.call('GET', `/applications/${redApp.id}`, { token: red })
   t.equal((got.body as App).functions.length, 1, 'nothing blue tried changed red\'s application')
