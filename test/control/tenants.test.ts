@@ -118,6 +118,8 @@ t.test('the tenant claim: missing is 403 naming it; several tenants must name on
   const foreign = await control.call('POST', '/applications', { token: both, json: { name: 'shop', language: 'go', runtime: 'wasmkube', tenant: 'green' } })
   t.equal(foreign.status, 403, 'a tenant the caller is not in')
   t.same(foreign.body, { error: 'you are not in the tenant green' })
+  const twice = await oidc.idToken({ claims: { groups: ['red', 'red', 7] } })
+  t.equal((await create(control, twice, 'twice')).tenant, 'red', 'a tenant named twice (and a value that is no string) is still one choice')
   const blueOnly = await oidc.idToken({ claims: { groups: ['blue'] } })
   t.same(((await control.call('GET', '/applications', { token: blueOnly })).body as App[]).map((a) => a.name), ['shop'], 'a member of both shares with each')
 })
