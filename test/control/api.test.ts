@@ -74,7 +74,7 @@ eachEngine(t, 'the OpenAPI document lists every route, with its parameters, bodi
       if (path === '/healthz' || path === '/readyz' || path === '/metrics' || path === '/api/v1/openapi.json' || path === '/api/v1/console-config') {
         t.same(op.security, [], `${what}: public`)
       } else {
-        t.ok(op.responses['401'] && op.responses['500'], `${what}: documents 401 and 500`)
+        t.ok(op.responses['401'] && op.responses['403'] && op.responses['500'], `${what}: documents 401, 403 and 500`)
       }
       if (method === 'post' || method === 'put') {
         const bodyless = /\/(deploy|builds)$/.test(path)

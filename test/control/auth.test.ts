@@ -127,17 +127,18 @@ t.test('a required claim: 403 {error} when the token lacks it, in a string or an
   t.equal((await roles.call('GET', '/applications', { token: tokens.admins })).status, 403, 'groups do not stand in for roles')
 })
 
-t.test('every /api/v1 route but the OpenAPI document needs a token; /healthz and /metrics are public', async (t) => {
+t.test('every /api/v1 route but the OpenAPI document needs a token; /healthz, /readyz and /metrics are public', async (t) => {
   const oidc = await provider(t)
   const control = await startTestControl(t, ENGINE, authFlags(oidc))
   t.equal((await control.call('GET', '/healthz')).status, 200, '/healthz')
   t.equal((await fetch(`${control.url}/metrics`)).status, 200, '/metrics, for Prometheus')
+  t.equal((await fetch(`${control.url}/readyz`)).status, 200, '/readyz, for the readiness probe')
   const openapi = await control.call('GET', '/openapi.json')
   t.equal(openapi.status, 200, '/api/v1/openapi.json')
   const paths = (openapi.body as { paths: Record<string, Record<string, unknown>> }).paths
   let checked = 0
   for (const [path, methods] of Object.entries(paths)) {
-    if (path === '/healthz' || path === '/metrics' || path === '/api/v1/openapi.json' || path === '/api/v1/console-config') continue
+    if (path === '/healthz' || path === '/readyz' || path === '/metrics' || path === '/api/v1/openapi.json' || path === '/api/v1/console-config') continue
     const concrete = path.replace('/api/v1', '').replace(/\{[^}]+\}/g, '00000000-0000-4000-8000-000000000000')
     for (const method of Object.keys(methods)) {
       const reply = await control.call(method.toUpperCase(), concrete, method === 'get' || method === 'delete' ? {} : { json: {} })

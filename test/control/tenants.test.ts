@@ -88,6 +88,7 @@ t.test('a tenant sees only its applications; under another tenant\'s, every rout
     const reply = await control.call(route.method, route.path, { token: blue, ...pick(route) })
     t.equal(reply.status, 403, `blue: ${route.method} ${route.path.replace(redApp.id, '{red}')}`)
     t.same(reply.body, { error: 'this application belongs to a tenant you are not in' })
+    if (route.body !== undefined) t.equal(reply.headers.get('connection'), 'close', 'the unread upload is not drained: the connection ends')
   }
   const got = await control.call('GET', `/applications/${redApp.id}`, { token: red })
   t.equal((got.body as App).functions.length, 1, 'nothing blue tried changed red\'s application')
@@ -117,6 +118,8 @@ t.test('the tenant claim: missing is 403 naming it; several tenants must name on
   const foreign = await control.call('POST', '/applications', { token: both, json: { name: 'shop', language: 'go', runtime: 'wasmkube', tenant: 'green' } })
   t.equal(foreign.status, 403, 'a tenant the caller is not in')
   t.same(foreign.body, { error: 'you are not in the tenant green' })
+  const twice = await oidc.idToken({ claims: { groups: ['red', 'red', 7] } })
+  t.equal((await create(control, twice, 'twice')).tenant, 'red', 'a tenant named twice (and a value that is no string) is still one choice')
   const blueOnly = await oidc.idToken({ claims: { groups: ['blue'] } })
   t.same(((await control.call('GET', '/applications', { token: blueOnly })).body as App[]).map((a) => a.name), ['shop'], 'a member of both shares with each')
 })

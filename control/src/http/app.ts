@@ -145,10 +145,17 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
       // Every route's authorisation, once, before its handler (and before an upload is read):
       // a route under an application is the application's; any method but GET is a write.
-      secured.addHook('preHandler', async (request) => {
+      secured.addHook('preHandler', async (request, reply) => {
         const appId = (request.params as { appId?: string } | undefined)?.appId
-        const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
-        tenants.set(request, tenant)
+        try {
+          const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
+          tenants.set(request, tenant)
+        } catch (error) {
+          // An upload is still unread here: end the connection after the refusal rather than
+          // drain what could be gigabytes nobody may store.
+          if (!request.raw.readableEnded) reply.header('connection', 'close')
+          throw error
+        }
       })
       const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, local: deps.local ?? null, draining }
       await secured.register(applicationRoutes, routeDeps)

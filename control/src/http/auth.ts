@@ -59,7 +59,8 @@ function callerFrom (payload: JWTPayload, opts: AuthOptions): Caller {
   const name = opts.tenantClaim ?? ''
   if (name === '') return { ...everyoneCaller, admin, readOnly }
   const claim = payload[name]
-  const tenants = (Array.isArray(claim) ? claim : [claim]).filter((value): value is string => typeof value === 'string' && value !== '')
+  // Repeated values are one tenant, not a choice between two.
+  const tenants = [...new Set((Array.isArray(claim) ? claim : [claim]).filter((value): value is string => typeof value === 'string' && value !== ''))]
   if (tenants.length === 0 && !admin) throw asApiError(insufficientScope(`token lacks the tenant claim ${name}`))
   return { tenants, admin, readOnly }
 }
