@@ -37,6 +37,7 @@ export type ControlConfig = {
   maxArchiveBytes: number // compressed upload and unpacked total of a source archive
   builderImages: Record<LanguageT, string> // '' : builds of that language answer 503
   imageRepository: string // where builders push, without trailing slash
+  builderRegistrySecret: string // '' : the builder gets no push credentials
   buildTimeoutMs: number
   buildTtlMs: number
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
@@ -149,6 +150,7 @@ export const settings = [
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: "largest source: an upload's compressed bytes, and the files' total unpacked size" }),
   setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: '', parse: parseBuilderImages, help: 'builder image per language, go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE; building a language without one answers 503 naming this setting' }),
   setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to (registry.example.com/apps); the builder gets {this}/{app}:{build id}; empty: builds answer 503' }),
+  setting({ key: 'builderRegistrySecret', env: 'PLATFORM_BUILDER_REGISTRY_SECRET', flag: '--builder-registry-secret', default: '', parse: anyText, help: 'kubernetes.io/dockerconfigjson Secret in --namespace with the push credentials of --image-repository; mounted into every build as DOCKER_CONFIG. Empty: builds push without credentials' }),
   setting({ key: 'buildTimeoutMs', env: 'PLATFORM_BUILD_TIMEOUT', flag: '--build-timeout', default: '15m', parse: parseSeconds, help: "the build Job's activeDeadlineSeconds; past it the build fails (DeadlineExceeded: ...)" }),
   setting({ key: 'buildTtlMs', env: 'PLATFORM_BUILD_TTL', flag: '--build-ttl', default: '1h', parse: parseSeconds, help: "the Job's ttlSecondsAfterFinished: how long a finished Job, its pod and Secret stay (the log stays in the database)" }),
   setting({ key: 'buildCpu', env: 'PLATFORM_BUILD_CPU', flag: '--build-cpu', default: '1', parse: parseQuantity, help: 'CPU request and limit of the build container (Kubernetes quantity)' }),

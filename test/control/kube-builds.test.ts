@@ -45,6 +45,18 @@ async function unpack (gz: Buffer): Promise<Record<string, string>> {
   return files
 }
 
+eachEngine(t, "with --builder-registry-secret the build mounts that Secret's config.json as the builder's DOCKER_CONFIG", async (t, engine) => {
+  const { control, fake } = await startClusterControl(t, engine, { flags: ['--builder-registry-secret', 'regcred'] })
+  const app = await createApp(control, 'hello')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  const job = fake.get(JOBS, `build-${build.id}`) as KubeObject & { spec: { template: { spec: Record<string, unknown> } } }
+  const podSpec = job.spec.template.spec
+  t.same((podSpec.volumes as unknown[])[1], { name: 'registry', secret: { secretName: 'regcred', items: [{ key: '.dockerconfigjson', path: 'config.json' }] } })
+  const container = (podSpec.containers as Array<{ env: Array<{ name: string; value: string }>; volumeMounts: unknown[] }>)[0]
+  t.same(container?.env.find((e) => e.name === 'DOCKER_CONFIG'), { name: 'DOCKER_CONFIG', value: '/var/run/secrets/registry' })
+  t.same(container?.volumeMounts[1], { name: 'registry', mountPath: '/var/run/secrets/registry', readOnly: true })
+})
+
 eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image, log kept, SpinApp applied', async (t, engine) => {
   const { control, fake, finished } = await startClusterControl(t, engine, { flags: ['--build-timeout', '10m', '--build-ttl', '2h', '--build-cpu', '500m', '--build-memory', '1Gi'] })
   const app = await createApp(control, 'hello')
@@ -72,6 +84,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
     volumeMounts: [{ name: 'source', mountPath: '/workspace/source', readOnly: true }],
   })
   t.same((container?.env as Array<{ name: string; value: string }>).find((e) => e.name === 'IMAGE_REF')?.value, `${REPOSITORY}/hello:${build.id}`)
+  t.notOk((container?.env as Array<{ name: string }>).some((e) => e.name === 'DOCKER_CONFIG'), 'no registry Secret configured: no DOCKER_CONFIG')
 
   const secret = fake.get(SECRETS, jobName) as KubeObject & { data: Record<string, string> }
   t.ok(secret, 'a Secret with the sources')
