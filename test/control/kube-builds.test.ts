@@ -72,6 +72,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
     volumeMounts: [{ name: 'source', mountPath: '/workspace/source', readOnly: true }],
   })
   t.same((container?.env as Array<{ name: string; value: string }>).find((e) => e.name === 'IMAGE_REF')?.value, `${REPOSITORY}/hello:${build.id}`)
+  t.notOk((container?.env as Array<{ name: string }>).some((e) => e.name === 'DOCKER_CONFIG'), 'no registry Secret configured: no DOCKER_CONFIG')
 
   const secret = fake.get(SECRETS, jobName) as KubeObject & { data: Record<string, string> }
   t.ok(secret, 'a Secret with the sources')

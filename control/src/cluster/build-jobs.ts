@@ -1,8 +1,9 @@
 // A build's Kubernetes side: the Secret holding the packed sources and the Job that runs the
 // language's builder image on it (domain/builds.ts packs the archive). The builder contract
-// (README, "Builds"): the archive is mounted read-only at /workspace/source/source.tar.gz; the
-// builder runs `spin build`, pushes the result to $IMAGE_REF and writes the pushed reference
-// (ideally pinned by digest) to /dev/termination-log; on failure it writes the reason there.
+// (docs/control-plane.md, builders/README.md): the archive is mounted read-only at
+// /workspace/source/source.tar.gz; the builder builds every function, pushes the Spin artifact
+// to $IMAGE_REF (with the credentials of $DOCKER_CONFIG when a registry Secret is configured)
+// and writes the digest-pinned reference to /dev/termination-log; on failure the reason.
 import type { V1Job, V1Secret } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { TooLargeError } from '../errors.js'
