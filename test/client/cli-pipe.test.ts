@@ -132,9 +132,12 @@ t.test('--text sends lines as text messages; the side whose stdin ends closes an
   await until(async () => (await getSession(relay, session.id)).body.responder_connected === true)
   const sender = runCli(t, ['attach', url, '--token', session.initiator_token, '--text'])
   sender.child.stdin.end('hello\nworld\n')
-  const out = await collect(receiver.child.stdout)
-  t.equal(out.toString(), 'hello\nworld\n', receiver.stderr())
-  t.equal(await sender.exited, 0)
+  const out = collect(receiver.child.stdout)
+  // the sender first: if it failed, the receiver would wait for it until the test's timeout
+  const senderCode = await sender.exited
+  t.equal(senderCode, 0, sender.stderr())
+  if (senderCode !== 0) receiver.child.kill()
+  t.equal((await out).toString(), 'hello\nworld\n', receiver.stderr())
   t.equal(await receiver.exited, 0)
 })
 
