@@ -105,3 +105,26 @@ t.test('no reattach once the window has passed: closed with the drop', async (t)
   proxy.cut()
   t.match(await a.closed, { code: 1006, name: 'abnormal' })
 })
+
+t.test('a session deleted while a peer is away: the reattach gets 404 and the connection ends', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const s = await session(relay)
+  const proxy = await cuttableProxy(t, relay.port)
+  const events: ConnectionEvent[] = []
+  const a = await attach(`ws://127.0.0.1:${proxy.port}/relay/${s.id}`, s.initiator_token, { onEvent: (e) => events.push(e) })
+  proxy.cut()
+  await until(() => events.some((e) => e.type === 'drop'), 5000, 'the drop')
+  await adminClient({ server: relay.http }).deleteSession(s.id)
+  t.match(await a.closed, { code: 1006, reason: /404/ })
+  t.equal((await failure(a.send('x'))).code, 'closed')
+})
+
+t.test('a relay out of reach for the whole window: closed with the drop once the window has passed', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const s = await session(relay)
+  const proxy = await cuttableProxy(t, relay.port)
+  const a = await attach(`ws://127.0.0.1:${proxy.port}/relay/${s.id}`, s.initiator_token, { reattachWindowMs: 400 })
+  proxy.stop()
+  t.match(await a.closed, { code: 1006, name: 'abnormal', reason: /within the peer-wait window/ })
+  t.match(await failure(next(a)), { code: 'closed' })
+})

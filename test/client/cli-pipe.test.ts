@@ -106,6 +106,23 @@ t.test('a drop in the middle of a stream: the sender reattaches and resends what
   t.equal(await receiver.exited, 0, receiver.stderr())
 })
 
+t.test('a receiver whose stdout closes early exits 1, and so does the sender, told by the close', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const session = await createSession(relay)
+  const url = `${relay.ws}/relay/${session.id}`
+  const sender = runCli(t, ['attach', url, '--token', session.initiator_token])
+  const receiver = runCli(t, ['attach', url, '--token', session.responder_token])
+  receiver.child.stdin.end()
+  const sending = pipeline(source(20 * MiB).stream, sender.child.stdin).catch(() => {})
+  // the reader goes away after its first bytes, as `| head -c 1` would
+  receiver.child.stdout.once('data', () => receiver.child.stdout.destroy())
+  t.equal(await receiver.exited, 1)
+  t.match(receiver.stderr(), /stdout was closed/)
+  t.equal(await sender.exited, 1, sender.stderr())
+  t.match(sender.stderr(), /peer closed before everything was delivered/)
+  await sending
+})
+
 t.test('--text sends lines as text messages; the side whose stdin ends closes and both exit 0', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const session = await createSession(relay)
@@ -115,9 +132,12 @@ t.test('--text sends lines as text messages; the side whose stdin ends closes an
   await until(async () => (await getSession(relay, session.id)).body.responder_connected === true)
   const sender = runCli(t, ['attach', url, '--token', session.initiator_token, '--text'])
   sender.child.stdin.end('hello\nworld\n')
-  const out = await collect(receiver.child.stdout)
-  t.equal(out.toString(), 'hello\nworld\n', receiver.stderr())
-  t.equal(await sender.exited, 0)
+  const out = collect(receiver.child.stdout)
+  // the sender first: if it failed, the receiver would wait for it until the test's timeout
+  const senderCode = await sender.exited
+  t.equal(senderCode, 0, sender.stderr())
+  if (senderCode !== 0) receiver.child.kill()
+  t.equal((await out).toString(), 'hello\nworld\n', receiver.stderr())
   t.equal(await receiver.exited, 0)
 })
 

@@ -60,3 +60,24 @@ t.test('admin without a token: unauthorized with the relay\'s status and body', 
   t.ok(error instanceof RelayError)
   t.match(error, { code: 'unauthorized', status: 401, body: { error: String } })
 })
+
+t.test('a token without the scope is forbidden (403); a refused refresh token is unauthorized', async (t) => {
+  const { idp, relay, discovery } = await setup(t)
+  const bare = await idp.token({ scopes: ['relay:session:read'] })
+  const error = await adminClient({ server: relay.http, token: bare }).createSession().catch((e: unknown) => e)
+  t.match(error, { code: 'forbidden', status: 403 })
+  const refused = await refresh({ issuer: discovery.issuer, token_endpoint: discovery.token_endpoint, client_id: idp.deviceClientId, access_token: 'x', refresh_token: 'not-a-refresh-token' }).catch((e: unknown) => e)
+  t.ok(refused instanceof RelayError)
+  t.equal((refused as RelayError).code, 'unauthorized')
+  const none = await refresh({ issuer: discovery.issuer, token_endpoint: discovery.token_endpoint, client_id: idp.deviceClientId, access_token: 'x' }).catch((e: unknown) => e)
+  t.match(none, { code: 'unauthorized' })
+})
+
+t.test('a provider without device flow: login says so before asking anything', async (t) => {
+  const idp = await startOidcProvider({ deviceFlow: false })
+  t.teardown(() => idp.close())
+  const relay = await startTestRelay(t, ['--oidc-issuer', idp.issuer, '--log-level', 'warn'])
+  const discovery = await discover(relay.http)
+  const error = await login({ discovery: discovery as NonNullable<typeof discovery>, onPrompt: () => t.fail('no prompt') }).catch((e: unknown) => e)
+  t.match(error, { code: 'bad_request', message: /no device login/ })
+})

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
 import type { Test } from 'tap'
 
-export const CLI_MAIN = new URL('../../client/dist/cli/main.js', import.meta.url).pathname
+const CLI_MAIN = new URL('../../client/dist/cli/main.js', import.meta.url).pathname
 
 export type Cli = {
   child: ChildProcessByStdio<Writable, Readable, Readable>

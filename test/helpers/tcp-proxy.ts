@@ -4,7 +4,7 @@ import { connect, createServer } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Test } from 'tap'
 
-export async function cuttableProxy (t: Test, port: number): Promise<{ port: number; cut: () => void }> {
+export async function cuttableProxy (t: Test, port: number): Promise<{ port: number; cut: () => void; stop: () => void }> {
   const sockets = new Set<Socket>()
   const server = createServer((client) => {
     const upstream = connect(port, '127.0.0.1')
@@ -20,5 +20,7 @@ export async function cuttableProxy (t: Test, port: number): Promise<{ port: num
   return {
     port: (server.address() as AddressInfo).port,
     cut: () => { for (const s of sockets) s.destroy() },
+    /** Cut every connection and refuse new ones. */
+    stop: () => { server.close(); for (const s of sockets) s.destroy() },
   }
 }

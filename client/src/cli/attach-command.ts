@@ -32,12 +32,23 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
     },
   })
   progress.note('attached')
+  // stdout gone (the reader exited, EPIPE): nothing more can be delivered; end the session so
+  // the sender learns it, instead of dying on an unhandled error
+  let stdoutFailed = false
+  io.stdout.on('error', () => {
+    stdoutFailed = true
+    void connection.close(1000, 'receiver output closed')
+  })
   try {
     if (values.text === true) return await textMode(connection, io)
     const stream = pipeStream(connection, io, progress.update)
     onReattached = stream.reattached
     const result = await stream.done
     progress.end()
+    if (stdoutFailed) {
+      io.stderr.write('relay: stdout was closed before everything was written\n')
+      return 1
+    }
     if (!result.complete) {
       io.stderr.write('relay: the peer closed before everything was delivered\n')
       return 1

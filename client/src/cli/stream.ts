@@ -134,7 +134,10 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     }
     // A normal close: ours once both streams were done, or the peer's once it had ours.
     await new Promise<void>((resolve) => io.stdout.write('', () => resolve()))
-    const complete = (stdinEnded ? acked >= sent : true) && (peerEof === null || written >= peerEof)
+    // Complete: all we read was acknowledged, and the stream was over (stdin ended, or an
+    // interactive or silent side); a peer that closes in the middle of our stream cut it.
+    const sendingOver = stdinEnded || stdinIsTty || sent === 0
+    const complete = acked >= sent && sendingOver && (peerEof === null || written >= peerEof)
     return { sent, received: written, complete }
   })()
 
