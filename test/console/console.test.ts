@@ -128,7 +128,7 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
   operateSpinApp(fake, 'hello')
   await until(async () => ((await api('GET', `/applications/${appId}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 10_000, 'deployment ready')
   await page.getByRole('button', { name: 'Refresh' }).click()
-  await page.locator('dl.facts', { hasText: 'ready' }).waitFor(WAIT)
+  await page.locator('dl.facts span.ok', { hasText: /^ready$/ }).waitFor(WAIT)
   t.match(await page.locator('dl.facts').textContent(), /registry\.test\/apps\/hello@sha256/, 'the deployment shows its image')
   await checkPage(t, page, 'build')
 
@@ -148,6 +148,11 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
   await page.getByRole('link', { name: 'Logs' }).click()
   await page.getByRole('heading', { name: 'Application log' }).waitFor(WAIT)
   await checkPage(t, page, 'logs')
+  await page.getByRole('link', { name: 'Metrics' }).click()
+  await page.locator('figure[data-series=cpu] canvas').waitFor(WAIT)
+  await page.locator('figure[data-series=requestRate] canvas').waitFor(WAIT)
+  t.pass('the application\'s and the function\'s series, charted')
+  await checkPage(t, page, 'metrics')
 
   // ---- a chart from a real Prometheus (the control plane's own request rate) ----
   await prometheus.scrapes(8)
