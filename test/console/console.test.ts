@@ -9,6 +9,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
+import type { Page } from 'playwright-core'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { podOfJob, runJob, succeedJob } from '../fixtures/kube-jobs.js'
 import { writePodLog } from '../fixtures/kube-pods.js'
@@ -31,6 +32,14 @@ async function startFunction (t: Test): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** The provider's development login and consent pages, as a user fills them in. */
+async function fillProviderPages (page: Page, login: string): Promise<void> {
+  await page.locator('input[name=login]').fill(login)
+  await page.locator('input[name=password]').fill('any password')
+  await page.getByRole('button', { name: 'Sign-in' }).click()
+  await page.getByRole('button', { name: 'Continue' }).click() // consent
 }
 
 // Chromium, Prometheus and a build: more than the default two minutes on a busy machine.
@@ -70,10 +79,7 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
   const authorization = new URL(authorizations[0] ?? 'http://none/')
   t.equal(authorization.searchParams.get('code_challenge_method'), 'S256', 'PKCE: the authorization request carries an S256 challenge')
   t.equal(authorization.searchParams.get('response_type'), 'code', 'authorization code flow')
-  await page.locator('input[name=login]').fill('ada')
-  await page.locator('input[name=password]').fill('any password')
-  await page.getByRole('button', { name: 'Sign-in' }).click()
-  await page.getByRole('button', { name: 'Continue' }).click() // consent
+  await fillProviderPages(page, 'ada')
   await page.getByRole('heading', { name: 'Applications' }).waitFor(WAIT)
   t.equal(new URL(page.url()).search, '', 'the code and state are gone from the address')
   t.ok(await page.getByText('ada', { exact: true }).isVisible(), 'signed in as ada (from the id token)')
@@ -204,4 +210,28 @@ t.test('metrics without Prometheus: the page says so in words', async (t) => {
   const notice = page.locator('section', { has: page.getByRole('heading', { name: 'Platform metrics' }) }).getByRole('alert')
   await notice.waitFor(WAIT)
   t.match(await notice.textContent(), /^Metrics are not available: .*PLATFORM_PROMETHEUS_URL/, 'the 503 in words, naming the setting')
+})
+
+t.test('an id token about to expire is refreshed with the refresh token before it is sent', async (t) => {
+  const port = await freePort()
+  // 30 s tokens: inside the minute before expiry the console refreshes, so at once here.
+  const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/` }, idTokenTtlSeconds: 30 })
+  t.teardown(() => oidc.close())
+  const control = (await startClusterControl(t, 'pglite', {
+    flags: ['--addr', `127.0.0.1:${port}`, '--dev-insecure-skip-auth=false', '--log-level', 'warn', '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId, '--console-client-id', oidc.browserClientId],
+  })).control
+  const browser = await launchBrowser(t)
+  const context = await newContext(t, browser)
+  context.setDefaultTimeout(15_000)
+  const page = await context.newPage()
+  const refreshes: string[] = []
+  page.on('request', (request) => { if (request.url() === `${oidc.issuer}/token` && /grant_type=refresh_token/.test(request.postData() ?? '')) refreshes.push(request.url()) })
+  await page.goto(`${control.url}/`)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await fillProviderPages(page, 'grace')
+  await page.getByText('No applications yet').waitFor(WAIT)
+  const tokens = JSON.parse(await page.evaluate('sessionStorage.getItem("console.tokens") ?? "{}"')) as { idToken?: string }
+  t.ok(refreshes.length >= 1, `refreshed through the token endpoint (${refreshes.length} times)`)
+  const answer = await control.call('GET', '/applications', { token: tokens.idToken ?? '' })
+  t.equal(answer.status, 200, 'the refreshed id token is one the control plane accepts')
 })
