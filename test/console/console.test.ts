@@ -120,6 +120,8 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
     return buildId !== ''
   }, 10_000, 'the build to start')
   const job = `build-${buildId}`
+  // The fake's Job controller makes the pod a moment after the Job.
+  await until(() => { try { return podOfJob(fake, job) !== undefined } catch { return false } }, 10_000, 'the build pod')
   runJob(fake, job)
   const pod = podOfJob(fake, job).metadata.name
   await page.getByText('Waiting for the build to start…').waitFor({ state: 'detached', ...WAIT }).catch(() => {})
