@@ -5,6 +5,7 @@
 // (through the fake API server's service proxy), see a chart drawn from a real Prometheus, and
 // delete the application. Every page is screenshotted and checked with axe-core; the page must
 // never report a Content-Security-Policy violation.
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
@@ -16,6 +17,7 @@ import { writePodLog } from '../fixtures/kube-pods.js'
 import { setServiceBackend } from '../fixtures/kube-services.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startPrometheus } from '../fixtures/prometheus.js'
+import { filesOf, tgzOf } from '../fixtures/tarballs.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
 import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
 import { checkPage, pageProblems } from '../helpers/console.js'
@@ -110,6 +112,34 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
   t.same(Object.keys(source.files), ['index.js'], 'the whole map was saved')
   t.match(source.files['index.js'], /^export const greeting = "hello"/, 'with what was typed in the editor')
   await checkPage(t, page, 'code')
+
+  // ---- the .tar.gz: download, then upload one with another file ----
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download .tar.gz' }).click()])
+  t.equal(download.suggestedFilename(), 'hello.tar.gz')
+  t.match(await filesOf(readFileSync(await download.path())), { 'index.js': /^export const greeting/ }, 'the download holds the saved map')
+  await page.locator('input[type=file][accept^=".tar.gz"]').setInputFiles({
+    name: 'src.tar.gz', mimeType: 'application/gzip',
+    buffer: await tgzOf([{ name: 'index.js', content: 'export const greeting = "hi"\n' }, { name: 'spin.toml', content: 'spin_manifest_version = 2\n' }]),
+  })
+  await page.getByText('Uploaded src.tar.gz: 2 files.').waitFor(WAIT)
+  t.same(Object.keys(((await api('GET', `/applications/${appId}/functions/${fnId}/source`)).body as { files: object }).files).sort(), ['index.js', 'spin.toml'], 'the upload replaced the map')
+  await page.getByRole('button', { name: 'spin.toml' }).click()
+  await page.locator('.editor[data-file="spin.toml"] .cm-content', { hasText: 'spin_manifest_version' }).waitFor(WAIT)
+
+  // ---- functions: add one, change its route, delete it ----
+  await page.getByLabel('New function').fill('api')
+  await page.getByLabel('Route', { exact: true }).fill('/api/...')
+  await page.getByRole('button', { name: 'Add function' }).click()
+  await page.getByLabel('Route of api').waitFor(WAIT)
+  await page.getByLabel('Route of api').fill('/v2/...')
+  await page.getByRole('button', { name: 'Change route' }).and(page.locator(':not([disabled])')).click()
+  await page.getByText('saved', { exact: true }).waitFor(WAIT)
+  const functions = () => api('GET', `/applications/${appId}/functions`).then((r) => (r.body as Array<{ name: string; route: string }>).map((f) => `${f.name} ${f.route}`).sort())
+  t.same(await functions(), ['api /v2/...', 'hello /...'], 'added, and its route changed')
+  await page.getByRole('button', { name: 'Delete function api' }).click()
+  await page.getByRole('button', { name: 'Yes, delete' }).click()
+  await page.getByLabel('Route of api').waitFor({ state: 'detached', ...WAIT })
+  t.same(await functions(), ['hello /...'], 'deleted after the confirmation')
 
   // ---- build, log streaming live ----
   await page.getByRole('link', { name: 'Build & deploy' }).click()
