@@ -4,11 +4,25 @@
 import { useEffect, useState } from 'preact/hooks'
 import { getJson, messageOf, send, sendJson } from '../api/client'
 import type { Application, Source } from '../api/types'
-import { Editor } from './editor'
+import type { Editor as EditorComponent } from './editor'
 import { FunctionsSection } from './functions'
 import { ErrorText, Loading, Notice } from './status'
 
 type Fn = Application['functions'][number]
+
+// CodeMirror is most of the console's code: loaded (as its own cached chunk) only when a
+// source is first shown, so the applications list starts without it.
+let editorModule: Promise<typeof EditorComponent> | null = null
+function useEditor (): typeof EditorComponent | null {
+  const [editor, setEditor] = useState<typeof EditorComponent | null>(null)
+  useEffect(() => {
+    let live = true
+    editorModule ??= import('./editor').then((m) => m.Editor)
+    editorModule.then((e) => { if (live) setEditor(() => e) }, () => { editorModule = null })
+    return () => { live = false }
+  }, [])
+  return editor
+}
 
 export function CodePanel ({ app, selected, onSelect, onChanged }: { app: Application; selected: Fn | null; onSelect: (id: string) => void; onChanged: () => void }) {
   return (
@@ -32,6 +46,7 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
   const [confirmDelete, setConfirmDelete] = useState(false)
   // A new map from the server (load, save, upload) remounts the editor with it.
   const [version, setVersion] = useState(0)
+  const Editor = useEditor()
 
   const accept = (source: Source, message: string | null): void => {
     setFiles(source.files)
@@ -148,7 +163,8 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
                     </span>
                     )}
               </div>
-              <Editor key={`${version}:${current}`} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />
+              {Editor === null && <Loading what="the editor" />}
+              {Editor !== null && <Editor key={`${version}:${current}`} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />}
             </>
           )}
         </div>

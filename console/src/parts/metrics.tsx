@@ -65,6 +65,8 @@ function Chart ({ name, series }: { name: string; series: MetricSeries }) {
       height: 180,
       series: [{}, { label: series.unit, stroke: dark ? '#6cb6ff' : '#0057b8', width: 2 }],
       axes: [axis, axis],
+      // One sample alone would stretch the time axis over years: a minute around it instead.
+      scales: { x: { time: true, range: (_u, min, max) => min === max ? [min - 60, max + 60] : [min, max] } },
       legend: { show: false },
     }, [xs, ys], el)
     const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(240, el.clientWidth), height: 180 }))
