@@ -98,6 +98,13 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   t.same({ status: first.status, ref: first.answer.ref, path: first.answer.path }, { status: 200, ref: done.imageRef, path: '/hello?x=1' })
   const log = await control.call('GET', `/applications/${app.id}/logs?tail=1`)
   t.equal(log.text, 'request GET /hello?x=1\n', "the host's output is the application log")
+  const following = await fetch(`${control.url}/api/v1/applications/${app.id}/logs?follow=true&tail=0`)
+  const lines = following.body!.getReader()
+  await invoke(control, app.id, app.fnId, '/followed')
+  let followed = ''
+  while (!followed.includes('\n')) followed += Buffer.from((await lines.read()).value!).toString('utf8')
+  t.equal(followed, 'request GET /followed\n', 'followed: what the host writes from then on')
+  await lines.cancel()
 
   // Redeploy: a new process; delete: none left.
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
