@@ -102,7 +102,7 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   const lines = following.body!.getReader()
   await invoke(control, app.id, app.fnId, '/followed')
   let followed = ''
-  while (!followed.includes('\n')) followed += Buffer.from((await lines.read()).value!).toString('utf8')
+  while (!followed.includes('\n')) followed += Buffer.from((await lines.read()).value).toString('utf8')
   t.equal(followed, 'request GET /followed\n', 'followed: what the host writes from then on')
   await lines.cancel()
 
