@@ -113,6 +113,7 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   t.notOk(alive(first.answer.pid), 'the old host is gone')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
   t.notOk(alive(second.answer.pid), 'deleting the application stopped its host')
+  t.notOk(existsSync(join(control.store.dataDir, 'runtime', 'images', 'hello')), '...and removed its images')
 })
 
 t.test('a compile error: failed, the termination log as error, the log kept', async (t) => {

@@ -2,7 +2,7 @@
 // processes of the builder program, artifacts in an OCI layout under the data directory (or
 // the configured registry), deployments as host processes on loopback ports. At start it fails
 // the builds a previous process left running and brings the deployed applications back up.
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
 import type { Logger } from '../logger.js'
@@ -26,6 +26,8 @@ export type LocalRuntime = {
   imageRefFor (app: LocalBuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
   builder (): string
+  /** Stop the application's host and drop its stored images: it is being deleted. */
+  forget (name: string): Promise<void>
   close (): Promise<void>
 }
 
@@ -81,6 +83,10 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
       ? `${config.imageRepository}/${app.name}:${buildId}`
       : `oci-layout:${join(root, 'images', app.name)}:${buildId}`,
     builder,
+    async forget (name) {
+      await hosts.remove(name)
+      rmSync(join(root, 'images', name), { recursive: true, force: true })
+    },
     async close () {
       await builds.close()
       await hosts.close()
