@@ -7,6 +7,7 @@ import type { ImageConfig, ImageManifest, LockedApp } from '../../common/src/spi
 import { templateFiles } from '../../builders/src/templates.js'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
+import { until } from '../helpers/wait.js'
 
 const BUILD_TIMEOUT = 240_000
 
@@ -51,6 +52,8 @@ t.test('the js template builds, pushes in the Spin format and answers through th
   t.comment(`warm request: ${Date.now() - started} ms`)
   t.equal(await below.text(), 'hello from hello\n')
   t.equal(below.headers.get('x-request-path'), '/hello/deeper/path')
+  await until(() => host.output().includes('hello: GET /hello/deeper/path'), 5_000, "the component's log line in the host's output")
+  t.pass("the component's stdout is the application's log")
   const none = await fetch(`${host.url}/elsewhere`)
   t.equal(none.status, 404)
   await none.body?.cancel()

@@ -1,6 +1,7 @@
 // A real OCI registry on loopback for the builder and host tests: the CNCF distribution
 // registry as Debian packages it (`docker-registry`, installed by scripts/install-test-tools.sh),
-// with filesystem storage in a temporary directory and, when asked, htpasswd authentication.
+// with filesystem storage in a temporary directory and, when asked, htpasswd authentication or
+// bearer-token authentication against a token service the test runs.
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -24,7 +25,10 @@ const TEST_PASSWORD = 'test-password'
 const TEST_HTPASSWD = `${TEST_USER}:$2b$05$iI/zsGpidcOuWF8ueqE5K.HLu0MWsR8gK4d95EXnjiSfABxMEgyDe\n`
 const START_TIMEOUT_MS = 15_000
 
-export async function startRegistry (t: Test, options: { auth?: boolean } = {}): Promise<TestRegistry> {
+/** Token authentication: the registry trusts tokens from `issuer` signed by the key of `certPath`. */
+export type TokenAuth = { realm: string; service: string; issuer: string; certPath: string }
+
+export async function startRegistry (t: Test, options: { auth?: boolean; token?: TokenAuth } = {}): Promise<TestRegistry> {
   const dir = await mkdtemp(join(tmpdir(), 'test-registry-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const port = await freePort()
@@ -40,6 +44,9 @@ export async function startRegistry (t: Test, options: { auth?: boolean } = {}):
     'http:',
     `  addr: 127.0.0.1:${port}`,
     ...(auth ? ['auth:', '  htpasswd:', '    realm: test-registry', `    path: ${join(dir, 'htpasswd')}`] : []),
+    ...(options.token === undefined
+      ? []
+      : ['auth:', '  token:', `    realm: ${options.token.realm}`, `    service: ${options.token.service}`, `    issuer: ${options.token.issuer}`, `    rootcertbundle: ${options.token.certPath}`]),
   ].join('\n')
   await writeFile(join(dir, 'config.yml'), `${config}\n`)
   const child = spawn(REGISTRY_BINARY, ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'pipe', 'pipe'] })

@@ -1,8 +1,9 @@
 // A build's Kubernetes side: the Secret holding the packed sources and the Job that runs the
 // language's builder image on it (domain/builds.ts packs the archive). The builder contract
-// (README, "Builds"): the archive is mounted read-only at /workspace/source/source.tar.gz; the
-// builder runs `spin build`, pushes the result to $IMAGE_REF and writes the pushed reference
-// (ideally pinned by digest) to /dev/termination-log; on failure it writes the reason there.
+// (docs/control-plane.md, builders/README.md): the archive is mounted read-only at
+// /workspace/source/source.tar.gz; the builder builds every function, pushes the Spin artifact
+// to $IMAGE_REF (with the credentials of $DOCKER_CONFIG when a registry Secret is configured)
+// and writes the digest-pinned reference to /dev/termination-log; on failure the reason.
 import type { V1Job, V1Secret } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { TooLargeError } from '../errors.js'
@@ -15,7 +16,8 @@ export const APPLICATION_LABEL = 'platform.wasmkube.dev/application'
 export const BUILD_LABEL = 'platform.wasmkube.dev/build'
 export const BUILD_CONTAINER = 'build'
 const SOURCE_ARCHIVE = 'source.tar.gz'
-const DOCKER_CONFIG_DIR = '/workspace/docker'
+// Where the registry Secret's config.json is mounted: the builder's DOCKER_CONFIG.
+const REGISTRY_CONFIG_DIR = '/var/run/secrets/registry'
 
 // A Secret holds at most 1 MiB; the rest of the object needs a little of it.
 export const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
@@ -62,6 +64,7 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
   const labels = buildLabels(app.id, buildId)
   const name = buildJobName(buildId)
   const resources = { cpu: config.buildCpu, memory: config.buildMemory }
+  const withRegistry = config.builderRegistrySecret !== ''
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -85,12 +88,12 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
               { name: 'LANGUAGE', value: app.language },
               { name: 'BUILD_ID', value: buildId },
               { name: 'SOURCE_ARCHIVE', value: `/workspace/source/${SOURCE_ARCHIVE}` },
-              ...config.builderPushSecret !== '' ? [{ name: 'DOCKER_CONFIG', value: DOCKER_CONFIG_DIR }] : [],
-              ...config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : [],
+              ...(withRegistry ? [{ name: 'DOCKER_CONFIG', value: REGISTRY_CONFIG_DIR }] : []),
+              ...(config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : []),
             ],
             volumeMounts: [
               { name: 'source', mountPath: '/workspace/source', readOnly: true },
-              ...config.builderPushSecret !== '' ? [{ name: 'docker-config', mountPath: DOCKER_CONFIG_DIR, readOnly: true }] : [],
+              ...(withRegistry ? [{ name: 'registry', mountPath: REGISTRY_CONFIG_DIR, readOnly: true }] : []),
             ],
             resources: { requests: resources, limits: resources },
             // The builder's last words when it writes none itself: a failed build then still says why.
@@ -98,8 +101,7 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
           }],
           volumes: [
             { name: 'source', secret: { secretName: name } },
-            // The push credentials as a Docker config.json, from the same kind of Secret pods pull with.
-            ...config.builderPushSecret !== '' ? [{ name: 'docker-config', secret: { secretName: config.builderPushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }] : [],
+            ...(withRegistry ? [{ name: 'registry', secret: { secretName: config.builderRegistrySecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }] : []),
           ],
         },
       },

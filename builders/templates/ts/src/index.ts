@@ -12,6 +12,8 @@ addEventListener('fetch', (event: FetchEvent) => {
 
 async function handle (request: Request): Promise<Response> {
   const path: string = new URL(request.url).pathname
+  // A function's stdout and stderr are its application's log.
+  console.log(`{{function}}: ${request.method} ${path}`)
   return new Response(`hello from {{function}}\n`, {
     status: 200,
     headers: { 'content-type': 'text/plain', 'x-request-path': path },
