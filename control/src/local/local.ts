@@ -69,6 +69,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     onBuildFinished: deps.onBuildFinished,
   })
   await builds.recover()
+  hosts.reapOrphans()
   for (const app of await deployedImages(db)) {
     await hosts.deploy(app, app.image).catch((error: unknown) => {
       logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
