@@ -50,7 +50,7 @@ export type ControlConfig = {
   imageRepository: string // where builders push, without trailing slash
   imagePullRepository: string // where nodes pull those images from, when another name reaches the same registry
   imagePullSecret: string // the SpinApps' imagePullSecrets entry
-  builderPushSecret: string // dockerconfigjson Secret mounted into build Jobs as $DOCKER_CONFIG
+  builderRegistrySecret: string // '' : the builder gets no push credentials
   registryInsecure: boolean // the registry speaks plain HTTP
   buildTimeoutMs: number
   buildTtlMs: number
@@ -211,7 +211,7 @@ export const settings = [
   setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to (registry.example.com/apps); the builder gets {this}/{app}:{build id}; empty: builds answer 503' }),
   setting({ key: 'imagePullRepository', env: 'PLATFORM_IMAGE_PULL_REPOSITORY', flag: '--image-pull-repository', default: '', parse: parseImageRepository, help: "where the nodes pull built images from, when they reach the registry by another name than the builders (an in-cluster registry: its Service for builders, a NodePort on localhost for containerd); a SpinApp's image then starts with this instead of --image-repository. Empty: the same" }),
   setting({ key: 'imagePullSecret', env: 'PLATFORM_IMAGE_PULL_SECRET', flag: '--image-pull-secret', default: '', parse: parseSecretName, help: "Secret (kubernetes.io/dockerconfigjson) the SpinApps' pods pull their image with; empty: none" }),
-  setting({ key: 'builderPushSecret', env: 'PLATFORM_BUILDER_PUSH_SECRET', flag: '--builder-push-secret', default: '', parse: parseSecretName, help: 'Secret (kubernetes.io/dockerconfigjson) with the credentials builders push with: mounted in every build Job as $DOCKER_CONFIG/config.json; empty: none' }),
+  setting({ key: 'builderRegistrySecret', env: 'PLATFORM_BUILDER_REGISTRY_SECRET', flag: '--builder-registry-secret', default: '', parse: anyText, help: 'kubernetes.io/dockerconfigjson Secret in --namespace with the push credentials of --image-repository; mounted into every build as DOCKER_CONFIG. Empty: builds push without credentials' }),
   setting({ key: 'registryInsecure', env: 'PLATFORM_REGISTRY_INSECURE', flag: '--registry-insecure', default: 'false', parse: parseBoolean, help: 'the registry of --image-repository speaks plain HTTP (an in-cluster registry behind its Service): builders and the local host get INSECURE_REGISTRY' }),
   setting({ key: 'buildTimeoutMs', env: 'PLATFORM_BUILD_TIMEOUT', flag: '--build-timeout', default: '15m', parse: parseSeconds, help: "the build Job's activeDeadlineSeconds; past it the build fails (DeadlineExceeded: ...)" }),
   setting({ key: 'buildTtlMs', env: 'PLATFORM_BUILD_TTL', flag: '--build-ttl', default: '1h', parse: parseSeconds, help: "the Job's ttlSecondsAfterFinished: how long a finished Job, its pod and Secret stay (the log stays in the database)" }),

@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
+import { spawn } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { createApp, freshStore, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { Store, TestControl } from '../helpers/control.js'
 import { writeStandIns } from '../fixtures/local-programs.js'
 import { toolchainCheck } from '../../control/src/local/programs.js'
@@ -98,6 +100,13 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   t.same({ status: first.status, ref: first.answer.ref, path: first.answer.path }, { status: 200, ref: done.imageRef, path: '/hello?x=1' })
   const log = await control.call('GET', `/applications/${app.id}/logs?tail=1`)
   t.equal(log.text, 'request GET /hello?x=1\n', "the host's output is the application log")
+  const following = await fetch(`${control.url}/api/v1/applications/${app.id}/logs?follow=true&tail=0`)
+  const lines = following.body!.getReader()
+  await invoke(control, app.id, app.fnId, '/followed')
+  let followed = ''
+  while (!followed.includes('\n')) followed += Buffer.from((await lines.read()).value).toString('utf8')
+  t.equal(followed, 'request GET /followed\n', 'followed: what the host writes from then on')
+  await lines.cancel()
 
   // Redeploy: a new process; delete: none left.
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
@@ -106,6 +115,7 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   t.notOk(alive(first.answer.pid), 'the old host is gone')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
   t.notOk(alive(second.answer.pid), 'deleting the application stopped its host')
+  t.notOk(existsSync(join(control.store.dataDir, 'runtime', 'images', 'hello')), '...and removed its images')
 })
 
 t.test('a compile error: failed, the termination log as error, the log kept', async (t) => {
@@ -181,3 +191,21 @@ t.test('--runtime cluster without a cluster: every runtime endpoint answers 503 
   t.same(reply.body, { error: 'cluster not configured: set PLATFORM_KUBECONFIG (or run in a cluster), or PLATFORM_RUNTIME=local to build and run on this machine' })
 })
 
+
+t.test('a host a killed control plane left running is stopped at the next start; a pid file naming another process is not', async (t) => {
+  const store = await freshStore(t, 'pglite')
+  const hostsDir = join(store.dataDir, 'runtime', 'hosts')
+  mkdirSync(hostsDir, { recursive: true })
+  const { hostMain } = writeStandIns(scratch(t))
+  const orphan = spawn(process.execPath, [hostMain, '--ref', 'oci-layout:/nowhere:x', '--port', '0', '--host', '127.0.0.1', '--cache-dir', join(hostsDir, 'cache')],
+    { detached: true, stdio: 'ignore' })
+  t.teardown(() => { if (orphan.exitCode === null && orphan.signalCode === null) orphan.kill('SIGKILL') })
+  const exited = new Promise((resolve) => orphan.once('exit', resolve))
+  writeFileSync(join(hostsDir, 'ghost.pid'), `${orphan.pid}\n`)
+  writeFileSync(join(hostsDir, 'other.pid'), `${process.pid}\n`)
+  const { control } = await startLocal(t, [], store)
+  await exited
+  t.ok(control.logs.some((l) => l.msg === 'stopped a host a previous control plane left running' && l.pid === orphan.pid), 'the orphan was stopped and it is said')
+  t.ok(alive(process.pid), 'a pid file naming a process that is no host of ours is only removed')
+  t.notOk(existsSync(join(hostsDir, 'other.pid')))
+})

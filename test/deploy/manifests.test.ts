@@ -325,7 +325,7 @@ t.test('overlays/registry: the control plane pushes to the registry by its Servi
   t.equal(config.imageRepository, `registry.${service.metadata.namespace}.svc.cluster.local:${port.port}/apps`, 'builders push to the Service')
   t.equal(config.imagePullRepository, `localhost:${port.nodePort}/apps`, "the nodes' containerd pulls through the NodePort")
   t.equal(config.registryInsecure, true, 'plain HTTP inside the cluster')
-  t.equal(config.builderPushSecret, 'registry-credentials')
+  t.equal(config.builderRegistrySecret, 'registry-credentials')
   t.equal(config.imagePullSecret, 'registry-credentials')
   const container = containers(registry[0]!)[0]
   const env = containerEnv(build, registry[0]!, container, 'registry-abc12')

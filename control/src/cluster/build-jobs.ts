@@ -16,7 +16,8 @@ export const APPLICATION_LABEL = 'platform.wasmkube.dev/application'
 export const BUILD_LABEL = 'platform.wasmkube.dev/build'
 export const BUILD_CONTAINER = 'build'
 const SOURCE_ARCHIVE = 'source.tar.gz'
-const DOCKER_CONFIG_DIR = '/workspace/docker'
+// Where the registry Secret's config.json is mounted: the builder's DOCKER_CONFIG.
+const REGISTRY_CONFIG_DIR = '/var/run/secrets/registry'
 
 // A Secret holds at most 1 MiB; the rest of the object needs a little of it.
 export const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
@@ -64,6 +65,7 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
   const labels = buildLabels(app.id, buildId)
   const name = buildJobName(buildId)
   const resources = { cpu: config.buildCpu, memory: config.buildMemory }
+  const withRegistry = config.builderRegistrySecret !== ''
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -87,12 +89,12 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
               { name: 'LANGUAGE', value: app.language },
               { name: 'BUILD_ID', value: buildId },
               { name: 'SOURCE_ARCHIVE', value: `/workspace/source/${SOURCE_ARCHIVE}` },
-              ...config.builderPushSecret !== '' ? [{ name: 'DOCKER_CONFIG', value: DOCKER_CONFIG_DIR }] : [],
-              ...config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : [],
+              ...(withRegistry ? [{ name: 'DOCKER_CONFIG', value: REGISTRY_CONFIG_DIR }] : []),
+              ...(config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : []),
             ],
             volumeMounts: [
               { name: 'source', mountPath: '/workspace/source', readOnly: true },
-              ...config.builderPushSecret !== '' ? [{ name: 'docker-config', mountPath: DOCKER_CONFIG_DIR, readOnly: true }] : [],
+              ...(withRegistry ? [{ name: 'registry', mountPath: REGISTRY_CONFIG_DIR, readOnly: true }] : []),
             ],
             resources: { requests: resources, limits: resources },
             // The builder's last words when it writes none itself: a failed build then still says why.
@@ -100,8 +102,7 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
           }],
           volumes: [
             { name: 'source', secret: { secretName: name } },
-            // The push credentials as a Docker config.json, from the same kind of Secret pods pull with.
-            ...config.builderPushSecret !== '' ? [{ name: 'docker-config', secret: { secretName: config.builderPushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }] : [],
+            ...(withRegistry ? [{ name: 'registry', secret: { secretName: config.builderRegistrySecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }] : []),
           ],
         },
       },

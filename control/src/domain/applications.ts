@@ -33,7 +33,7 @@ export async function describeApplication ({ db, config, cluster, local }: Appli
 export async function removeApplication ({ db, cluster, local }: ApplicationDeps, appId: string): Promise<void> {
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
-  await local?.hosts.remove(application.id)
+  await local?.forget(application)
   // The cluster first: if it refuses, the application stays and the caller can try again,
   // rather than leaving a running deployment nobody can reach through this API.
   if (cluster !== null && await hasBuilds(db, application.id)) {

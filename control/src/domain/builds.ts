@@ -44,6 +44,7 @@ export async function startBuild ({ db, config, cluster, local }: BuildDeps, app
   if (local == null) throw clusterNotConfigured()
   const missing = await local.cannotBuild(application.language)
   if (missing !== null) throw new UnavailableError(missing)
+  // Refused now, naming what to build, rather than a build that can only fail.
   local.builder()
   const archive = await buildArchive(db, application)
   const id = randomUUID()

@@ -24,6 +24,8 @@ export function sendLogStream (reply: FastifyReply, upstream: Readable, abort: A
     // A caller that left mid-stream: the unfinished answer must not keep its socket open.
     if (!reply.raw.writableEnded) reply.request.raw.socket.destroy()
   })
+  // A followed log may stay quiet for long: the caller gets the headers now, not with the first line.
+  reply.raw.once('pipe', () => reply.raw.flushHeaders())
   // The cluster broke the stream off: end the caller's too, so it does not wait for more.
   upstream.on('aborted', () => reply.raw.destroy())
   return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(body)

@@ -28,7 +28,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'functions', description: 'Functions of an application and the routes they answer' },
         { name: 'source', description: "A function's source files, as a JSON map or a .tar.gz" },
         { name: 'builds', description: 'Builds of an application into an image, and their logs' },
-        { name: 'runtime', description: 'Deploy, invoke and logs of the running application; needs a cluster' },
+        { name: 'runtime', description: 'Deploy, invoke and logs of the running application: in the cluster, or on this machine without one' },
         { name: 'metrics', description: 'Time series of applications and functions; needs Prometheus' },
         { name: 'health', description: 'Public: liveness, the process metrics, this document' },
       ],

@@ -3,7 +3,7 @@
 // the process; delete and shutdown stop it. The host prints one JSON line with its URL when it
 // listens: until then the deployment is not ready, and after an unexpected exit it says so.
 import type { ChildProcess } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import type { Logger } from '../logger.js'
@@ -35,6 +35,8 @@ export type LocalHosts = {
   url (appId: string, timeoutMs: number): Promise<string | null | Error>
   log (appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
   remove (appId: string): Promise<void>
+  /** Stop the hosts a previous process left running (it was killed outright), by their pid files. */
+  reapOrphans (): void
   close (): Promise<void>
 }
 
@@ -61,7 +63,11 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     instances.delete(appId)
     instance.stopping = true
     if (instance.child !== null) await stopChild(instance.child, STOP_GRACE_MS)
+    rmSync(pidFile(appId), { force: true })
   }
+
+  const pidFile = (appId: string): string => join(deps.dir, `${appId}.pid`)
+  const cacheDir = join(deps.dir, 'cache')
 
   return {
     async deploy (app, image) {
@@ -81,8 +87,9 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       }
       mkdirSync(deps.dir, { recursive: true })
       // Port 0: the host picks a free one and names it in its first line, so no two can race for one.
-      const child = startNode(main, ['--ref', image, '--port', '0', '--host', '127.0.0.1', '--cache-dir', join(deps.dir, 'cache')], { cwd: deps.dir, env: childEnv(deps.env) })
+      const child = startNode(main, ['--ref', image, '--port', '0', '--host', '127.0.0.1', '--cache-dir', cacheDir], { cwd: deps.dir, env: childEnv(deps.env) })
       instance.child = child
+      if (child.pid !== undefined) writeFileSync(pidFile(app.id), `${child.pid}\n`)
       logger.info({ appId: app.id, image, pid: child.pid }, 'local deployment starting')
       let pending = ''
       child.stdout?.on('data', (chunk: Buffer) => {
@@ -140,6 +147,32 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       return instances.get(appId)?.log.open(options) ?? null
     },
     remove: stop,
+    reapOrphans () {
+      let files: string[]
+      try {
+        files = readdirSync(deps.dir).filter((file) => file.endsWith('.pid'))
+      } catch {
+        return
+      }
+      for (const file of files) {
+        const pid = Number(readFileSync(join(deps.dir, file), 'utf8').trim())
+        rmSync(join(deps.dir, file), { force: true })
+        // Only a process whose command line is one of our hosts: the pid may have been reused.
+        let cmdline = ''
+        try {
+          cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        } catch {
+          continue
+        }
+        if (!Number.isInteger(pid) || pid <= 1 || !cmdline.includes(`--cache-dir\0${cacheDir}\0`)) continue
+        try {
+          process.kill(-pid, 'SIGKILL')
+          logger.warn({ pid, app: file.slice(0, -'.pid'.length) }, 'stopped a host a previous control plane left running')
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+    },
     async close () {
       closing = true
       await Promise.all([...instances.keys()].map(stop))

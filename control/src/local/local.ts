@@ -2,7 +2,7 @@
 // processes of the builder program, artifacts in an OCI layout under the data directory (or
 // the configured registry), deployments as host processes on loopback ports. At start it fails
 // the builds a previous process left running and brings the deployed applications back up.
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
 import type { Logger } from '../logger.js'
@@ -26,6 +26,8 @@ export type LocalRuntime = {
   imageRefFor (app: LocalBuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
   builder (): string
+  /** Stop the application's host and drop its stored images: it is being deleted. */
+  forget (app: { id: string; clusterName: string }): Promise<void>
   close (): Promise<void>
 }
 
@@ -67,6 +69,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     onBuildFinished: deps.onBuildFinished,
   })
   await builds.recover()
+  hosts.reapOrphans()
   for (const app of await deployedImages(db)) {
     await hosts.deploy(app, app.image).catch((error: unknown) => {
       logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
@@ -81,6 +84,10 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
       ? `${config.imageRepository}/${app.clusterName}:${buildId}`
       : `oci-layout:${join(root, 'images', app.clusterName)}:${buildId}`,
     builder,
+    async forget (app) {
+      await hosts.remove(app.id)
+      rmSync(join(root, 'images', app.clusterName), { recursive: true, force: true })
+    },
     async close () {
       await builds.close()
       await hosts.close()

@@ -1,4 +1,4 @@
-// The runtime: deploy, invoke a function, the application's log. Each needs a cluster.
+// The runtime: deploy, invoke a function, the application's log, in the cluster or on this machine.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { MAX_INVOKE_BODY_BYTES } from '../../domain/invoke.js'
