@@ -12,14 +12,15 @@ import { spinManifest } from '../../control/src/cluster/build-jobs.js'
 import type { LanguageT } from '../../control/src/model/resources.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
-const BUILDER = join(root, 'dist/builders/src/main.js')
-const HOST = join(root, 'dist/host/src/main.js')
+export const BUILDER = join(root, 'dist/builders/src/main.js')
+export const HOST = join(root, 'dist/host/src/main.js')
 
-// The parent's environment without tap's hooks (its NODE_OPTIONS loads into every node child).
-function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
+// The parent's environment without tap's hooks (its NODE_OPTIONS loads into every node child),
+// the registry credentials and the control plane's own settings.
+export function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(TAP|_TAPJS_)|^NODE_OPTIONS$|^DOCKER_CONFIG$/.test(key)) env[key] = value
+    if (!/^(TAP|_TAPJS_)|^NODE_OPTIONS$|^DOCKER_CONFIG$|^PLATFORM_/.test(key)) env[key] = value
   }
   return { ...env, ...extra }
 }
