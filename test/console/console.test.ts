@@ -114,7 +114,7 @@ t.test('sign in, create, edit, build, invoke, chart, delete', async (t) => {
   await page.getByText('Saved.').waitFor(WAIT)
   const fnId = ((await api('GET', `/applications/${appId}`)).body as { functions: Array<{ id: string }> }).functions[0]?.id as string
   const source = (await api('GET', `/applications/${appId}/functions/${fnId}/source`)).body as { files: Record<string, string> }
-  t.same(Object.keys(source.files), ['index.js'], 'the whole map was saved')
+  t.same(Object.keys(source.files).sort(), ['index.js', 'package.json', 'src/index.js'], 'the whole map was saved: the template\'s files and the new one')
   t.match(source.files['index.js'], /^export const greeting = "hello"/, 'with what was typed in the editor')
   await checkPage(t, page, 'code')
 

@@ -50,8 +50,10 @@ function expect (what: string, reply: Reply, status: number, body?: unknown): vo
 t.test('random callers over three tenants, an admin and a read-only member: every answer is what the model allows', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
+  // No runtime (a cluster that is not there): what runs code answers 503 once access allows it,
+  // so the model checks who may reach each operation without building anything.
   const control = await startTestControl(t, 'pglite', ['--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.clientId,
-    '--tenant-claim', 'groups', '--admin-claim', 'roles=platform-admin', '--readonly-claim', 'roles=viewer'])
+    '--tenant-claim', 'groups', '--admin-claim', 'roles=platform-admin', '--readonly-claim', 'roles=viewer', '--runtime', 'cluster'])
   const tokens: Record<Who, string> = {
     red: await oidc.idToken({ claims: { groups: ['red'] } }),
     blue: await oidc.idToken({ claims: { groups: 'blue' } }),
