@@ -38,7 +38,7 @@ t.test('100 MiB through two relay attach processes arrive byte for byte, in boun
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
   const started = Date.now()
-  const sender = runCli(t, ['attach', url, '--token', session.initiator_token])
+  const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`])
   const receiver = runCli(t, ['attach', url], { RELAY_TOKEN: session.responder_token })
   receiver.child.stdin.end()
   const data = source(100 * MiB)
@@ -64,8 +64,8 @@ t.test('a reader that stops for a while slows the sender; the relay never has to
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn', '--max-backlog', '6MiB'])
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
-  const sender = runCli(t, ['attach', url, '--token', session.initiator_token])
-  const receiver = runCli(t, ['attach', url, '--token', session.responder_token])
+  const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`])
+  const receiver = runCli(t, ['attach', url, `--token=${session.responder_token}`])
   receiver.child.stdin.end()
   receiver.child.stdout.pause()
   const data = source(40 * MiB)
@@ -85,8 +85,8 @@ t.test('a drop in the middle of a stream: the sender reattaches and resends what
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const proxy = await cuttableProxy(t, relay.port)
   const session = await createSession(relay)
-  const sender = runCli(t, ['attach', `ws://127.0.0.1:${proxy.port}/relay/${session.id}`, '--token', session.initiator_token])
-  const receiver = runCli(t, ['attach', `${relay.ws}/relay/${session.id}`, '--token', session.responder_token])
+  const sender = runCli(t, ['attach', `ws://127.0.0.1:${proxy.port}/relay/${session.id}`, `--token=${session.initiator_token}`])
+  const receiver = runCli(t, ['attach', `${relay.ws}/relay/${session.id}`, `--token=${session.responder_token}`])
   receiver.child.stdin.end()
   const data = source(30 * MiB)
   const sending = pipeline(data.stream, sender.child.stdin)
@@ -110,8 +110,8 @@ t.test('a receiver whose stdout closes early exits 1, and so does the sender, to
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
-  const sender = runCli(t, ['attach', url, '--token', session.initiator_token])
-  const receiver = runCli(t, ['attach', url, '--token', session.responder_token])
+  const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`])
+  const receiver = runCli(t, ['attach', url, `--token=${session.responder_token}`])
   receiver.child.stdin.end()
   const sending = pipeline(source(20 * MiB).stream, sender.child.stdin).catch(() => {})
   // the reader goes away after its first bytes, as `| head -c 1` would
@@ -127,10 +127,10 @@ t.test('--text sends lines as text messages; the side whose stdin ends closes an
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
-  const receiver = runCli(t, ['attach', url, '--token', session.responder_token, '--text'])
+  const receiver = runCli(t, ['attach', url, `--token=${session.responder_token}`, '--text'])
   // in line mode the end of stdin closes the session at once: the other side must be there
   await until(async () => (await getSession(relay, session.id)).body.responder_connected === true)
-  const sender = runCli(t, ['attach', url, '--token', session.initiator_token, '--text'])
+  const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`, '--text'])
   sender.child.stdin.end('hello\nworld\n')
   const out = collect(receiver.child.stdout)
   // the sender first: if it failed, the receiver would wait for it until the test's timeout

@@ -19,7 +19,7 @@ export const HELP: Record<string, string> = {
 Usage:
   relay login [--issuer-from URL] [--client-id ID]   log in with the device flow
   relay session create|list|get ID|delete ID [--json]
-  relay attach URL (--token T | --token-file F | $RELAY_TOKEN) [--text]
+  relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text]
   relay pair                                          create a session, print two attach commands
 
 Run "relay COMMAND --help" for one command.
@@ -48,7 +48,7 @@ ${COMMON}`,
 Needs "relay login" unless the relay runs with auth disabled.
 
 ${COMMON}`,
-  attach: `Usage: relay attach URL (--token T | --token-file F | $RELAY_TOKEN) [--text]
+  attach: `Usage: relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text]
 
 Attaches to a session slot (URL: ws(s)://host/relay/ID) and pipes stdin to the other peer and
 what it sends to stdout, byte for byte. The other side must be "relay attach" too: the bytes
@@ -56,10 +56,10 @@ travel with offsets and acknowledgements, so a slow reader slows the sender, not
 dropped, and a connection drop is repaired within the peer-wait window. When stdin ends the
 sender closes once the peer has written everything out; the receiver exits 0 after flushing.
 
-  tar c dir | relay attach URL --token T1      # one terminal
-  relay attach URL --token T2 | tar x          # the other
+  tar c dir | relay attach URL --token=T1     # one terminal
+  relay attach URL --token=T2 | tar x         # the other
 
-  --token T        the slot token (visible in ps: prefer --token-file or $RELAY_TOKEN)
+  --token=T        the slot token (with "=": a token may start with "-"; visible in ps: prefer --token-file or $RELAY_TOKEN)
   --token-file F   read the slot token from a file
   --text           line mode, for a peer that is not relay attach (a browser, wscat): each
                    stdin line is a text message, each message received a line on stdout;
