@@ -36,8 +36,9 @@ async function measure (options: Options, build: Build | undefined): Promise<Rou
       pairs: options.pairs,
       warmupMs: 500,
       durationMs: options.durationMs,
-      latencyRate: 0,
+      latencyRates: [],
       latencyMs: 0,
+      writes: 'batched',
       windowBytes: 1 << 20,
       windowMessages: 1024,
     }, `${options.size} B x ${options.pairs} pairs`)

@@ -17,10 +17,18 @@ export type GeneratorCase = {
   pairs: number
   warmupMs: number
   durationMs: number
-  /** Messages per second across all pairs for the latency phase; 0: half the peak just measured. */
-  latencyRate: number
-  /** How long the latency phase lasts; 0 skips it. */
+  /**
+   * One latency phase per rate, in this order, each `latencyMs` long: messages per second
+   * across all pairs; 0 is half the peak just measured. Empty or `latencyMs` 0: none.
+   */
+  latencyRates: number[]
   latencyMs: number
+  /**
+   * `batched`: small frames go out many per write, as a client that buffers does. `single`:
+   * one frame per write call, as a browser's `send()` does; Node still gathers writes the
+   * kernel could not take at once into one writev, as a browser's network stack would.
+   */
+  writes: 'batched' | 'single'
   windowBytes: number
   windowMessages: number
   /** Bearer token for POST /admin/sessions, when the server wants one. */
@@ -39,16 +47,21 @@ export type GeneratorResult = {
    * CPU figures are the latency phase's, where paced small writes cost more per message than
    * saturation does.
    */
-  latency: {
-    rate: number
-    samples: number
-    p50Ms: number
-    p99Ms: number
-    pacerP99Ms: number
-    serverCpuPercent: number
-    generatorCpuPercent: number
-  } | null
+  latency: LatencyResult[]
+  /** Frames per write call in the throughput phase: 1 in `single` mode. */
+  framesPerWrite: number
   messagesChecked: number
+}
+
+export type LatencyResult = {
+  rate: number
+  samples: number
+  p50Ms: number
+  p99Ms: number
+  p999Ms: number
+  pacerP99Ms: number
+  serverCpuPercent: number
+  generatorCpuPercent: number
 }
 
 type Pair = {
@@ -89,7 +102,10 @@ async function main (): Promise<void> {
 
   let failure = null as Error | null // set in callbacks, so not narrowed to null
   let receivedTotal = 0
-  const latencies = createSamples(Math.ceil((c.latencyRate > 0 ? c.latencyRate : 2_000_000) * (c.latencyMs / 1000) * 1.2) + 1024)
+  const highestRate = Math.max(0, ...c.latencyRates)
+  const latencies = createSamples(Math.ceil((highestRate > 0 && !c.latencyRates.includes(0) ? highestRate : 2_000_000) * (c.latencyMs / 1000) * 1.2) + 1024)
+  let writeCalls = 0
+  let framesWritten = 0
 
   let saturating = true
   let finished = false
@@ -142,6 +158,8 @@ async function main (): Promise<void> {
         pair.sender.write(sharedBody)
       }
       pair.sender.uncork()
+      writeCalls += count
+      framesWritten += count
       return
     }
     while (count > 0) {
@@ -153,7 +171,16 @@ async function main (): Promise<void> {
         if (stamp !== 0) stamp += spacing
       }
       let taken = false
-      pair.sender.write(batch.subarray(0, frames * frameBytes), () => { if (!taken) freeBatches.push(batch) })
+      const release = (): void => { if (!taken) freeBatches.push(batch) }
+      if (c.writes === 'single') {
+        // Writes complete in order: the batch is free once its last frame's write is.
+        for (let k = 0; k < frames; k++) pair.sender.write(batch.subarray(k * frameBytes, (k + 1) * frameBytes), k === frames - 1 ? release : undefined)
+        writeCalls += frames
+      } else {
+        pair.sender.write(batch.subarray(0, frames * frameBytes), release)
+        writeCalls++
+      }
+      framesWritten += frames
       taken = pair.sender.writableLength === 0
       if (taken) freeBatches.push(batch)
       count -= frames
@@ -165,19 +192,23 @@ async function main (): Promise<void> {
   for (const pair of pairs) send(pair, pair.window)
   await sleep(c.warmupMs)
   const start = snapshot(c.pid, receivedTotal)
+  const writesBefore = { calls: writeCalls, frames: framesWritten }
   await sleep(c.durationMs)
   const end = snapshot(c.pid, receivedTotal)
+  const framesPerWrite = (framesWritten - writesBefore.frames) / Math.max(1, writeCalls - writesBefore.calls)
   saturating = false
   await drain(pairs, () => failure)
 
   const seconds = (end.at - start.at) / 1000
   const messages = end.received - start.received
-  let latency: GeneratorResult['latency'] = null
-  if (c.latencyMs > 0 && failure === null) {
-    const rate = c.latencyRate > 0 ? c.latencyRate : Math.round(messages / seconds / 2)
+  const latency: LatencyResult[] = []
+  for (const wanted of c.latencyMs > 0 ? c.latencyRates : []) {
+    if (failure !== null) break
+    const rate = wanted > 0 ? wanted : Math.round(messages / seconds / 2)
     collectGarbage()
+    latencies.reset()
     pacer = createPacer(pairs, rate, send, createSamples(latencies.capacity))
-    latency = await measureLatency({ ...c, latencyRate: rate }, pacer, pairs, latencies, () => failure)
+    latency.push(await measureLatency(c, rate, pacer, pairs, latencies, () => failure))
   }
 
   finished = true
@@ -195,6 +226,7 @@ async function main (): Promise<void> {
     serverRssBytes: end.serverRss,
     generatorCpuPercent: ((end.ownCpu - start.ownCpu) / 1e6 / seconds) * 100,
     latency,
+    framesPerWrite,
     messagesChecked: pairs.reduce((n, p) => n + p.received, 0),
   }
   // Exit once the result is out: a server that never closes its side must not hold the run.
@@ -254,11 +286,12 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
 
 async function measureLatency (
   c: GeneratorCase,
+  rate: number,
   pacer: ReturnType<typeof createPacer>,
   pairs: Pair[],
   latencies: Samples,
   failed: () => Error | null,
-): Promise<GeneratorResult['latency']> {
+): Promise<LatencyResult> {
   const settleMs = Math.min(500, c.latencyMs / 4)
   let dropFrom = -1
   let lateFrom = 0
@@ -281,10 +314,11 @@ async function measureLatency (
   const samples = latencies.from(Math.max(dropFrom, 0)).sort()
   const pacerP99Ms = quantile(pacer.lateness.from(lateFrom).sort(), 0.99)
   return {
-    rate: c.latencyRate,
+    rate,
     samples: samples.length,
     p50Ms: quantile(samples, 0.5),
     p99Ms: quantile(samples, 0.99),
+    p999Ms: quantile(samples, 0.999),
     pacerP99Ms,
     serverCpuPercent,
     generatorCpuPercent,
@@ -326,6 +360,7 @@ function createSamples (capacity: number) {
   return {
     add: (ms: number): void => { if (n < capacity) values[n++] = ms },
     count: (): number => n,
+    reset: (): void => { n = 0 },
     capacity,
     from: (start: number): Float64Array => values.slice(start, n),
   }

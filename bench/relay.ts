@@ -1,16 +1,17 @@
 // npm run bench:relay -- [--sizes 16,1024,65536,1048576] [--pairs 1,100] [--targets relay,ws,tcp]
-//   [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3] [--window-bytes 1MiB]
-//   [--window-messages 1024] [--latency-rate moderate|half|N] [--json]
+//   [--writes batched,single] [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3]
+//   [--window-bytes 1MiB] [--window-messages 1024] [--latency-rate moderate|half|N[,N...]] [--json]
 //
 // Frame throughput of the relay against two baselines in the same run, each target in its
 // own process and the load generator in another, on loopback. Each case runs `repetitions`
-// times per target, the targets taking turns, and reports medians. Latency is measured at a
-// fixed rate after the throughput phase: `moderate` (default) is the same for every target,
-// 50,000 messages/s or 200 MB/s, whichever is fewer messages; `half` is half the peak that
-// same run reached; a number is messages/s.
+// times per target, the targets taking turns, and reports medians. `--writes single` has the
+// clients write one frame per write call, as browsers send. Latency is measured at fixed
+// rates after the throughput phase, one phase per rate: `moderate` (default) is the same for
+// every target, 50,000 messages/s or 200 MB/s, whichever is fewer messages; `half` is half the
+// peak that same run reached; a number is messages/s.
 import { parseDuration } from '../common/src/config/duration.js'
 import { parseBytes } from '../common/src/config/settings.js'
-import type { GeneratorCase, GeneratorResult } from './load-generator.js'
+import type { GeneratorCase, GeneratorResult, LatencyResult } from './load-generator.js'
 import { runGenerator } from './generator-process.js'
 import type { Machine } from './proc.js'
 import { machineInfo } from './proc.js'
@@ -22,13 +23,14 @@ type Options = {
   sizes: number[]
   pairs: number[]
   targets: TargetName[]
+  writes: Array<GeneratorCase['writes']>
   warmupMs: number
   durationMs: number
   latencyMs: number
   repetitions: number
   windowBytes: number
   windowMessages: number
-  latencyRate: 'moderate' | 'half' | number
+  latencyRates: Array<'moderate' | 'half' | number>
   json: boolean
 }
 
@@ -43,20 +45,19 @@ export type CaseResult = {
   target: TargetName
   size: number
   pairs: number
+  writes: GeneratorCase['writes']
   runs: GeneratorResult[]
   median: {
     messagesPerSec: number
     mbPerSec: number
-    p50Ms: number
-    p99Ms: number
-    /** How late the generator's own timer wrote due frames: its noise, left out of p50 and p99. */
-    pacerP99Ms: number
-    latencyRate: number
-    /** The server's CPU while paced for latency. */
-    latencyServerCpuPercent: number
     serverCpuPercent: number
     serverRssBytes: number
     generatorCpuPercent: number
+    /**
+     * One entry per latency rate. `pacerP99Ms`: how late the generator's own timer wrote due
+     * frames, its noise, left out of the percentiles; `serverCpuPercent` while paced.
+     */
+    latency: Array<Omit<LatencyResult, 'samples' | 'generatorCpuPercent'>>
   }
 }
 
@@ -69,16 +70,18 @@ async function main (): Promise<void> {
   const servers = new Map<TargetName, RunningServer>()
   try {
     for (const name of options.targets) servers.set(name, await startServer(name))
-    for (const size of options.sizes) {
-      for (const pairs of options.pairs) {
-        const runs = new Map<TargetName, GeneratorResult[]>(options.targets.map((name) => [name, []]))
-        for (let r = 0; r < options.repetitions; r++) {
-          for (const name of options.targets) {
-            runs.get(name)!.push(await runCase(options, servers.get(name)!, size, pairs))
-            if (!options.json) process.stderr.write('.')
+    for (const writes of options.writes) {
+      for (const size of options.sizes) {
+        for (const pairs of options.pairs) {
+          const runs = new Map<TargetName, GeneratorResult[]>(options.targets.map((name) => [name, []]))
+          for (let r = 0; r < options.repetitions; r++) {
+            for (const name of options.targets) {
+              runs.get(name)!.push(await runCase(options, servers.get(name)!, size, pairs, writes))
+              if (!options.json) process.stderr.write('.')
+            }
           }
+          for (const [name, done] of runs) results.push({ target: name, size, pairs, writes, runs: done, median: medians(done) })
         }
-        for (const [name, done] of runs) results.push({ target: name, size, pairs, runs: done, median: medians(done) })
       }
     }
   } finally {
@@ -90,7 +93,7 @@ async function main (): Promise<void> {
   else process.stdout.write(table(results, machine))
 }
 
-function runCase (options: Options, server: RunningServer, size: number, pairs: number): Promise<GeneratorResult> {
+function runCase (options: Options, server: RunningServer, size: number, pairs: number, writes: GeneratorCase['writes']): Promise<GeneratorResult> {
   const input: GeneratorCase = {
     url: `http://127.0.0.1:${server.port}`,
     pid: server.pid,
@@ -98,8 +101,9 @@ function runCase (options: Options, server: RunningServer, size: number, pairs: 
     pairs,
     warmupMs: options.warmupMs,
     durationMs: options.durationMs,
-    latencyRate: options.latencyRate === 'moderate' ? moderateRate(size) : options.latencyRate === 'half' ? 0 : options.latencyRate,
+    latencyRates: options.latencyRates.map((rate) => rate === 'moderate' ? moderateRate(size) : rate === 'half' ? 0 : rate),
     latencyMs: options.latencyMs,
+    writes,
     windowBytes: options.windowBytes,
     windowMessages: options.windowMessages,
   }
@@ -112,47 +116,73 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
     const values = runs.map(pick).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b)
     return values.length === 0 ? NaN : values[Math.floor(values.length / 2)]!
   }
+  const phases = Math.max(0, ...runs.map((r) => r.latency.length))
+  const latency = Array.from({ length: phases }, (_, i) => {
+    const at = (pick: (l: LatencyResult) => number) => median((r) => r.latency[i] === undefined ? NaN : pick(r.latency[i]!))
+    return {
+      rate: at((l) => l.rate),
+      p50Ms: at((l) => l.p50Ms),
+      p99Ms: at((l) => l.p99Ms),
+      p999Ms: at((l) => l.p999Ms),
+      pacerP99Ms: at((l) => l.pacerP99Ms),
+      serverCpuPercent: at((l) => l.serverCpuPercent),
+    }
+  })
   return {
     messagesPerSec: median((r) => r.messagesPerSec),
     mbPerSec: median((r) => r.mbPerSec),
-    p50Ms: median((r) => r.latency?.p50Ms ?? NaN),
-    p99Ms: median((r) => r.latency?.p99Ms ?? NaN),
-    pacerP99Ms: median((r) => r.latency?.pacerP99Ms ?? NaN),
-    latencyRate: median((r) => r.latency?.rate ?? NaN),
-    latencyServerCpuPercent: median((r) => r.latency?.serverCpuPercent ?? NaN),
     serverCpuPercent: median((r) => r.serverCpuPercent),
     serverRssBytes: median((r) => r.serverRssBytes),
     generatorCpuPercent: median((r) => r.generatorCpuPercent),
+    latency,
   }
 }
 
 function table (results: CaseResult[], machine: Machine): string {
-  const rows: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'lat. rate/s', 'p50 ms', 'p99 ms', 'pacer p99', 'server CPU paced', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
-  const find = (target: TargetName, size: number, pairs: number) => results.find((r) => r.target === target && r.size === size && r.pairs === pairs)
+  const find = (target: TargetName, r: CaseResult) => results.find((o) => o.target === target && o.size === r.size && o.pairs === r.pairs && o.writes === r.writes)
+  const label = (r: CaseResult): string => `${bytes(r.size)} x ${r.pairs}${r.writes === 'single' ? ', single writes' : ''}`
+  const throughput: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
+  const latency: string[][] = [['case', 'target', 'rate/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'pacer p99', 'server CPU', 'p99 vs tcp']]
   for (const r of results) {
     const m = r.median
-    const ws = find('ws', r.size, r.pairs)
-    const tcp = find('tcp', r.size, r.pairs)
-    rows.push([
-      `${bytes(r.size)} x ${r.pairs}`,
+    const ws = find('ws', r)
+    const tcp = find('tcp', r)
+    throughput.push([
+      label(r),
       SERVERS[r.target].label,
       Math.round(m.messagesPerSec).toLocaleString('en-US'),
       m.mbPerSec.toFixed(1),
-      Number.isNaN(m.latencyRate) ? '-' : Math.round(m.latencyRate).toLocaleString('en-US'),
-      Number.isNaN(m.p50Ms) ? '-' : m.p50Ms.toFixed(2),
-      Number.isNaN(m.p99Ms) ? '-' : m.p99Ms.toFixed(2),
-      Number.isNaN(m.pacerP99Ms) ? '-' : m.pacerP99Ms.toFixed(2),
-      Number.isNaN(m.latencyServerCpuPercent) ? '-' : `${Math.round(m.latencyServerCpuPercent)}%`,
       `${Math.round(m.serverCpuPercent)}%`,
       `${(m.serverRssBytes / 2 ** 20).toFixed(0)} MiB`,
       `${Math.round(m.generatorCpuPercent)}%`,
       r.target !== 'ws' && ws !== undefined ? `${(m.messagesPerSec / ws.median.messagesPerSec).toFixed(2)}x` : '',
       r.target !== 'tcp' && tcp !== undefined ? `${Math.round((m.mbPerSec / tcp.median.mbPerSec) * 100)}%` : '',
     ])
+    m.latency.forEach((l, i) => {
+      const base = tcp?.median.latency[i]
+      latency.push([
+        label(r),
+        SERVERS[r.target].label,
+        Math.round(l.rate).toLocaleString('en-US'),
+        ms(l.p50Ms),
+        ms(l.p99Ms),
+        ms(l.p999Ms),
+        ms(l.pacerP99Ms),
+        Number.isNaN(l.serverCpuPercent) ? '-' : `${Math.round(l.serverCpuPercent)}%`,
+        r.target !== 'tcp' && base !== undefined ? `${(l.p99Ms / base.p99Ms).toFixed(2)}x` : '',
+      ])
+    })
   }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)))
-  const lines = rows.map((row) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '))
-  return `${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}\n${lines.join('\n')}\n`
+  const render = (rows: string[][]): string => {
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)))
+    return rows.map((row) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')).join('\n')
+  }
+  const head = `${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}`
+  return `${head}\n${render(throughput)}\n${latency.length > 1 ? `\n${render(latency)}\n` : ''}`
+}
+
+function ms (value: number): string {
+  return Number.isNaN(value) ? '-' : value.toFixed(2)
 }
 
 function bytes (n: number): string {
@@ -166,13 +196,14 @@ function parseOptions (argv: string[]): Options {
     sizes: [16, 1024, 65536, 1048576],
     pairs: [1, 100],
     targets: ['relay', 'ws', 'tcp'],
+    writes: ['batched'],
     warmupMs: 1000,
     durationMs: 3000,
     latencyMs: 2000,
     repetitions: 3,
     windowBytes: 2 ** 20,
     windowMessages: 1024,
-    latencyRate: 'moderate',
+    latencyRates: ['moderate'],
     json: false,
   }
   const list = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean)
@@ -185,13 +216,26 @@ function parseOptions (argv: string[]): Options {
         return t as TargetName
       })
     },
+    '--writes': (value) => {
+      options.writes = list(value).map((w) => {
+        if (w !== 'batched' && w !== 'single') throw new Error(`--writes takes batched or single, got ${w}`)
+        return w
+      })
+    },
     '--warmup': (value) => { options.warmupMs = parseDuration(value) },
     '--duration': (value) => { options.durationMs = parseDuration(value) },
     '--latency': (value) => { options.latencyMs = parseDuration(value) },
     '--repetitions': (value) => { options.repetitions = Number(value) },
     '--window-bytes': (value) => { options.windowBytes = parseBytes(value) },
     '--window-messages': (value) => { options.windowMessages = Number(value) },
-    '--latency-rate': (value) => { options.latencyRate = value === 'moderate' || value === 'half' ? value : Number(value) },
+    '--latency-rate': (value) => {
+      options.latencyRates = list(value).map((rate) => {
+        if (rate === 'moderate' || rate === 'half') return rate
+        const n = Number(rate)
+        if (!Number.isInteger(n) || n <= 0) throw new Error(`--latency-rate takes moderate, half or messages/s, got ${rate}`)
+        return n
+      })
+    },
   }).json
   return options
 }

@@ -134,8 +134,9 @@ function runHealthyPairs (relay: RunningServer, o: Options): Promise<GeneratorRe
     pairs: o.pairs,
     warmupMs: 1_000,
     durationMs: o.durationMs,
-    latencyRate: 1,
+    latencyRates: [],
     latencyMs: 0,
+    writes: 'batched',
     windowBytes: 1024 * 1024,
     windowMessages: 1024,
   }
