@@ -118,7 +118,7 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
   }
   const phases = Math.max(0, ...runs.map((r) => r.latency.length))
   const latency = Array.from({ length: phases }, (_, i) => {
-    const at = (pick: (l: LatencyResult) => number) => median((r) => r.latency[i] === undefined ? NaN : pick(r.latency[i]!))
+    const at = (pick: (l: LatencyResult) => number) => median((r) => r.latency[i] === undefined ? NaN : pick(r.latency[i]))
     return {
       rate: at((l) => l.rate),
       p50Ms: at((l) => l.p50Ms),
