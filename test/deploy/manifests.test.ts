@@ -296,6 +296,8 @@ t.test('the relay: shutdown fits the grace period, one public base URL per pod, 
     const grace = relay.spec.template.spec.terminationGracePeriodSeconds
     t.ok(grace * 1000 > SHUTDOWN_TIMEOUT_MS, `${dir}: terminationGracePeriodSeconds ${grace} outlasts the relay's forced exit (${SHUTDOWN_TIMEOUT_MS} ms), so peers get 1001 before any SIGKILL`)
     const container = containers(relay)[0]
+    t.equal(container.resources?.requests?.cpu, '1', `${dir}: one whole core per relay process, which forwards on one thread`)
+    t.equal(container.resources?.limits?.cpu, undefined, `${dir}: no CPU limit to throttle GC threads and the kernel's network work`)
     const urls = podNames(relay).map((pod) => new URL(PROCESSES.relay!.publicBaseUrl!(container.args ?? [], containerEnv(build, relay, container, pod))))
     t.equal(new Set(urls.map((url) => url.host)).size, urls.length, `${dir}: each of ${urls.length} relay pods advertises a host of its own`)
     urls.forEach((url, ordinal) => {
