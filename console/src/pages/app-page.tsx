@@ -2,6 +2,7 @@
 // address so a reload or a shared link comes back to it.
 import { getJson } from '../api/client'
 import type { Application } from '../api/types'
+import { ReadOnlyNotice, useAccess } from '../parts/access'
 import { BuildPanel } from '../parts/build'
 import { CodePanel } from '../parts/code'
 import { InvokePanel } from '../parts/invoke'
@@ -16,6 +17,7 @@ const TABS = [['code', 'Functions & code'], ['build', 'Build & deploy'], ['invok
 export function AppPage ({ appId, tab }: { appId: string; tab: string }) {
   const app = useLoad(() => getJson<Application>(`/applications/${appId}`), [appId])
   const [fnId, setFnId] = useState<string | null>(null)
+  const { canWrite } = useAccess()
   if (app.data === null) {
     return (
       <>
@@ -34,6 +36,7 @@ export function AppPage ({ appId, tab }: { appId: string; tab: string }) {
       <nav class="tabs" aria-label="Application">
         {TABS.map(([id, label]) => <a key={id} href={`#/apps/${a.id}/${id}`} aria-current={tab === id ? 'page' : undefined}>{label}</a>)}
       </nav>
+      {!canWrite && <ReadOnlyNotice what="this application" />}
       {app.error !== null && <ErrorText message={app.error} />}
       {tab === 'code' && <CodePanel app={a} selected={selected} onSelect={setFnId} onChanged={app.reload} />}
       {tab === 'build' && <BuildPanel app={a} onChanged={app.reload} />}
