@@ -125,6 +125,8 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   t.same(Object.keys(saved).sort(), ['README.md', 'package.json', 'src/index.js'], 'the whole map was saved: the template\'s files and the new one')
   t.equal(saved['src/index.js'], PROGRAM.join('\n'), 'the handler as typed in the editor')
   t.equal(saved['README.md'], '# hello')
+  await page.getByRole('button', { name: 'src/index.js' }).click()
+  await page.locator('.editor[data-file="src/index.js"] .cm-content', { hasText: 'edited in the console' }).waitFor(WAIT)
   await checkPage(t, page, 'code')
 
   // ---- the .tar.gz: download, then upload it back with the README renamed ----
@@ -163,7 +165,8 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   const log = page.locator('pre[aria-label="Build log"]')
   await log.filter({ hasNotText: 'Waiting for the build to start…' }).waitFor(BUILD_WAIT)
   const statusWhileStreaming = await page.locator('[data-testid=build-status]').textContent()
-  t.comment(`the first lines of the build log arrived while the build was ${statusWhileStreaming ?? '?'}`)
+  // The build takes seconds and its first line comes at its start: seen before the status is final.
+  t.match(statusWhileStreaming, /^(pending|running)$/, `the log streamed into the page while the build ran (${statusWhileStreaming ?? '?'})`)
   await page.locator('[data-testid=build-status]', { hasText: /^(succeeded|failed)$/ }).waitFor(BUILD_WAIT)
   t.comment(`the build, as the page saw it: ${Date.now() - started} ms`)
   const logText = await log.textContent() ?? ''

@@ -50,7 +50,9 @@ export function Editor ({ file, text, readOnly = false, onChange }: { file: stri
           languageFor(file),
           // Still focusable and selectable (to read and copy), but typing changes nothing.
           EditorState.readOnly.of(readOnly),
-          EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}` }),
+          // A tabindex makes the text focusable in the accessibility tree's sense too (a
+          // contenteditable alone is not to axe), so a long line's scroller is keyboard-reachable.
+          EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}`, tabindex: '0' }),
           EditorView.updateListener.of((update) => { if (update.docChanged) changed.current(update.state.doc.toString()) }),
         ],
       }),
