@@ -1,7 +1,7 @@
 # The Go builder: TinyGo and Go with the Spin Go SDK's modules in the image's cache (builds run
 # with GOPROXY=off), plus Node for the builder program. UNVERIFIED: TinyGo and Go cannot be
 # installed on the machine this was written on; versions per the TinyGo and Spin Go SDK docs.
-ARG BASE_IMAGE=node:24-trixie-slim
+ARG BASE_IMAGE=node:24.21.0-trixie-slim
 ARG GO_VERSION=1.24.4
 ARG TINYGO_VERSION=0.37.0
 
