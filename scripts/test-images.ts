@@ -76,7 +76,8 @@ const IMAGES: ImageSpec[] = [
     addressVariable: 'PLATFORM_ADDR',
     env: () => ({ PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }),
     present: ['dist/control/src/main.js', 'dist/control/src/healthcheck.js', 'node_modules/@electric-sql/pglite'],
-    absent: ['dist/relay', 'dist/scripts', 'dist/bench', 'node_modules/uWebSockets.js'],
+    // The wasm toolchain too: builds run in Jobs with the builder images (builders/).
+    absent: ['dist/relay', 'dist/scripts', 'dist/bench', ...['uWebSockets.js', '@spinframework/build-tools', '@bytecodealliance/componentize-js', '@bytecodealliance/jco', 'binaryen', 'esbuild'].map((name) => `node_modules/${name}`)],
     exercise: exerciseControl,
   },
 ]
@@ -411,6 +412,14 @@ async function exerciseControl (running: Running): Promise<void> {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name, language: 'go', runtime: 'wasmkube' }),
   })
   check(created.status === 201, 'control: POST /api/v1/applications 201 on embedded PGlite', `${created.status} ${await created.clone().text()}`)
+  // No cluster here: the local runtime, which has no js toolchain in this image, says so.
+  const script = await (await fetch(`${api}/applications`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: `${name}-js`, language: 'js', runtime: 'wasmkube' }),
+  })).json() as { id: string }
+  const build = await fetch(`${api}/applications/${script.id}/builds`, { method: 'POST' })
+  const refusal = await build.text()
+  check(build.status === 503 && refusal.includes('js builds need the js toolchain: @spinframework/build-tools and esbuild are not installed here'),
+    'control: a js build answers 503 naming the toolchain the image leaves out', `${build.status} ${refusal}`)
   const [volume, hostDir] = [...running.root.volumes][0] ?? []
   const stored = hostDir === undefined ? [] : readdirSync(hostDir)
   const foreign = stored.filter((file) => statSync(join(hostDir!, file)).uid !== running.owner.uid)
