@@ -36,6 +36,8 @@ const TAG = 'localhost/session-relay/builder-js:test'
 // A j2w build takes 6-25 s on a quiet machine; CI's is shared.
 const BUILD_TIMEOUT_MS = 5 * 60_000
 const FUNCTION = 'smoke'
+// The one test/helpers/registry.ts starts, by the same variable.
+const REGISTRY_BINARY = process.env.DOCKER_REGISTRY_BIN ?? 'docker-registry'
 // Packages only the relay or the control plane load: a builder image carrying them is bloated.
 const FOREIGN = ['uWebSockets.js', 'fastify', '@electric-sql/pglite', 'pg', '@kubernetes/client-node', 'prom-client', 'jose', 'pino', 'tap', 'typescript', '@bytecodealliance/jco-transpile']
 
@@ -95,14 +97,14 @@ async function startRegistry (suite: Suite, undo: UndoStack): Promise<Registry> 
   writeFileSync(join(dir, 'config.yml'), [
     'version: 0.1', 'log:', '  level: warn', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, 'http:', `  addr: 127.0.0.1:${port}`, '',
   ].join('\n'))
-  const child = spawn('docker-registry', ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(REGISTRY_BINARY, ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'ignore', 'pipe'] })
   let output = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output = (output + chunk).slice(-4_000) })
-  undo.push('kill docker-registry', () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  undo.push(`kill ${REGISTRY_BINARY}`, () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   const url = `http://127.0.0.1:${port}`
   await suite.withTimeout((async () => {
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`docker-registry exited (scripts/install-test-tools.sh installs it): ${output}`)
+      if (child.exitCode !== null) throw new Error(`${REGISTRY_BINARY} exited (scripts/install-test-tools.sh installs it): ${output}`)
       try {
         await (await fetch(`${url}/v2/`)).body?.cancel()
         return
