@@ -4,6 +4,8 @@
 // pushed is pulled back and checked as containerd-shim-spin would (common/src/spin), then
 // served by the host program on this machine, so the component the image made really answers.
 // A source with a syntax error must fail there with exit 1 and the line in the termination log.
+// The go and rust images' toolchain stages cannot be built here (no Go, TinyGo or Rust image to
+// pull); their Node stages, the builder program and its one dependency, are built.
 import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -43,6 +45,20 @@ const FOREIGN = ['uWebSockets.js', 'fastify', '@electric-sql/pglite', 'pg', '@ku
 
 export async function testBuilderImage (suite: Suite, parentUndo: UndoStack): Promise<void> {
   const { check, log, podman } = suite
+  for (const language of ['go', 'rust']) {
+    const what = `builder-${language}: its Node stages build (deps, build); the toolchain stage is verified only where Go/TinyGo or Rust images can be pulled`
+    try {
+      for (const target of ['deps', 'build']) {
+        await suite.timed(`build builder-${language} --target ${target}`, () => podman([
+          'build', '--isolation=chroot', '--format=docker', '--pull=never', '--target', target,
+          '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', `builders/Dockerfile.${language}`, '-t', `localhost/session-relay/builder-${language}-${target}:test`, '.',
+        ], { cwd: suite.repo, logFile: join(suite.cacheDir, 'logs', `build-builder-${language}.log`) }))
+      }
+      check(true, what)
+    } catch (error) {
+      check(false, `${what}: ${(error as Error).message}`)
+    }
+  }
   await suite.timed('build builder-js', () => podman([
     'build', '--isolation=chroot', '--format=docker', '--pull=never',
     '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', 'builders/Dockerfile.js', '-t', TAG, '.',
