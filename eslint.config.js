@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
   // console/ is type-checked by its own build (strict tsc over the API types it generates first).
-  { ignores: ['dist/', 'client/dist/', 'client/bin/', 'coverage/', '.tap/', 'node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*', 'console/'] },
+  { ignores: ['dist/', 'client/dist/', 'client/bin/', 'coverage/', '.tap/', 'node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*', 'console/', '.cache/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -1,30 +1,56 @@
 # The js/ts builder: the builder program with its wasm toolchain (esbuild, @spinframework/build-tools'
 # j2w, the http world). Builds are offline: nothing is installed per build. Node 24 on Debian 13
-# like the other images; override with --build-arg BASE_IMAGE=...
+# like the other images, pinned to the release `npm run test:images` builds and runs it on;
+# override with --build-arg BASE_IMAGE=... (any glibc Node 22 or 24 image).
 # Needs a writable /tmp (an emptyDir when the root is read-only) and about 1 GiB of memory.
-ARG BASE_IMAGE=node:24-trixie-slim
+ARG BASE_IMAGE=node:24.21.0-trixie-slim
 
+# The builder's own dependencies only, at the lockfile's versions (the package also holds the
+# relay and the control plane: uWebSockets.js, Fastify, PGlite, the Kubernetes client). The
+# manifest is cut down to them, overrides kept, and installed against the lockfile. Then what a
+# build never loads is emptied (the template builds without it in `npm run test:images`):
+# binaryen (wasm-opt: only `jco opt` resolves it) and the two componentize-js copies only `jco
+# componentize` loads (jco's own 0.21 and its 0.19 alias; j2w imports build-tools' componentize-js
+# 0.19), about 160 MiB. Each keeps
+# its directory and package.json: build-tools' wit-dependency walker wants every declared
+# dependency's directory to exist.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The relay's uWebSockets.js binaries and the control plane's database and cluster clients are
-# never loaded by the builder.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
- && rm -rf node_modules/uWebSockets.js node_modules/@electric-sql node_modules/@kubernetes node_modules/pg
+RUN node -e 'const fs = require("fs"); const p = JSON.parse(fs.readFileSync("package.json", "utf8")); \
+      const keep = ["@spinframework/build-tools", "@spinframework/wasi-http-proxy", "@bytecodealliance/preview2-shim", "esbuild", "tar-stream"]; \
+      p.dependencies = Object.fromEntries(keep.map((name) => [name, p.dependencies[name]])); \
+      delete p.devDependencies; delete p.workspaces; fs.writeFileSync("package.json", JSON.stringify(p))' \
+ && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+ && test -f node_modules/@spinframework/build-tools/dist/index.js \
+ && for unused in node_modules/binaryen node_modules/@bytecodealliance/componentize-js-0-19-3 \
+      node_modules/@bytecodealliance/jco/node_modules/@bytecodealliance/componentize-js; do \
+      test -f "$unused/package.json" || exit 1; find "$unused" -mindepth 1 -maxdepth 1 ! -name package.json -exec rm -rf {} + ; done
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci checks the lockfile against every workspace's manifest (the client, the console).
+COPY client/package.json ./client/
+COPY console/package.json ./console/
+# The `node` devDependency (a host's Node 22) has no binary without its install script, and
+# this stage builds with the image's own Node 24: its dangling link goes.
 RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node
 COPY tsconfig.json tsconfig.build.json ./
 COPY common ./common
 COPY control ./control
 COPY builders ./builders
 COPY host ./host
-RUN npm run build
+RUN npm run build:ts
 
 FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
+# The runtime uid gets a passwd entry with its home in the writable /tmp: componentize-js runs
+# wizer with an environment without HOME, so wasmtime finds its cache config's directory from
+# the passwd entry, and for a uid without one the componentize step fails with "config file not
+# specified and failed to get the default" (seen in `npm run test:images`).
+RUN echo 'builder:x:10001:10001:builder:/tmp:/usr/sbin/nologin' >> /etc/passwd \
+ && echo 'builder:x:10001:' >> /etc/group
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
@@ -33,5 +59,6 @@ COPY --from=build /app/dist/common/src ./dist/common/src
 COPY --from=build /app/dist/control/src/source ./dist/control/src/source
 COPY --from=build /app/dist/control/src/errors.js ./dist/control/src/errors.js
 COPY --from=build /app/dist/builders/src ./dist/builders/src
+# A fixed numeric uid, so Kubernetes can verify runAsNonRoot without a passwd lookup.
 USER 10001:10001
 ENTRYPOINT ["node", "dist/builders/src/main.js"]

@@ -1,4 +1,6 @@
-// `npm run test:images`: proves that Dockerfile.relay and Dockerfile.control build and run.
+// `npm run test:images`: proves that Dockerfile.relay, Dockerfile.control and
+// builders/Dockerfile.js build and run. Arguments pick some of them (`npm run test:images --
+// builder-js`); none runs all three.
 //
 // 1. Installs podman and debootstrap with apt when they are missing (this needs root).
 // 2. Makes (or finds cached) a local stand-in for node:24-trixie-slim (image-base.ts).
@@ -13,6 +15,9 @@
 //    `npm test`, Node 24 here. And runs the relay on this host with the image's Node 24: on a
 //    glibc older than 2.38 (Debian 12) it must refuse with exit 2 and one line naming it.
 //
+// 6. Runs the js builder image's entrypoint on the template's source, pushing to a registry on
+//    loopback, and checks what it pushed as the shim would (image-builder.ts).
+//
 // Prints one line per check and ends with "N passed, M failed"; exits 1 on any failure.
 // Every mount and process it made is undone on every exit path, signals included.
 import { execFileSync, spawn } from 'node:child_process'
@@ -24,6 +29,7 @@ import { basename, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { ensureBaseImage, NODE_ABI, NODE_VERSION } from './image-base.js'
+import { largest, testBuilderImage } from './image-builder.js'
 import { commandExists, killRunning, podmanOn, removeDir, run, undoStack } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
@@ -70,7 +76,8 @@ const IMAGES: ImageSpec[] = [
     addressVariable: 'PLATFORM_ADDR',
     env: () => ({ PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }),
     present: ['dist/control/src/main.js', 'dist/control/src/healthcheck.js', 'node_modules/@electric-sql/pglite'],
-    absent: ['dist/relay', 'dist/scripts', 'dist/bench', 'node_modules/uWebSockets.js'],
+    // The wasm toolchain too: builds run in Jobs with the builder images (builders/).
+    absent: ['dist/relay', 'dist/scripts', 'dist/bench', ...['uWebSockets.js', '@spinframework/build-tools', '@bytecodealliance/componentize-js', '@bytecodealliance/jco', 'binaryen', 'esbuild'].map((name) => `node_modules/${name}`)],
     exercise: exerciseControl,
   },
 ]
@@ -220,6 +227,7 @@ async function testImage (spec: ImageSpec, podman: Podman, baseImage: string, wo
   try {
     const root = await mountImageRoot(podman, tag, config, owner!, workDir, undo)
     checkContents(spec, root, config)
+    await largest({ log }, join(root.dir, config.workingDir, 'node_modules'), `${spec.name}: node_modules`)
 
     const port = await freePort()
     const env = imageEnv(config, { [spec.addressVariable]: `127.0.0.1:${port}`, ...spec.env(port) })
@@ -404,6 +412,14 @@ async function exerciseControl (running: Running): Promise<void> {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name, language: 'go', runtime: 'wasmkube' }),
   })
   check(created.status === 201, 'control: POST /api/v1/applications 201 on embedded PGlite', `${created.status} ${await created.clone().text()}`)
+  // No cluster here: the local runtime, which has no js toolchain in this image, says so.
+  const script = await (await fetch(`${api}/applications`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: `${name}-js`, language: 'js', runtime: 'wasmkube' }),
+  })).json() as { id: string }
+  const build = await fetch(`${api}/applications/${script.id}/builds`, { method: 'POST' })
+  const refusal = await build.text()
+  check(build.status === 503 && refusal.includes('js builds need the js toolchain: @spinframework/build-tools and esbuild are not installed here'),
+    'control: a js build answers 503 naming the toolchain the image leaves out', `${build.status} ${refusal}`)
   const [volume, hostDir] = [...running.root.volumes][0] ?? []
   const stored = hostDir === undefined ? [] : readdirSync(hostDir)
   const foreign = stored.filter((file) => statSync(join(hostDir!, file)).uid !== running.owner.uid)
@@ -442,11 +458,22 @@ async function main (): Promise<number> {
     await timed('tools', ensureTools)
     const podman = podmanOn(join(cacheDir, 'storage'), join(cacheDir, 'run'))
     const baseImage = await timed('base image', () => ensureBaseImage(podman, cacheDir, workDir, undo, log))
-    for (const spec of IMAGES) {
+    const chosen = process.argv.slice(2)
+    const unknown = chosen.filter((name) => name !== 'builder-js' && !IMAGES.some((spec) => spec.name === name))
+    if (unknown.length > 0) throw new Error(`unknown image ${unknown.join(', ')}: expected ${[...IMAGES.map((spec) => spec.name), 'builder-js'].join(', ')}`)
+    const wanted = (name: string): boolean => chosen.length === 0 || chosen.includes(name)
+    for (const spec of IMAGES.filter((spec) => wanted(spec.name))) {
       try {
         await testImage(spec, podman, baseImage, workDir, undo)
       } catch (error) {
         check(false, `${spec.name}: ${(error as Error).message}`)
+      }
+    }
+    if (wanted('builder-js')) {
+      try {
+        await testBuilderImage({ repo, cacheDir, podman, baseImage, workDir, check, log, timed, freePort, withTimeout }, undo)
+      } catch (error) {
+        check(false, `builder-js: ${(error as Error).message}`)
       }
     }
   } catch (error) {

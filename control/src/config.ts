@@ -12,6 +12,7 @@ import {
   usage,
 } from '../../common/src/config/settings.js'
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+import { DEFAULT_BUILDER_IMAGES } from './builder-images.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 
@@ -207,7 +208,7 @@ export const settings = [
   setting({ key: 'metricsRateWindowMs', env: 'PLATFORM_METRICS_RATE_WINDOW', flag: '--metrics-rate-window', default: '1m', parse: parseRateWindow, help: 'shortest rate() window, at least 1s; keep it at four scrape intervals or more. A step longer than half of it widens the window to twice the step' }),
   setting({ key: 'publicBaseUrl', env: 'PLATFORM_PUBLIC_BASE_URL', flag: '--public-base-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'deployment.publicUrl is {this}/{application name}; empty: null' }),
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: "largest source: an upload's compressed bytes, and the files' total unpacked size" }),
-  setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: '', parse: parseBuilderImages, help: 'builder image per language, go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE; building a language without one answers 503 naming this setting' }),
+  setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: DEFAULT_BUILDER_IMAGES, parse: parseBuilderImages, help: "builder image per language, go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE (cluster builds). The default names the project's images of this release (builders/README.md says how to build and push them); a value replaces the whole list: a language left out answers 503 naming this setting" }),
   setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to (registry.example.com/apps); the builder gets {this}/{app}:{build id}; empty: builds answer 503' }),
   setting({ key: 'imagePullRepository', env: 'PLATFORM_IMAGE_PULL_REPOSITORY', flag: '--image-pull-repository', default: '', parse: parseImageRepository, help: "where the nodes pull built images from, when they reach the registry by another name than the builders (an in-cluster registry: its Service for builders, a NodePort on localhost for containerd); a SpinApp's image then starts with this instead of --image-repository. Empty: the same" }),
   setting({ key: 'imagePullSecret', env: 'PLATFORM_IMAGE_PULL_SECRET', flag: '--image-pull-secret', default: '', parse: parseSecretName, help: "Secret (kubernetes.io/dockerconfigjson) the SpinApps' pods pull their image with; empty: none" }),

@@ -32,7 +32,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     metricsRateWindowMs: 60_000,
     publicBaseUrl: '',
     maxArchiveBytes: 8 * 1024 * 1024,
-    builderImages: { go: '', js: '', ts: '', rust: '' },
+    builderImages: { go: 'registry.example.com/session-relay/builder-go:0.1.0', js: 'registry.example.com/session-relay/builder-js:0.1.0', ts: 'registry.example.com/session-relay/builder-js:0.1.0', rust: 'registry.example.com/session-relay/builder-rust:0.1.0' },
     imageRepository: '',
     imagePullRepository: '',
     imagePullSecret: '',

@@ -3,6 +3,7 @@
 // whose compiler is missing here is refused before a build is queued, naming the tool.
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -36,7 +37,21 @@ function onPath (tool: string, path = process.env.PATH ?? ''): boolean {
 /** Why this machine cannot build `language`, or null; asked once per language and remembered. */
 export type ToolchainCheck = (language: LanguageT) => Promise<string | null>
 
-export function toolchainCheck (path = process.env.PATH ?? ''): ToolchainCheck {
+/** Whether `name` is installed where this code resolves packages. */
+function installed (name: string): boolean {
+  try {
+    createRequire(import.meta.url).resolve(`${name}/package.json`)
+    return true
+  } catch {
+    return false
+  }
+}
+
+// The js toolchain is the builder's: the control image leaves it out (its builds run in a
+// cluster's Jobs, with the builder images), and the packages the builder resolves say so.
+const JS_TOOLCHAIN = ['@spinframework/build-tools', 'esbuild']
+
+export function toolchainCheck (path = process.env.PATH ?? '', isInstalled: (name: string) => boolean = installed): ToolchainCheck {
   const known = new Map<LanguageT, Promise<string | null>>()
   const check = async (language: LanguageT): Promise<string | null> => {
     if (language === 'go') return onPath('tinygo', path) ? null : 'go builds need TinyGo: tinygo is not on PATH (install TinyGo 0.34 or later, or build in a cluster)'
@@ -45,7 +60,9 @@ export function toolchainCheck (path = process.env.PATH ?? ''): ToolchainCheck {
       const installed = await run('rustup', ['target', 'list', '--installed'], { env: { ...process.env, PATH: path }, timeout: 10_000 }).then((r) => r.stdout, () => '')
       return installed.split('\n').includes('wasm32-wasip2') ? null : 'rust builds need the wasm32-wasip2 target: run rustup target add wasm32-wasip2 (or build in a cluster)'
     }
-    // js and ts build with Node, which runs this process.
+    // js and ts build with Node, which runs this process, and the builder's npm packages.
+    const missing = JS_TOOLCHAIN.filter((name) => !isInstalled(name))
+    if (missing.length > 0) return `${language} builds need the js toolchain: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not installed here (the control image leaves it out; run the control plane from a checkout after npm ci, or build in a cluster)`
     return null
   }
   return (language) => {

@@ -1,0 +1,227 @@
+// The js builder image in `npm run test:images`: built from builders/Dockerfile.js, then its
+// entrypoint run in its read-only root as its USER, as a build Job runs it: the template's
+// source archive in, a real registry on loopback (Debian's docker-registry) out. What it
+// pushed is pulled back and checked as containerd-shim-spin would (common/src/spin), then
+// served by the host program on this machine, so the component the image made really answers.
+// A source with a syntax error must fail there with exit 1 and the line in the termination log.
+// The go and rust images' toolchain stages cannot be built here (no Go, TinyGo or Rust image to
+// pull); their Node stages, the builder program and its one dependency, are built.
+import { spawn } from 'node:child_process'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pullSpinApp } from '../common/src/spin/artifact.js'
+import { LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE } from '../common/src/spin/format.js'
+import { parseRef } from '../common/src/spin/ref.js'
+import { openStore } from '../common/src/spin/store.js'
+import { templateFiles } from '../builders/src/templates.js'
+import { spinManifest } from '../control/src/cluster/build-jobs.js'
+import { packArchive } from '../control/src/source/archive.js'
+import { removeDir, run } from './image-host.js'
+import type { Podman, UndoStack } from './image-host.js'
+import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
+import type { ImageConfig, ImageRoot } from './image-root.js'
+
+export type Suite = {
+  repo: string
+  cacheDir: string
+  podman: Podman
+  baseImage: string
+  workDir: string
+  check: (ok: boolean, what: string, detail?: unknown) => boolean
+  log: (line: string) => void
+  timed: <T>(what: string, step: () => Promise<T>) => Promise<T>
+  freePort: () => Promise<number>
+  withTimeout: <T>(promise: Promise<T>, ms: number, what: string) => Promise<T>
+}
+
+const TAG = 'localhost/session-relay/builder-js:test'
+// A j2w build takes 6-25 s on a quiet machine; CI's is shared.
+const BUILD_TIMEOUT_MS = 5 * 60_000
+const FUNCTION = 'smoke'
+// The one test/helpers/registry.ts starts, by the same variable.
+const REGISTRY_BINARY = process.env.DOCKER_REGISTRY_BIN ?? 'docker-registry'
+// Packages only the relay or the control plane load: a builder image carrying them is bloated.
+const FOREIGN = ['uWebSockets.js', 'fastify', '@electric-sql/pglite', 'pg', '@kubernetes/client-node', 'prom-client', 'jose', 'pino', 'tap', 'typescript', '@bytecodealliance/jco-transpile']
+
+export async function testBuilderImage (suite: Suite, parentUndo: UndoStack): Promise<void> {
+  const { check, log, podman } = suite
+  for (const language of ['go', 'rust']) {
+    const what = `builder-${language}: its Node stages build (deps, build); the toolchain stage is verified only where Go/TinyGo or Rust images can be pulled`
+    try {
+      for (const target of ['deps', 'build']) {
+        await suite.timed(`build builder-${language} --target ${target}`, () => podman([
+          'build', '--isolation=chroot', '--format=docker', '--pull=never', '--target', target,
+          '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', `builders/Dockerfile.${language}`, '-t', `localhost/session-relay/builder-${language}-${target}:test`, '.',
+        ], { cwd: suite.repo, logFile: join(suite.cacheDir, 'logs', `build-builder-${language}.log`) }))
+      }
+      check(true, what)
+    } catch (error) {
+      check(false, `${what}: ${(error as Error).message}`)
+    }
+  }
+  await suite.timed('build builder-js', () => podman([
+    'build', '--isolation=chroot', '--format=docker', '--pull=never',
+    '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', 'builders/Dockerfile.js', '-t', TAG, '.',
+  ], { cwd: suite.repo, logFile: join(suite.cacheDir, 'logs', 'build-builder-js.log') }))
+  check(true, 'builder-js: podman build --isolation=chroot -f builders/Dockerfile.js')
+
+  const config = await inspectImage(podman, TAG)
+  log(`builder-js: ${(config.size / 1024 / 1024).toFixed(0)} MiB, USER ${config.user}, ENTRYPOINT ${JSON.stringify(config.entrypoint)}`)
+  const owner = numericUser(config.user)
+  if (!check(owner !== null && owner.uid !== 0 && owner.gid !== 0, 'builder-js: USER is a numeric non-root uid:gid', config.user)) return
+  check(JSON.stringify(config.entrypoint) === JSON.stringify(['node', 'dist/builders/src/main.js']), 'builder-js: ENTRYPOINT is the builder program, exec form', config.entrypoint)
+
+  const undo = parentUndo.nested('builder-js: mounts and processes')
+  try {
+    const root = await mountImageRoot(podman, TAG, config, owner!, suite.workDir, undo)
+    checkContents(suite, root, config)
+    await largest(suite, join(root.dir, config.workingDir, 'node_modules'), 'builder-js: node_modules')
+    const registry = await startRegistry(suite, undo)
+    await buildTemplate(suite, root, config, owner!, registry, undo)
+    await buildSyntaxError(suite, root, config, owner!, registry, undo)
+  } finally {
+    const failures = undo.unwind()
+    check(failures.length === 0, 'builder-js: every mount and process undone', failures)
+  }
+}
+
+function checkContents (suite: Suite, root: ImageRoot, config: ImageConfig): void {
+  const app = join(root.dir, config.workingDir)
+  const present = ['dist/builders/src/main.js', 'node_modules/@spinframework/build-tools/dist/index.js', 'node_modules/esbuild', 'node_modules/@spinframework/wasi-http-proxy', 'node_modules/@bytecodealliance/preview2-shim']
+  const missing = present.filter((path) => !existsSync(join(app, path)))
+  suite.check(missing.length === 0, `builder-js: holds the builder and its toolchain (${present.length} paths)`, missing)
+  const foreign = FOREIGN.filter((name) => existsSync(join(app, 'node_modules', name)))
+  suite.check(foreign.length === 0, 'builder-js: none of the relay\'s, the control plane\'s or the dev tools\' packages', foreign)
+  const others = ['dist/relay', 'dist/host', 'dist/scripts', 'dist/control/src/main.js', 'builders/templates'].filter((path) => existsSync(join(app, path)))
+  suite.check(others.length === 0, 'builder-js: no other program\'s code', others)
+}
+
+/** The biggest entries of `dir`, so the report says where an image's size goes. */
+export async function largest (suite: Pick<Suite, 'log'>, dir: string, what: string, count = 8): Promise<void> {
+  const output = await run('sh', ['-c', 'du -sk -- * .[!.]* @*/* 2>/dev/null | sort -rn | head -n "$1"', 'sh', String(count)], { cwd: dir })
+  const entries = output.trim().split('\n').map((line) => line.split('\t')).map(([kib, name]) => `${name} ${(Number(kib) / 1024).toFixed(1)} MiB`)
+  const total = (await run('du', ['-sk', dir])).split('\t')[0]
+  suite.log(`${what}: ${(Number(total) / 1024).toFixed(0)} MiB; largest: ${entries.join(', ')}`)
+}
+
+type Registry = { host: string; url: string }
+
+async function startRegistry (suite: Suite, undo: UndoStack): Promise<Registry> {
+  const dir = mkdtempSync(join(suite.workDir, 'registry-'))
+  undo.push(`rm ${dir}`, () => removeDir(dir))
+  const port = await suite.freePort()
+  writeFileSync(join(dir, 'config.yml'), [
+    'version: 0.1', 'log:', '  level: warn', 'storage:', '  filesystem:', `    rootdirectory: ${join(dir, 'data')}`, 'http:', `  addr: 127.0.0.1:${port}`, '',
+  ].join('\n'))
+  const child = spawn(REGISTRY_BINARY, ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let output = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output = (output + chunk).slice(-4_000) })
+  undo.push(`kill ${REGISTRY_BINARY}`, () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  const url = `http://127.0.0.1:${port}`
+  await suite.withTimeout((async () => {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${REGISTRY_BINARY} exited (scripts/install-test-tools.sh installs it): ${output}`)
+      try {
+        await (await fetch(`${url}/v2/`)).body?.cancel()
+        return
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+  })(), 15_000, 'docker-registry to answer')
+  return { host: `127.0.0.1:${port}`, url }
+}
+
+type BuildRun = { code: number | null; termination: string; stdout: string; stderr: string; ms: number }
+
+/** The image's entrypoint on `files` as the function's source, the way a build Job runs it. */
+async function runBuild (suite: Suite, root: ImageRoot, config: ImageConfig, owner: { uid: number; gid: number }, imageRef: string, files: Record<string, string>, undo: UndoStack): Promise<BuildRun> {
+  // The writable scratch space a build needs (a Job's container layer, or an emptyDir on /tmp).
+  const hostDir = mkdtempSync(join(suite.workDir, 'build-'))
+  undo.push(`rm ${hostDir}`, () => removeDir(hostDir))
+  mkdirSync(join(hostDir, 'tmp'))
+  chownSync(hostDir, owner.uid, owner.gid)
+  chownSync(join(hostDir, 'tmp'), owner.uid, owner.gid)
+  const archive = { 'spin.toml': spinManifest({ id: 'smoke', name: 'smoke', clusterName: 'smoke', language: 'js' }, [{ name: FUNCTION, route: `/${FUNCTION}/...` }]) }
+  const sources: Record<string, string> = { ...archive }
+  for (const [path, content] of Object.entries(files)) sources[`functions/${FUNCTION}/${path}`] = content
+  writeFileSync(join(hostDir, 'source.tar.gz'), await packArchive(sources, new Date(0)))
+  const inside = bindInto(root, hostDir, `/tmp/build-${Date.now()}`, undo).slice(root.dir.length)
+  const env = imageEnv(config, {
+    SOURCE_ARCHIVE: `${inside}/source.tar.gz`, IMAGE_REF: imageRef, APPLICATION: 'smoke', LANGUAGE: 'js', BUILD_ID: 'b1',
+    TERMINATION_LOG: `${inside}/termination-log`, TMPDIR: `${inside}/tmp`,
+  })
+  const started = Date.now()
+  const build = startInRoot(root, config, owner, [...config.entrypoint, ...config.cmd], env, undo)
+  const exit = await suite.withTimeout(build.exited, BUILD_TIMEOUT_MS, 'the builder image\'s build')
+  const terminationFile = join(hostDir, 'termination-log')
+  const termination = existsSync(terminationFile) ? readFileSync(terminationFile, 'utf8') : ''
+  return { code: exit.code, termination, stdout: build.stdout(), stderr: build.stderr(), ms: Date.now() - started }
+}
+
+async function buildTemplate (suite: Suite, root: ImageRoot, config: ImageConfig, owner: { uid: number; gid: number }, registry: Registry, undo: UndoStack): Promise<void> {
+  const { check } = suite
+  const build = await runBuild(suite, root, config, owner, `${registry.host}/apps/smoke:b1`, templateFiles('js', FUNCTION), undo)
+  writeFileSync(join(suite.cacheDir, 'logs', 'builder-js-run.log'), build.stdout + build.stderr)
+  suite.log(`builder-js: template build and push in the image root: ${(build.ms / 1000).toFixed(1)} s`)
+  const pinned = new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/smoke@sha256:[a-f0-9]{64}$`)
+  if (!check(build.code === 0 && pinned.test(build.termination), 'builder-js: the template builds and pushes; exit 0, the digest-pinned reference in the termination log',
+    { code: build.code, termination: build.termination, log: (build.stdout + build.stderr).slice(-1_500) })) return
+  check(build.stdout.trim().split('\n').pop() === build.termination, 'builder-js: the reference is also the last line of stdout', build.stdout.slice(-300))
+
+  const ref = parseRef(build.termination)
+  const digest = build.termination.slice(build.termination.indexOf('@') + 1)
+  const store = await openStore(ref, { dockerConfigDir: null })
+  let pulled: Awaited<ReturnType<typeof pullSpinApp>>
+  try {
+    pulled = await pullSpinApp(store, digest)
+  } catch (error) {
+    check(false, `builder-js: the pushed artifact passes the shim's checks: ${(error as Error).message}`)
+    return
+  }
+  check(pulled.digest === digest, 'builder-js: the pushed artifact passes the shim\'s checks (OCI manifest, config label, locked app, wasm layers)')
+  check(JSON.stringify(pulled.manifest.layers.map((layer) => layer.mediaType)) === JSON.stringify([WASM_LAYER_MEDIA_TYPE, LOCKED_APP_MEDIA_TYPE]),
+    'builder-js: one wasm layer and the locked app layer', pulled.manifest.layers)
+  check(JSON.stringify(pulled.lockedApp.triggers) === JSON.stringify([{ id: `${FUNCTION}-http-trigger`, trigger_type: 'http', trigger_config: { component: FUNCTION, route: `/${FUNCTION}/...` } }]),
+    'builder-js: the locked app routes /smoke/... to the component', pulled.lockedApp.triggers)
+  const wasm = pulled.wasm.get(pulled.manifest.layers[0]!.digest)
+  // A component, not a core module: `\0asm`, then version 0x0d and layer 1.
+  const component = wasm !== undefined && wasm.subarray(0, 8).equals(Buffer.from([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0]))
+  check(component && wasm.length > 1_000_000, `builder-js: the wasm layer is a WebAssembly component (${((wasm?.length ?? 0) / 1024 / 1024).toFixed(1)} MiB)`, wasm?.subarray(0, 8))
+  await invokeWithHost(suite, build.termination, undo)
+}
+
+// The host program on this machine's Node serves what the image pushed: the component the
+// image's toolchain made answers as the template says.
+async function invokeWithHost (suite: Suite, ref: string, undo: UndoStack): Promise<void> {
+  const cache = mkdtempSync(join(suite.workDir, 'host-cache-'))
+  undo.push(`rm ${cache}`, () => removeDir(cache))
+  const host = spawn(process.execPath, [join(suite.repo, 'dist', 'host', 'src', 'main.js'), '--ref', ref, '--cache-dir', cache], { stdio: ['ignore', 'pipe', 'pipe'] })
+  undo.push('kill the host', () => { if (host.exitCode === null && host.signalCode === null) host.kill('SIGKILL') })
+  let stdout = ''
+  let stderr = ''
+  host.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4_000) })
+  const first = new Promise<string>((resolve, reject) => {
+    host.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      if (stdout.includes('\n')) resolve(stdout.slice(0, stdout.indexOf('\n')))
+    })
+    host.once('exit', (code) => reject(new Error(`the host exited with ${String(code)}: ${stderr}`)))
+  })
+  try {
+    const { url } = JSON.parse(await suite.withTimeout(first, 120_000, 'the host to serve the pushed artifact')) as { url: string }
+    const response = await fetch(`${url}/${FUNCTION}/deeper`, { signal: AbortSignal.timeout(30_000) })
+    const body = await response.text()
+    suite.check(response.status === 200 && body === `hello from ${FUNCTION}\n`, 'builder-js: the pushed component answers through the host: 200 "hello from smoke"', { status: response.status, body })
+  } catch (error) {
+    suite.check(false, `builder-js: the pushed component answers through the host: ${(error as Error).message}`)
+  }
+}
+
+async function buildSyntaxError (suite: Suite, root: ImageRoot, config: ImageConfig, owner: { uid: number; gid: number }, registry: Registry, undo: UndoStack): Promise<void> {
+  const files = templateFiles('js', FUNCTION)
+  files['src/index.js'] = "addEventListener('fetch', (event) => {\n  event.respondWith(new Response('x')\n})\n"
+  const build = await runBuild(suite, root, config, owner, `${registry.host}/apps/smoke:b2`, files, undo)
+  suite.check(build.code === 1 && /^function smoke: functions\/smoke\/src\/index\.js:3:1: error: /.test(build.termination),
+    'builder-js: a syntax error fails with exit 1 and file:line:column in the termination log', { code: build.code, termination: build.termination })
+}
