@@ -17,7 +17,7 @@ import { toolchainCheck } from '../../control/src/local/programs.js'
 import { createBuild, markRunning } from '../../control/src/store/builds.js'
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
-type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; message: string }
+type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; publicUrl: string | null; message: string }
 
 function scratch (t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'local-runtime-'))
@@ -96,6 +96,9 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   await until(async () => (await deploymentOf(control, app.id))?.ready === true, 10_000, 'deployment ready')
   const deployment = await deploymentOf(control, app.id)
   t.match(deployment, { image: done.imageRef, replicas: 1, ready: true, internalUrl: /^http:\/\/127\.0\.0\.1:[0-9]+$/, message: '1 of 1 replicas ready' })
+  t.equal(deployment?.publicUrl, deployment?.internalUrl, 'the public address on this machine is the loopback one')
+  const direct = await fetch(`${String(deployment?.publicUrl)}/direct`)
+  t.same({ status: direct.status, path: (await direct.json() as { path: string }).path }, { status: 200, path: '/direct' }, 'and it answers')
   const first = await invoke(control, app.id, app.fnId, '/hello?x=1')
   t.same({ status: first.status, ref: first.answer.ref, path: first.answer.path }, { status: 200, ref: done.imageRef, path: '/hello?x=1' })
   const log = await control.call('GET', `/applications/${app.id}/logs?tail=1`)

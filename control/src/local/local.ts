@@ -40,6 +40,7 @@ export type LocalRuntimeDeps = {
   builderMain?: string
   hostMain?: string
   toolchains?: ToolchainCheck
+  restartBackoff?: { initialMs: number; maxMs: number }
 }
 
 export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalRuntime> {
@@ -53,7 +54,14 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     ...config.registryInsecure ? { INSECURE_REGISTRY: 'true', SPIN_HOST_INSECURE_REGISTRY: 'true' } : {},
   }
   const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
-  const hosts = createLocalHosts({ logger, dir: join(root, 'hosts'), host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'), env })
+  const hosts = createLocalHosts({
+    logger,
+    dir: join(root, 'hosts'),
+    host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'),
+    env,
+    registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
+    ...deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff },
+  })
   const builds = createLocalBuilds({
     db,
     logger,
