@@ -1,10 +1,15 @@
 // The local runtime's hosts, driven directly with the stand-in host program: a host that dies
-// is started again after a backoff that doubles, and the next request reaches the new one.
+// is started again after a backoff that doubles, and the next request reaches the new one;
+// variables reach the host as SPIN_VARIABLE_* (and nothing else does) on an artifact re-locked
+// to declare them, and an artifact that cannot be re-locked leaves the running host alone.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import type { Test } from 'tap'
+import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
+import { parseRef } from '../../common/src/spin/ref.js'
+import { openStore } from '../../common/src/spin/store.js'
 import { createLocalHosts } from '../../control/src/local/hosts.js'
 import type { LocalHosts } from '../../control/src/local/hosts.js'
 import { createLogger } from '../../control/src/logger.js'
@@ -21,10 +26,12 @@ function hostsFor (t: Test, restartBackoff: { initialMs: number; maxMs: number }
   return { hosts, dir, logs }
 }
 
-async function answer (hosts: LocalHosts, appId: string): Promise<{ pid: number; ref: string }> {
+type Answer = { pid: number; ref: string; vars: Record<string, string> }
+
+async function answer (hosts: LocalHosts, appId: string): Promise<Answer> {
   const url = await hosts.url(appId, 10_000)
   if (typeof url !== 'string') throw new Error(`no url: ${String(url)}`)
-  return await (await fetch(`${url}/`)).json() as { pid: number; ref: string }
+  return await (await fetch(`${url}/`)).json() as Answer
 }
 
 t.test('a host killed from outside is restarted with a doubling backoff; the next request works', async (t) => {
@@ -63,4 +70,35 @@ t.test('a host that is removed is not restarted', async (t) => {
   t.equal(hosts.status('app3'), null)
   t.equal(await hosts.url('app3', 100), null)
   t.throws(() => process.kill(pid, 0), 'the host is gone')
+})
+
+t.test('variables: SPIN_VARIABLE_<NAME> for each value and no other, on the artifact re-locked with their names', async (t) => {
+  const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 })
+  const layout = join(dir, 'image')
+  const store = await openStore(parseRef(`oci-layout:${layout}:b1`), { dockerConfigDir: null })
+  const built = await pushSpinApp(store, 'b1', {
+    lockedApp: { spin_lock_version: 1, triggers: [{ id: 'f-http-trigger', trigger_type: 'http', trigger_config: { component: 'f', route: '/...' } }], components: [{ id: 'f', source: { content_type: 'application/wasm' } }] },
+    wasm: new Map([['f', Buffer.from('\0asm stand-in')]]),
+  })
+  const image = `oci-layout:${layout}@${built.digest}`
+  process.env.SPIN_VARIABLE_INHERITED = 'from-the-control-plane'
+  t.teardown(() => { delete process.env.SPIN_VARIABLE_INHERITED })
+
+  await hosts.deploy({ id: 'app4' }, image, { greeting: 'hi', api_key: 'k' })
+  const first = await answer(hosts, 'app4')
+  t.same(first.vars, { SPIN_VARIABLE_GREETING: 'hi', SPIN_VARIABLE_API_KEY: 'k' }, "the values, and none of the control plane's")
+  t.match(first.ref, new RegExp(`^oci-layout:${layout}@sha256:[0-9a-f]{64}$`))
+  t.not(first.ref, image, 'the host runs the re-locked artifact')
+  t.equal(hosts.status('app4')?.image, first.ref)
+  const lock = (await pullSpinApp(store, first.ref.slice(first.ref.indexOf('@') + 1))).lockedApp
+  t.same(lock.variables, { api_key: {}, greeting: {} })
+  t.same(lock.components[0]!.config, { api_key: '{{ api_key }}', greeting: '{{ greeting }}' })
+
+  await hosts.deploy({ id: 'app4' }, image, {})
+  const plain = await answer(hosts, 'app4')
+  t.same({ ref: plain.ref, vars: plain.vars }, { ref: image, vars: {} }, 'no variables: the artifact as built')
+
+  await t.rejects(hosts.deploy({ id: 'app4' }, `oci-layout:${layout}@sha256:${'0'.repeat(64)}`, { greeting: 'x' }), /is not in/)
+  const still = await answer(hosts, 'app4')
+  t.equal(still.ref, image, 'an artifact that cannot be re-locked leaves the running host alone')
 })

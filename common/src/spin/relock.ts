@@ -13,7 +13,9 @@
 import { sha256Digest } from './digest.js'
 import type { ImageConfig, ImageManifest, LockedApp } from './format.js'
 import { LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE } from './format.js'
-import type { ArtifactStore } from './store.js'
+import { parseRef, pinnedRef } from './ref.js'
+import type { ArtifactStore, StoreOptions } from './store.js'
+import { openStore } from './store.js'
 
 /** Spin's rule for a variable name: lowercase letters, digits and single `_`, starting with a letter, not ending with `_`. */
 export function isVariableName (name: string): boolean {
@@ -88,6 +90,19 @@ export async function relockVariables (store: ArtifactStore, reference: string, 
     pushedBytes += newManifestBytes.length
   }
   return { digest, pushedBlobs, pushedBytes }
+}
+
+/**
+ * `image` (a reference as a build names it) re-locked to declare exactly `names`, as a
+ * digest-pinned reference in the same repository or layout: what a deployment runs. No names:
+ * `image` itself, untouched (nothing is read).
+ */
+export async function relockReference (image: string, names: readonly string[], options: StoreOptions & RelockOptions): Promise<string> {
+  if (names.length === 0) return image
+  const ref = parseRef(image)
+  const store = await openStore(ref, options)
+  const result = await relockVariables(store, ref.digest ?? ref.tag ?? 'latest', names, options)
+  return pinnedRef(ref, result.digest)
 }
 
 async function manifestExists (store: ArtifactStore, digest: string): Promise<boolean> {

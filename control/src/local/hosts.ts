@@ -10,9 +10,7 @@ import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { parseRef, pinnedRef } from '../../../common/src/spin/ref.js'
-import { relockVariables } from '../../../common/src/spin/relock.js'
-import { openStore } from '../../../common/src/spin/store.js'
+import { relockReference } from '../../../common/src/spin/relock.js'
 import type { Logger } from '../logger.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
@@ -100,15 +98,6 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   const pidFile = (appId: string): string => join(deps.dir, `${appId}.pid`)
   const cacheDir = join(deps.dir, 'cache')
 
-  /** The image whose lock declares exactly `names`, pinned by digest. */
-  async function relocked (image: string, names: string[]): Promise<string> {
-    if (names.length === 0) return image
-    const ref = parseRef(image)
-    const store = await openStore(ref, { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false })
-    const result = await relockVariables(store, ref.digest ?? ref.tag ?? 'latest', names)
-    return pinnedRef(ref, result.digest)
-  }
-
   function newListening (instance: Instance): void {
     instance.listening = new Promise((resolve) => { instance.listened = resolve })
   }
@@ -187,7 +176,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       if (closing) return
       const names = Object.keys(variables).sort()
       // Relocked before the old host stops: an artifact that cannot be relocked leaves it running.
-      const running = await relocked(image, names)
+      const running = await relockReference(image, names, { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false })
       await stop(app.id)
       const env: Record<string, string> = {}
       // Only the application's own values: none the control plane's environment happens to hold.
