@@ -212,3 +212,32 @@ t.test('a host a killed control plane left running is stopped at the next start;
   t.ok(alive(process.pid), 'a pid file naming a process that is no host of ours is only removed')
   t.notOk(existsSync(join(hostsDir, 'other.pid')))
 })
+
+t.test('variables: a deployment gets the values variablesFor gives, on the build relocked with their names; POST deploy applies a change', async (t) => {
+  const dir = scratch(t)
+  const programs = writeStandIns(dir)
+  const values = new Map<string, Record<string, string>>()
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local'],
+    { deps: { local: { ...programs, toolchains: toolchainCheck(''), variablesFor: async (app) => values.get(app.id) ?? {} } } })
+  const app = await jsApp(control, 'vars')
+  values.set(app.id, { greeting: 'first' })
+  const done = await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  const first = await invokeVars(control, app.id, app.fnId)
+  t.same(first.vars, { SPIN_VARIABLE_GREETING: 'first' }, 'the value reaches the host at the deploy after a build')
+  t.match(first.ref, /^oci-layout:.*@sha256:[0-9a-f]{64}$/)
+  t.not(first.ref, done.imageRef, 'the build relocked to declare greeting')
+  t.equal((await deploymentOf(control, app.id))?.image, first.ref, 'the deployment shows what runs')
+
+  values.set(app.id, { greeting: 'second', colour: 'blue' })
+  t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  const second = await invokeVars(control, app.id, app.fnId)
+  t.same(second.vars, { SPIN_VARIABLE_COLOUR: 'blue', SPIN_VARIABLE_GREETING: 'second' }, 'a new value and a new name, no rebuild')
+  t.not(second.pid, first.pid)
+  t.notMatch(JSON.stringify(control.logs), /"first"|"second"|blue/, 'no value in the control plane log')
+})
+
+async function invokeVars (control: TestControl, appId: string, fnId: string): Promise<{ ref: string; pid: number; vars: Record<string, string> }> {
+  const reply = await control.call('POST', `/applications/${appId}/functions/${fnId}/invoke`, { json: { method: 'GET', path: '/' } })
+  if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
+  return JSON.parse((reply.body as { body: string }).body) as { ref: string; pid: number; vars: Record<string, string> }
+}

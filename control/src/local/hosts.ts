@@ -40,7 +40,7 @@ export type LocalHosts = {
    * Start (or restart) the application's host on `image` with these variable values (name to
    * value); resolves once it is started, not ready. Throws when the artifact cannot be re-locked.
    */
-  deploy (app: { id: string }, image: string, variables?: Record<string, string>): Promise<void>
+  deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>): Promise<void>
   /** What runs for the application now, or null when nothing was deployed in this process. */
   status (appId: string): DeploymentStatus | null
   /** The host's URL once it listens (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
@@ -87,12 +87,17 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     const instance = instances.get(appId)
     if (instance === undefined) return
     instances.delete(appId)
+    await stopInstance(instance)
+  }
+
+  async function stopInstance (instance: Instance): Promise<void> {
     instance.stopping = true
     if (instance.restartTimer !== null) clearTimeout(instance.restartTimer)
     if (instance.child !== null) await stopChild(instance.child, STOP_GRACE_MS)
     // Between a crash and its restart no child would end the followers' streams.
     instance.log.end()
-    rmSync(pidFile(appId), { force: true })
+    instance.listened()
+    if (instances.get(instance.appId) === undefined) rmSync(pidFile(instance.appId), { force: true })
   }
 
   const pidFile = (appId: string): string => join(deps.dir, `${appId}.pid`)
@@ -174,23 +179,42 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   return {
     async deploy (app, image, variables = {}) {
       if (closing) return
-      const names = Object.keys(variables).sort()
-      // Relocked before the old host stops: an artifact that cannot be relocked leaves it running.
-      const running = await relockReference(image, names, { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false })
-      await stop(app.id)
-      const env: Record<string, string> = {}
-      // Only the application's own values: none the control plane's environment happens to hold.
-      for (const [name, value] of Object.entries(childEnv(deps.env))) {
-        if (!name.startsWith(VARIABLE_ENV_PREFIX)) env[name] = value
-      }
-      for (const name of names) env[`${VARIABLE_ENV_PREFIX}${name.toUpperCase()}`] = variables[name] as string
+      const previous = instances.get(app.id)
+      // Registered at once, so a request that comes meanwhile waits for this host, not the old one.
       const instance: Instance = {
-        appId: app.id, image: running, env, child: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, problem: null,
+        appId: app.id, image, env: {}, child: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, problem: null,
         listening: Promise.resolve(), listened: () => {}, stopping: false, restarts: 0, restartTimer: null, readyAt: 0,
       }
       newListening(instance)
       instances.set(app.id, instance)
-      if (names.length > 0) logger.info({ appId: app.id, image, relocked: running, variables: names }, 'variables declared in the artifact')
+      let values: Record<string, string>
+      let names: string[]
+      try {
+        values = await variables
+        names = Object.keys(values).sort()
+        // Relocked before the old host stops: an artifact that cannot be relocked leaves it running.
+        instance.image = await relockReference(image, names, { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false })
+      } catch (error) {
+        if (instances.get(app.id) === instance) {
+          if (previous === undefined) instances.delete(app.id)
+          else instances.set(app.id, previous)
+        }
+        instance.listened()
+        throw error
+      }
+      if (previous !== undefined) await stopInstance(previous)
+      // A later deploy (or a removal) took over meanwhile: it decides what runs.
+      if (instances.get(app.id) !== instance || closing) {
+        instance.log.end()
+        instance.listened()
+        return
+      }
+      // Only the application's own values: none the control plane's environment happens to hold.
+      for (const [name, value] of Object.entries(childEnv(deps.env))) {
+        if (!name.startsWith(VARIABLE_ENV_PREFIX)) instance.env[name] = value
+      }
+      for (const name of names) instance.env[`${VARIABLE_ENV_PREFIX}${name.toUpperCase()}`] = values[name] as string
+      if (names.length > 0) logger.info({ appId: app.id, image, relocked: instance.image, variables: names }, 'variables declared in the artifact')
       start(instance)
     },
     status (appId) {
@@ -218,6 +242,8 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         const settled = await Promise.race([listening.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), waitMs) })])
         clearTimeout(timer)
         if (instance.url !== null) return instance.url
+        // Replaced (a redeploy) or restored (a failed one): wait for whichever is current now.
+        if (instances.get(appId) !== instance) continue
         // The child ended and no restart is coming (it could not start, or it was stopped): say why.
         if (settled && instance.restartTimer === null && instance.listening === listening) return new Error(instance.problem ?? 'the host is not running')
       }
