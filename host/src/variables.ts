@@ -6,6 +6,7 @@
 // its default. Followed: spinframework/spin crates/expressions/src/lib.rs (Key::validate, the
 // resolver's errors). Values are never logged.
 import type { LockedApp } from '../../common/src/spin/format.js'
+import { variableNameProblem as keyProblem } from '../../common/src/spin/variable-name.js'
 
 type VariableError = { tag: 'invalid-name' | 'undefined' | 'provider' | 'other'; val: string }
 /** What jco's generated import expects: a result, `err` carrying the interface's error variant. */
@@ -16,16 +17,6 @@ export type VariablesImport = { get: (name: string) => GetResult }
 type Part = { literal: string } | { variable: string }
 
 const ENV_PREFIX = 'SPIN_VARIABLE_'
-
-/** Why `key` is not a Spin variable name, or null (Spin's Key::validate). */
-function keyProblem (key: string): string | null {
-  if (key === '') return 'must not be empty'
-  if (!/^[a-z0-9_]+$/.test(key)) return 'may contain only lower-case letters, numbers, and underscores'
-  if (!/^[a-z]/.test(key)) return 'must start with a lowercase ASCII letter'
-  if (!/[a-z0-9]$/.test(key)) return 'must end with a lowercase ASCII letter or digit'
-  if (key.includes('__')) return 'must not contain multiple consecutive underscores'
-  return null
-}
 
 function parseTemplate (template: string, declared: Set<string>, where: string): Part[] {
   const parts: Part[] = []

@@ -3,13 +3,15 @@
 // declares the names and maps them in every component's config, the wasm layers are reused
 // (never sent again), the result pulls back with the shim's checks, and the same names give the
 // same digest.
+import fc from 'fast-check'
 import t from 'tap'
 import type { Test } from 'tap'
 import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
 import type { SpinApplication } from '../../common/src/spin/artifact.js'
 import type { ImageConfig } from '../../common/src/spin/format.js'
 import { parseRef } from '../../common/src/spin/ref.js'
-import { isVariableName, relockVariables } from '../../common/src/spin/relock.js'
+import { relockVariables } from '../../common/src/spin/relock.js'
+import { isVariableName } from '../../common/src/spin/variable-name.js'
 import type { ArtifactStore } from '../../common/src/spin/store.js'
 import { openStore } from '../../common/src/spin/store.js'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
@@ -107,4 +109,19 @@ t.test('relock in an image-layout directory', async (t) => {
 t.test('variable names follow Spin\'s rules', async (t) => {
   for (const good of ['a', 'greeting', 'api_key', 'a1_b2']) t.ok(isVariableName(good), good)
   for (const bad of ['', 'A', '1a', '_a', 'a_', 'a__b', 'a-b', 'a.b', 'ä']) t.notOk(isVariableName(bad), JSON.stringify(bad))
+})
+
+t.test('property: every accepted name has its own SPIN_VARIABLE_ environment variable, and only accepted names are relocked', async (t) => {
+  const name = fc.stringMatching(/^[a-zA-Z0-9_.-]{0,8}$/)
+  fc.assert(fc.property(name, name, (a, b) => {
+    // Spin's env provider upper-cases the name: two names must never meet in one variable.
+    if (isVariableName(a) && isVariableName(b) && a !== b) return a.toUpperCase() !== b.toUpperCase()
+    return true
+  }), { seed: 23, numRuns: 2000 })
+  const store = await openStore(parseRef(`oci-layout:${t.testdir({})}:b1`), { dockerConfigDir: null })
+  await pushSpinApp(store, 'b1', app())
+  await fc.assert(fc.asyncProperty(name, async (candidate) => {
+    const outcome = await relockVariables(store, 'b1', [candidate]).then(() => true, (error: Error) => /is not a Spin variable name/.test(error.message) ? false : Promise.reject(error))
+    return outcome === isVariableName(candidate)
+  }), { seed: 23, numRuns: 60 })
 })

@@ -14,13 +14,9 @@ import { sha256Digest } from './digest.js'
 import type { ImageConfig, ImageManifest, LockedApp } from './format.js'
 import { LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE } from './format.js'
 import { parseRef, pinnedRef } from './ref.js'
+import { isVariableName } from './variable-name.js'
 import type { ArtifactStore, StoreOptions } from './store.js'
 import { openStore } from './store.js'
-
-/** Spin's rule for a variable name: lowercase letters, digits and single `_`, starting with a letter, not ending with `_`. */
-export function isVariableName (name: string): boolean {
-  return /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/.test(name)
-}
 
 export type RelockResult = {
   /** The new manifest's digest (the same as the original's when nothing changed). */
