@@ -241,3 +241,17 @@ async function invokeVars (control: TestControl, appId: string, fnId: string): P
   if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
   return JSON.parse((reply.body as { body: string }).body) as { ref: string; pid: number; vars: Record<string, string> }
 }
+
+t.test('a host that dies is restarted after a backoff, and the next invoke reaches the new one', async (t) => {
+  const { control } = await startLocal(t)
+  const app = await jsApp(control, 'phoenix')
+  await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  const first = await invoke(control, app.id, app.fnId)
+  process.kill(first.answer.pid, 'SIGKILL')
+  await until(async () => (await deploymentOf(control, app.id))?.ready === false, 5_000, 'the exit noticed')
+  t.match((await deploymentOf(control, app.id))?.message, /^the host exited \(SIGKILL\); restarting in 1000 ms/)
+  const next = await invoke(control, app.id, app.fnId)
+  t.equal(next.status, 200, 'the invoke waited for the restarted host')
+  t.not(next.answer.pid, first.answer.pid)
+  t.equal((await deploymentOf(control, app.id))?.ready, true)
+})
