@@ -45,8 +45,8 @@ export type ServerDeps = {
   onBuildFinished?: (build: BuildT) => void
   /** Cluster client timings; tests shorten them. */
   cluster?: { retryMs?: number; pollMs?: number }
-  /** The local runtime's programs and toolchain check; tests replace them. */
-  local?: Pick<LocalRuntimeDeps, 'builderMain' | 'hostMain' | 'toolchains'>
+  /** The local runtime's programs, toolchain check and variable values; tests replace them. */
+  local?: Pick<LocalRuntimeDeps, 'builderMain' | 'hostMain' | 'toolchains' | 'variablesFor'>
 }
 
 export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {

@@ -2,7 +2,7 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Setting } from '../../common/src/config/settings.js'
-import { anyText, parseBoolean, parseLogLevel, parseTimerDuration } from '../../common/src/config/settings.js'
+import { anyText, parseBoolean, parseLogLevel, parsePositiveBytes, parseTimerDuration } from '../../common/src/config/settings.js'
 import { parseRef } from '../../common/src/spin/ref.js'
 
 export type HostConfig = {
@@ -13,6 +13,7 @@ export type HostConfig = {
   dockerConfig: string
   insecureRegistry: boolean
   requestTimeoutMs: number
+  maxBodyBytes: number
   logLevel: string
 }
 
@@ -30,5 +31,6 @@ export const settings: ReadonlyArray<Setting<HostConfig>> = [
   { key: 'dockerConfig', env: 'DOCKER_CONFIG', flag: '--docker-config', default: '', parse: anyText, help: 'directory holding a Docker config.json with pull credentials; empty for none' },
   { key: 'insecureRegistry', env: 'SPIN_HOST_INSECURE_REGISTRY', flag: '--insecure-registry', default: 'false', parse: parseBoolean, help: 'pull over plain http from a registry that is not on loopback' },
   { key: 'requestTimeoutMs', env: 'SPIN_HOST_REQUEST_TIMEOUT', flag: '--request-timeout', default: '30s', parse: parseTimerDuration, help: 'longest a request may take' },
+  { key: 'maxBodyBytes', env: 'SPIN_HOST_MAX_BODY', flag: '--max-body', default: '10MiB', parse: parsePositiveBytes, help: 'largest request body passed to a component; a bigger one is answered 413' },
   { key: 'logLevel', env: 'SPIN_HOST_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: "the host's own log level (pino, on stderr)" },
 ]

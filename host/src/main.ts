@@ -33,6 +33,7 @@ async function main (): Promise<number> {
       dockerConfigDir: config.dockerConfig === '' ? null : config.dockerConfig,
       insecureRegistry: config.insecureRegistry,
       requestTimeoutMs: config.requestTimeoutMs,
+      maxBodyBytes: config.maxBodyBytes,
     })
     process.stdout.write(`${JSON.stringify({ url: app.url, digest: app.digest })}\n`)
     const stop = (): void => {

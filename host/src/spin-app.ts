@@ -18,6 +18,8 @@ import type { Route } from './routes.js'
 import { compileRoutes } from './routes.js'
 import type { TranspiledComponent } from './transpile-cache.js'
 import { transpiled } from './transpile-cache.js'
+import type { VariablesImport } from './variables.js'
+import { variablesImports } from './variables.js'
 
 type HostLogger = {
   info: (object: Record<string, unknown>, message: string) => void
@@ -38,6 +40,10 @@ export type SpinAppOptions = {
   insecureRegistry?: boolean
   /** Longest a request may take, in ms. */
   requestTimeoutMs?: number
+  /** Largest request body passed to a component; a bigger one is answered 413. */
+  maxBodyBytes?: number
+  /** Where the variables' values come from (`SPIN_VARIABLE_<NAME>`); the process's environment by default. */
+  env?: NodeJS.ProcessEnv
 }
 
 export type SpinApp = { url: string; digest: string; close: () => Promise<void> }
@@ -49,7 +55,10 @@ type IncomingHandler = { handle: (request: unknown, responseOutparam: unknown) =
 type ShimHttpServer = { listen: (port: number, host: string) => void; address: () => unknown; stop: () => void }
 const { HTTPServer } = shimHttp as unknown as { HTTPServer: new (handler: IncomingHandler) => ShimHttpServer }
 
+// jco's generated instantiate() names imports without their version.
+const VARIABLES_INTERFACE = 'fermyon:spin/variables'
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 
 export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
   const { logger } = options
@@ -62,6 +71,8 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
   const app = await pullSpinApp(store, reference)
   logger.info({ digest: app.digest, components: app.lockedApp.components.length, ms: Date.now() - started }, 'pulled the application')
 
+  // Before anything is transpiled: a lock whose variables do not hold together does not start, as in Spin.
+  const variables = variablesImports(app.lockedApp, options.env ?? process.env)
   await mkdir(options.cacheDir, { recursive: true })
   const backends = new Map<string, Backend>()
   const stopBackends = (): void => {
@@ -75,7 +86,7 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
       const digest = component.source.digest as string
       const transpileStarted = Date.now()
       const compiled = await transpiled(options.cacheDir, digest, app.wasm.get(digest) as Buffer)
-      backends.set(component.id, serveComponent(compiled, component.id))
+      backends.set(component.id, serveComponent(compiled, component.id, variables(component.id)))
       logger.info({ component: component.id, ms: Date.now() - transpileStarted }, 'component ready')
     }
   } catch (error) {
@@ -88,6 +99,7 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     .map((trigger) => ({ route: trigger.trigger_config.route, component: trigger.trigger_config.component }))
   const match = compileRoutes(routes)
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
 
   const front = http.createServer((request, response) => {
     const url = request.url ?? '/'
@@ -96,6 +108,11 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     const backend = found === null ? undefined : backends.get(found.component)
     if (found === null || backend === undefined) {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('no route\n')
+      return
+    }
+    // preview2-shim's server holds a body in memory: refuse a big one before it is read.
+    if (Number(request.headers['content-length'] ?? 0) > maxBodyBytes) {
+      tooLarge(request, response)
       return
     }
     const headers: http.OutgoingHttpHeaders = {
@@ -113,13 +130,34 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
       answer.pipe(response)
     })
     upstream.on('timeout', () => upstream.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    let refused = false
     upstream.on('error', (error) => {
+      if (refused) return
       logger.warn({ component: found.component, err: error.message }, 'the component failed the request')
       if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' }).end('the component failed\n')
       else response.destroy()
     })
+    // A body without a length (chunked) is counted as it passes.
+    let received = 0
+    request.on('data', (chunk: Buffer) => {
+      received += chunk.length
+      if (received <= maxBodyBytes || refused) return
+      refused = true
+      request.unpipe(upstream)
+      upstream.destroy()
+      tooLarge(request, response)
+    })
     request.pipe(upstream)
   })
+  const tooLarge = (request: http.IncomingMessage, response: http.ServerResponse): void => {
+    if (response.headersSent) {
+      response.destroy()
+      return
+    }
+    // The rest of the body is drained, not kept, and the connection closes after the answer.
+    response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end(`request body larger than ${maxBodyBytes} bytes\n`)
+    request.resume()
+  }
   front.requestTimeout = timeoutMs
   front.listen(options.port, host)
   try {
@@ -140,11 +178,11 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     },
   }
 
-  function serveComponent (compiled: TranspiledComponent, id: string): Backend {
+  function serveComponent (compiled: TranspiledComponent, id: string, variablesImport: VariablesImport): Backend {
     const server = new HTTPServer({
       handle (request: unknown, responseOutparam: unknown) {
         try {
-          const instance = compiled.instantiate(compiled.getCoreModule, new WASIShim().getImportObject())
+          const instance = compiled.instantiate(compiled.getCoreModule, { ...new WASIShim().getImportObject(), [VARIABLES_INTERFACE]: variablesImport })
           const handler = instance.incomingHandler
           if (handler === undefined) throw new Error('the component exports no wasi:http/incoming-handler')
           handler.handle(request, responseOutparam)

@@ -66,14 +66,27 @@ t.test('a step that overruns its time or output is stopped with the reason', asy
 })
 
 t.test('templates carry the function\'s name and a dependency file per language', async (t) => {
-  t.same(Object.keys(templateFiles('js', 'hello')), ['package.json', 'src/index.js'])
-  t.same(Object.keys(templateFiles('ts', 'hello')), ['package.json', 'src/index.ts', 'tsconfig.json'])
+  t.same(Object.keys(templateFiles('js', 'hello')), ['package.json', 'src/index.js', 'wit/spin-variables.wit'])
+  t.same(Object.keys(templateFiles('ts', 'hello')), ['package.json', 'src/index.ts', 'src/spin-variables.d.ts', 'tsconfig.json', 'wit/spin-variables.wit'])
   t.same(Object.keys(templateFiles('go', 'hello')), ['go.mod', 'main.go'])
   t.same(Object.keys(templateFiles('rust', 'hello')), ['Cargo.toml', 'src/lib.rs'])
   for (const language of ['js', 'ts', 'go', 'rust'] as const) {
     const files = templateFiles(language, 'orders')
-    t.ok(Object.values(files).some((content) => content.includes('hello from orders')), `${language}: the answer names the function`)
+    const answer = language === 'js' || language === 'ts' ? '${greeting} from orders' : 'hello from orders'
+    t.ok(Object.values(files).some((content) => content.includes(answer)), `${language}: the answer names the function`)
     t.notOk(Object.values(files).some((content) => content.includes('{{function}}')), `${language}: no placeholder left`)
   }
   t.equal(JSON.parse(templateFiles('js', 'orders')['package.json'] as string).dependencies['@spinframework/wasi-http-proxy'], '1.0.1')
+})
+
+t.test('the js and ts templates read the greeting variable through Spin\'s variables world, declared beside them', async (t) => {
+  for (const language of ['js', 'ts'] as const) {
+    const files = templateFiles(language, 'orders')
+    const pkg = JSON.parse(files['package.json'] as string) as { config: { witDependencies: unknown } }
+    t.same(pkg.config.witDependencies, [{ witPath: './wit', package: 'fermyon:spin@2.0.0', world: 'spin-variables' }], `${language}: build-tools reads the world from package.json`)
+    t.match(files['wit/spin-variables.wit'], /^package fermyon:spin@2\.0\.0;$/m)
+    t.match(files['wit/spin-variables.wit'], /get: func\(name: string\) -> result<string, error>;/)
+    t.match(files[`src/index.${language}`], /import \{ get \} from 'fermyon:spin\/variables@2\.0\.0'/)
+    t.match(files[`src/index.${language}`], /variable\('greeting', 'hello'\)/, `${language}: falls back to hello with no variable`)
+  }
 })

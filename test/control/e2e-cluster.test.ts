@@ -3,10 +3,14 @@
 // environment and the Secret's archive, pushing to a real distribution registry with htpasswd
 // credentials; a fake spin-operator whose shim pulls the SpinApp's image from that registry,
 // checks it and serves it with the host; and invoke through the control plane and the API
-// server's service proxy, answered by the component. One real js build.
+// server's service proxy, answered by the component; then a variable reaches it without a
+// rebuild (relocked image, SpinApp variables from a Secret). One real js build.
 import t from 'tap'
 import { templateFiles } from '../../builders/src/templates.js'
+import { relockReference } from '../../common/src/spin/relock.js'
 import { operateSpinApps, runBuildJobs } from '../fixtures/kube-runners.js'
+import { SECRETS } from '../fixtures/kube-secrets.js'
+import { SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
 import { startClusterControl, tempDir, NAMESPACE } from '../helpers/cluster.js'
 import { createApp, firstFunction, until } from '../helpers/control.js'
@@ -43,4 +47,17 @@ t.test('js in the cluster: Job → builder → registry → SpinApp → shim →
   const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/through/the/proxy' } })
   t.equal(reply.status, 200)
   t.match(reply.body, { status: 200, body: `hello from ${fn.name}\n`, headers: { 'x-request-path': ['/through/the/proxy'] } })
+
+  // Variables as a deploy will set them, without a rebuild: the image relocked in the registry
+  // to declare the name, the SpinApp's variables (a value from a Secret), the shim's environment.
+  const relocked = await relockReference(build!.imageRef!, ['greeting'], { dockerConfigDir: dockerConfig })
+  t.match(relocked, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello@sha256:[0-9a-f]{64}$`))
+  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hello-variables' }, data: { greeting: Buffer.from('hej').toString('base64') } })
+  const spinApp = fake.list(SPINAPPS)[0]!
+  fake.put(SPINAPPS, { ...spinApp, spec: { ...spinApp.spec as object, image: relocked, variables: [{ name: 'greeting', valueFrom: { secretKeyRef: { name: 'hello-variables', key: 'greeting' } } }] } })
+  await until(async () => {
+    const answer = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/' } })
+    return (answer.body as { body?: string }).body === `hej from ${fn.name}\n`
+  }, 60_000, 'the function to read the variable from the shim')
+  t.pass('the component reads the SpinApp variable through fermyon:spin/variables')
 })

@@ -17,7 +17,7 @@ import { toolchainCheck } from '../../control/src/local/programs.js'
 import { createBuild, markRunning } from '../../control/src/store/builds.js'
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
-type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; message: string }
+type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; publicUrl: string | null; message: string }
 
 function scratch (t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'local-runtime-'))
@@ -96,6 +96,9 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   await until(async () => (await deploymentOf(control, app.id))?.ready === true, 10_000, 'deployment ready')
   const deployment = await deploymentOf(control, app.id)
   t.match(deployment, { image: done.imageRef, replicas: 1, ready: true, internalUrl: /^http:\/\/127\.0\.0\.1:[0-9]+$/, message: '1 of 1 replicas ready' })
+  t.equal(deployment?.publicUrl, deployment?.internalUrl, 'the public address on this machine is the loopback one')
+  const direct = await fetch(`${String(deployment?.publicUrl)}/direct`)
+  t.same({ status: direct.status, path: (await direct.json() as { path: string }).path }, { status: 200, path: '/direct' }, 'and it answers')
   const first = await invoke(control, app.id, app.fnId, '/hello?x=1')
   t.same({ status: first.status, ref: first.answer.ref, path: first.answer.path }, { status: 200, ref: done.imageRef, path: '/hello?x=1' })
   const log = await control.call('GET', `/applications/${app.id}/logs?tail=1`)
@@ -208,4 +211,47 @@ t.test('a host a killed control plane left running is stopped at the next start;
   t.ok(control.logs.some((l) => l.msg === 'stopped a host a previous control plane left running' && l.pid === orphan.pid), 'the orphan was stopped and it is said')
   t.ok(alive(process.pid), 'a pid file naming a process that is no host of ours is only removed')
   t.notOk(existsSync(join(hostsDir, 'other.pid')))
+})
+
+t.test('variables: a deployment gets the values variablesFor gives, on the build relocked with their names; POST deploy applies a change', async (t) => {
+  const dir = scratch(t)
+  const programs = writeStandIns(dir)
+  const values = new Map<string, Record<string, string>>()
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local'],
+    { deps: { local: { ...programs, toolchains: toolchainCheck(''), variablesFor: async (app) => values.get(app.id) ?? {} } } })
+  const app = await jsApp(control, 'vars')
+  values.set(app.id, { greeting: 'first' })
+  const done = await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  const first = await invokeVars(control, app.id, app.fnId)
+  t.same(first.vars, { SPIN_VARIABLE_GREETING: 'first' }, 'the value reaches the host at the deploy after a build')
+  t.match(first.ref, /^oci-layout:.*@sha256:[0-9a-f]{64}$/)
+  t.not(first.ref, done.imageRef, 'the build relocked to declare greeting')
+  t.equal((await deploymentOf(control, app.id))?.image, first.ref, 'the deployment shows what runs')
+
+  values.set(app.id, { greeting: 'second', colour: 'blue' })
+  t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  const second = await invokeVars(control, app.id, app.fnId)
+  t.same(second.vars, { SPIN_VARIABLE_COLOUR: 'blue', SPIN_VARIABLE_GREETING: 'second' }, 'a new value and a new name, no rebuild')
+  t.not(second.pid, first.pid)
+  t.notMatch(JSON.stringify(control.logs), /"first"|"second"|blue/, 'no value in the control plane log')
+})
+
+async function invokeVars (control: TestControl, appId: string, fnId: string): Promise<{ ref: string; pid: number; vars: Record<string, string> }> {
+  const reply = await control.call('POST', `/applications/${appId}/functions/${fnId}/invoke`, { json: { method: 'GET', path: '/' } })
+  if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
+  return JSON.parse((reply.body as { body: string }).body) as { ref: string; pid: number; vars: Record<string, string> }
+}
+
+t.test('a host that dies is restarted after a backoff, and the next invoke reaches the new one', async (t) => {
+  const { control } = await startLocal(t)
+  const app = await jsApp(control, 'phoenix')
+  await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  const first = await invoke(control, app.id, app.fnId)
+  process.kill(first.answer.pid, 'SIGKILL')
+  await until(async () => (await deploymentOf(control, app.id))?.ready === false, 5_000, 'the exit noticed')
+  t.match((await deploymentOf(control, app.id))?.message, /^the host exited \(SIGKILL\); restarting in 1000 ms/)
+  const next = await invoke(control, app.id, app.fnId)
+  t.equal(next.status, 200, 'the invoke waited for the restarted host')
+  t.not(next.answer.pid, first.answer.pid)
+  t.equal((await deploymentOf(control, app.id))?.ready, true)
 })

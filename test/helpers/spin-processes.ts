@@ -65,9 +65,9 @@ export async function runBuilder (t: Test, env: Record<string, string>): Promise
 
 export type RunningHost = { url: string; digest: string; output: () => string; ms: number }
 
-export async function startHost (t: Test, args: string[]): Promise<RunningHost> {
+export async function startHost (t: Test, args: string[], env: Record<string, string> = {}): Promise<RunningHost> {
   const started = Date.now()
-  const child = spawn(process.execPath, [compiled(HOST), ...args], { env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [compiled(HOST), ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   let stdout = ''
   let stderr = ''

@@ -79,7 +79,8 @@ export function registryClient (ref: RegistryRef, options: RegistryOptions): Art
     },
 
     async pushBlob (bytes, digest) {
-      const started = await send(`${base}/blobs/uploads/`, { method: 'POST', headers: { 'content-length': '0' } })
+      // An empty body, not a hand-set content-length: some fetch dispatchers refuse that header.
+      const started = await send(`${base}/blobs/uploads/`, { method: 'POST', body: Buffer.alloc(0) })
       if (started.status !== 202) throw await failure(started, `starting the upload of ${digest}`)
       await started.body?.cancel()
       const location = started.headers.get('location')

@@ -43,7 +43,7 @@ export async function removeApplication ({ db, cluster, local }: ApplicationDeps
   if (!await deleteApplication(db, application.id)) throw applicationNotFound()
 }
 
-/** A local deployment in the API's shape: one replica, its loopback URL, no namespace or public URL. */
+/** A local deployment in the API's shape: one replica, no namespace; its loopback URL is the internal and the public address (the machine's user reaches it there). */
 function localDeployment (name: string, image: string, status: DeploymentStatus | null): DeploymentT {
   return {
     image: status?.image ?? image,
@@ -53,7 +53,7 @@ function localDeployment (name: string, image: string, status: DeploymentStatus 
     namespace: '',
     serviceName: name,
     internalUrl: status?.url ?? '',
-    publicUrl: null,
+    publicUrl: status?.url ?? null,
     message: status?.message ?? 'not running: POST deploy starts it',
   }
 }

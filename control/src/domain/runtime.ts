@@ -26,7 +26,7 @@ export async function redeploy ({ db, config, cluster, local }: RuntimeDeps, app
   const image = await latestImage(db, application.id)
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
   if (cluster !== null) await applySpinApp(cluster.kube, config, { id: application.id, name: application.clusterName }, image)
-  else await local?.hosts.deploy(application, image)
+  else await local?.deploy(application, image)
   return { appId: application.id, image }
 }
 

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
 import type { Logger } from '../logger.js'
 import type { BuildT } from '../model/resources.js'
+import type { StoredApplication } from '../store/applications.js'
 import { findApplication } from '../store/applications.js'
 import { deployedImages } from '../store/builds.js'
 import type { Database } from '../store/db.js'
@@ -26,6 +27,8 @@ export type LocalRuntime = {
   imageRefFor (app: LocalBuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
   builder (): string
+  /** Run `image` for the application with its variables' values now (`variablesFor`): a restart. */
+  deploy (app: StoredApplication, image: string): Promise<void>
   /** Stop the application's host and drop its stored images: it is being deleted. */
   forget (app: { id: string; clusterName: string }): Promise<void>
   close (): Promise<void>
@@ -40,6 +43,9 @@ export type LocalRuntimeDeps = {
   builderMain?: string
   hostMain?: string
   toolchains?: ToolchainCheck
+  restartBackoff?: { initialMs: number; maxMs: number }
+  /** The application's variable values (name to value) a deployment gets; none when absent. */
+  variablesFor?: (app: StoredApplication) => Promise<Record<string, string>>
 }
 
 export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalRuntime> {
@@ -52,8 +58,19 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     // The builder's and the host's names for it.
     ...config.registryInsecure ? { INSECURE_REGISTRY: 'true', SPIN_HOST_INSECURE_REGISTRY: 'true' } : {},
   }
+  const deploy = async (app: StoredApplication, image: string): Promise<void> => {
+    // The values are looked up while the deployment already counts as starting (an invoke waits for it).
+    await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {})
+  }
   const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
-  const hosts = createLocalHosts({ logger, dir: join(root, 'hosts'), host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'), env })
+  const hosts = createLocalHosts({
+    logger,
+    dir: join(root, 'hosts'),
+    host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'),
+    env,
+    registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
+    ...deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff },
+  })
   const builds = createLocalBuilds({
     db,
     logger,
@@ -64,14 +81,16 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     env,
     deploy: async (appId, image) => {
       const app = await findApplication(db, appId)
-      if (app !== null) await hosts.deploy(app, image)
+      if (app !== null) await deploy(app, image)
     },
     onBuildFinished: deps.onBuildFinished,
   })
   await builds.recover()
   hosts.reapOrphans()
-  for (const app of await deployedImages(db)) {
-    await hosts.deploy(app, app.image).catch((error: unknown) => {
+  for (const deployed of await deployedImages(db)) {
+    const app = await findApplication(db, deployed.id)
+    if (app === null) continue
+    await deploy(app, deployed.image).catch((error: unknown) => {
       logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
     })
   }
@@ -84,6 +103,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
       ? `${config.imageRepository}/${app.clusterName}:${buildId}`
       : `oci-layout:${join(root, 'images', app.clusterName)}:${buildId}`,
     builder,
+    deploy,
     async forget (app) {
       await hosts.remove(app.id)
       rmSync(join(root, 'images', app.clusterName), { recursive: true, force: true })
