@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
 import { until } from '../helpers/control.js'
+import { stopAtTeardown } from '../helpers/stop-child.js'
 
 const devJs = fileURLToPath(new URL('../../dist/scripts/dev.js', import.meta.url))
 
@@ -18,7 +19,7 @@ function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(PLATFORM_|RELAY_|TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
+    if (!/^(PLATFORM_|RELAY_|TAP)/.test(key)) env[key] = value
   }
   Object.assign(env, { RELAY_ADDR: '127.0.0.1:0', PLATFORM_ADDR: '127.0.0.1:0', PLATFORM_DATA_DIR: join(dir, 'data'), ...extraEnv })
   const child = spawn(process.execPath, [devJs, ...args], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -26,7 +27,7 @@ function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  stopAtTeardown(t, child)
   /** The port a service logged, from its prefixed JSON line. */
   const port = (service: string, message: string): number | undefined => {
     return entry(service, message)?.port

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import type { Test } from 'tap'
+import { stopAtTeardown } from './stop-child.js'
 import { withTimeout } from './wait.js'
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null }
@@ -30,12 +31,12 @@ export type ProcessSpec = {
 }
 
 export function processRunner (spec: ProcessSpec) {
-  // The parent's environment minus the process's own settings and anything that would hook
-  // the child into tap (tap's NODE_OPTIONS loads its process-info hooks into every node child).
+  // The parent's environment minus the process's own settings and tap's runner settings (TAP*).
+  // tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays: the child's coverage counts (stop-child.ts).
   function childEnv (extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {}
     for (const [key, value] of Object.entries(process.env)) {
-      if (!spec.ownEnv.test(key) && !/^(TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
+      if (!spec.ownEnv.test(key) && !/^TAP/.test(key)) env[key] = value
     }
     return { ...env, ...extra }
   }
@@ -52,9 +53,7 @@ export function processRunner (spec: ProcessSpec) {
       child.once('error', reject)
       child.once('close', (code, signal) => resolve({ code, signal }))
     })
-    t.teardown(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    })
+    stopAtTeardown(t, child)
     return { child, out: () => stdout, err: () => stderr, exited }
   }
 
