@@ -17,11 +17,11 @@ function running (child: ChildProcess): boolean {
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within the grace; resolves once it has exited. */
-export async function stopChild (child: ChildProcess): Promise<void> {
+export async function stopChild (child: ChildProcess, graceMs = STOP_GRACE_MS): Promise<void> {
   if (!running(child)) return
   const exited = new Promise<void>((resolve) => { child.once('exit', () => resolve()) })
   child.kill('SIGTERM')
-  const timer = setTimeout(() => { if (running(child)) child.kill('SIGKILL') }, STOP_GRACE_MS)
+  const timer = setTimeout(() => { if (running(child)) child.kill('SIGKILL') }, graceMs)
   await exited
   clearTimeout(timer)
 }
