@@ -26,9 +26,14 @@ export type ProcessSpec = {
   ownEnv: RegExp
   /** The log message that carries the port once it listens. */
   listening: string
-  startTimeoutMs: number
-  exitTimeoutMs: number
 }
+
+// How long a start (until the listening line) or a run to exit may take before the wait gives up
+// and says what it waited for. No contract names a time for either: this is a bound for a hung
+// process, not an expectation. Idle, a relay starts in 0.3 s and a control plane in 1-3 s; at a
+// load average of 14 on two cores a control plane start (PGlite) took up to 30 s. Each file's
+// timeout (t.setTimeout at its top) counts the starts it does.
+const PROCESS_WAIT_MS = 120_000
 
 export function processRunner (spec: ProcessSpec) {
   // The parent's environment minus the process's own settings and tap's runner settings (TAP*).
@@ -59,7 +64,7 @@ export function processRunner (spec: ProcessSpec) {
 
   async function runToExit (t: Test, args: string[], env: Record<string, string> = {}): Promise<Exit & { stdout: string; stderr: string }> {
     const run = launch(t, args, env)
-    const exit = await withTimeout(run.exited, spec.exitTimeoutMs, `${args.join(' ')} to exit`)
+    const exit = await withTimeout(run.exited, PROCESS_WAIT_MS, `${args.join(' ')} to exit`)
     return { ...exit, stdout: run.out(), stderr: run.err() }
   }
 
@@ -79,7 +84,7 @@ export function processRunner (spec: ProcessSpec) {
         `exited before listening (${JSON.stringify(exit)}); stderr: ${run.err()}; stdout: ${run.out()}`,
       )))
     })
-    const port = await withTimeout(listening, spec.startTimeoutMs, `the log line "${spec.listening}"`)
+    const port = await withTimeout(listening, PROCESS_WAIT_MS, `the log line "${spec.listening}"`)
     return { child: run.child, port, get logs () { return parsed() }, logText: run.out, stderr: run.err, exited: run.exited }
   }
 
