@@ -30,8 +30,8 @@ export type ProcessSpec = {
 
 // How long a start (until the listening line) or a run to exit may take before the wait gives up
 // and says what it waited for. No contract names a time for either: this is a bound for a hung
-// process, not an expectation. Idle, a relay starts in 0.3 s and a control plane in 1-3 s; at a
-// load average of 14 on two cores a control plane start (PGlite) took up to 30 s. Each file's
+// process, not an expectation: at a load average of 14 on two cores a control plane start
+// (PGlite) took up to 30 s, a relay start about 1-2 s. Each file's
 // timeout (t.setTimeout at its top) counts the starts it does.
 const PROCESS_WAIT_MS = 120_000
 
