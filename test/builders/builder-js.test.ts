@@ -10,6 +10,8 @@ import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.
 import { until } from '../helpers/wait.js'
 
 const BUILD_TIMEOUT = 240_000
+// One whole build (BUILD_TIMEOUT), then three runs that stop before or in the bundler.
+t.setTimeout(BUILD_TIMEOUT + 180_000)
 
 t.test('the js template builds, pushes in the Spin format and answers through the host', { timeout: BUILD_TIMEOUT }, async (t) => {
   const registry = await startRegistry(t, { auth: true })

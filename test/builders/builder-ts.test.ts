@@ -8,7 +8,11 @@ import t from 'tap'
 import { templateFiles } from '../../builders/src/templates.js'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
 
-t.test('the ts template builds into an image-layout directory and answers through the host', { timeout: 240_000 }, async (t) => {
+const BUILD_TIMEOUT = 240_000
+// One whole build (BUILD_TIMEOUT), then a run that stops in the TypeScript check.
+t.setTimeout(BUILD_TIMEOUT + 120_000)
+
+t.test('the ts template builds into an image-layout directory and answers through the host', { timeout: BUILD_TIMEOUT }, async (t) => {
   const store = t.testdir({})
   const archive = await sourceArchive(t, { name: 'shop', language: 'ts' }, [
     { name: 'greet', route: '/greet/...', files: templateFiles('ts', 'greet') },

@@ -9,16 +9,23 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
-import { until } from '../helpers/control.js'
+import { withTimeout } from '../helpers/wait.js'
+import { stopAtTeardown } from '../helpers/stop-child.js'
 
 const devJs = fileURLToPath(new URL('../../dist/scripts/dev.js', import.meta.url))
+
+// A bound for a hung start, not an expectation (no contract names one): a relay and a control
+// plane (PGlite) start side by side, which took up to 30 s for the control plane alone at a load
+// average of 14 on two cores. Four such starts in the file.
+const START_BOUND_MS = 120_000
+t.setTimeout(4 * START_BOUND_MS)
 
 function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[] = []) {
   const dir = mkdtempSync(join(tmpdir(), 'control-dev-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(PLATFORM_|RELAY_|TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
+    if (!/^(PLATFORM_|RELAY_|TAP)/.test(key)) env[key] = value
   }
   Object.assign(env, { RELAY_ADDR: '127.0.0.1:0', PLATFORM_ADDR: '127.0.0.1:0', PLATFORM_DATA_DIR: join(dir, 'data'), ...extraEnv })
   const child = spawn(process.execPath, [devJs, ...args], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -26,7 +33,20 @@ function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  stopAtTeardown(t, child)
+  /** Resolves once `check` holds, tried on each chunk of output; fails if `npm run dev` ends first. */
+  const waitFor = (check: () => boolean, what: string): Promise<void> => withTimeout(new Promise<void>((resolve, reject) => {
+    const test = (): void => {
+      if (!check()) return
+      child.stdout.off('data', test)
+      child.stderr.off('data', test)
+      resolve()
+    }
+    child.stdout.on('data', test)
+    child.stderr.on('data', test)
+    void exited.then((code) => reject(new Error(`exited (${String(code)}) before ${what}: ${output}`)))
+    test()
+  }), START_BOUND_MS, what)
   /** The port a service logged, from its prefixed JSON line. */
   const port = (service: string, message: string): number | undefined => {
     return entry(service, message)?.port
@@ -40,12 +60,12 @@ function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[
     }
     return undefined
   }
-  return { child, exited, output: () => output, port, entry }
+  return { child, exited, output: () => output, port, entry, waitFor }
 }
 
 t.test('both services start with prefixed output and stop together on SIGINT', async (t) => {
   const dev = startDev(t)
-  await until(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 60_000, 'both services to listen')
+  await dev.waitFor(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 'both services to listen')
   const relay = await fetch(`http://127.0.0.1:${dev.port('relay', 'relay listening')}/healthz`)
   t.equal(relay.status, 200, 'the relay answers')
   const control = await fetch(`http://127.0.0.1:${dev.port('control', 'control plane listening')}/api/v1/applications`)
@@ -71,14 +91,14 @@ t.test('when one service dies, the other is stopped and the exit code says so', 
 // anyone on the network.
 t.test('loopback only unless --host says otherwise: an address without a host gets 127.0.0.1', async (t) => {
   const dev = startDev(t, { RELAY_ADDR: ':0', PLATFORM_ADDR: ':0' })
-  await until(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 60_000, 'both services to listen')
+  await dev.waitFor(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 'both services to listen')
   t.equal(dev.entry('relay', 'relay listening')?.host, '127.0.0.1')
   t.equal(dev.entry('control', 'control plane listening')?.host, '127.0.0.1')
   dev.child.kill('SIGINT')
   t.equal(await dev.exited, 0)
 
   const open = startDev(t, { RELAY_ADDR: ':0', PLATFORM_ADDR: ':0' }, ['--host', '0.0.0.0'])
-  await until(() => open.port('control', 'control plane listening') !== undefined, 60_000, 'the control plane to listen')
+  await open.waitFor(() => open.port('control', 'control plane listening') !== undefined, 'the control plane to listen')
   t.equal(open.entry('control', 'control plane listening')?.host, '0.0.0.0', '--host opens it up')
   open.child.kill('SIGINT')
   t.equal(await open.exited, 0)

@@ -17,6 +17,8 @@ import { createApp, firstFunction, until } from '../helpers/control.js'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 
 const BUILD_TIMEOUT = 240_000
+// One test of at most BUILD_TIMEOUT + 60 s, and the file's own start.
+t.setTimeout(BUILD_TIMEOUT + 120_000)
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
 

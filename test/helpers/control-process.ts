@@ -10,7 +10,7 @@ const controlMainJs = fileURLToPath(new URL('../../dist/control/src/main.js', im
 export const controlHealthcheckJs = fileURLToPath(new URL('../../dist/control/src/healthcheck.js', import.meta.url))
 
 export const controlProcess = processRunner({
-  mainJs: controlMainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening', startTimeoutMs: 60_000, exitTimeoutMs: 30_000,
+  mainJs: controlMainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening',
 })
 
 /** A fresh directory, removed when the test ends. */

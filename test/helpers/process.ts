@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import type { Test } from 'tap'
+import { stopAtTeardown } from './stop-child.js'
 import { withTimeout } from './wait.js'
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null }
@@ -25,17 +26,22 @@ export type ProcessSpec = {
   ownEnv: RegExp
   /** The log message that carries the port once it listens. */
   listening: string
-  startTimeoutMs: number
-  exitTimeoutMs: number
 }
 
+// How long a start (until the listening line) or a run to exit may take before the wait gives up
+// and says what it waited for. No contract names a time for either: this is a bound for a hung
+// process, not an expectation: at a load average of 14 on two cores a control plane start
+// (PGlite) took up to 30 s, a relay start about 1-2 s. Each file's
+// timeout (t.setTimeout at its top) counts the starts it does.
+const PROCESS_WAIT_MS = 120_000
+
 export function processRunner (spec: ProcessSpec) {
-  // The parent's environment minus the process's own settings and anything that would hook
-  // the child into tap (tap's NODE_OPTIONS loads its process-info hooks into every node child).
+  // The parent's environment minus the process's own settings and tap's runner settings (TAP*).
+  // tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays: the child's coverage counts (stop-child.ts).
   function childEnv (extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {}
     for (const [key, value] of Object.entries(process.env)) {
-      if (!spec.ownEnv.test(key) && !/^(TAP|_TAPJS_)|^NODE_OPTIONS$/.test(key)) env[key] = value
+      if (!spec.ownEnv.test(key) && !/^TAP/.test(key)) env[key] = value
     }
     return { ...env, ...extra }
   }
@@ -52,15 +58,13 @@ export function processRunner (spec: ProcessSpec) {
       child.once('error', reject)
       child.once('close', (code, signal) => resolve({ code, signal }))
     })
-    t.teardown(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    })
+    stopAtTeardown(t, child)
     return { child, out: () => stdout, err: () => stderr, exited }
   }
 
   async function runToExit (t: Test, args: string[], env: Record<string, string> = {}): Promise<Exit & { stdout: string; stderr: string }> {
     const run = launch(t, args, env)
-    const exit = await withTimeout(run.exited, spec.exitTimeoutMs, `${args.join(' ')} to exit`)
+    const exit = await withTimeout(run.exited, PROCESS_WAIT_MS, `${args.join(' ')} to exit`)
     return { ...exit, stdout: run.out(), stderr: run.err() }
   }
 
@@ -80,7 +84,7 @@ export function processRunner (spec: ProcessSpec) {
         `exited before listening (${JSON.stringify(exit)}); stderr: ${run.err()}; stdout: ${run.out()}`,
       )))
     })
-    const port = await withTimeout(listening, spec.startTimeoutMs, `the log line "${spec.listening}"`)
+    const port = await withTimeout(listening, PROCESS_WAIT_MS, `the log line "${spec.listening}"`)
     return { child: run.child, port, get logs () { return parsed() }, logText: run.out, stderr: run.err, exited: run.exited }
   }
 

@@ -10,17 +10,18 @@ import type { Test } from 'tap'
 import { packArchive } from '../../control/src/source/archive.js'
 import { spinManifest } from '../../control/src/cluster/build-jobs.js'
 import type { LanguageT } from '../../control/src/model/resources.js'
+import { stopAtTeardown } from './stop-child.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 export const BUILDER = join(root, 'dist/builders/src/main.js')
 export const HOST = join(root, 'dist/host/src/main.js')
 
-// The parent's environment without tap's hooks (its NODE_OPTIONS loads into every node child),
-// the registry credentials and the control plane's own settings.
+// The parent's environment without tap's runner settings (TAP*), the registry credentials and
+// the control plane's own settings. tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays.
 export function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(TAP|_TAPJS_)|^NODE_OPTIONS$|^DOCKER_CONFIG$|^PLATFORM_/.test(key)) env[key] = value
+    if (!/^TAP|^DOCKER_CONFIG$|^PLATFORM_/.test(key)) env[key] = value
   }
   return { ...env, ...extra }
 }
@@ -51,7 +52,7 @@ export async function runBuilder (t: Test, env: Record<string, string>): Promise
   const terminationLog = join(dir, 'termination-log')
   const started = Date.now()
   const child = spawn(process.execPath, [compiled(BUILDER)], { env: childEnv({ TERMINATION_LOG: terminationLog, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  stopAtTeardown(t, child)
   let log = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { log += chunk })
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { log += chunk })
@@ -68,7 +69,7 @@ export type RunningHost = { url: string; digest: string; output: () => string; m
 export async function startHost (t: Test, args: string[], env: Record<string, string> = {}): Promise<RunningHost> {
   const started = Date.now()
   const child = spawn(process.execPath, [compiled(HOST), ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  stopAtTeardown(t, child)
   let stdout = ''
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })

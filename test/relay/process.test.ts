@@ -14,9 +14,10 @@ import { settings } from '../../relay/src/config.js'
 const mainJs = fileURLToPath(new URL('../../dist/relay/src/main.js', import.meta.url))
 const packageJson = fileURLToPath(new URL('../../package.json', import.meta.url))
 const noAuth = ['--no-auth', '--addr', '127.0.0.1:0']
-const { runToExit, start: startRelayProcess } = processRunner({
-  mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening', startTimeoutMs: 10_000, exitTimeoutMs: 10_000,
-})
+const { runToExit, start: startRelayProcess } = processRunner({ mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening' })
+
+// 26 relay processes one after another: 28 s measured at a load average of 14 on two cores.
+t.setTimeout(300_000)
 
 t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on stdout', async (t) => {
   const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
@@ -33,14 +34,16 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
     ['TLS files that are readable but not PEM', [...noAuth, '--tls-cert', packageJson, '--tls-key', packageJson], {}, /not a valid PEM certificate and key/],
     ['a TLS certificate that cannot be read', [...noAuth, '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem'], {}, /cannot read --tls-cert file \/nonexistent\/cert\.pem/],
   ]
-  await Promise.all(cases.map(async ([what, args, env, message]) => {
+  // One child at a time: twelve Node starts at once on two busy cores is what made the exit
+  // waits time out under load; one at a time, each wait times one start.
+  for (const [what, args, env, message] of cases) {
     const run = await runToExit(t, args, env)
     t.equal(run.code, 2, `${what}: exit code 2`)
     t.equal(run.stdout, '', `${what}: nothing on stdout`)
     t.equal(lines(run.stderr).length, 1, `${what}: exactly one line on stderr`)
     t.match(run.stderr, message, `${what}: the line says what is wrong`)
     t.match(run.stderr, /^relay: /, `${what}: the line names the program`)
-  }))
+  }
 })
 
 t.test('--help: usage from the settings table on stdout, exit 0, nothing else', async (t) => {
@@ -136,7 +139,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     initiator.socket.send('before shutdown')
     t.equal((await responder.receive(1))[0]!.data.toString(), 'before shutdown', 'the session works')
 
-    const sentAt = Date.now()
     relay.child.kill(signal)
     const closes = await Promise.all([initiator.closed, responder.closed])
     t.same(closes, [
@@ -147,10 +149,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 
     const exit = await relay.exited
     t.same(exit, { code: 0, signal: null }, 'exit code 0')
-    const took = Date.now() - sentAt
-    t.ok(took < 4_000, `exited within a few seconds (${took} ms), before the 5 s hard stop`)
     t.match(relay.logs.find((line) => line.msg === 'shutting down'), { signal }, 'it logs the signal')
-    t.ok(relay.logs.some((line) => line.msg === 'relay stopped'), 'the graceful path ran to the end')
+    // Not the hard stop (common/src/lifecycle.ts, 5 s), which exits 0 too but before this line:
+    // that is the contract's bound, where a stopwatch here would measure the machine's load.
+    t.ok(relay.logs.some((line) => line.msg === 'relay stopped'), 'the graceful path ran to the end, before the hard stop')
     t.equal(await connectError('127.0.0.1', relay.port), 'ECONNREFUSED', 'refused after exit')
   })
 }
