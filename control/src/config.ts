@@ -12,7 +12,7 @@ import {
   usage,
 } from '../../common/src/config/settings.js'
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
-import { DEFAULT_BUILDER_IMAGES } from './builder-images.js'
+import { DEFAULT_BUILDER_IMAGES } from './model/builder-images.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
 

@@ -2,8 +2,8 @@
 // images from builders/Dockerfile.{js,go,rust}, named like its relay and control images
 // (docs/operations.md) and tagged with its release. builders/README.md says how to build and
 // push them; another registry or tag is one setting away.
-import type { LanguageT } from './model/resources.js'
-import { LANGUAGES } from './model/resources.js'
+import type { LanguageT } from './resources.js'
+import { LANGUAGES } from './resources.js'
 
 // package.json's version: test/control/builder-images.test.ts keeps the two equal, so a
 // release's control plane asks for the builders built from the same sources.
