@@ -6,7 +6,7 @@
 // kept exact (a fraction of two BigInts) so that comparing "500m" with "0.5" or "1Gi" with
 // "1073741824" is never off by a rounding.
 
-const QUANTITY = /^(?<whole>[0-9]+)(?:\.(?<fraction>[0-9]+))?(?<suffix>[kMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]{1,2})?$/
+const QUANTITY = /^(?<whole>[0-9]+)(?:\.(?<fraction>[0-9]+))?(?<suffix>[KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]{1,2})?$/
 
 /** Longer quantities are refused before any parsing: nothing sensible needs more. */
 export const MAX_QUANTITY_LENGTH = 32
