@@ -32,6 +32,9 @@ t.test('a running host is restarted by a PATCH, and says so; no secret in any an
   t.notMatch(reply.text, SECRET)
   t.not(await pid(), before, 'the host was restarted')
 
+  const referenced = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { token: { secret: true }, db: { secretRef: { name: 'db', key: 'password' } } } } })
+  t.match(referenced.body, { deployment: { message: /; not given to the function here \(a secretRef needs a cluster\): db$/ } }, 'a secretRef the runtime here cannot resolve is named')
+
   const described = await control.call('PATCH', `/applications/${app.id}`, { json: { description: 'only words' } })
   t.notMatch((described.body as { deployment: { message: string } }).deployment.message, /re-applied/, 'a description alone restarts nothing')
 
