@@ -101,6 +101,7 @@ t.test('the SpinApp, its Secret, HPA and HTTPRoute follow the settings, and go w
   t.equal(kept.status, 200)
   t.equal(fake.get(HPAS, 'hello'), undefined, 'autoscaling off: the HPA is deleted')
   t.same(fake.get(SECRETS, 'hello-variables')?.data, { token: ENCODED }, '{"secret": true} kept the value')
+  t.notOk(fake.accesses.some((a) => a.resource === 'secrets' && (a.verb === 'get' || a.verb === 'list')), 'without ever reading a Secret')
   t.same(kept.body.variables, { token: { secret: true }, greeting: { value: 'hello again' } })
 
   const second = await build(cluster, app.id, 'hello', 'c')
@@ -120,8 +121,10 @@ t.test('the SpinApp, its Secret, HPA and HTTPRoute follow the settings, and go w
 t.test('an application\'s Secret without any build goes with the application', async (t) => {
   const { control, fake } = await startClusterControl(t, 'pglite')
   const app = await createApp(control, 'quiet')
-  t.equal((await patch(control, app.id, { variables: { token: { secret: SECRET } } })).status, 200)
-  t.ok(fake.get(SECRETS, 'quiet-variables'))
+  t.equal((await patch(control, app.id, { variables: { token: { secret: SECRET }, other: { secret: 'x' } } })).status, 200)
+  t.same(Object.keys(fake.get(SECRETS, 'quiet-variables')?.data ?? {}).sort(), ['other', 'token'])
+  t.equal((await patch(control, app.id, { variables: { token: { secret: true } } })).status, 200)
+  t.same(fake.get(SECRETS, 'quiet-variables')?.data, { token: ENCODED }, 'a secret variable no longer given is removed from the Secret, a kept one stays')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
   t.equal(fake.get(SECRETS, 'quiet-variables'), undefined)
 })

@@ -1,11 +1,12 @@
 // An application's variables: checked and stored from a PATCH, shown without their secrets, and
 // their values for whatever runs the application on this machine. Where a secret value lives
 // depends on the runtime: in the cluster, in the application's Secret (cluster/variables-secret.ts),
-// which the SpinApp references; on the local runtime, sealed in the database (store/secret-box.ts).
+// which the SpinApp references and the control plane never reads back; on the local runtime,
+// sealed in the database (store/secret-box.ts).
 // A secretRef names a Secret the control plane never reads: only a SpinApp can use it.
 import type { Cluster } from '../cluster/cluster.js'
 import { clusterNotConfigured } from '../cluster/kube.js'
-import { readSecretValues, writeSecretValues } from '../cluster/variables-secret.js'
+import { writeSecretValues } from '../cluster/variables-secret.js'
 import type { ControlConfig } from '../config.js'
 import { InvalidInputError, UnavailableError } from '../errors.js'
 import type { LocalRuntime } from '../local/local.js'
@@ -84,18 +85,14 @@ export async function storeVariables ({ config, cluster, local }: VariableDeps, 
       secrets.set(name, variable.secret)
     }
   }
-  const hadSecrets = Object.values(application.settings.variables).some((variable) => 'secret' in variable)
   if (cluster !== null) {
-    if (secrets.size === 0 && !hadSecrets) return stored
-    const kept = [...secrets.values()].includes(true) ? await readSecretValues(cluster.kube, application.clusterName) : {}
-    const data: Record<string, string> = {}
+    const values: Record<string, string> = {}
     for (const [name, secret] of secrets) {
-      const value = secret === true ? kept[name] : Buffer.from(secret, 'utf8').toString('base64')
-      if (value === undefined) throw new InvalidInputError(`variables.${name}: its secret value is gone from the cluster; send {"secret": "<the value>"}`)
-      data[name] = value
+      if (secret !== true) values[name] = Buffer.from(secret, 'utf8').toString('base64')
       stored[name] = { secret: true }
     }
-    await writeSecretValues(cluster.kube, application, data)
+    const removed = Object.entries(application.settings.variables).filter(([name, variable]) => 'secret' in variable && !secrets.has(name)).map(([name]) => name)
+    if (Object.keys(values).length > 0 || removed.length > 0) await writeSecretValues(cluster.kube, application, values, removed)
     return stored
   }
   if (secrets.size > 0 && local == null) throw clusterNotConfigured()
