@@ -177,3 +177,15 @@ t.test('policy: max and forced hold at PATCH, and again at deploy after the poli
   t.match(replaced.body, { resources: { cpuRequest: '50m', cpuLimit: '250m' } })
   t.same((forced.fake.get(SPINAPPS, 'hello')?.spec as { resources: unknown }).resources, { limits: { cpu: '250m' }, requests: { cpu: '50m' } }, 'forced: the platform\'s values, re-applied at once')
 })
+
+t.test('a cluster without the Gateway API: deploy answers 503 saying what to install or set', async (t) => {
+  const cluster = await startClusterControl(t, 'pglite', { flags: ['--public-base-url', 'https://fn.example.com', '--gateway', 'public'] })
+  cluster.fake.missingTypes.add(HTTPROUTES)
+  const app = await createApp(cluster.control, 'hello')
+  const started = (await cluster.control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(cluster.fake, `build-${started.id}`, `${REPOSITORY}/hello@sha256:${'b'.repeat(64)}`)
+  await until(() => cluster.finished.length === 1, 5000, 'build finished')
+  const deploy = await cluster.control.call('POST', `/applications/${app.id}/deploy`)
+  t.equal(deploy.status, 503)
+  t.same(deploy.body, { error: 'the cluster does not serve gateway.networking.k8s.io/v1 httproutes: install the Gateway API CRDs, or set --public-route ingress or none' })
+})

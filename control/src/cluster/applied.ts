@@ -2,12 +2,13 @@
 // route), applied server-side under the same field manager as the SpinApp, and deleted by name.
 // The custom-objects client serves any API group by path, built-in ones too.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
+import { UnavailableError } from '../errors.js'
 import type { Kube } from './kube.js'
-import { clusterError, statusOf } from './kube.js'
+import { clusterError, statusBody, statusOf } from './kube.js'
 
 export const FIELD_MANAGER = 'platform-control'
 
-export type ObjectType = { group: string; version: string; plural: string }
+export type ObjectType = { group: string; version: string; plural: string; /** What to do when the cluster does not serve the type. */ missing: string }
 
 /** Create or update; the control plane owns the fields it sets (force on conflicts). */
 export async function applyObject (kube: Kube, type: ObjectType, name: string, body: object): Promise<void> {
@@ -23,6 +24,10 @@ export async function applyObject (kube: Kube, type: ObjectType, name: string, b
       force: true,
     }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply))
   } catch (error) {
+    // Apply creates: a 404 without an object's name is the API server not serving the type.
+    if (statusOf(error) === 404 && statusBody(error)?.details?.name === undefined) {
+      throw new UnavailableError(`the cluster does not serve ${type.group}/${type.version} ${type.plural}: ${type.missing}`)
+    }
     throw clusterError(error, `patch ${type.group} ${type.plural}`)
   }
 }

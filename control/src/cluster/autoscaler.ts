@@ -8,7 +8,7 @@ import { applyObject, deleteObject, ownedBy } from './applied.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 
-const HPA: ObjectType = { group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers' }
+const HPA: ObjectType = { group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', missing: 'autoscaling needs Kubernetes 1.23 or later' }
 
 type Owner = { apiVersion: string; kind: string; name: string; uid: string }
 

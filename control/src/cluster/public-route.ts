@@ -12,8 +12,8 @@ import { applyObject, ownedBy } from './applied.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 
-const HTTP_ROUTE: ObjectType = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' }
-const INGRESS: ObjectType = { group: 'networking.k8s.io', version: 'v1', plural: 'ingresses' }
+const HTTP_ROUTE: ObjectType = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', missing: 'install the Gateway API CRDs, or set --public-route ingress or none' }
+const INGRESS: ObjectType = { group: 'networking.k8s.io', version: 'v1', plural: 'ingresses', missing: 'set --public-route httproute or none' }
 
 /** The Service port spin-operator gives a SpinApp. */
 const SERVICE_PORT = 80
