@@ -12,7 +12,7 @@ import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import type { KubeObject } from '../fixtures/kube-api.js'
 import { IMAGE_SIZE, REPOSITORY, startClusterControl } from '../helpers/cluster.js'
 import type { ClusterControl } from '../helpers/cluster.js'
-import { createApp, until } from '../helpers/control.js'
+import { createApp, eachEngine, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
 
 const SECRET = 'correct-horse-battery-staple-7f3a'
@@ -36,8 +36,8 @@ async function patch (control: TestControl, appId: string, json: unknown): Promi
 
 const owner = (object: KubeObject | undefined): unknown => object?.metadata.ownerReferences?.map(({ kind, name, uid }) => ({ kind, name, uid }))
 
-t.test('the SpinApp, its Secret, HPA and HTTPRoute follow the settings, and go with the application', async (t) => {
-  const cluster = await startClusterControl(t, 'pglite', { flags: ['--public-base-url', 'https://fn.example.com/', '--gateway', 'gateways/public', '--replicas', '2'] })
+eachEngine(t, 'the SpinApp, its Secret, HPA and HTTPRoute follow the settings, and go with the application', async (t, engine) => {
+  const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://fn.example.com/', '--gateway', 'gateways/public', '--replicas', '2'] })
   const { control, fake } = cluster
   const app = await createApp(control, 'hello')
 
