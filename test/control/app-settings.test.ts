@@ -96,6 +96,7 @@ t.test('PATCH refuses bad input with 400 naming the field, an unknown applicatio
     ['a variable that is no object', { variables: { greeting: 'x' } }, /^variables.greeting/],
     ['a variable of two kinds', { variables: { greeting: { value: 'x', secret: 'y' } } }, /^variables.greeting/],
     ['a secret to keep that was never set', { variables: { token: { secret: true } } }, 'variables.token: no secret value is stored to keep; send {"secret": "<the value>"}'],
+    ['values too big together', { variables: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`v${i}`, { value: 'x'.repeat(16 * 1024) }])) }, 'variables: 278528 bytes of values in all, at most 262144'],
     ['a secretRef to a bad name', { variables: { token: { secretRef: { name: 'Bad Name', key: 'k' } } } }, /^variables.token.secretRef.name: expected the name of a Secret/],
   ]
   for (const [what, body, message] of cases) {

@@ -17,6 +17,8 @@ import { secretBox } from '../store/secret-box.js'
 
 export type VariableDeps = { config: ControlConfig; cluster: Cluster | null; local?: LocalRuntime | null | undefined }
 
+const MAX_TOTAL_VALUE_BYTES = 256 * 1024
+
 /** The data a sealed value is bound to: it opens only for this variable of this application. */
 const sealContext = (appId: string, name: string): string => `${appId}/${name}`
 
@@ -71,6 +73,10 @@ export function variablesView (variables: Record<string, StoredVariable>): Recor
  * value stored now. The Secret ends up holding exactly the secret variables given.
  */
 export async function storeVariables ({ config, cluster, local }: VariableDeps, application: StoredApplication, input: Record<string, VariableInputT>): Promise<Record<string, StoredVariable>> {
+  // Each value is bounded by the schema; all of them together too: they must fit one Secret
+  // (1 MiB, base64 taking a third more) and every SpinApp apply.
+  const total = Object.values(input).reduce((sum, variable) => sum + ('value' in variable ? Buffer.byteLength(variable.value) : 'secret' in variable && variable.secret !== true ? Buffer.byteLength(variable.secret) : 0), 0)
+  if (total > MAX_TOTAL_VALUE_BYTES) throw new InvalidInputError(`variables: ${total} bytes of values in all, at most ${MAX_TOTAL_VALUE_BYTES}`)
   const stored: Record<string, StoredVariable> = {}
   const secrets = new Map<string, string | true>()
   for (const [name, variable] of Object.entries(input)) {
