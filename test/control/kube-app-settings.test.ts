@@ -107,8 +107,11 @@ eachEngine(t, 'the SpinApp, its Secret, HPA and HTTPRoute follow the settings, a
   const second = await build(cluster, app.id, 'hello', 'c')
   t.match(fake.get(SPINAPPS, 'hello')?.spec, { image: second, replicas: 3, variables: [{ name: 'greeting', value: 'hello again' }, { name: 'token' }] }, 'a rebuild keeps replicas and variables')
 
+  t.equal((await patch(control, app.id, { autoscaling: { minReplicas: 1, maxReplicas: 2, targetCpuPercent: 80 } })).status, 200)
+  t.ok(fake.get(HPAS, 'hello'), 'autoscaling on again')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
   t.equal(fake.get(SPINAPPS, 'hello'), undefined, 'SpinApp gone')
+  t.equal(fake.get(HPAS, 'hello'), undefined, 'its HPA gone with it')
   t.equal(fake.get(HTTPROUTES, 'hello'), undefined, 'its HTTPRoute gone with it')
   t.equal(fake.get(SECRETS, 'hello-variables'), undefined, 'the variables\' Secret gone')
 
