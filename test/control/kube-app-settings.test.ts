@@ -192,3 +192,17 @@ t.test('a cluster without the Gateway API: deploy answers 503 saying what to ins
   t.equal(deploy.status, 503)
   t.same(deploy.body, { error: 'the cluster does not serve gateway.networking.k8s.io/v1 httproutes: install the Gateway API CRDs, or set --public-route ingress or none' })
 })
+
+t.test('a deployed application whose cluster refuses the re-apply: the settings are saved and the answer says they are not applied yet', async (t) => {
+  const cluster = await startClusterControl(t, 'pglite')
+  const app = await createApp(cluster.control, 'hello')
+  await build(cluster, app.id, 'hello', 'b')
+  cluster.fake.forbiddenTypes.add(SPINAPPS)
+  const refused = await patch(cluster.control, app.id, { replicas: 4 })
+  t.equal(refused.status, 200)
+  t.equal(refused.body.replicas, 4, 'saved')
+  t.match(refused.body.deployment?.message, /^saved but not applied \(cluster permission missing: the control plane may not patch core\.spinkube\.dev spinapps\); POST deploy applies them; /)
+  cluster.fake.forbiddenTypes.delete(SPINAPPS)
+  t.equal((await cluster.control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  t.equal((cluster.fake.get(SPINAPPS, 'hello')?.spec as { replicas: number }).replicas, 4, 'the next deploy applies them')
+})

@@ -3,7 +3,7 @@
 // machine, with the new settings) and the answer's deployment message says so.
 import type { ApplicationT } from '../model/resources.js'
 import type { AutoscalingT, ResourcesT, VariableInputT } from '../model/app-settings.js'
-import { InvalidInputError } from '../errors.js'
+import { ApiError, InvalidInputError } from '../errors.js'
 import type { AppSettings } from '../model/app-settings.js'
 import { findApplication, updateSettings } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
@@ -51,8 +51,17 @@ export async function configureApplication (deps: ApplicationDeps, appId: string
   const image = runs ? await latestImage(db, appId) : null
   // On this machine only a host that runs is restarted: one stopped stays stopped.
   const deployed = image !== null && (cluster !== null || local?.hosts.status(appId)?.running === true)
-  if (deployed) await deployApplication({ config, cluster, local }, updated, image)
+  let note = ''
+  if (deployed) {
+    // The settings are stored whatever happens now: a cluster that refuses makes the answer
+    // say so (the next deploy applies them), not a 503 that would read as nothing changed.
+    note = await deployApplication({ config, cluster, local }, updated, image).then(() => 're-applied with the new settings',
+      (error: unknown) => {
+        if (error instanceof ApiError) return `saved but not applied (${error.message}); POST deploy applies them`
+        throw error
+      })
+  }
   const view = await describeApplication(deps, appId)
-  if (deployed && view.deployment !== null) view.deployment.message = `re-applied with the new settings; ${view.deployment.message}`
+  if (note !== '' && view.deployment !== null) view.deployment.message = `${note}; ${view.deployment.message}`
   return view
 }
