@@ -20,6 +20,7 @@ import { createControlMetrics } from './metrics/control-metrics.js'
 import type { BuildT } from './model/resources.js'
 import { findApplication } from './store/applications.js'
 import { recordImageSize } from './store/builds.js'
+import { secretBox } from './store/secret-box.js'
 import type { Database } from './store/db.js'
 import { openDatabase } from './store/db.js'
 import { migrate } from './store/migrations.js'
@@ -68,6 +69,8 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     const withSizes: ServerDeps = { ...deps, onBuildFinished (build) { sizes.measure(build); deps.onBuildFinished?.(build) } }
     cluster = clusterFor(config, db, withSizes, metrics)
     if (cluster === null && config.runtime !== 'cluster') local = await localFor(config, db, withSizes, metrics)
+    // The key that seals secret variables here: a bad one stops the start, not a later request.
+    if (local !== null) secretBox(config)
     const draining = createDraining()
     const app = await buildApp(config, { db, logger, auth, metrics, cluster, local, draining })
     // An empty host means every interface.
