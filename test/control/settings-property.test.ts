@@ -91,3 +91,22 @@ t.test('through PATCH: a quantity or name is stored exactly when the parser acce
 function fail (): never {
   throw new Error('refused')
 }
+
+t.test('through PATCH: any JSON body is 200 or 400, never 500, and a 400 changes nothing', async (t) => {
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', '--resource-policy', 'max', '--resource-cpu-limit', '2'])
+  const app = await createApp(control, 'hello')
+  const field = fc.oneof(fc.constantFrom('description', 'replicas', 'autoscaling', 'resources', 'variables', 'minReplicas', 'maxReplicas', 'targetCpuPercent',
+    'cpuRequest', 'cpuLimit', 'memoryRequest', 'memoryLimit', 'value', 'secret', 'secretRef', 'name', 'key', '__proto__', 'greeting'), fc.string({ maxLength: 6 }))
+  const leaf = fc.oneof(fc.integer({ min: -2, max: 120 }), fc.double(), fc.boolean(), fc.constant(null), quantityText, fc.string({ maxLength: 8 }))
+  const { tree } = fc.letrec<{ tree: unknown }>((tie) => ({
+    tree: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, fc.array(tie('tree'), { maxLength: 3 }), fc.dictionary(field, tie('tree'), { maxKeys: 4 })),
+  }))
+  const body = fc.dictionary(field, tree, { maxKeys: 4 })
+  await fc.assert(fc.asyncProperty(body, async (json) => {
+    const before = (await control.call('GET', `/applications/${app.id}`)).text
+    const reply = await control.call('PATCH', `/applications/${app.id}`, { json })
+    if (reply.status !== 200 && reply.status !== 400) throw new Error(`${JSON.stringify(json)}: ${reply.status} ${reply.text}`)
+    if (reply.status === 400 && (await control.call('GET', `/applications/${app.id}`)).text !== before) throw new Error(`${JSON.stringify(json)}: refused, yet something changed`)
+  }), fuzzOptions(2))
+  t.pass('no 500, and no refusal that changed anything')
+})
