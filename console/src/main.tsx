@@ -3,15 +3,17 @@
 // ever serves index.html at / and a reload keeps the page.
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { getJson, messageOf, useAuth } from './api/client'
-import type { ConsoleConfig } from './api/types'
+import { ApiError, getJson, messageOf, useAuth } from './api/client'
+import type { ConsoleConfig, Me } from './api/types'
 import { signIn, signOut, signedIn, startAuth, userName } from './auth/oidc'
 import { AppList } from './pages/app-list'
 import { AppPage } from './pages/app-page'
+import type { Access } from './parts/access'
+import { AccessContext, accessOf } from './parts/access'
 import { ErrorText } from './parts/status'
 import './styles.css'
 
-type Session = { state: 'loading' } | { state: 'error'; message: string } | { state: 'sign-in'; configured: boolean; message?: string } | { state: 'ready'; user: string | null }
+type Session = { state: 'loading' } | { state: 'error'; message: string } | { state: 'sign-in'; configured: boolean; message?: string } | { state: 'ready'; user: string | null; access: Access }
 
 function useHash (): string {
   const [hash, setHash] = useState(location.hash)
@@ -28,13 +30,12 @@ function Shell () {
   const hash = useHash()
 
   useEffect(() => {
+    // Who the API takes the caller for, before any page: the pages offer only what they may do.
+    const ready = async (user: string | null): Promise<void> => setSession({ state: 'ready', user, access: accessOf(await getJson<Me>('/me')) })
     void (async () => {
       try {
         const config = await getJson<ConsoleConfig>('/console-config')
-        if (config.auth === null) {
-          setSession({ state: 'ready', user: null })
-          return
-        }
+        if (config.auth === null) return await ready(null)
         const auth = config.auth
         const toSignIn = (message?: string): void => setSession({ state: 'sign-in', configured: auth.clientId !== '', ...(message === undefined ? {} : { message }) })
         useAuth(true, () => toSignIn('Your session has ended: sign in again.'))
@@ -44,10 +45,11 @@ function Shell () {
         } catch (error) {
           return toSignIn(messageOf(error))
         }
-        if (signedIn()) setSession({ state: 'ready', user: userName() })
+        if (signedIn()) await ready(userName())
         else toSignIn()
       } catch (error) {
-        setSession({ state: 'error', message: messageOf(error) })
+        // A 401 has already sent the caller back to sign-in, which says why.
+        if (!(error instanceof ApiError && error.status === 401)) setSession({ state: 'error', message: messageOf(error) })
       }
     })()
   }, [])
@@ -58,13 +60,14 @@ function Shell () {
 
   const match = /^#\/apps\/([^/]+)(?:\/(\w+))?/.exec(hash)
   return (
-    <>
+    <AccessContext.Provider value={session.access}>
       <header class="bar">
         <a href="#/" class="brand">Control plane</a>
         <nav aria-label="Main"><a href="#/">Applications</a></nav>
         {session.user !== null && (
           <span class="user">
             <span>{session.user}</span>
+            {session.access.role !== 'member' && <span class="tag" data-testid="role">{session.access.role}</span>}
             <button type="button" onClick={() => { signOut(); setSession({ state: 'sign-in', configured: true }) }}>Sign out</button>
           </span>
         )}
@@ -72,7 +75,7 @@ function Shell () {
       <main class="page" id="main">
         {match === null ? <AppList /> : <AppPage key={match[1]} appId={decodeURIComponent(match[1] ?? '')} tab={match[2] ?? 'code'} />}
       </main>
-    </>
+    </AccessContext.Provider>
   )
 }
 

@@ -16,6 +16,7 @@ export type InvokeRequest = Body<'invokeFunction'>
 export type InvokeResult = Ok<'invokeFunction', 200>
 export type Accepted = Ok<'deployApplication', 202>
 export type ConsoleConfig = Ok<'getConsoleConfig', 200>
+export type Me = Ok<'getMe', 200>
 export type Language = Body<'createApplication'>['language']
 export type MetricSeries = { points: Array<[number, number]>; unit: string }
 export type Metrics = { range: string; step: string; series: Record<string, MetricSeries> }

@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks'
 import { getJson, messageOf, sendJson } from '../api/client'
 import type { Application, ApplicationSummary, Language } from '../api/types'
+import { ReadOnlyNotice, useAccess } from '../parts/access'
 import { MetricsPanel } from '../parts/metrics'
 import { ErrorText, Loading } from '../parts/status'
 import { useLoad } from '../parts/use-load'
@@ -11,18 +12,19 @@ const LANGUAGES: Language[] = ['go', 'js', 'ts', 'rust']
 
 export function AppList () {
   const list = useLoad(() => getJson<ApplicationSummary[]>('/applications'), [])
+  const { canWrite } = useAccess()
   return (
     <>
       <h1>Applications</h1>
-      <CreateForm onCreated={(app) => { location.hash = `#/apps/${app.id}/code` }} />
+      {canWrite ? <CreateForm onCreated={(app) => { location.hash = `#/apps/${app.id}/code` }} /> : <ReadOnlyNotice what="the applications" />}
       {list.error !== null && <ErrorText message={list.error} />}
       {list.loading && list.data === null && <Loading what="applications" />}
-      {list.data !== null && list.data.length === 0 && <p class="muted">No applications yet: create the first one above.</p>}
+      {list.data !== null && list.data.length === 0 && <p class="muted">No applications yet{canWrite ? ': create the first one above.' : '.'}</p>}
       {list.data !== null && list.data.length > 0 && (
         <table class="apps">
           <caption class="visually-hidden">Applications</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Deployment</th><th scope="col">Last build</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-          <tbody>{list.data.map((app) => <AppRow key={app.id} app={app} onDeleted={list.reload} />)}</tbody>
+          <thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Deployment</th><th scope="col">Last build</th>{canWrite && <th scope="col"><span class="visually-hidden">Actions</span></th>}</tr></thead>
+          <tbody>{list.data.map((app) => <AppRow key={app.id} app={app} canDelete={canWrite} onDeleted={list.reload} />)}</tbody>
         </table>
       )}
       <section aria-labelledby="overview-metrics">
@@ -33,7 +35,7 @@ export function AppList () {
   )
 }
 
-function AppRow ({ app, onDeleted }: { app: ApplicationSummary; onDeleted: () => void }) {
+function AppRow ({ app, canDelete, onDeleted }: { app: ApplicationSummary; canDelete: boolean; onDeleted: () => void }) {
   const detail = useLoad(() => getJson<Application>(`/applications/${app.id}`), [app.id])
   const [confirming, setConfirming] = useState(false)
   const [error, setError] = useState<string | null>(null)
@@ -52,7 +54,7 @@ function AppRow ({ app, onDeleted }: { app: ApplicationSummary; onDeleted: () =>
         {detail.data === null ? (detail.error ?? '…') : deployment === null || deployment === undefined ? <span class="muted">not deployed</span> : <span class={deployment.ready ? 'ok' : 'warn'}>{deployment.ready ? 'ready' : 'not ready'} ({deployment.observedReplicas}/{deployment.replicas})</span>}
       </td>
       <td data-label="Last build">{detail.data === null ? '…' : last === undefined ? <span class="muted">none</span> : <span class={`status-${last.status}`}>{last.status}</span>}</td>
-      <td class="actions">
+      {canDelete && <td class="actions">
         {!confirming && <button type="button" class="danger" onClick={() => setConfirming(true)}>Delete<span class="visually-hidden"> {app.name}</span></button>}
         {confirming && (
           <span class="confirm" role="group" aria-label={`Confirm deleting ${app.name}`}>
@@ -65,7 +67,7 @@ function AppRow ({ app, onDeleted }: { app: ApplicationSummary; onDeleted: () =>
           </span>
         )}
         {error !== null && <ErrorText message={error} />}
-      </td>
+      </td>}
     </tr>
   )
 }

@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { getJson, messageOf, sendJson, streamText } from '../api/client'
 import type { Accepted, Application, Build } from '../api/types'
+import { useAccess } from './access'
 import { ErrorText, Notice } from './status'
 
 const FINISHED = new Set(['succeeded', 'failed'])
@@ -11,11 +12,12 @@ export function BuildPanel ({ app, onChanged }: { app: Application; onChanged: (
   const [watching, setWatching] = useState<string | null>(app.builds[0]?.id ?? null)
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
+  const { canWrite } = useAccess()
   return (
     <>
       <section aria-labelledby="builds">
         <h2 id="builds">Builds</h2>
-        <p class="row">
+        {canWrite && <p class="row">
           <button type="button" class="primary" disabled={busy} onClick={() => {
             setBusy(true)
             setError(null)
@@ -24,7 +26,7 @@ export function BuildPanel ({ app, onChanged }: { app: Application; onChanged: (
               .finally(() => setBusy(false))
           }}>{busy ? 'Starting…' : 'Build'}</button>
           <span class="muted small">Builds the saved source; a successful build is deployed.</span>
-        </p>
+        </p>}
         {error !== null && <ErrorText message={error} />}
         {watching !== null && <BuildLog key={watching} appId={app.id} buildId={watching} onFinished={onChanged} />}
         {app.builds.length > 0 && (
@@ -97,6 +99,7 @@ function DeploymentCard ({ app, onChanged }: { app: Application; onChanged: () =
   const [message, setMessage] = useState<string | null>(null)
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
+  const { canWrite } = useAccess()
   const d = app.deployment
   return (
     <section aria-labelledby="deployment">
@@ -114,14 +117,14 @@ function DeploymentCard ({ app, onChanged }: { app: Application; onChanged: () =
           </dl>
           )}
       <p class="row">
-        <button type="button" disabled={busy} onClick={() => {
+        {canWrite && <button type="button" disabled={busy} onClick={() => {
           setBusy(true)
           setError(null)
           setMessage(null)
           sendJson<Accepted>('POST', `/applications/${app.id}/deploy`)
             .then((answer) => { setMessage(answer?.message ?? 'deploying'); onChanged() }, (e: unknown) => setError(messageOf(e)))
             .finally(() => setBusy(false))
-        }}>{busy ? 'Deploying…' : 'Deploy'}</button>
+        }}>{busy ? 'Deploying…' : 'Deploy'}</button>}
         <button type="button" onClick={onChanged}>Refresh</button>
       </p>
       {message !== null && <Notice>{message}</Notice>}

@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { getJson, messageOf, send, sendJson } from '../api/client'
 import type { Application, Source } from '../api/types'
+import { useAccess } from './access'
 import type { Editor as EditorComponent } from './editor'
 import { FunctionsSection } from './functions'
 import { ErrorText, Loading, Notice } from './status'
@@ -47,6 +48,8 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
   // A new map from the server (load, save, upload) remounts the editor with it.
   const [version, setVersion] = useState(0)
   const Editor = useEditor()
+  // A read-only caller reads and downloads the source; nothing here changes it.
+  const { canWrite } = useAccess()
 
   const accept = (source: Source, message: string | null): void => {
     setFiles(source.files)
@@ -74,10 +77,10 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
     <section aria-labelledby="source">
       <h2 id="source">Source of {fn.name} {dirty && <span class="warn small">(unsaved changes)</span>}</h2>
       <div class="row">
-        <button type="button" class="primary" disabled={busy || !dirty} onClick={() => run(async () => {
+        {canWrite && <button type="button" class="primary" disabled={busy || !dirty} onClick={() => run(async () => {
           const source = await sendJson<Source>('PUT', `${base}/source`, { files })
           if (source !== null) accept(source, 'Saved.')
-        })}>Save</button>
+        })}>Save</button>}
         <button type="button" disabled={busy} onClick={() => run(async () => {
           const blob = await (await send(`${base}/source.tar.gz`)).blob()
           const link = document.createElement('a')
@@ -86,7 +89,7 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
           link.click()
           setTimeout(() => URL.revokeObjectURL(link.href), 10_000)
         })}>Download .tar.gz</button>
-        <label class="button">Upload .tar.gz
+        {canWrite && <label class="button">Upload .tar.gz
           <input type="file" class="visually-hidden" accept=".tar.gz,.tgz,application/gzip" disabled={busy} onChange={(e) => {
             const file = e.currentTarget.files?.[0]
             e.currentTarget.value = ''
@@ -98,7 +101,7 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
               accept(source, `Uploaded ${file.name}: ${Object.keys(source.files).length} files.`)
             })
           }} />
-        </label>
+        </label>}
       </div>
       {notice !== null && <Notice>{notice}</Notice>}
       {error !== null && <ErrorText message={error} />}
@@ -114,7 +117,7 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
             ))}
             {names.length === 0 && <li class="muted">no files yet</li>}
           </ul>
-          <form onSubmit={(event) => {
+          {canWrite && <form onSubmit={(event) => {
             event.preventDefault()
             const name = newName.trim()
             if (name === '' || name in files) { setError(name === '' ? 'Give the new file a name.' : `${name} exists already.`); return }
@@ -124,12 +127,12 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
           }}>
             <label>New file <input name="new-file" value={newName} placeholder="src/main.go" onInput={(e) => setNewName(e.currentTarget.value)} autoComplete="off" /></label>
             <button type="submit">Add file</button>
-          </form>
+          </form>}
         </div>
         <div class="current">
           {current !== null && files[current] !== undefined && (
             <>
-              <div class="row">
+              {canWrite && <div class="row">
                 {renaming === null
                   ? <button type="button" onClick={() => setRenaming(current)}>Rename</button>
                   : (
@@ -162,9 +165,9 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
                       <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
                     </span>
                     )}
-              </div>
+              </div>}
               {Editor === null && <Loading what="the editor" />}
-              {Editor !== null && <Editor key={`${version}:${current}`} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />}
+              {Editor !== null && <Editor key={`${version}:${current}`} readOnly={!canWrite} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />}
             </>
           )}
         </div>

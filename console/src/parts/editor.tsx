@@ -31,7 +31,7 @@ const labelFor = (file: string): Extension => EditorView.contentAttributes.of({ 
  * Uncontrolled: `text` is read once, when the editor is made; every change goes out through
  * `onChange`. Show another file or a reloaded map by mounting a new editor (a new `key`).
  */
-export function Editor ({ file, text, onChange }: { file: string; text: string; onChange: (text: string) => void }) {
+export function Editor ({ file, text, readOnly = false, onChange }: { file: string; text: string; readOnly?: boolean; onChange: (text: string) => void }) {
   const host = useRef<HTMLDivElement>(null)
   const changed = useRef(onChange)
   changed.current = onChange
@@ -48,7 +48,11 @@ export function Editor ({ file, text, onChange }: { file: string; text: string; 
           // Tab indents; Escape then Tab leaves the editor (CodeMirror's own escape hatch).
           keymap.of([indentWithTab]),
           languageFor(file),
-          EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}` }),
+          // Still focusable and selectable (to read and copy), but typing changes nothing.
+          EditorState.readOnly.of(readOnly),
+          // A tabindex makes the text focusable in the accessibility tree's sense too (a
+          // contenteditable alone is not to axe), so a long line's scroller is keyboard-reachable.
+          EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}`, tabindex: '0' }),
           EditorView.updateListener.of((update) => { if (update.docChanged) changed.current(update.state.doc.toString()) }),
         ],
       }),

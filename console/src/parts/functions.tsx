@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks'
 import { messageOf, sendJson } from '../api/client'
 import type { Application, FunctionItem } from '../api/types'
+import { useAccess } from './access'
 import { ErrorText } from './status'
 
 type Fn = Application['functions'][number]
@@ -10,13 +11,16 @@ export function FunctionsSection ({ app, selected, onSelect, onChanged }: { app:
   const [name, setName] = useState('')
   const [route, setRoute] = useState('')
   const [error, setError] = useState<string | null>(null)
+  const { canWrite } = useAccess()
   return (
     <section aria-labelledby="functions">
       <h2 id="functions">Functions</h2>
       <ul class="functions">
-        {app.functions.map((fn) => <FunctionRow key={fn.id} appId={app.id} fn={fn} selected={fn.id === selected?.id} onSelect={onSelect} onChanged={onChanged} />)}
+        {app.functions.map((fn) => canWrite
+          ? <FunctionRow key={fn.id} appId={app.id} fn={fn} selected={fn.id === selected?.id} onSelect={onSelect} onChanged={onChanged} />
+          : <FunctionView key={fn.id} fn={fn} selected={fn.id === selected?.id} onSelect={onSelect} />)}
       </ul>
-      <form class="row" onSubmit={(event) => {
+      {canWrite && <form class="row" onSubmit={(event) => {
         event.preventDefault()
         setError(null)
         sendJson<FunctionItem>('POST', `/applications/${app.id}/functions`, { name, ...(route === '' ? {} : { route }) })
@@ -25,9 +29,19 @@ export function FunctionsSection ({ app, selected, onSelect, onChanged }: { app:
         <label>New function <input name="function-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} autoComplete="off" /></label>
         <label>Route <input name="function-route" value={route} placeholder={name === '' ? '/{name}/...' : `/${name}/...`} onInput={(e) => setRoute(e.currentTarget.value)} autoComplete="off" /></label>
         <button type="submit">Add function</button>
-      </form>
+      </form>}
       {error !== null && <ErrorText message={error} />}
     </section>
+  )
+}
+
+/** A function as a read-only caller sees it: its name (to select) and its route, as text. */
+function FunctionView ({ fn, selected, onSelect }: { fn: Fn; selected: boolean; onSelect: (id: string) => void }) {
+  return (
+    <li class={selected ? 'selected' : ''}>
+      <button type="button" class="link" aria-pressed={selected} onClick={() => onSelect(fn.id)}>{fn.name}</button>
+      <span>route <code>{fn.route}</code></span>
+    </li>
   )
 }
 

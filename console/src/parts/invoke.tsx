@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks'
 import { messageOf, sendJson } from '../api/client'
 import type { Application, InvokeRequest, InvokeResult } from '../api/types'
+import { useAccess } from './access'
 import { ErrorText } from './status'
 
 type Fn = Application['functions'][number]
@@ -48,7 +49,10 @@ export function InvokePanel ({ app, selected, onSelect }: { app: Application; se
   const [result, setResult] = useState<InvokeResult | null>(null)
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
+  const { canWrite } = useAccess()
   if (selected === null) return <p class="muted">This application has no function to invoke.</p>
+  // Invoking runs code: the API treats it as a write.
+  if (!canWrite) return <p class="muted">Invoking runs the function, which read-only access does not allow.</p>
   const target = path ?? pathOf(selected.route)
   const shown = result === null ? null : prettyBody(result)
 

@@ -12,6 +12,8 @@ export type Caller = {
   admin: boolean
   /** Never true together with admin: an admin may write. */
   readOnly: boolean
+  /** The token's `sub`, to say who is signed in (GET /me); absent without authentication. */
+  subject?: string | undefined
 }
 
 /** Everyone when tenants are off (no tenant claim) or authentication is. */

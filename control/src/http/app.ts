@@ -25,6 +25,7 @@ import type { RouteDeps } from './route-deps.js'
 import { applicationRoutes } from './routes/applications.js'
 import { buildRoutes } from './routes/builds.js'
 import { functionRoutes } from './routes/functions.js'
+import { meRoutes } from './routes/me.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { runtimeRoutes } from './routes/runtime.js'
 import { sourceRoutes } from './routes/sources.js'
@@ -164,6 +165,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       await secured.register(buildRoutes, routeDeps)
       await secured.register(runtimeRoutes, routeDeps)
       await secured.register(metricsRoutes, routeDeps)
+      await secured.register(meRoutes, routeDeps)
     })
   }, { prefix: API_PREFIX })
   await registerConsole(app, config)

@@ -56,13 +56,14 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
 function callerFrom (payload: JWTPayload, opts: AuthOptions): Caller {
   const admin = holds(payload, opts.adminClaim)
   const readOnly = !admin && holds(payload, opts.readonlyClaim)
+  const subject = typeof payload.sub === 'string' ? payload.sub : undefined
   const name = opts.tenantClaim ?? ''
-  if (name === '') return { ...everyoneCaller, admin, readOnly }
+  if (name === '') return { ...everyoneCaller, admin, readOnly, subject }
   const claim = payload[name]
   // Repeated values are one tenant, not a choice between two.
   const tenants = [...new Set((Array.isArray(claim) ? claim : [claim]).filter((value): value is string => typeof value === 'string' && value !== ''))]
   if (tenants.length === 0 && !admin) throw asApiError(insufficientScope(`token lacks the tenant claim ${name}`))
-  return { tenants, admin, readOnly }
+  return { tenants, admin, readOnly, subject }
 }
 
 const holds = (payload: JWTPayload, claim: RequiredClaim | null | undefined): boolean =>

@@ -30,6 +30,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'builds', description: 'Builds of an application into an image, and their logs' },
         { name: 'runtime', description: 'Deploy, invoke and logs of the running application: in the cluster, or on this machine without one' },
         { name: 'metrics', description: 'Time series of applications and functions; needs Prometheus' },
+        { name: 'caller', description: 'Who the caller is: their role and tenants, for a client to offer only what they may do' },
         { name: 'health', description: 'Public: liveness, the process metrics, this document' },
       ],
     },
