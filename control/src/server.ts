@@ -5,8 +5,8 @@ import type { FastifyInstance } from 'fastify'
 import { startBuildWatcher } from './cluster/build-watcher.js'
 import type { Cluster } from './cluster/cluster.js'
 import { connectKube } from './cluster/kube.js'
-import { applySpinApp } from './cluster/spinapps.js'
 import type { ControlConfig } from './config.js'
+import { deployInCluster } from './domain/deploy.js'
 import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
 import { startLocalRuntime } from './local/local.js'
 import { buildApp } from './http/app.js'
@@ -145,7 +145,7 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     },
     async deploy (appId, image) {
       const application = await findApplication(db, appId)
-      if (application !== null) await applySpinApp(kube, config, { id: application.id, name: application.clusterName }, image)
+      if (application !== null) await deployInCluster(kube, config, application, image)
     },
   })
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }

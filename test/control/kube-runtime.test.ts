@@ -79,7 +79,7 @@ t.test('an in-cluster registry: the SpinApp pulls the pushed digest by the nodes
 })
 
 eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; deploy re-applies the latest image', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--replicas', '2'] })
+  const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--public-route', 'none', '--replicas', '2'] })
   const { control, fake } = cluster
   const fresh = await createApp(control, 'fresh')
   t.equal(await getDeployment(control, fresh.id), null, 'null until a build succeeds')
@@ -97,7 +97,7 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
     namespace: 'apps',
     serviceName: 'hello',
     internalUrl: 'http://hello.apps.svc.cluster.local',
-    publicUrl: 'https://apps.example.com/hello',
+    publicUrl: 'https://apps.example.com/hello/',
     message: '2 of 2 replicas ready',
   })
   operateSpinApp(fake, 'hello', 1)

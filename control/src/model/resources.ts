@@ -4,7 +4,9 @@
 // the API's answers, so Fastify serialises with them and the OpenAPI document shows them. A
 // leaf schema's `description` doubles as the explanation in a 400 answer (http/validation.ts).
 import { Type } from 'typebox'
-import type { Static, TSchema, TUnsafe } from 'typebox'
+import type { Static } from 'typebox'
+import { AppSettingsView } from './app-settings.js'
+import { mapOf } from './map-of.js'
 
 export const LANGUAGES = ['go', 'js', 'ts', 'rust'] as const
 const RUNTIMES = ['wasmkube'] as const
@@ -87,20 +89,13 @@ export const Deployment = Type.Object({
 
 export const Application = Type.Object({
   ...ApplicationSummary.properties,
+  ...AppSettingsView,
   functions: Type.Array(FunctionItem),
   deployment: Type.Union([Deployment, Type.Null()], { description: 'null until the first successful build' }),
   builds: Type.Array(Build, { description: 'newest first' }),
 })
 
 // ---- source ----
-
-/**
- * An object whose every value matches `value`. Not Type.Record: its key pattern `^.*$` does not
- * match keys with a line break, and a value under such a key would go unchecked.
- */
-function mapOf<T> (value: TSchema, description: string): TUnsafe<Record<string, T>> {
-  return Type.Unsafe<Record<string, T>>({ type: 'object', additionalProperties: value, description })
-}
 
 export const Files = mapOf<string>(Type.String(),
   'file path to content; paths are relative ("src/main.go"): no "..", ".", empty or absolute parts, no "\\", control characters or NUL; contents are text without NUL')
