@@ -84,7 +84,7 @@ function SettingsForm ({ app, policy, saved, onSaved }: FormProps) {
       <fieldset>
         <legend>CPU and memory</legend>
         <p class="muted small">{policyNote(policy)}</p>
-        <div class="fields">
+        <div class="fields top">
           {RESOURCE_FIELDS.map((field) => {
             const forced = policy.mode === 'forced'
             const platform = policy[field]
