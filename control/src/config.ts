@@ -19,10 +19,10 @@ import { compareQuantities, parseQuantity as quantityValue, QUANTITY_RULE } from
 /** Where builds and deployments run: auto picks the cluster when one is configured or found, else this machine. */
 type RuntimeChoice = 'auto' | 'cluster' | 'local'
 
-export type ResourcePolicyMode = 'open' | 'max' | 'forced'
+type ResourcePolicyMode = 'open' | 'max' | 'forced'
 
 /** What makes deployment.publicUrl answer: a Gateway API HTTPRoute, an Ingress, or nothing (made elsewhere). */
-export type PublicRouteKind = 'httproute' | 'ingress' | 'none'
+type PublicRouteKind = 'httproute' | 'ingress' | 'none'
 
 /** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
 export type RequiredClaim = { name: string; value: string }

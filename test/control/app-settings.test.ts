@@ -2,11 +2,14 @@
 // shows the settings (a secret only as {"secret": true}), bad input is a 400 naming the field,
 // and the platform's resource policy (open, max, forced) as GET /policy describes it. Secret
 // values on this machine are sealed in the database under a key the data directory keeps.
-import { statSync } from 'node:fs'
+import { statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { createApp, eachEngine, startTestControl } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
+import { variableNames, variableValues } from '../../control/src/domain/variables.js'
+import { findApplication } from '../../control/src/store/applications.js'
+import type { StoredApplication } from '../../control/src/store/applications.js'
 import { secretBox } from '../../control/src/store/secret-box.js'
 
 const LOCAL = ['--dev-insecure-skip-auth', '--runtime', 'local']
@@ -57,6 +60,16 @@ eachEngine(t, 'PATCH: fields given replace, absent ones stay, and every answer s
   t.equal(secretBox({ secretKeyFile: '', dataDir: control.store.dataDir }).open(sealed, `${app.id}/greeting`), null, 'and for no other name')
   t.equal(statSync(join(control.store.dataDir, 'secret.key')).mode & 0o777, 0o600, 'the generated key is readable by its owner only')
 
+  // What the runtime on this machine gives the function: values, the secret unsealed, no secretRef.
+  const withRef = await patch(control, app.id, { variables: { api_token: { secret: true }, greeting: { value: 'hi' }, db: { secretRef: { name: 'db', key: 'k' } } } })
+  t.match(withRef.body.deployment, null)
+  const stored = await findApplication(control.server.db, app.id) as StoredApplication
+  t.same(variableNames(stored), ['api_token', 'db', 'greeting'])
+  t.same(await variableValues({ config: control.config, cluster: null }, stored), { api_token: 'hunter2-secret', greeting: 'hi' })
+  const otherKey = join(control.store.dataDir, 'other.key')
+  writeFileSync(otherKey, Buffer.alloc(32, 7).toString('base64'))
+  await t.rejects(variableValues({ config: { ...control.config, secretKeyFile: otherKey }, cluster: null }, stored), { message: /^variables.api_token: its secret value does not open with this secret key/ })
+
   const cleared = await patch(control, app.id, { autoscaling: null, variables: {} })
   t.match(cleared.body, { autoscaling: null, variables: {}, replicas: 3, resources: { cpuLimit: '0.5' } })
 })
@@ -100,7 +113,7 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
   const open = await startTestControl(t, 'pglite', [...LOCAL, '--resource-memory-limit', '256Mi'])
   t.same((await open.call('GET', '/policy')).body, { mode: 'open', cpuRequest: null, cpuLimit: null, memoryRequest: null, memoryLimit: '256Mi' })
   const fresh = await createApp(open, 'hello')
-  t.same(fresh.resources, { memoryLimit: '256Mi' }, 'open: the platform\'s value is the default')
+  t.same((fresh as unknown as { resources: unknown }).resources, { memoryLimit: '256Mi' }, 'open: the platform\'s value is the default')
   t.same((await patch(open, fresh.id, { resources: { memoryLimit: '1Gi' } })).body.resources, { memoryLimit: '1Gi' }, 'open: the application\'s own value wins')
   const tooBig = await patch(open, fresh.id, { resources: { memoryRequest: '512Mi' } })
   t.same(tooBig.body, { error: "resources.memoryRequest: 512Mi is above the platform's memoryLimit 256Mi, which applies when resources.memoryLimit is not given" })

@@ -20,7 +20,7 @@ import { unresolvedVariables, variablesView } from './variables.js'
 export type ApplicationDeps = { db: Database; config: ControlConfig; cluster: Cluster | null; local?: LocalRuntime | null | undefined }
 
 /** The settings as answers show them: replicas defaulted, the resources in force, no secret. */
-export function settingsView (config: ControlConfig, settings: AppSettings): Pick<ApplicationT, 'replicas' | 'autoscaling' | 'resources' | 'variables'> {
+function settingsView (config: ControlConfig, settings: AppSettings): Pick<ApplicationT, 'replicas' | 'autoscaling' | 'resources' | 'variables'> {
   return {
     replicas: settings.replicas ?? config.replicas,
     autoscaling: settings.autoscaling,

@@ -88,7 +88,7 @@ export function resourcesInForce (config: PolicySettings, stored: ResourcesT): R
   }
   // A lowered limit may now sit below a request that was fine with the old one.
   for (const [request, limit] of PAIRS) {
-    if (above(result[request], result[limit])) result[request] = result[limit] as string
+    if (above(result[request], result[limit])) result[request] = result[limit]
   }
   return result
 }

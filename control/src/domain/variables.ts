@@ -29,7 +29,12 @@ export function variableNames (application: { settings: AppSettings }): string[]
  * In the cluster only the plain values (the SpinApp references the Secret for the others); a
  * secretRef never (without a cluster there is no Secret to read: unresolvedVariables names them).
  */
-export async function variableValues ({ config, cluster }: VariableDeps, application: StoredApplication): Promise<Record<string, string>> {
+export function variableValues (deps: VariableDeps, application: StoredApplication): Promise<Record<string, string>> {
+  // A promise (a failure to unseal rejects it): the contract of whoever runs the application, which may come to read elsewhere.
+  return new Promise((resolve) => resolve(collectValues(deps, application)))
+}
+
+function collectValues ({ config, cluster }: VariableDeps, application: StoredApplication): Record<string, string> {
   const values: Record<string, string> = {}
   for (const name of variableNames(application)) {
     const variable = application.settings.variables[name] as StoredVariable

@@ -6,9 +6,9 @@ import type { Static } from 'typebox'
 import { mapOf } from './map-of.js'
 import { QUANTITY_RULE } from './quantity.js'
 
-export const MAX_REPLICAS = 100
-export const MAX_VARIABLES = 100
-export const MAX_VARIABLE_VALUE_LENGTH = 16 * 1024
+const MAX_REPLICAS = 100
+const MAX_VARIABLES = 100
+const MAX_VARIABLE_VALUE_LENGTH = 16 * 1024
 export const MAX_VARIABLE_NAME_LENGTH = 64
 
 export const VARIABLE_NAME_RULE = `a Spin variable name of at most ${MAX_VARIABLE_NAME_LENGTH} characters: lowercase letters, digits and "_", starting with a letter, ending with a letter or digit, no "__"`

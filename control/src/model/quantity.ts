@@ -9,7 +9,7 @@
 const QUANTITY = /^(?<whole>[0-9]+)(?:\.(?<fraction>[0-9]+))?(?<suffix>[KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]{1,2})?$/
 
 /** Longer quantities are refused before any parsing: nothing sensible needs more. */
-export const MAX_QUANTITY_LENGTH = 32
+const MAX_QUANTITY_LENGTH = 32
 
 const DECIMAL_SI: Record<string, number> = { m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 }
 const BINARY_SI: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 }

@@ -13,7 +13,7 @@ const VERSION = 1
 const NONCE_BYTES = 12
 const TAG_BYTES = 16
 const KEY_BYTES = 32
-export const GENERATED_KEY_FILE = 'secret.key'
+const GENERATED_KEY_FILE = 'secret.key'
 
 export type SecretBox = {
   seal (plaintext: string, context: string): string
