@@ -39,7 +39,7 @@ export type Draft = {
 }
 
 let nextKey = 0
-export const rowKey = (): number => ++nextKey
+const rowKey = (): number => ++nextKey
 
 export function emptyRow (): VariableRow {
   return { key: rowKey(), name: '', isNew: true, kind: 'value', value: '', stored: false, replacing: false, refName: '', refKey: '' }
