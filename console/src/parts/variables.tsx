@@ -66,8 +66,8 @@ function ValueCell ({ row, label, readOnly, marks, update }: CellProps) {
   if (row.kind === 'secretRef') {
     return (
       <span class="inline-fields">
-        <input aria-label={`Secret name of ${label}`} placeholder="Secret name" value={row.refName} disabled={readOnly} autoComplete="off" {...marks} onInput={(e) => update({ refName: e.currentTarget.value })} />
-        <input aria-label={`Secret key of ${label}`} placeholder="key" value={row.refKey} disabled={readOnly} autoComplete="off" {...marks} onInput={(e) => update({ refKey: e.currentTarget.value })} />
+        <label class="small">Secret <input aria-label={`Secret name of ${label}`} value={row.refName} disabled={readOnly} autoComplete="off" {...marks} onInput={(e) => update({ refName: e.currentTarget.value })} /></label>
+        <label class="small">key <input aria-label={`Secret key of ${label}`} value={row.refKey} disabled={readOnly} autoComplete="off" {...marks} onInput={(e) => update({ refKey: e.currentTarget.value })} /></label>
       </span>
     )
   }
