@@ -220,6 +220,10 @@ t.test('settings: autoscaling and its 400, the description, a Secret reference, 
   t.notOk('old_one' in ((await getApp()).variables as Record<string, unknown>), 'the removed row is gone')
   t.equal(await page.getByLabel('Secret name of db_password').inputValue(), 'db', 'the reference shown as stored')
   await checkPage(t, page, 'settings-autoscaling')
+  await page.setViewportSize({ width: 390, height: 844 })
+  t.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= 390'), 'at phone width one column: nothing wider than the screen')
+  await checkPage(t, page, 'settings-phone')
+  await page.setViewportSize({ width: 1280, height: 900 })
 
   // ---- a name twice: said in words, nothing sent ----
   await page.getByRole('button', { name: 'Add variable' }).click()
