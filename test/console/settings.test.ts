@@ -74,6 +74,8 @@ t.test('settings: a 400 naming the field, then replicas, a resource, a variable 
   // ---- replicas 3 and a CPU limit over the cap: the API's 400, the field named and marked ----
   const replicas = page.getByLabel('Replicas', { exact: true })
   const cpuLimit = page.getByLabel('CPU limit')
+  t.equal(await cpuLimit.inputValue(), '', 'the cap is the platform\'s value, not one the application set')
+  t.equal(await cpuLimit.getAttribute('placeholder'), 'the platform\'s: 1', 'and is said to apply')
   await replicas.fill('3')
   await cpuLimit.fill('2')
   await page.getByRole('button', { name: 'Save settings' }).click()
@@ -102,7 +104,7 @@ t.test('settings: a 400 naming the field, then replicas, a resource, a variable 
     'each save sends one PATCH with only the changed fields')
   t.same(patches[1], {
     replicas: 3,
-    resources: { cpuLimit: '500m', memoryLimit: '256Mi' },
+    resources: { cpuLimit: '500m' },
     variables: { greeting: { value: 'hello there' }, api_token: { secret: SECRET } },
   }, 'the second as typed')
 
@@ -112,6 +114,7 @@ t.test('settings: a 400 naming the field, then replicas, a resource, a variable 
   await page.getByLabel('Value of greeting').waitFor(WAIT)
   t.equal(await page.getByLabel('Replicas', { exact: true }).inputValue(), '3', 'replicas 3')
   t.equal(await page.getByLabel('CPU limit').inputValue(), '500m', 'the CPU limit')
+  t.equal(await page.getByLabel('Memory limit').inputValue(), '', 'the memory limit still the platform\'s, not pinned by the save')
   t.equal(await page.getByLabel('Value of greeting').inputValue(), 'hello there', 'the variable\'s value')
   t.equal(await page.locator('tr[data-variable=api_token]').getByTestId('secret-set').textContent(), 'secret, set', 'the secret shown as set')
   t.equal(await page.getByLabel('Secret value of api_token').count(), 0, 'with no field holding it')
@@ -120,7 +123,7 @@ t.test('settings: a 400 naming the field, then replicas, a resource, a variable 
     replicas: 3,
     resources: { cpuLimit: '500m', memoryLimit: '256Mi' },
     variables: { greeting: { value: 'hello there' }, api_token: { secret: true } },
-  }, 'the API\'s GET agrees')
+  }, 'the API\'s GET agrees (the memory limit in force, the platform\'s)')
   await checkPage(t, page, 'settings')
 
   // ---- change the plain value only: the secret is kept, never sent again ----

@@ -52,7 +52,22 @@ function rowOf (name: string, variable: Variable): VariableRow {
   return { ...row, kind: 'secret', stored: true }
 }
 
-export function draftOf (app: Application): Draft {
+/**
+ * The resource fields as the user set them. The API shows the values in force, the platform's
+ * filling what the application left unset; a field equal to the platform's value is shown empty
+ * (the platform's, said beside it), so that saving other fields does not pin the platform's
+ * value of today into the application. Under `forced` the fields are the platform's, never sent.
+ */
+function resourcesOf (app: Application, policy: ResourcePolicy | null): Record<ResourceField, string> {
+  const fields = {} as Record<ResourceField, string>
+  for (const field of RESOURCE_FIELDS) {
+    const value = app.resources[field] ?? ''
+    fields[field] = policy !== null && policy.mode !== 'forced' && value === policy[field] ? '' : value
+  }
+  return fields
+}
+
+export function draftOf (app: Application, policy: ResourcePolicy | null): Draft {
   const scaling = app.autoscaling
   return {
     description: app.description,
@@ -61,12 +76,7 @@ export function draftOf (app: Application): Draft {
     minReplicas: String(scaling?.minReplicas ?? 1),
     maxReplicas: String(scaling?.maxReplicas ?? Math.max(app.replicas, 2)),
     targetCpuPercent: String(scaling?.targetCpuPercent ?? 80),
-    resources: {
-      cpuRequest: app.resources.cpuRequest ?? '',
-      cpuLimit: app.resources.cpuLimit ?? '',
-      memoryRequest: app.resources.memoryRequest ?? '',
-      memoryLimit: app.resources.memoryLimit ?? '',
-    },
+    resources: resourcesOf(app, policy),
     variables: Object.entries(app.variables).map(([name, variable]) => rowOf(name, variable)),
   }
 }
@@ -101,12 +111,15 @@ export function patchOf (app: Application, draft: Draft, policy: ResourcePolicy 
     : null
   if (canonical(autoscaling) !== canonical(app.autoscaling)) patch.autoscaling = autoscaling
   if (policy?.mode !== 'forced') {
-    const resources: NonNullable<ApplicationPatch['resources']> = {}
-    for (const field of RESOURCE_FIELDS) {
-      const text = draft.resources[field].trim()
-      if (text !== '') resources[field] = text
+    const shown = resourcesOf(app, policy)
+    if (RESOURCE_FIELDS.some((field) => draft.resources[field].trim() !== shown[field])) {
+      const resources: NonNullable<ApplicationPatch['resources']> = {}
+      for (const field of RESOURCE_FIELDS) {
+        const text = draft.resources[field].trim()
+        if (text !== '') resources[field] = text
+      }
+      patch.resources = resources
     }
-    if (canonical(resources) !== canonical(app.resources)) patch.resources = resources
   }
   const variables: Variables = {}
   for (const row of draft.variables) {

@@ -33,7 +33,7 @@ export function SettingsPanel ({ app, onChanged }: { app: Application; onChanged
 type FormProps = { app: Application; policy: ResourcePolicy; saved: boolean; onSaved: (done: boolean) => void }
 
 function SettingsForm ({ app, policy, saved, onSaved }: FormProps) {
-  const [draft, setDraft] = useState<Draft>(() => draftOf(app))
+  const [draft, setDraft] = useState<Draft>(() => draftOf(app, policy))
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
   const { canWrite } = useAccess()
@@ -90,7 +90,7 @@ function SettingsForm ({ app, policy, saved, onSaved }: FormProps) {
             const platform = policy[field]
             return (
               <label key={field}>{RESOURCE_LABELS[field]}
-                <input name={field} value={forced ? platform ?? '' : draft.resources[field]} placeholder={forced ? 'none' : field.startsWith('cpu') ? 'e.g. 500m' : 'e.g. 256Mi'}
+                <input name={field} value={forced ? platform ?? '' : draft.resources[field]} placeholder={forced ? 'none' : platform !== null ? `the platform's: ${platform}` : field.startsWith('cpu') ? 'e.g. 500m' : 'e.g. 256Mi'}
                   readOnly={forced} disabled={readOnly} autoComplete="off" spellcheck={false} {...marks(`resources.${field}`)}
                   onInput={(e) => edit({ resources: { ...draft.resources, [field]: e.currentTarget.value } })} />
                 {platform !== null && <span class="muted small">{forced ? 'set by the platform' : policy.mode === 'max' ? `at most ${platform}` : `default ${platform}`}</span>}
