@@ -10,7 +10,7 @@ import { succeedJob } from '../fixtures/kube-jobs.js'
 import { SECRETS } from '../fixtures/kube-secrets.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import type { KubeObject } from '../fixtures/kube-api.js'
-import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startClusterControl } from '../helpers/cluster.js'
 import type { ClusterControl } from '../helpers/cluster.js'
 import { createApp, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
@@ -77,7 +77,11 @@ t.test('the SpinApp, its Secret, HPA and HTTPRoute follow the settings, and go w
     }],
   })
   operateSpinApp(fake, 'hello')
-  t.match((await control.call('GET', `/applications/${app.id}`)).body, { deployment: { replicas: 3, publicUrl: 'https://fn.example.com/hello/', ready: true } })
+  await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { builds: Array<{ imageSizeBytes: number | null }> }).builds[0]?.imageSizeBytes !== null, 5000, 'image measured')
+  t.match((await control.call('GET', `/applications/${app.id}`)).body, {
+    builds: [{ imageSizeBytes: IMAGE_SIZE }],
+    deployment: { replicas: 3, publicUrl: 'https://fn.example.com/hello/', ready: true, imageSizeBytes: IMAGE_SIZE },
+  }, 'the image size is on the build and the deployment')
 
   const scaled = await patch(control, app.id, { autoscaling: { minReplicas: 2, maxReplicas: 6, targetCpuPercent: 60 } })
   t.equal(scaled.status, 200)

@@ -16,7 +16,7 @@ import { applies, operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { createApp, eachEngine, firstFunction, until } from '../helpers/control.js'
 import type { ClusterControl } from '../helpers/cluster.js'
-import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startClusterControl } from '../helpers/cluster.js'
 
 type Deployment = { image: string; replicas: number; observedReplicas: number; ready: boolean; namespace: string; serviceName: string; internalUrl: string; publicUrl: string | null; message: string }
 
@@ -28,6 +28,7 @@ async function deployed (cluster: ClusterControl, name = 'hello'): Promise<{ app
   const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
   succeedJob(fake, `build-${build.id}`, image)
   await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
+  await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 5000, 'image measured')
   operateSpinApp(fake, name)
   return { app, image }
 }
@@ -91,6 +92,7 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
   const ready = await getDeployment(control, app.id)
   t.same(ready, {
     image,
+    imageSizeBytes: IMAGE_SIZE,
     replicas: 2,
     observedReplicas: 2,
     ready: true,

@@ -120,6 +120,7 @@ async function orNull<T> (read: () => Promise<T>, action: string): Promise<T | n
 export async function readDeployment (kube: Kube, config: ControlConfig, app: { name: string; replicas: number }, image: string): Promise<DeploymentT> {
   const base: DeploymentT = {
     image,
+    imageSizeBytes: null,
     replicas: app.replicas,
     observedReplicas: 0,
     ready: false,

@@ -33,7 +33,10 @@ function settingsView (config: ControlConfig, settings: AppSettings): Pick<Appli
 export function applicationView (config: ControlConfig, stored: StoredApplicationDetail, deployment: DeploymentT | null): ApplicationT {
   const { clusterName, settings, ...rest } = stored
   void clusterName
-  return { ...rest, ...settingsView(config, settings), deployment }
+  // The size is the build's: the newest build that made the image deployed.
+  const built = deployment === null ? undefined : stored.builds.find((build) => build.imageRef === deployment.image) ?? stored.builds.find((build) => build.status === 'succeeded')
+  const size = built?.imageSizeBytes ?? null
+  return { ...rest, ...settingsView(config, settings), deployment: deployment === null ? null : { ...deployment, imageSizeBytes: size } }
 }
 
 /** The application with its functions, builds and, once it has a successful build, its deployment. */
@@ -75,6 +78,7 @@ export async function removeApplication ({ db, cluster, local }: ApplicationDeps
 function localDeployment (name: string, image: string, status: DeploymentStatus | null): DeploymentT {
   return {
     image: status?.image ?? image,
+    imageSizeBytes: null,
     replicas: 1,
     observedReplicas: status?.running === true ? 1 : 0,
     ready: status?.ready ?? false,

@@ -70,6 +70,7 @@ export const Build = Type.Object({
   id: Id,
   status: Type.Enum([...BUILD_STATUSES]),
   imageRef: Type.Union([Type.String(), Type.Null()]),
+  imageSizeBytes: Type.Union([Type.Integer(), Type.Null()], { description: "the image's config and layers in bytes, as pushed; null until known (and when the registry cannot be read)" }),
   createdAt: Timestamp,
   finishedAt: Type.Union([Timestamp, Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),
@@ -77,6 +78,7 @@ export const Build = Type.Object({
 
 export const Deployment = Type.Object({
   image: Type.String(),
+  imageSizeBytes: Type.Union([Type.Integer(), Type.Null()], { description: "the deployed build's imageSizeBytes" }),
   replicas: Type.Integer(),
   observedReplicas: Type.Integer(),
   ready: Type.Boolean(),
