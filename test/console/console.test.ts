@@ -179,6 +179,9 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
     return await page.locator('dl.facts span.ok', { hasText: /^ready$/ }).count() === 1
   }, 60_000, 'the deployment ready')
   t.match(await page.locator('dl.facts').textContent(), /oci-layout:\/.*\/hello@sha256:[0-9a-f]{64}/, 'the deployment shows the image the build made')
+  const imageSize = ((await api('GET', `/applications/${appId}`)).body as { deployment: { imageSizeBytes: number | null } }).deployment.imageSizeBytes ?? 0
+  t.ok(imageSize > 0, `the API knows the image's size (${imageSize} bytes)`)
+  t.match(await page.locator('dl.facts [data-testid=image-size]').textContent(), `(${imageSize.toLocaleString('en')} bytes)`, 'and the deployment shows it')
   await checkPage(t, page, 'build')
 
   // ---- invoke the component: the edited answer ----

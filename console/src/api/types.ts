@@ -18,5 +18,7 @@ export type Accepted = Ok<'deployApplication', 202>
 export type ConsoleConfig = Ok<'getConsoleConfig', 200>
 export type Me = Ok<'getMe', 200>
 export type Language = Body<'createApplication'>['language']
+export type ApplicationPatch = Body<'updateApplication'>
+export type ResourcePolicy = Ok<'getResourcePolicy', 200>
 export type MetricSeries = { points: Array<[number, number]>; unit: string }
 export type Metrics = { range: string; step: string; series: Record<string, MetricSeries> }

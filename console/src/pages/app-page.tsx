@@ -1,5 +1,5 @@
-// One application: a tab per task (code, build and deploy, invoke, logs, metrics), each its own
-// address so a reload or a shared link comes back to it.
+// One application: a tab per task (code, build and deploy, invoke, logs, metrics, settings),
+// each its own address so a reload or a shared link comes back to it.
 import { getJson } from '../api/client'
 import type { Application } from '../api/types'
 import { ReadOnlyNotice, useAccess } from '../parts/access'
@@ -8,6 +8,7 @@ import { CodePanel } from '../parts/code'
 import { InvokePanel } from '../parts/invoke'
 import { LogPanel } from '../parts/app-log'
 import { MetricsPanel } from '../parts/metrics'
+import { SettingsPanel } from '../parts/settings'
 import { ErrorText, Loading } from '../parts/status'
 import { useLoad } from '../parts/use-load'
 import { useState } from 'preact/hooks'
@@ -25,13 +26,14 @@ function AppMetrics ({ app, selected }: TabProps) {
   )
 }
 
-// One entry per tab: a new section of the page (say the application's settings) is one more.
+// One entry per tab: a new section of the page is one more.
 const TABS: Array<{ id: string; label: string; Panel: (props: TabProps) => preact.JSX.Element }> = [
   { id: 'code', label: 'Functions & code', Panel: CodePanel },
   { id: 'build', label: 'Build & deploy', Panel: BuildPanel },
   { id: 'invoke', label: 'Invoke', Panel: InvokePanel },
   { id: 'logs', label: 'Logs', Panel: LogPanel },
   { id: 'metrics', label: 'Metrics', Panel: AppMetrics },
+  { id: 'settings', label: 'Settings', Panel: SettingsPanel },
 ]
 
 export function AppPage ({ appId, tab }: { appId: string; tab: string }) {

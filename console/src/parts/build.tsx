@@ -8,6 +8,16 @@ import { ErrorText, Notice } from './status'
 
 const FINISHED = new Set(['succeeded', 'failed'])
 
+/** An image's size as people read it, with the exact count for comparing with the registry. */
+function ImageSize ({ bytes }: { bytes: number | null }) {
+  if (bytes === null) return <span class="muted">not known</span>
+  const units = ['B', 'KiB', 'MiB', 'GiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++ }
+  return <span data-testid="image-size">{unit === 0 ? value : value.toFixed(1)} {units[unit]} <span class="muted">({bytes.toLocaleString('en')} bytes)</span></span>
+}
+
 export function BuildPanel ({ app, onChanged }: { app: Application; onChanged: () => void }) {
   const [watching, setWatching] = useState<string | null>(app.builds[0]?.id ?? null)
   const [error, setError] = useState<string | null>(null)
@@ -38,7 +48,7 @@ export function BuildPanel ({ app, onChanged }: { app: Application; onChanged: (
                 <tr key={b.id}>
                   <td data-label="Started">{new Date(b.createdAt).toLocaleString()}</td>
                   <td data-label="Status"><span class={`status-${b.status}`}>{b.status}</span></td>
-                  <td data-label="Image or error" class="break">{b.error ?? b.imageRef ?? ''}</td>
+                  <td data-label="Image or error" class="break">{b.error ?? b.imageRef ?? ''}{b.imageRef !== null && b.imageSizeBytes !== null && <> · <ImageSize bytes={b.imageSizeBytes} /></>}</td>
                   <td><button type="button" onClick={() => setWatching(b.id)} aria-pressed={watching === b.id}>Log<span class="visually-hidden"> of the build of {new Date(b.createdAt).toLocaleString()}</span></button></td>
                 </tr>
               ))}
@@ -111,6 +121,7 @@ function DeploymentCard ({ app, onChanged }: { app: Application; onChanged: () =
             <dt>State</dt><dd><span class={d.ready ? 'ok' : 'warn'}>{d.ready ? 'ready' : 'not ready'}</span></dd>
             <dt>Replicas</dt><dd>{d.observedReplicas} of {d.replicas}</dd>
             <dt>Image</dt><dd class="break">{d.image}</dd>
+            <dt>Image size</dt><dd><ImageSize bytes={d.imageSizeBytes} /></dd>
             <dt>Internal URL</dt><dd class="break">{d.internalUrl}</dd>
             <dt>Public URL</dt><dd class="break">{d.publicUrl === null ? <span class="muted">none (no public base URL set)</span> : <a href={d.publicUrl}>{d.publicUrl}</a>}</dd>
             <dt>Message</dt><dd>{d.message === '' ? <span class="muted">none</span> : d.message}</dd>
