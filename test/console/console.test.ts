@@ -109,7 +109,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
 
   // ---- edit the source: the handler rewritten, a file added ----
   await page.getByRole('button', { name: 'src/index.js' }).click()
-  await page.locator('.editor[data-file="src/index.js"] .cm-content', { hasText: 'hello from' }).waitFor(WAIT)
+  await page.locator('.editor[data-file="src/index.js"] .cm-content', { hasText: "variable('greeting', 'hello')" }).waitFor(WAIT)
   await page.locator('.cm-content').click()
   await page.keyboard.press('ControlOrMeta+A')
   await page.keyboard.type(PROGRAM[0] as string)
@@ -122,7 +122,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   await page.getByRole('button', { name: 'Save', exact: true }).click()
   await page.getByText('Saved.').waitFor(WAIT)
   const saved = await sourceFiles()
-  t.same(Object.keys(saved).sort(), ['README.md', 'package.json', 'src/index.js'], 'the whole map was saved: the template\'s files and the new one')
+  t.same(Object.keys(saved).sort(), ['README.md', 'package.json', 'src/index.js', 'wit/spin-variables.wit'], 'the whole map was saved: the template\'s files and the new one')
   t.equal(saved['src/index.js'], PROGRAM.join('\n'), 'the handler as typed in the editor')
   t.equal(saved['README.md'], '# hello')
   await page.getByRole('button', { name: 'src/index.js' }).click()
@@ -138,8 +138,8 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
     name: 'src.tar.gz', mimeType: 'application/gzip',
     buffer: await tgzOf(Object.entries(downloaded).map(([name, content]) => ({ name: name === 'README.md' ? 'NOTES.md' : name, content }))),
   })
-  await page.getByText('Uploaded src.tar.gz: 3 files.').waitFor(WAIT)
-  t.same(Object.keys(await sourceFiles()).sort(), ['NOTES.md', 'package.json', 'src/index.js'], 'the upload replaced the map')
+  await page.getByText('Uploaded src.tar.gz: 4 files.').waitFor(WAIT)
+  t.same(Object.keys(await sourceFiles()).sort(), ['NOTES.md', 'package.json', 'src/index.js', 'wit/spin-variables.wit'], 'the upload replaced the map')
   await page.getByRole('button', { name: 'NOTES.md' }).click()
   await page.locator('.editor[data-file="NOTES.md"] .cm-content', { hasText: '# hello' }).waitFor(WAIT)
 
