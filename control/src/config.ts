@@ -15,9 +15,15 @@ import { formatDuration, parseDuration } from '../../common/src/config/duration.
 import { DEFAULT_BUILDER_IMAGES } from './builder-images.js'
 import type { LanguageT } from './model/resources.js'
 import { LANGUAGES } from './model/resources.js'
+import { compareQuantities, parseQuantity as quantityValue, QUANTITY_RULE } from './model/quantity.js'
 
 /** Where builds and deployments run: auto picks the cluster when one is configured or found, else this machine. */
 type RuntimeChoice = 'auto' | 'cluster' | 'local'
+
+type ResourcePolicyMode = 'open' | 'max' | 'forced'
+
+/** What makes deployment.publicUrl answer: a Gateway API HTTPRoute, an Ingress, or nothing (made elsewhere). */
+type PublicRouteKind = 'httproute' | 'ingress' | 'none'
 
 /** A claim the token must carry: `value` equals the claim, or is one element of it when it is an array. */
 export type RequiredClaim = { name: string; value: string }
@@ -58,6 +64,15 @@ export type ControlConfig = {
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
   buildMemory: string
   replicas: number
+  resourcePolicy: ResourcePolicyMode
+  resourceCpuRequest: string // Kubernetes quantities; '' : none
+  resourceCpuLimit: string
+  resourceMemoryRequest: string
+  resourceMemoryLimit: string
+  publicRoute: PublicRouteKind
+  gateway: string // [namespace/]name of the Gateway the HTTPRoutes attach to
+  ingressClass: string // '' : the cluster's default class
+  secretKeyFile: string // '' : {dataDir}/secret.key, generated
   invokeTimeoutMs: number
   headersTimeoutMs: number // a request's headers must be complete within this
   minBodyBytes: number // a request body must bring at least this many bytes ...
@@ -149,6 +164,38 @@ function parseQuantity (text: string): string {
   return text
 }
 
+function parseResourcePolicy (text: string): ResourcePolicyMode {
+  if (text !== 'open' && text !== 'max' && text !== 'forced') throw new Error('expected open, max or forced')
+  return text
+}
+
+function parseOptionalQuantity (text: string): string {
+  if (text !== '' && quantityValue(text) === null) throw new Error(`expected ${QUANTITY_RULE}`)
+  return text
+}
+
+function parsePublicRoute (text: string): PublicRouteKind {
+  if (text !== 'httproute' && text !== 'ingress' && text !== 'none') throw new Error('expected httproute, ingress or none')
+  return text
+}
+
+// A Gateway's name, optionally after its namespace: both RFC 1123.
+function parseGateway (text: string): string {
+  if (text !== '' && !/^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(text)) throw new Error('expected a Gateway name, or namespace/name')
+  return text
+}
+
+// The base URL of the public routes: path-based (https://fn.example.com, optionally under a
+// path) or host-based (https://*.fn.example.com, the application's name in place of "*").
+function parsePublicBaseUrl (text: string): string {
+  const url = withoutTrailingSlash(parseHttpUrl(text))
+  if (url === '') return ''
+  const parsed = new URL(url)
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') throw new Error('expected no query, fragment or credentials')
+  if (parsed.hostname.includes('*') && (!/^\*\.[^*]+$/.test(parsed.hostname) || parsed.pathname !== '/')) throw new Error('expected "*" only as the first label of the host and no path, e.g. https://*.fn.example.com')
+  return url
+}
+
 // 0 is allowed (stop at once); a minute is far more than any load balancer needs.
 function parseShutdownDelay (text: string): number {
   const ms = parseDuration(text)
@@ -206,7 +253,7 @@ export const settings = [
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
   setting({ key: 'prometheusTimeoutMs', env: 'PLATFORM_PROMETHEUS_TIMEOUT', flag: '--prometheus-timeout', default: '10s', parse: parseTimerDuration, help: 'how long one query_range may take (also sent to Prometheus as its timeout); then 503' }),
   setting({ key: 'metricsRateWindowMs', env: 'PLATFORM_METRICS_RATE_WINDOW', flag: '--metrics-rate-window', default: '1m', parse: parseRateWindow, help: 'shortest rate() window, at least 1s; keep it at four scrape intervals or more. A step longer than half of it widens the window to twice the step' }),
-  setting({ key: 'publicBaseUrl', env: 'PLATFORM_PUBLIC_BASE_URL', flag: '--public-base-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'deployment.publicUrl is {this}/{application name}; empty: null' }),
+  setting({ key: 'publicBaseUrl', env: 'PLATFORM_PUBLIC_BASE_URL', flag: '--public-base-url', default: '', parse: parsePublicBaseUrl, help: 'where deployed applications answer: https://fn.example.com gives https://fn.example.com/{app}/ (the prefix is stripped before the function sees the path), https://*.fn.example.com gives https://{app}.fn.example.com/, {app} being the name in the cluster; --public-route says what routes it. Empty: publicUrl is null' }),
   setting({ key: 'maxArchiveBytes', env: 'PLATFORM_MAX_ARCHIVE_BYTES', flag: '--max-archive-bytes', default: '8MiB', parse: parsePositiveBytes, help: "largest source: an upload's compressed bytes, and the files' total unpacked size" }),
   setting({ key: 'builderImages', env: 'PLATFORM_BUILDER_IMAGES', flag: '--builder-images', default: DEFAULT_BUILDER_IMAGES, parse: parseBuilderImages, help: "builder image per language, go=IMAGE,js=IMAGE,ts=IMAGE,rust=IMAGE (cluster builds). The default names the project's images of this release (builders/README.md says how to build and push them); a value replaces the whole list: a language left out answers 503 naming this setting" }),
   setting({ key: 'imageRepository', env: 'PLATFORM_IMAGE_REPOSITORY', flag: '--image-repository', default: '', parse: parseImageRepository, help: 'registry and path builds push to (registry.example.com/apps); the builder gets {this}/{app}:{build id}; empty: builds answer 503' }),
@@ -219,6 +266,15 @@ export const settings = [
   setting({ key: 'buildCpu', env: 'PLATFORM_BUILD_CPU', flag: '--build-cpu', default: '1', parse: parseQuantity, help: 'CPU request and limit of the build container (Kubernetes quantity)' }),
   setting({ key: 'buildMemory', env: 'PLATFORM_BUILD_MEMORY', flag: '--build-memory', default: '2Gi', parse: parseQuantity, help: 'memory request and limit of the build container' }),
   setting({ key: 'replicas', env: 'PLATFORM_REPLICAS', flag: '--replicas', default: '1', parse: parseReplicas, help: 'spec.replicas of every SpinApp (1 to 100)' }),
+  setting({ key: 'resourcePolicy', env: 'PLATFORM_RESOURCE_POLICY', flag: '--resource-policy', default: 'open', parse: parseResourcePolicy, help: "how the four --resource-* values bind applications: open (defaults for what an application leaves unset), max (also upper bounds: a PATCH above one is 400, and a deploy lowers older settings to them), forced (they replace the application's); checked again at every deploy" }),
+  setting({ key: 'resourceCpuRequest', env: 'PLATFORM_RESOURCE_CPU_REQUEST', flag: '--resource-cpu-request', default: '', parse: parseOptionalQuantity, help: "the SpinApps' CPU request under --resource-policy (Kubernetes quantity, e.g. 100m); empty: none" }),
+  setting({ key: 'resourceCpuLimit', env: 'PLATFORM_RESOURCE_CPU_LIMIT', flag: '--resource-cpu-limit', default: '', parse: parseOptionalQuantity, help: "the SpinApps' CPU limit under --resource-policy (e.g. 1); empty: none" }),
+  setting({ key: 'resourceMemoryRequest', env: 'PLATFORM_RESOURCE_MEMORY_REQUEST', flag: '--resource-memory-request', default: '', parse: parseOptionalQuantity, help: "the SpinApps' memory request under --resource-policy (e.g. 64Mi); empty: none" }),
+  setting({ key: 'resourceMemoryLimit', env: 'PLATFORM_RESOURCE_MEMORY_LIMIT', flag: '--resource-memory-limit', default: '', parse: parseOptionalQuantity, help: "the SpinApps' memory limit under --resource-policy (e.g. 256Mi); empty: none" }),
+  setting({ key: 'publicRoute', env: 'PLATFORM_PUBLIC_ROUTE', flag: '--public-route', default: 'httproute', parse: parsePublicRoute, help: 'with --public-base-url, what the control plane creates per deployed application so publicUrl answers: httproute (Gateway API, attached to --gateway), ingress (of --ingress-class), none (routes are made elsewhere)' }),
+  setting({ key: 'gateway', env: 'PLATFORM_GATEWAY', flag: '--gateway', default: '', parse: parseGateway, help: 'the Gateway ([namespace/]name) the HTTPRoutes attach to; required with --public-base-url and --public-route httproute' }),
+  setting({ key: 'ingressClass', env: 'PLATFORM_INGRESS_CLASS', flag: '--ingress-class', default: '', parse: anyText, help: "the Ingresses' ingressClassName (--public-route ingress); empty: the cluster's default class. Path-based base URLs use ingress-nginx's rewrite-target annotation" }),
+  setting({ key: 'secretKeyFile', env: 'PLATFORM_SECRET_KEY_FILE', flag: '--secret-key-file', default: '', parse: anyText, help: 'file holding the base64 of 32 random bytes (openssl rand -base64 32) that encrypts secret variables at rest (local runtime, AES-256-GCM); empty: secret.key in the data directory, generated with mode 0600 on first use' }),
   setting({ key: 'invokeTimeoutMs', env: 'PLATFORM_INVOKE_TIMEOUT', flag: '--invoke-timeout', default: '30s', parse: parseTimerDuration, help: 'how long invoke waits for the function (control-plane.md §8); past it the result has status 504' }),
   setting({ key: 'headersTimeoutMs', env: 'PLATFORM_HEADERS_TIMEOUT', flag: '--headers-timeout', default: '10s', parse: parseTimerDuration, help: "a request's headers must be complete within this, else 408 and the connection closes (checked every tenth of it, at most every second, so it holds to within 1s)" }),
   setting({ key: 'minBodyBytes', env: 'PLATFORM_MIN_BODY_BYTES', flag: '--min-body-bytes', default: '1KiB', parse: parsePositiveBytes, help: 'least a request body must bring per --body-rate-window; a slower body has its connection closed (an info log line says so). Windows in which the server itself has not read what arrived do not count' }),
@@ -244,7 +300,22 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
       `--jwks-min-refresh (PLATFORM_JWKS_MIN_REFRESH) ${formatDuration(config.jwksMinRefreshMs)} must be at most --jwks-max-refresh (PLATFORM_JWKS_MAX_REFRESH) ${formatDuration(config.jwksMaxRefreshMs)}`,
     )
   }
+  checkResourcePolicy(config)
+  if (config.publicBaseUrl !== '' && config.publicRoute === 'httproute' && config.gateway === '') {
+    throw new ConfigError('--public-base-url (PLATFORM_PUBLIC_BASE_URL) with --public-route httproute needs --gateway (PLATFORM_GATEWAY), or --public-route ingress or none')
+  }
   return config
+}
+
+function checkResourcePolicy (config: ControlConfig): void {
+  const pairs = [['--resource-cpu-request', config.resourceCpuRequest, '--resource-cpu-limit', config.resourceCpuLimit], ['--resource-memory-request', config.resourceMemoryRequest, '--resource-memory-limit', config.resourceMemoryLimit]] as const
+  for (const [requestFlag, request, limitFlag, limit] of pairs) {
+    const requested = quantityValue(request)
+    const limited = quantityValue(limit)
+    if (requested !== null && limited !== null && compareQuantities(requested, limited) > 0) throw new ConfigError(`${requestFlag} ${request} is above ${limitFlag} ${limit}`)
+  }
+  const any = [config.resourceCpuRequest, config.resourceCpuLimit, config.resourceMemoryRequest, config.resourceMemoryLimit].some((value) => value !== '')
+  if (config.resourcePolicy !== 'open' && !any) throw new ConfigError(`--resource-policy ${config.resourcePolicy} (PLATFORM_RESOURCE_POLICY) needs at least one of --resource-cpu-request, --resource-cpu-limit, --resource-memory-request, --resource-memory-limit`)
 }
 
 export const controlUsage = (): string => usage(settings)

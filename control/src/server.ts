@@ -5,8 +5,9 @@ import type { FastifyInstance } from 'fastify'
 import { startBuildWatcher } from './cluster/build-watcher.js'
 import type { Cluster } from './cluster/cluster.js'
 import { connectKube } from './cluster/kube.js'
-import { applySpinApp } from './cluster/spinapps.js'
 import type { ControlConfig } from './config.js'
+import { deployInCluster } from './domain/deploy.js'
+import { measureImage } from './domain/image-size.js'
 import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
 import { startLocalRuntime } from './local/local.js'
 import { buildApp } from './http/app.js'
@@ -18,6 +19,8 @@ import type { ControlMetrics } from './metrics/control-metrics.js'
 import { createControlMetrics } from './metrics/control-metrics.js'
 import type { BuildT } from './model/resources.js'
 import { findApplication } from './store/applications.js'
+import { recordImageSize } from './store/builds.js'
+import { secretBox } from './store/secret-box.js'
 import type { Database } from './store/db.js'
 import { openDatabase } from './store/db.js'
 import { migrate } from './store/migrations.js'
@@ -47,6 +50,8 @@ export type ServerDeps = {
   cluster?: { retryMs?: number; pollMs?: number }
   /** The local runtime's programs, toolchain check and variable values; tests replace them. */
   local?: Pick<LocalRuntimeDeps, 'builderMain' | 'hostMain' | 'toolchains' | 'variablesFor'>
+  /** The size of a built image (config plus layers); tests that reach no registry replace it. */
+  measureImage?: (imageRef: string) => Promise<number | null>
 }
 
 export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -55,13 +60,17 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
   let auth: Authenticator | null = null
   let cluster: Cluster | null = null
   let local: LocalRuntime | null = null
+  const sizes = imageSizes(config, db, deps)
   try {
     const applied = await migrate(db)
     logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
     auth = authenticatorFor(config, deps)
     const metrics = createControlMetrics()
-    cluster = clusterFor(config, db, deps, metrics)
-    if (cluster === null && config.runtime !== 'cluster') local = await localFor(config, db, deps, metrics)
+    const withSizes: ServerDeps = { ...deps, onBuildFinished (build) { sizes.measure(build); deps.onBuildFinished?.(build) } }
+    cluster = clusterFor(config, db, withSizes, metrics)
+    if (cluster === null && config.runtime !== 'cluster') local = await localFor(config, db, withSizes, metrics)
+    // The key that seals secret variables here: a bad one stops the start, not a later request.
+    if (local !== null) secretBox(config)
     const draining = createDraining()
     const app = await buildApp(config, { db, logger, auth, metrics, cluster, local, draining })
     // An empty host means every interface.
@@ -89,6 +98,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
         await running?.watcher.close()
         await onMachine?.close()
         authenticator?.close()
+        await sizes.settled()
         await db.close()
         logger.info('control plane stopped')
       },
@@ -97,8 +107,30 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     auth?.close()
     await cluster?.watcher.close()
     await local?.close()
+    await sizes.settled()
     await db.close().catch(() => {})
     throw error
+  }
+}
+
+/**
+ * A succeeded build's image size, read after the build is recorded (a registry that is slow or
+ * refuses only leaves the size unknown, never the build unfinished); close waits for the reads.
+ */
+function imageSizes (config: ControlConfig, db: Database, deps: ServerDeps): { measure (build: BuildT): void; settled (): Promise<void> } {
+  const pending = new Set<Promise<void>>()
+  const measure = deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef))
+  return {
+    measure (build) {
+      if (build.status !== 'succeeded' || build.imageRef === null) return
+      const imageRef = build.imageRef
+      const done: Promise<void> = measure(imageRef)
+        .then(async (bytes) => { if (bytes !== null) await recordImageSize(db, build.id, bytes) })
+        .catch((error: unknown) => { deps.logger.debug({ buildId: build.id, reason: (error as Error).message }, 'image size unknown: its manifest could not be read') })
+        .finally(() => pending.delete(done))
+      pending.add(done)
+    },
+    async settled () { await Promise.all([...pending]) },
   }
 }
 
@@ -145,7 +177,7 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     },
     async deploy (appId, image) {
       const application = await findApplication(db, appId)
-      if (application !== null) await applySpinApp(kube, config, { id: application.id, name: application.clusterName }, image)
+      if (application !== null) await deployInCluster(kube, config, application, image)
     },
   })
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }

@@ -112,7 +112,7 @@ eachEngine(t, 'builds: list (newest first) and get read the database; the applic
   t.equal(list.status, 200)
   const builds = list.body as Array<Record<string, unknown>>
   t.same(builds.map((b) => b.id), [third.id, second.id, first.id], 'newest first')
-  t.same(Object.keys(builds[0]!).sort(), ['createdAt', 'error', 'finishedAt', 'id', 'imageRef', 'status'])
+  t.same(Object.keys(builds[0]!).sort(), ['createdAt', 'error', 'finishedAt', 'id', 'imageRef', 'imageSizeBytes', 'status'])
   t.match(builds[0], { status: 'pending', imageRef: null, finishedAt: null, error: null })
   t.match(builds[1], { status: 'failed', imageRef: null, error: 'cargo: compile error', finishedAt: /Z$/ })
   t.match(builds[2], { status: 'succeeded', imageRef: 'registry.local/hello@sha256:abc', error: null, finishedAt: /Z$/ })

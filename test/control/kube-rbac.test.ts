@@ -1,6 +1,7 @@
 // The Role shipped in deploy/ against what the code really calls: a complete scenario (builds
-// to success and to failure, build logs, deploy, GET application with its deployment, invoke
-// with every method, application logs, delete) runs against the fake API, which records every
+// to success and to failure, build logs, deploy, GET application with its deployment, settings
+// with a secret, autoscaling on and off, the public route of either kind, invoke with every
+// method, application logs, delete) runs against the fake API, which records every
 // request as RBAC sees it (verb, API group, resource, subresource). Every request must be
 // allowed by a rule of the Role, and every verb of every rule must have been used.
 import { readFileSync } from 'node:fs'
@@ -34,7 +35,7 @@ t.test('the Role: a namespaced Role named control-plane, namespace left to kusto
 })
 
 t.test('every request of a complete scenario is allowed by the Role, and every rule is used', async (t) => {
-  const cluster = await startClusterControl(t, 'pglite')
+  const cluster = await startClusterControl(t, 'pglite', { flags: ['--public-base-url', 'https://fn.example.com', '--gateway', 'public'] })
   const { control, fake } = cluster
   const app = await createApp(control, 'hello')
   const fn = firstFunction(app)
@@ -54,6 +55,15 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
   operateSpinApp(fake, 'hello')
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
   t.match((await control.call('GET', `/applications/${app.id}`)).body, { deployment: { ready: true } })
+
+  const secret = { resources: { cpuRequest: '100m' }, autoscaling: { minReplicas: 1, maxReplicas: 3, targetCpuPercent: 50 }, variables: { token: { secret: 's' } } }
+  t.equal((await control.call('PATCH', `/applications/${app.id}`, { json: secret })).status, 200, 'secret, autoscaler and route applied')
+  const keep = { autoscaling: null, variables: { token: { secret: true } } }
+  t.equal((await control.call('PATCH', `/applications/${app.id}`, { json: keep })).status, 200, 'secret kept, autoscaler deleted')
+  // The other kind of route, from a control plane configured for it on the same cluster.
+  const ingress = await startClusterControl(t, 'pglite', { fake, store: control.store, flags: ['--public-base-url', 'https://fn.example.com', '--public-route', 'ingress'] })
+  t.equal((await ingress.control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  await ingress.control.close()
 
   const backend = await import('node:http').then(({ createServer }) => createServer((_request, response) => response.end('ok')))
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve))

@@ -16,7 +16,7 @@ import { applies, operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { createApp, eachEngine, firstFunction, until } from '../helpers/control.js'
 import type { ClusterControl } from '../helpers/cluster.js'
-import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startClusterControl } from '../helpers/cluster.js'
 
 type Deployment = { image: string; replicas: number; observedReplicas: number; ready: boolean; namespace: string; serviceName: string; internalUrl: string; publicUrl: string | null; message: string }
 
@@ -28,6 +28,7 @@ async function deployed (cluster: ClusterControl, name = 'hello'): Promise<{ app
   const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
   succeedJob(fake, `build-${build.id}`, image)
   await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
+  await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 5000, 'image measured')
   operateSpinApp(fake, name)
   return { app, image }
 }
@@ -79,7 +80,7 @@ t.test('an in-cluster registry: the SpinApp pulls the pushed digest by the nodes
 })
 
 eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; deploy re-applies the latest image', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--replicas', '2'] })
+  const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--public-route', 'none', '--replicas', '2'] })
   const { control, fake } = cluster
   const fresh = await createApp(control, 'fresh')
   t.equal(await getDeployment(control, fresh.id), null, 'null until a build succeeds')
@@ -91,13 +92,14 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
   const ready = await getDeployment(control, app.id)
   t.same(ready, {
     image,
+    imageSizeBytes: IMAGE_SIZE,
     replicas: 2,
     observedReplicas: 2,
     ready: true,
     namespace: 'apps',
     serviceName: 'hello',
     internalUrl: 'http://hello.apps.svc.cluster.local',
-    publicUrl: 'https://apps.example.com/hello',
+    publicUrl: 'https://apps.example.com/hello/',
     message: '2 of 2 replicas ready',
   })
   operateSpinApp(fake, 'hello', 1)

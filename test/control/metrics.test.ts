@@ -30,6 +30,7 @@ function build (id: number, status: BuildT['status'], seconds: number | null): B
     id: `00000000-0000-4000-8000-${String(id).padStart(12, '0')}`,
     status,
     imageRef: status === 'succeeded' ? 'registry.example/app:1' : null,
+    imageSizeBytes: null,
     createdAt: new Date(finishedAt - (seconds ?? 0) * 1000).toISOString(),
     finishedAt: seconds === null ? null : new Date(finishedAt).toISOString(),
     error: status === 'failed' ? 'compile error' : null,

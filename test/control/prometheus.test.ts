@@ -189,6 +189,7 @@ t.test('overview: the control plane\'s own requests and finished builds, scraped
     id: `00000000-0000-4000-8000-${String(id).padStart(12, '0')}`,
     status,
     imageRef: null,
+    imageSizeBytes: null,
     createdAt: new Date(Date.now() - seconds * 1000).toISOString(),
     finishedAt: status === 'pending' || status === 'running' ? null : new Date().toISOString(),
     error: status === 'failed' ? 'compile error' : null,

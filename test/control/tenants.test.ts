@@ -42,6 +42,7 @@ function routesUnder (appId: string, fnId: string): Array<{ method: string; path
   const fn = `/applications/${appId}/functions/${fnId}`
   return [
     { method: 'GET', path: `/applications/${appId}`, write: false },
+    { method: 'PATCH', path: `/applications/${appId}`, write: true, json: { replicas: 2 } },
     { method: 'GET', path: `/applications/${appId}/functions`, write: false },
     { method: 'POST', path: `/applications/${appId}/functions`, write: true, json: { name: 'extra' } },
     { method: 'GET', path: fn, write: false },

@@ -16,6 +16,8 @@ import { createApp, startTestControl, until } from './control.js'
 export const NAMESPACE = 'apps'
 export const BUILDERS = 'go=builders.test/go:1,js=builders.test/js:1,ts=builders.test/ts:1,rust=builders.test/rust:1'
 export const REPOSITORY = 'registry.test/apps'
+/** What every built image measures here: registry.test is no registry (the real reading is tested on an OCI layout). */
+export const IMAGE_SIZE = 4096
 
 export function tempDir (t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'control-kube-'))
@@ -31,7 +33,7 @@ export async function startClusterControl (t: Test, engine: Engine, opts: { flag
   const control = await startTestControl(t, engine, [
     '--dev-insecure-skip-auth', '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE,
     '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
-  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build) } })
+  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE } })
   await control.server.cluster?.watcher.ready
   return { control, fake, finished }
 }

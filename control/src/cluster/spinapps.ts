@@ -6,21 +6,25 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import type { Static } from 'typebox'
 import type { ControlConfig } from '../config.js'
 import { ApiError } from '../errors.js'
+import type { AppSettings, ResourcesT } from '../model/app-settings.js'
 import type { Deployment } from '../model/resources.js'
+import { FIELD_MANAGER } from './applied.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 import { clusterError, spinAppCrdMissing, statusBody, statusOf } from './kube.js'
+import { publicUrlFor } from './public-route.js'
+import { variablesSecretName } from './variables-secret.js'
 
 export type DeploymentT = Static<typeof Deployment>
 
 const GROUP = 'core.spinkube.dev'
 const VERSION = 'v1alpha1'
 const PLURAL = 'spinapps'
-const FIELD_MANAGER = 'platform-control'
+export const SPINAPP_API_VERSION = `${GROUP}/${VERSION}`
 export const APP_NAME_LABEL = 'core.spinkube.dev/app-name'
 
 type SpinApp = {
-  spec?: { image?: string; replicas?: number }
+  spec?: { image?: string; replicas?: number; enableAutoscaling?: boolean }
   status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> }
 }
 
@@ -31,33 +35,57 @@ function pulledImage (config: ControlConfig, image: string): string {
   return `${config.imagePullRepository}/${image.slice(pushed.length)}`
 }
 
-function spinApp (config: ControlConfig, app: { id: string; name: string }, image: string): object {
+/** What the SpinApp is made from: the application, its settings, and the resources in force under the policy. */
+export type SpinAppInput = { id: string; clusterName: string; settings: AppSettings; resources: ResourcesT }
+
+function resourceList (cpu: string | undefined, memory: string | undefined): Record<string, string> | undefined {
+  const list = { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) }
+  return Object.keys(list).length === 0 ? undefined : list
+}
+
+/** SpinKube's variables: a value, or a key of a Secret (the application's own, or one named by secretRef). */
+function spinVariables (app: SpinAppInput): object[] {
+  return Object.entries(app.settings.variables).sort(([a], [b]) => a < b ? -1 : 1).map(([name, variable]) => {
+    if ('value' in variable) return { name, value: variable.value }
+    if ('secretRef' in variable) return { name, valueFrom: { secretKeyRef: { name: variable.secretRef.name, key: variable.secretRef.key } } }
+    return { name, valueFrom: { secretKeyRef: { name: variablesSecretName(app.clusterName), key: name } } }
+  })
+}
+
+function spinApp (config: ControlConfig, app: SpinAppInput, image: string): object {
+  const limits = resourceList(app.resources.cpuLimit, app.resources.memoryLimit)
+  const requests = resourceList(app.resources.cpuRequest, app.resources.memoryRequest)
+  const variables = spinVariables(app)
   return {
-    apiVersion: `${GROUP}/${VERSION}`,
+    apiVersion: SPINAPP_API_VERSION,
     kind: 'SpinApp',
-    metadata: { name: app.name, labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id } },
+    metadata: { name: app.clusterName, labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id } },
     spec: {
       image: pulledImage(config, image),
       executor: 'containerd-shim-spin',
-      replicas: config.replicas,
+      // spin-operator refuses replicas together with enableAutoscaling: the autoscaler sets them.
+      ...(app.settings.autoscaling !== null ? { enableAutoscaling: true } : { replicas: app.settings.replicas ?? config.replicas }),
+      ...(limits !== undefined || requests !== undefined ? { resources: { ...(limits !== undefined ? { limits } : {}), ...(requests !== undefined ? { requests } : {}) } } : {}),
+      ...(variables.length > 0 ? { variables } : {}),
       ...(config.imagePullSecret !== '' ? { imagePullSecrets: [{ name: config.imagePullSecret }] } : {}),
     },
   }
 }
 
-/** Create or update the SpinApp; the control plane owns its fields (force on conflicts). */
-export async function applySpinApp (kube: Kube, config: ControlConfig, app: { id: string; name: string }, image: string): Promise<void> {
+/** Create or update the SpinApp; the control plane owns its fields (force on conflicts). Resolves with its uid, for the objects it owns. */
+export async function applySpinApp (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string): Promise<string> {
   try {
-    await kube.custom.patchNamespacedCustomObject({
+    const applied = await kube.custom.patchNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
       namespace: kube.namespace,
       plural: PLURAL,
-      name: app.name,
+      name: app.clusterName,
       body: spinApp(config, app, image),
       fieldManager: FIELD_MANAGER,
       force: true,
-    }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply))
+    }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)) as { metadata?: { uid?: string } }
+    return applied.metadata?.uid ?? ''
   } catch (error) {
     // Apply creates: a 404 can only mean the API server does not know SpinApps.
     if (statusOf(error) === 404) throw spinAppCrdMissing()
@@ -89,16 +117,17 @@ async function orNull<T> (read: () => Promise<T>, action: string): Promise<T | n
  * cluster cannot say more, `message` says why and the counts are 0, so GET application keeps
  * working while the cluster is down.
  */
-export async function readDeployment (kube: Kube, config: ControlConfig, app: { name: string }, image: string): Promise<DeploymentT> {
+export async function readDeployment (kube: Kube, config: ControlConfig, app: { name: string; replicas: number }, image: string): Promise<DeploymentT> {
   const base: DeploymentT = {
     image,
-    replicas: config.replicas,
+    imageSizeBytes: null,
+    replicas: app.replicas,
     observedReplicas: 0,
     ready: false,
     namespace: config.namespace,
     serviceName: app.name,
     internalUrl: `http://${app.name}.${config.namespace}.svc.cluster.local`,
-    publicUrl: config.publicBaseUrl === '' ? null : `${config.publicBaseUrl}/${app.name}`,
+    publicUrl: publicUrlFor(config, app.name),
     message: '',
   }
   try {
@@ -108,7 +137,8 @@ export async function readDeployment (kube: Kube, config: ControlConfig, app: { 
       orNull<V1Deployment>(() => kube.apps.readNamespacedDeployment({ namespace: kube.namespace, name: app.name }), 'get apps deployments'),
       orNull<V1Service>(() => kube.core.readNamespacedService({ namespace: kube.namespace, name: app.name }), 'get services'),
     ])
-    const replicas = spin.spec?.replicas ?? base.replicas
+    // Autoscaled: as many as the autoscaler asks of the Deployment now.
+    const replicas = spin.spec?.enableAutoscaling === true ? deployment?.spec?.replicas ?? 0 : spin.spec?.replicas ?? base.replicas
     const readyReplicas = spin.status?.readyReplicas ?? 0
     const port = service?.spec?.ports?.[0]?.port
     const available = spin.status?.conditions?.find((c) => c.type === 'Available')

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream'
 import type { Cluster } from '../cluster/cluster.js'
 import { clusterNotConfigured } from '../cluster/kube.js'
 import { containerState, listPods, openPodLog } from '../cluster/pod-logs.js'
-import { APP_NAME_LABEL, applySpinApp } from '../cluster/spinapps.js'
+import { APP_NAME_LABEL } from '../cluster/spinapps.js'
 import type { ControlConfig } from '../config.js'
 import { ConflictError, NotFoundError, UnavailableError } from '../errors.js'
 import type { LocalRuntime } from '../local/local.js'
@@ -14,6 +14,7 @@ import type { Database } from '../store/db.js'
 import { getFunction } from '../store/functions.js'
 import type { InvokeRequestT, InvokeResultT } from './invoke.js'
 import { invoke, prepareInvoke } from './invoke.js'
+import { deployApplication } from './deploy.js'
 import { applicationNotFound, functionNotFound } from './not-found.js'
 
 export type RuntimeDeps = { db: Database; config: ControlConfig; cluster: Cluster | null; local?: LocalRuntime | null | undefined }
@@ -25,8 +26,7 @@ export async function redeploy ({ db, config, cluster, local }: RuntimeDeps, app
   if (cluster === null && local == null) throw clusterNotConfigured()
   const image = await latestImage(db, application.id)
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
-  if (cluster !== null) await applySpinApp(cluster.kube, config, { id: application.id, name: application.clusterName }, image)
-  else await local?.deploy(application, image)
+  await deployApplication({ config, cluster, local }, application, image)
   return { appId: application.id, image }
 }
 

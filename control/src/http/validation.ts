@@ -30,7 +30,7 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
 const SUMMARIES = new Set(['anyOf', 'oneOf', 'allOf', 'boolean', 'if', 'then', 'else'])
 
 function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
-  const error = errors.find((e) => !SUMMARIES.has(e.keyword)) ?? errors[0]
+  const error = chooseError(errors)
   if (error === undefined) return `invalid ${part}`
   const field = error.instancePath.slice(1).split('/').map(unescapePointer).join('.')
   const subject = field === '' ? part : part === 'body' ? field : `${part} ${field}`
@@ -58,6 +58,17 @@ function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[])
     default:
       return `${subject} ${error.message}`
   }
+}
+
+// The first real failure; but where it is a union's value, the failure deepest inside it: the
+// branch that got furthest is the one the caller meant ({"secretRef": {"name": "Bad"}} is a
+// bad Secret name, not a missing "value").
+function chooseError (errors: TypeBoxError[]): TypeBoxError | undefined {
+  const real = errors.filter((e) => !SUMMARIES.has(e.keyword))
+  const first = real[0] ?? errors[0]
+  if (first === undefined || !errors.some((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath)) return first
+  const depth = (e: TypeBoxError): number => e.instancePath.split('/').length
+  return real.filter((e) => e.instancePath.startsWith(first.instancePath + '/')).reduce((deepest, e) => depth(e) > depth(deepest) ? e : deepest, first)
 }
 
 function article (type: string): string {

@@ -4,7 +4,9 @@
 // the API's answers, so Fastify serialises with them and the OpenAPI document shows them. A
 // leaf schema's `description` doubles as the explanation in a 400 answer (http/validation.ts).
 import { Type } from 'typebox'
-import type { Static, TSchema, TUnsafe } from 'typebox'
+import type { Static } from 'typebox'
+import { AppSettingsView } from './app-settings.js'
+import { mapOf } from './map-of.js'
 
 export const LANGUAGES = ['go', 'js', 'ts', 'rust'] as const
 const RUNTIMES = ['wasmkube'] as const
@@ -68,6 +70,7 @@ export const Build = Type.Object({
   id: Id,
   status: Type.Enum([...BUILD_STATUSES]),
   imageRef: Type.Union([Type.String(), Type.Null()]),
+  imageSizeBytes: Type.Union([Type.Integer(), Type.Null()], { description: "the image's config and layers in bytes, as pushed; null until known (and when the registry cannot be read)" }),
   createdAt: Timestamp,
   finishedAt: Type.Union([Timestamp, Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),
@@ -75,6 +78,7 @@ export const Build = Type.Object({
 
 export const Deployment = Type.Object({
   image: Type.String(),
+  imageSizeBytes: Type.Union([Type.Integer(), Type.Null()], { description: "the deployed build's imageSizeBytes" }),
   replicas: Type.Integer(),
   observedReplicas: Type.Integer(),
   ready: Type.Boolean(),
@@ -87,20 +91,13 @@ export const Deployment = Type.Object({
 
 export const Application = Type.Object({
   ...ApplicationSummary.properties,
+  ...AppSettingsView,
   functions: Type.Array(FunctionItem),
   deployment: Type.Union([Deployment, Type.Null()], { description: 'null until the first successful build' }),
   builds: Type.Array(Build, { description: 'newest first' }),
 })
 
 // ---- source ----
-
-/**
- * An object whose every value matches `value`. Not Type.Record: its key pattern `^.*$` does not
- * match keys with a line break, and a value under such a key would go unchecked.
- */
-function mapOf<T> (value: TSchema, description: string): TUnsafe<Record<string, T>> {
-  return Type.Unsafe<Record<string, T>>({ type: 'object', additionalProperties: value, description })
-}
 
 export const Files = mapOf<string>(Type.String(),
   'file path to content; paths are relative ("src/main.go"): no "..", ".", empty or absolute parts, no "\\", control characters or NUL; contents are text without NUL')

@@ -5,7 +5,8 @@
 // is unique across all of them, so one tenant's can never be taken for another's.
 import { randomBytes, randomUUID } from 'node:crypto'
 import { ConflictError } from '../errors.js'
-import type { ApplicationSummaryT, ApplicationT, LanguageT, RuntimeT } from '../model/resources.js'
+import type { AppSettings, AutoscalingT, ResourcesT, StoredVariable } from '../model/app-settings.js'
+import type { ApplicationSummaryT, BuildT, FunctionT, LanguageT, RuntimeT } from '../model/resources.js'
 import { listBuilds } from './builds.js'
 import type { Database } from './db.js'
 import { iso, isUniqueViolation, isUuid } from './db.js'
@@ -16,12 +17,18 @@ const FIRST_FUNCTION_ROUTE = '/...'
 
 export type NewApplication = { name: string; tenant: string; language: LanguageT; runtime: RuntimeT; description?: string | undefined }
 
-/** An application as the layers below the API know it: also the name it has in the cluster. */
-export type StoredApplication = ApplicationSummaryT & { clusterName: string }
+/** An application as the layers below the API know it: also the name it has in the cluster, and its settings as stored. */
+export type StoredApplication = ApplicationSummaryT & { clusterName: string; settings: AppSettings }
 
-type ApplicationRow = { id: string; name: string; tenant: string; cluster_name: string; language: LanguageT; runtime: RuntimeT; description: string; created_at: Date }
+/** With its functions and builds (newest first). */
+export type StoredApplicationDetail = StoredApplication & { functions: Array<Pick<FunctionT, 'id' | 'name' | 'route'>>; builds: BuildT[] }
 
-const COLUMNS = 'id, name, tenant, cluster_name, language, runtime, description, created_at'
+type ApplicationRow = {
+  id: string; name: string; tenant: string; cluster_name: string; language: LanguageT; runtime: RuntimeT; description: string; created_at: Date
+  replicas: number | null; autoscaling: AutoscalingT | null; resources: ResourcesT; variables: Record<string, StoredVariable>
+}
+
+const COLUMNS = 'id, name, tenant, cluster_name, language, runtime, description, created_at, replicas, autoscaling, resources, variables'
 
 /** The tenant whose applications keep their own name in the cluster (all of them before tenants). */
 const PLAIN_TENANT = 'default'
@@ -36,6 +43,7 @@ function toSummary (row: ApplicationRow): StoredApplication {
     description: row.description,
     createdAt: iso(row.created_at),
     clusterName: row.cluster_name,
+    settings: { replicas: row.replicas, autoscaling: row.autoscaling, resources: row.resources, variables: row.variables },
   }
 }
 
@@ -64,7 +72,7 @@ export async function applicationTenant (db: Database, id: string): Promise<stri
   return row?.tenant ?? null
 }
 
-export async function getApplication (db: Database, id: string): Promise<(ApplicationT & { clusterName: string }) | null> {
+export async function getApplication (db: Database, id: string): Promise<StoredApplicationDetail | null> {
   if (!isUuid(id)) return null
   const [row] = await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])
   if (row === undefined) return null
@@ -72,7 +80,7 @@ export async function getApplication (db: Database, id: string): Promise<(Applic
     'SELECT id, name, route FROM functions WHERE application_id = $1 ORDER BY name', [id])
   // An application deleted between the two reads has no builds: an empty list, not an error.
   const builds = await listBuilds(db, id) ?? []
-  return { ...toSummary(row), functions, deployment: null, builds }
+  return { ...toSummary(row), functions, builds }
 }
 
 /** The application's name in the cluster; null when it does not exist. */
@@ -82,7 +90,7 @@ export async function clusterName (db: Database, id: string): Promise<string | n
   return row?.cluster_name ?? null
 }
 
-export async function createApplication (db: Database, input: NewApplication, scaffold?: Scaffold): Promise<ApplicationT> {
+export async function createApplication (db: Database, input: NewApplication, scaffold?: Scaffold): Promise<StoredApplicationDetail> {
   const id = randomUUID()
   try {
     return await db.transaction(async (tx) => {
@@ -90,7 +98,7 @@ export async function createApplication (db: Database, input: NewApplication, sc
         `INSERT INTO applications (id, name, tenant, cluster_name, language, runtime, description) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
         [id, input.name, input.tenant, clusterNameFor(input.tenant, input.name), input.language, input.runtime, input.description ?? ''])
       const fn = await insertFunction(tx, id, { name: input.name, route: FIRST_FUNCTION_ROUTE }, scaffold?.(input.language, input.name) ?? {})
-      return { ...toSummary(row as ApplicationRow), functions: [{ id: fn.id, name: fn.name, route: fn.route }], deployment: null, builds: [] }
+      return { ...toSummary(row as ApplicationRow), functions: [{ id: fn.id, name: fn.name, route: fn.route }], builds: [] }
     })
   } catch (error) {
     if (isUniqueViolation(error, 'applications_name_key')) throw new ConflictError(`an application named ${input.name} already exists`)
@@ -111,5 +119,26 @@ export async function deleteApplication (db: Database, id: string): Promise<bool
 export async function findApplication (db: Database, id: string): Promise<StoredApplication | null> {
   if (!isUuid(id)) return null
   const [row] = await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])
+  return row === undefined ? null : toSummary(row)
+}
+
+/** The settings a PATCH changes: only the fields given. The application as it is after; null when there is none. */
+export async function updateSettings (db: Database, id: string, change: Partial<AppSettings> & { description?: string }): Promise<StoredApplication | null> {
+  if (!isUuid(id)) return null
+  const sets: string[] = []
+  const values: unknown[] = [id]
+  const set = (column: string, value: unknown): void => {
+    values.push(value)
+    sets.push(`${column} = $${values.length}`)
+  }
+  if (change.description !== undefined) set('description', change.description)
+  if (change.replicas !== undefined) set('replicas', change.replicas)
+  // JSON columns get text: the driver would send a JS null as SQL NULL either way, and an object as JSON.
+  if (change.autoscaling !== undefined) set('autoscaling', change.autoscaling === null ? null : JSON.stringify(change.autoscaling))
+  if (change.resources !== undefined) set('resources', JSON.stringify(change.resources))
+  if (change.variables !== undefined) set('variables', JSON.stringify(change.variables))
+  const [row] = sets.length === 0
+    ? await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])
+    : await db.query<ApplicationRow>(`UPDATE applications SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`, values)
   return row === undefined ? null : toSummary(row)
 }

@@ -7,15 +7,17 @@ import type { BuildT } from '../model/resources.js'
 import type { Database } from './db.js'
 import { iso, isUuid } from './db.js'
 
-type BuildRow = { id: string; status: BuildT['status']; image_ref: string | null; error: string | null; created_at: Date; finished_at: Date | null }
+type BuildRow = { id: string; status: BuildT['status']; image_ref: string | null; image_size_bytes: string | number | null; error: string | null; created_at: Date; finished_at: Date | null }
 
-const COLUMNS = 'id, status, image_ref, error, created_at, finished_at'
+const COLUMNS = 'id, status, image_ref, image_size_bytes, error, created_at, finished_at'
 
 function toBuild (row: BuildRow): BuildT {
   return {
     id: row.id,
     status: row.status,
     imageRef: row.image_ref,
+    // bigint comes back as text from pg.
+    imageSizeBytes: row.image_size_bytes === null ? null : Number(row.image_size_bytes),
     createdAt: iso(row.created_at),
     finishedAt: row.finished_at === null ? null : iso(row.finished_at),
     error: row.error,
@@ -26,7 +28,7 @@ function toBuild (row: BuildRow): BuildT {
 export async function listBuilds (db: Database, appId: string): Promise<BuildT[] | null> {
   if (!isUuid(appId)) return null
   const rows = await db.query<BuildRow & { app: string }>(
-    `SELECT a.id AS app, b.id, b.status, b.image_ref, b.error, b.created_at, b.finished_at
+    `SELECT a.id AS app, b.id, b.status, b.image_ref, b.image_size_bytes, b.error, b.created_at, b.finished_at
        FROM applications a LEFT JOIN builds b ON b.application_id = a.id
       WHERE a.id = $1 ORDER BY b.created_at DESC, b.id`, [appId])
   if (rows.length === 0) return null
@@ -98,6 +100,11 @@ export async function finishBuild (db: Database, buildId: string, outcome: Build
       RETURNING ${COLUMNS}, application_id, (SELECT tenant FROM applications WHERE applications.id = builds.application_id) AS tenant`,
     [buildId, outcome.status, outcome.status === 'succeeded' ? outcome.imageRef : null, outcome.status === 'failed' ? outcome.error : null, outcome.log])
   return row === undefined ? null : { ...toBuild(row), appId: row.application_id, tenant: row.tenant }
+}
+
+/** The size of a succeeded build's image, learnt after it finished. */
+export async function recordImageSize (db: Database, buildId: string, bytes: number): Promise<void> {
+  await db.query('UPDATE builds SET image_size_bytes = $2 WHERE id = $1', [buildId, bytes])
 }
 
 /** The log kept when the build finished; undefined while it runs or when it was not kept. */

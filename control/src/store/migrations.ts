@@ -83,6 +83,20 @@ export const migrations: Migration[] = [
       'ALTER TABLE builds ALTER COLUMN job_created SET DEFAULT false',
     ],
   },
+  {
+    version: 5,
+    name: 'application settings: replicas, autoscaling, resources, variables; image sizes',
+    // replicas NULL: the platform's setting, so changing it still reaches applications that
+    // never chose. A variable's secret value is here only sealed (local runtime); in a cluster
+    // it lives in a Secret and this holds `{"secret": true}`.
+    statements: [
+      'ALTER TABLE applications ADD COLUMN replicas integer',
+      'ALTER TABLE applications ADD COLUMN autoscaling jsonb',
+      "ALTER TABLE applications ADD COLUMN resources jsonb NOT NULL DEFAULT '{}'",
+      "ALTER TABLE applications ADD COLUMN variables jsonb NOT NULL DEFAULT '{}'",
+      'ALTER TABLE builds ADD COLUMN image_size_bytes bigint',
+    ],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.

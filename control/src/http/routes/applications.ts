@@ -1,14 +1,17 @@
-// Applications: list, read (with the deployment), create, delete (with what runs in the cluster).
+// Applications: list, read (with the deployment), create, change settings, delete (with what runs in the cluster).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { tenantForNew, visibleTenants } from '../../domain/access.js'
-import { describeApplication, removeApplication } from '../../domain/applications.js'
+import { applicationView, describeApplication, removeApplication } from '../../domain/applications.js'
+import { configureApplication } from '../../domain/configure.js'
+import { policyView } from '../../domain/policy.js'
+import { ResourcePolicy } from '../../model/app-settings.js'
 import { Application, ApplicationSummary } from '../../model/resources.js'
 import { templateFiles } from '../../../../builders/src/templates.js'
 import { createApplication, listApplications } from '../../store/applications.js'
 import { callerOf } from '../auth.js'
 import type { RouteDeps } from '../route-deps.js'
-import { CreateApplication } from '../schemas/applications.js'
+import { CreateApplication, PatchApplication } from '../schemas/applications.js'
 import { errors } from '../schemas/errors.js'
 import { AppParams } from '../schemas/params.js'
 
@@ -46,8 +49,31 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     const { tenant, ...fields } = request.body
     const created = await createApplication(db, { ...fields, tenant: tenantForNew(callerOf(request), tenant) }, templateFiles)
     reply.code(201)
-    return created
+    return applicationView(deps.config, created, null)
   })
+
+  app.patch('/applications/:appId', {
+    schema: {
+      tags: ['applications'],
+      operationId: 'updateApplication',
+      summary: 'Change the description, replicas, autoscaling, resources or variables; fields given replace, fields absent stay',
+      description: "A deployed application gets the change at once (its SpinApp re-applied, or its host restarted) and its deployment's message says so. " +
+        "Resources are checked against the platform's policy (GET /policy): above a `max` is 400 naming the field; under `forced` the answer shows the platform's values. " +
+        'A secret variable\'s value is never shown again: answers say {"secret": true}, and sending that keeps the stored value.',
+      params: AppParams,
+      body: PatchApplication,
+      response: { 200: Application, ...errors(400, 404, 413, 415) },
+    },
+  }, async (request) => configureApplication(deps, request.params.appId, request.body))
+
+  app.get('/policy', {
+    schema: {
+      tags: ['applications'],
+      operationId: 'getResourcePolicy',
+      summary: "The platform's resource policy: how its CPU and memory values bind every application's resources (null: no value)",
+      response: { 200: ResourcePolicy },
+    },
+  }, async () => policyView(deps.config))
 
   app.delete('/applications/:appId', {
     schema: {

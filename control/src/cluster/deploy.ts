@@ -1,0 +1,15 @@
+// An application deployed in the cluster: its SpinApp, then what the SpinApp owns beside what
+// spin-operator makes (the autoscaler, the public route), so they go when it goes.
+import type { ControlConfig } from '../config.js'
+import { syncAutoscaler } from './autoscaler.js'
+import type { Kube } from './kube.js'
+import { applyPublicRoute } from './public-route.js'
+import type { SpinAppInput } from './spinapps.js'
+import { applySpinApp, SPINAPP_API_VERSION } from './spinapps.js'
+
+export async function deployToCluster (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string): Promise<void> {
+  const uid = await applySpinApp(kube, config, app, image)
+  const owner = { apiVersion: SPINAPP_API_VERSION, kind: 'SpinApp', name: app.clusterName, uid }
+  await syncAutoscaler(kube, app, app.settings.autoscaling, owner)
+  await applyPublicRoute(kube, config, app, owner)
+}

@@ -1,0 +1,67 @@
+// PATCH application: the settings given replace what is stored, the rest stays. When the
+// application is deployed the change is applied at once (its SpinApp, or its host on this
+// machine, with the new settings) and the answer's deployment message says so.
+import type { ApplicationT } from '../model/resources.js'
+import type { AutoscalingT, ResourcesT, VariableInputT } from '../model/app-settings.js'
+import { ApiError, InvalidInputError } from '../errors.js'
+import type { AppSettings } from '../model/app-settings.js'
+import { findApplication, updateSettings } from '../store/applications.js'
+import { latestImage } from '../store/builds.js'
+import type { ApplicationDeps } from './applications.js'
+import { describeApplication } from './applications.js'
+import { deployApplication } from './deploy.js'
+import { applicationNotFound } from './not-found.js'
+import { checkResources, resourcesInForce } from './policy.js'
+import { storeVariables } from './variables.js'
+
+export type SettingsPatch = {
+  description?: string | undefined
+  replicas?: number | undefined
+  autoscaling?: AutoscalingT | null | undefined
+  resources?: ResourcesT | undefined
+  variables?: Record<string, VariableInputT> | undefined
+}
+
+export async function configureApplication (deps: ApplicationDeps, appId: string, patch: SettingsPatch): Promise<ApplicationT> {
+  const { db, config, cluster, local } = deps
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  const change: Partial<AppSettings> & { description?: string } = {}
+  if (patch.description !== undefined) change.description = patch.description
+  if (patch.replicas !== undefined) change.replicas = patch.replicas
+  if (patch.resources !== undefined) change.resources = checkResources(config, patch.resources)
+  if (patch.autoscaling !== undefined) {
+    const autoscaling = patch.autoscaling
+    if (autoscaling !== null && autoscaling.minReplicas > autoscaling.maxReplicas) {
+      throw new InvalidInputError(`autoscaling.minReplicas: ${autoscaling.minReplicas} is above autoscaling.maxReplicas ${autoscaling.maxReplicas}`)
+    }
+    change.autoscaling = autoscaling
+  }
+  // The autoscaler measures CPU use against the request: without one it could never act.
+  const autoscaling = change.autoscaling !== undefined ? change.autoscaling : application.settings.autoscaling
+  if (autoscaling !== null && resourcesInForce(config, change.resources ?? application.settings.resources).cpuRequest === undefined) {
+    throw new InvalidInputError('autoscaling: needs resources.cpuRequest (or the platform\'s --resource-cpu-request): CPU use is measured against it')
+  }
+  // Last: this writes secret values to the cluster, which only a valid request should do.
+  if (patch.variables !== undefined) change.variables = await storeVariables(deps, application, patch.variables)
+  const updated = await updateSettings(db, appId, change)
+  if (updated === null) throw applicationNotFound()
+
+  const runs = patch.replicas !== undefined || patch.autoscaling !== undefined || patch.resources !== undefined || patch.variables !== undefined
+  const image = runs ? await latestImage(db, appId) : null
+  // On this machine only a host that runs is restarted: one stopped stays stopped.
+  const deployed = image !== null && (cluster !== null || local?.hosts.status(appId)?.running === true)
+  let note = ''
+  if (deployed) {
+    // The settings are stored whatever happens now: a cluster that refuses makes the answer
+    // say so (the next deploy applies them), not a 503 that would read as nothing changed.
+    note = await deployApplication({ config, cluster, local }, updated, image).then(() => 're-applied with the new settings',
+      (error: unknown) => {
+        if (error instanceof ApiError) return `saved but not applied (${error.message}); POST deploy applies them`
+        throw error
+      })
+  }
+  const view = await describeApplication(deps, appId)
+  if (note !== '' && view.deployment !== null) view.deployment.message = `${note}; ${view.deployment.message}`
+  return view
+}

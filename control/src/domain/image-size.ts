@@ -1,0 +1,22 @@
+// How big a built application is: its manifest's config plus layers, as pushed (the bytes a
+// node pulls, before any compression the registry might add on the wire). Read from wherever
+// the build put it: the registry (with the credentials of $DOCKER_CONFIG, if the process has
+// any) or the OCI layout on this machine. Null when the manifest cannot be read or makes no sense.
+import { parseRef } from '../../../common/src/spin/ref.js'
+import { openStore } from '../../../common/src/spin/store.js'
+import type { ControlConfig } from '../config.js'
+
+const MEASURE_TIMEOUT_MS = 10_000
+
+type Descriptor = { size?: unknown }
+
+export async function measureImage (config: Pick<ControlConfig, 'registryInsecure'>, imageRef: string): Promise<number | null> {
+  const ref = parseRef(imageRef)
+  const store = await openStore(ref, { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure, timeoutMs: MEASURE_TIMEOUT_MS })
+  const { bytes } = await store.getManifest(ref.digest ?? ref.tag ?? 'latest')
+  const manifest = JSON.parse(bytes.toString('utf8')) as { config?: Descriptor; layers?: Descriptor[] }
+  const sizes = [manifest.config, ...manifest.layers ?? []].map((descriptor) => descriptor?.size)
+  if (manifest.config === undefined || !sizes.every((size): size is number => Number.isSafeInteger(size) && (size as number) >= 0)) return null
+  const total = sizes.reduce((sum, size) => sum + size, 0)
+  return Number.isSafeInteger(total) ? total : null
+}

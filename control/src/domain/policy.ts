@@ -1,0 +1,94 @@
+// The platform's resource policy (--resource-policy and the four --resource-* values) applied
+// to an application's CPU and memory. In every mode a platform value fills what the
+// application leaves unset; `max` also bounds what it sets (a PATCH above is refused, and a
+// deploy lowers a value stored under a looser policy); `forced` replaces it. The values in force
+// are computed at every read and every deploy, never stored, so a tightened policy holds for old
+// applications from the next deploy on.
+import type { ControlConfig } from '../config.js'
+import { InvalidInputError } from '../errors.js'
+import type { ResourceField, ResourcePolicyT, ResourcesT } from '../model/app-settings.js'
+import { RESOURCE_FIELDS } from '../model/app-settings.js'
+import type { QuantityValue } from '../model/quantity.js'
+import { compareQuantities, parseQuantity, QUANTITY_RULE } from '../model/quantity.js'
+
+type PolicySettings = Pick<ControlConfig, 'resourcePolicy' | 'resourceCpuRequest' | 'resourceCpuLimit' | 'resourceMemoryRequest' | 'resourceMemoryLimit'>
+
+function platformValues (config: PolicySettings): ResourcesT {
+  const values: ResourcesT = {}
+  const given: Record<ResourceField, string> = {
+    cpuRequest: config.resourceCpuRequest,
+    cpuLimit: config.resourceCpuLimit,
+    memoryRequest: config.resourceMemoryRequest,
+    memoryLimit: config.resourceMemoryLimit,
+  }
+  for (const field of RESOURCE_FIELDS) if (given[field] !== '') values[field] = given[field]
+  return values
+}
+
+/** What GET /policy answers. */
+export function policyView (config: PolicySettings): ResourcePolicyT {
+  const values = platformValues(config)
+  return {
+    mode: config.resourcePolicy,
+    cpuRequest: values.cpuRequest ?? null,
+    cpuLimit: values.cpuLimit ?? null,
+    memoryRequest: values.memoryRequest ?? null,
+    memoryLimit: values.memoryLimit ?? null,
+  }
+}
+
+const value = (text: string | undefined): QuantityValue | null => text === undefined ? null : parseQuantity(text)
+const above = (a: string | undefined, b: string | undefined): boolean => {
+  const left = value(a)
+  const right = value(b)
+  return left !== null && right !== null && compareQuantities(left, right) > 0
+}
+
+const PAIRS = [['cpuRequest', 'cpuLimit'], ['memoryRequest', 'memoryLimit']] as const
+
+/**
+ * The resources a PATCH asks for, checked: each a quantity this platform accepts, no request
+ * above its limit, and under `max` nothing above the platform's value. Refused with a 400 that
+ * names the field.
+ */
+export function checkResources (config: PolicySettings, requested: ResourcesT): ResourcesT {
+  for (const field of RESOURCE_FIELDS) {
+    const text = requested[field]
+    if (text !== undefined && parseQuantity(text) === null) throw new InvalidInputError(`resources.${field}: expected ${QUANTITY_RULE}`)
+  }
+  for (const [request, limit] of PAIRS) {
+    if (above(requested[request], requested[limit])) throw new InvalidInputError(`resources.${request}: ${requested[request] ?? ''} is above resources.${limit} ${requested[limit] ?? ''}`)
+  }
+  if (config.resourcePolicy === 'max') {
+    const platform = platformValues(config)
+    for (const field of RESOURCE_FIELDS) {
+      if (above(requested[field], platform[field])) throw new InvalidInputError(`resources.${field}: ${requested[field] ?? ''} is above the platform's maximum ${platform[field] ?? ''}`)
+    }
+  }
+  if (config.resourcePolicy !== 'forced') {
+    const inForce = resourcesInForce(config, requested)
+    for (const [request, limit] of PAIRS) {
+      if (above(requested[request], inForce[limit])) throw new InvalidInputError(`resources.${request}: ${requested[request] ?? ''} is above the platform's ${limit} ${inForce[limit] ?? ''}, which applies when resources.${limit} is not given`)
+    }
+  }
+  return requested
+}
+
+/** The resources in force for what the application stored, under the policy as it is now. */
+export function resourcesInForce (config: PolicySettings, stored: ResourcesT): ResourcesT {
+  const platform = platformValues(config)
+  const result: ResourcesT = {}
+  for (const field of RESOURCE_FIELDS) {
+    const own = stored[field]
+    const cap = platform[field]
+    const chosen = config.resourcePolicy === 'forced' ? cap ?? own
+      : config.resourcePolicy === 'max' && above(own, cap) ? cap
+      : own ?? cap
+    if (chosen !== undefined) result[field] = chosen
+  }
+  // A lowered limit may now sit below a request that was fine with the old one.
+  for (const [request, limit] of PAIRS) {
+    if (above(result[request], result[limit])) result[request] = result[limit]
+  }
+  return result
+}

@@ -1,0 +1,38 @@
+// A build's image size is its manifest's config plus layers, read from where the build put it:
+// an OCI layout holding a real Spin artifact, and a real distribution registry on loopback.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { pushSpinApp } from '../../common/src/spin/artifact.js'
+import type { SpinApplication } from '../../common/src/spin/artifact.js'
+import { layoutStore } from '../../common/src/spin/layout.js'
+import { parseRef } from '../../common/src/spin/ref.js'
+import { openStore } from '../../common/src/spin/store.js'
+import { measureImage } from '../../control/src/domain/image-size.js'
+import { startRegistry } from '../helpers/registry.js'
+
+function application (bytes: number): SpinApplication {
+  return {
+    lockedApp: { spin_lock_version: 1, triggers: [], components: [{ id: 'hello', source: { content_type: 'application/wasm' } }] } as never,
+    wasm: new Map([['hello', new Uint8Array(bytes).fill(7)]]),
+  }
+}
+
+t.test('the size of a pushed Spin application: config plus every layer', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'image-size-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const pushed = await pushSpinApp(layoutStore(dir), 'b1', application(3000))
+  const expected = pushed.manifest.config.size + pushed.manifest.layers.reduce((sum, layer) => sum + layer.size, 0)
+  t.ok(expected > 3000, 'the wasm layer and the lock and config')
+  t.equal(await measureImage({ registryInsecure: false }, `oci-layout:${dir}@${pushed.digest}`), expected)
+  t.equal(await measureImage({ registryInsecure: false }, `oci-layout:${dir}:b1`), expected, 'by tag too')
+  await t.rejects(measureImage({ registryInsecure: false }, `oci-layout:${dir}@sha256:${'0'.repeat(64)}`), 'an image that is not there is no size')
+})
+
+t.test('the size of an image in a registry, by the digest-pinned reference a builder reports', async (t) => {
+  const registry = await startRegistry(t)
+  const pushed = await pushSpinApp(await openStore(parseRef(`${registry.host}/apps/hello:b1`), { dockerConfigDir: null }), 'b1', application(5000))
+  const expected = pushed.manifest.config.size + pushed.manifest.layers.reduce((sum, layer) => sum + layer.size, 0)
+  t.equal(await measureImage({ registryInsecure: false }, `${registry.host}/apps/hello@${pushed.digest}`), expected)
+})

@@ -1,0 +1,43 @@
+// PATCH of an application running on this machine (stand-ins for the builder and host): the
+// host is restarted at once with the new settings and the deployment's message says so; a
+// stopped host stays stopped; no secret value reaches an answer or a log line.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { writeStandIns } from '../fixtures/local-programs.js'
+import { toolchainCheck } from '../../control/src/local/programs.js'
+import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
+
+const SECRET = 'tr0ub4dor-and-3-local'
+
+t.test('a running host is restarted by a PATCH, and says so; no secret in any answer or log', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'local-settings-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', '--log-level', 'debug'],
+    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } })
+  const app = await createApp(control, 'hello', { language: 'js' })
+  const fn = firstFunction(app)
+  const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 20_000, `build ${started.id} deployed`)
+  const pid = async (): Promise<number> => {
+    const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/' } })
+    return (JSON.parse((reply.body as { body: string }).body) as { pid: number }).pid
+  }
+  const before = await pid()
+
+  const reply = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { token: { secret: SECRET }, greeting: { value: 'hi' } } } })
+  t.equal(reply.status, 200)
+  t.match(reply.body, { variables: { token: { secret: true }, greeting: { value: 'hi' } }, deployment: { message: /^re-applied with the new settings; / } })
+  t.notMatch(reply.text, SECRET)
+  t.not(await pid(), before, 'the host was restarted')
+
+  const referenced = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { token: { secret: true }, db: { secretRef: { name: 'db', key: 'password' } } } } })
+  t.match(referenced.body, { deployment: { message: /; not given to the function here \(a secretRef needs a cluster\): db$/ } }, 'a secretRef the runtime here cannot resolve is named')
+
+  const described = await control.call('PATCH', `/applications/${app.id}`, { json: { description: 'only words' } })
+  t.notMatch((described.body as { deployment: { message: string } }).deployment.message, /re-applied/, 'a description alone restarts nothing')
+
+  await control.close()
+  t.notMatch(control.logText(), SECRET, 'the secret value is in no log line')
+})
