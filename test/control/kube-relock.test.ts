@@ -1,0 +1,98 @@
+// A deploy in the cluster re-locks the built image with the application's variable names, in a
+// real distribution registry (htpasswd) with the push credentials read from the
+// --builder-registry-secret Secret of the fake Kubernetes API: the SpinApp runs the relocked
+// artifact, pinned by digest and mapped to --image-pull-repository; a relock that fails keeps
+// the running SpinApp, and the answer says why without any credential. No build: a small Spin
+// artifact pushed by the test stands for the builder's.
+import { readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import t from 'tap'
+import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
+import { parseRef } from '../../common/src/spin/ref.js'
+import { openStore } from '../../common/src/spin/store.js'
+import { succeedJob } from '../fixtures/kube-jobs.js'
+import { SECRETS } from '../fixtures/kube-secrets.js'
+import { SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { startClusterControl } from '../helpers/cluster.js'
+import { createApp, until } from '../helpers/control.js'
+import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
+
+const CREDENTIALS_SECRET = 'registry-credentials'
+const PULL = 'pull.example:5000/apps'
+const SECRET_VALUE = 'relock-secret-value-5d1c'
+const WRONG_PASSWORD = 'not-the-password-91be'
+
+type Spec = { image: string; variables?: unknown[] }
+
+const dockerConfigJson = (host: string, username: string, password: string): string =>
+  Buffer.from(JSON.stringify({ auths: { [host]: { auth: Buffer.from(`${username}:${password}`).toString('base64') } } })).toString('base64')
+
+const ownTempDirs = (): string[] => readdirSync(tmpdir()).filter((name) => name.startsWith('control-registry-'))
+
+t.test('the SpinApp runs the image relocked with the variable names; a failed relock keeps it', async (t) => {
+  const registry = await startRegistry(t, { auth: true })
+  const { username, password } = registry.credentials!
+  const { control, fake } = await startClusterControl(t, 'pglite', {
+    relock: 'registry',
+    flags: ['--image-repository', `${registry.host}/apps`, '--image-pull-repository', PULL, '--builder-registry-secret', CREDENTIALS_SECRET],
+  })
+  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson(registry.host, username, password) } })
+
+  // What a build would have pushed: one component, its wasm and its lock.
+  const store = await openStore(parseRef(`${registry.host}/apps/hello:b1`), { dockerConfigDir: await dockerConfigDir(t, registry.host, registry.credentials!) })
+  const pushed = await pushSpinApp(store, 'b1', {
+    lockedApp: {
+      spin_lock_version: 1,
+      metadata: { name: 'hello', version: '0.1.0' },
+      triggers: [{ id: 'hello-http-trigger', trigger_type: 'http', trigger_config: { component: 'hello', route: '/hello/...' } }],
+      components: [{ id: 'hello', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm' } }],
+    },
+    wasm: new Map([['hello', Buffer.from('\0asm\x01\0\0\0')]]),
+  })
+  const app = await createApp(control, 'hello')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(fake, `build-${build.id}`, `${registry.host}/apps/hello@${pushed.digest}`)
+  await until(() => (fake.get(SPINAPPS, 'hello')?.spec as Spec | undefined)?.image !== undefined, 5000, 'the SpinApp applied')
+  t.equal((fake.get(SPINAPPS, 'hello')?.spec as Spec).image, `${PULL}/hello@${pushed.digest}`, 'no variables: the built image as is, as the nodes pull it')
+  t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get'), [], 'no variables: no credential read')
+
+  const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' }, token: { secret: SECRET_VALUE } } } })
+  t.equal(patched.status, 200)
+  t.match(patched.body, { deployment: { message: /^re-applied with the new settings/ } })
+  const spec = fake.get(SPINAPPS, 'hello')?.spec as Spec
+  const digest = spec.image.slice(`${PULL}/hello@`.length)
+  t.match(spec.image, new RegExp(`^${PULL.replace(/\./g, '\\.')}/hello@sha256:[0-9a-f]{64}$`), 'digest-pinned, in the pull repository')
+  t.not(digest, pushed.digest, 'another artifact than the build')
+  t.same(spec.variables, [
+    { name: 'greeting', value: 'hej' },
+    { name: 'token', valueFrom: { secretKeyRef: { name: 'hello-variables', key: 'token' } } },
+  ])
+  const relocked = await pullSpinApp(store, digest)
+  t.same(relocked.lockedApp.variables, { greeting: {}, token: { secret: true } }, 'the lock in the registry declares the names')
+  t.same(relocked.lockedApp.components[0]!.config, { greeting: '{{ greeting }}', token: '{{ token }}' })
+  t.same(relocked.manifest.layers[0]!.digest, (await pullSpinApp(store, pushed.digest)).manifest.layers[0]!.digest, 'the compiled layer is the build\'s')
+  t.ok(fake.accesses.some((access) => access.resource === 'secrets' && access.verb === 'get'), 'the credentials were read')
+  t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get' && access.name !== CREDENTIALS_SECRET), [], 'no other Secret is read')
+  t.same(ownTempDirs(), [], 'the credentials\' directory is gone after the push')
+
+  // Credentials the registry refuses: the new name cannot be declared, the SpinApp stays.
+  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson(registry.host, username, WRONG_PASSWORD) } })
+  const refused = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hallo' }, colour: { value: 'blue' }, token: { secret: true } } } })
+  t.equal(refused.status, 200, 'the settings are saved')
+  t.match(refused.body, { deployment: { message: /^saved but not applied \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); POST deploy applies them/ } })
+  t.same(fake.get(SPINAPPS, 'hello')?.spec, spec, 'the running SpinApp is kept as it was')
+  const redeploy = await control.call('POST', `/applications/${app.id}/deploy`)
+  t.equal(redeploy.status, 503)
+  t.match(redeploy.body, { error: /could not be re-locked/ })
+
+  // No Secret at all: said by name.
+  fake.remove(SECRETS, CREDENTIALS_SECRET)
+  const missing = await control.call('POST', `/applications/${app.id}/deploy`)
+  t.equal(missing.status, 503)
+  t.same(missing.body, { error: `--builder-registry-secret: no Secret ${CREDENTIALS_SECRET} in namespace apps` })
+  t.same(fake.get(SPINAPPS, 'hello')?.spec, spec)
+  t.same(ownTempDirs(), [])
+
+  const everything = [patched.text, refused.text, redeploy.text, missing.text, control.logText()].join('\n')
+  for (const value of [password, WRONG_PASSWORD, SECRET_VALUE]) t.notOk(everything.includes(value), `${value} is in no answer and no log line`)
+})
