@@ -8,6 +8,7 @@ import { connectKube } from './cluster/kube.js'
 import type { ControlConfig } from './config.js'
 import type { Relock } from './cluster/relocked-image.js'
 import { deployApplication } from './domain/deploy.js'
+import { ApiError } from './errors.js'
 import { measureImage } from './domain/image-size.js'
 import { variableValues } from './domain/variables.js'
 import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
@@ -170,6 +171,7 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     return null
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
+  const notApplied = new Map<string, string>()
   const watcher = startBuildWatcher({
     kube,
     db,
@@ -181,10 +183,14 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     },
     async deploy (appId, image) {
       const application = await findApplication(db, appId)
-      if (application !== null) await deployApplication({ config, cluster: { kube, relock: deps.relock }, local: null }, application, image)
+      if (application === null) return
+      await deployApplication({ config, cluster: { kube, relock: deps.relock, notApplied }, local: null }, application, image).catch((error: unknown) => {
+        if (error instanceof ApiError) notApplied.set(appId, error.message)
+        throw error
+      })
     },
   })
-  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock }
+  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, notApplied }
 }
 
 function localFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Promise<LocalRuntime> {

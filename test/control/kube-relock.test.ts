@@ -2,7 +2,8 @@
 // real distribution registry (htpasswd) with the push credentials read from the
 // --builder-registry-secret Secret of the fake Kubernetes API: the SpinApp runs the relocked
 // artifact, pinned by digest and mapped to --image-pull-repository; a relock that fails keeps
-// the running SpinApp, and the answer says why without any credential. No build: a small Spin
+// the running SpinApp, and the answer (or, after a build, the deployment's message) says why
+// without any credential. No build: a small Spin
 // artifact pushed by the test stands for the builder's.
 import { readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,7 +33,7 @@ const ownTempDirs = (): string[] => readdirSync(tmpdir()).filter((name) => name.
 t.test('the SpinApp runs the image relocked with the variable names; a failed relock keeps it', async (t) => {
   const registry = await startRegistry(t, { auth: true })
   const { username, password } = registry.credentials!
-  const { control, fake } = await startClusterControl(t, 'pglite', {
+  const { control, fake, finished } = await startClusterControl(t, 'pglite', {
     relock: 'registry',
     flags: ['--image-repository', `${registry.host}/apps`, '--image-pull-repository', PULL, '--builder-registry-secret', CREDENTIALS_SECRET],
   })
@@ -85,6 +86,14 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   t.equal(redeploy.status, 503)
   t.match(redeploy.body, { error: /could not be re-locked/ })
 
+  // After a build no answer can say it: the deployment's message does, until a deploy applies.
+  const rebuild = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(fake, `build-${rebuild.id}`, `${registry.host}/apps/hello@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === rebuild.id), 5000, 'the build recorded and its deploy tried')
+  const afterBuild = await control.call('GET', `/applications/${app.id}`)
+  t.match(afterBuild.body, { deployment: { message: /^the newest build is not deployed \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); POST deploy tries again; / } })
+  t.same(fake.get(SPINAPPS, 'hello')?.spec, spec)
+
   // No Secret at all: said by name.
   fake.remove(SECRETS, CREDENTIALS_SECRET)
   const missing = await control.call('POST', `/applications/${app.id}/deploy`)
@@ -93,6 +102,17 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   t.same(fake.get(SPINAPPS, 'hello')?.spec, spec)
   t.same(ownTempDirs(), [])
 
-  const everything = [patched.text, refused.text, redeploy.text, missing.text, control.logText()].join('\n')
+  // The credentials back: the deploy applies the saved settings, and the message is the SpinApp's again.
+  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson(registry.host, username, password) } })
+  const since = Date.now()
+  t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  t.comment(`POST deploy with a new name (credentials read, relock pushed, SpinApp applied): ${Date.now() - since} ms`)
+  const applied = fake.get(SPINAPPS, 'hello')?.spec as Spec
+  t.not(applied.image, spec.image, 'a lock that declares colour too')
+  t.match(applied.variables, [{ name: 'colour', value: 'blue' }, { name: 'greeting', value: 'hallo' }, { name: 'token' }])
+  const fine = await control.call('GET', `/applications/${app.id}`)
+  t.notMatch((fine.body as { deployment: { message: string } }).deployment.message, /not deployed/)
+
+  const everything = [patched.text, refused.text, redeploy.text, missing.text, afterBuild.text, fine.text, control.logText()].join('\n')
   for (const value of [password, WRONG_PASSWORD, SECRET_VALUE]) t.notOk(everything.includes(value), `${value} is in no answer and no log line`)
 })

@@ -11,4 +11,10 @@ export type Cluster = {
   pollMs: number
   /** How a deploy re-locks the image with the variables' names; relockReference unless a test replaces it. */
   relock?: Relock | undefined
+  /**
+   * Why the deploy after an application's newest build did not apply (the SpinApp kept its
+   * image), until a deploy of it does: no answer carried the reason, so its deployment's message
+   * says it. This process's own record: another replica's GET does not show it.
+   */
+  notApplied?: Map<string, string> | undefined
 }

@@ -13,7 +13,7 @@ import type { StoredApplication } from '../store/applications.js'
 import { resourcesInForce } from './policy.js'
 
 export async function deployApplication (
-  { config, cluster, local }: { config: ControlConfig; cluster: { kube: Kube; relock?: Relock | undefined } | null; local?: LocalRuntime | null | undefined },
+  { config, cluster, local }: { config: ControlConfig; cluster: { kube: Kube; relock?: Relock | undefined; notApplied?: Map<string, string> | undefined } | null; local?: LocalRuntime | null | undefined },
   application: StoredApplication,
   image: string,
 ): Promise<void> {
@@ -23,4 +23,5 @@ export async function deployApplication (
   }
   const running = await relockedImage(cluster.kube, config, image, application.settings, cluster.relock)
   await deployToCluster(cluster.kube, config, { ...application, resources: resourcesInForce(config, application.settings.resources) }, running)
+  cluster.notApplied?.delete(application.id)
 }
