@@ -116,3 +116,31 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   const everything = [patched.text, refused.text, redeploy.text, missing.text, afterBuild.text, fine.text, control.logText()].join('\n')
   for (const value of [password, WRONG_PASSWORD, SECRET_VALUE]) t.notOk(everything.includes(value), `${value} is in no answer and no log line`)
 })
+
+t.test('without --builder-registry-secret the control plane pushes with its own $DOCKER_CONFIG', async (t) => {
+  const registry = await startRegistry(t, { auth: true })
+  const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
+  const before = process.env.DOCKER_CONFIG
+  process.env.DOCKER_CONFIG = dockerConfig
+  t.teardown(() => { if (before === undefined) delete process.env.DOCKER_CONFIG; else process.env.DOCKER_CONFIG = before })
+  const { control, fake, finished } = await startClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${registry.host}/apps`] })
+  const store = await openStore(parseRef(`${registry.host}/apps/solo:b1`), { dockerConfigDir: dockerConfig })
+  const pushed = await pushSpinApp(store, 'b1', {
+    lockedApp: {
+      spin_lock_version: 1,
+      triggers: [{ id: 'solo-http-trigger', trigger_type: 'http', trigger_config: { component: 'solo', route: '/...' } }],
+      components: [{ id: 'solo', source: { content_type: 'application/wasm' } }],
+    },
+    wasm: new Map([['solo', Buffer.from('\0asm\x01\0\0\0')]]),
+  })
+  const app = await createApp(control, 'solo')
+  t.equal((await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' } } } })).status, 200)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(fake, `build-${build.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === build.id), 5000, 'the build recorded and deployed')
+  const image = (fake.get(SPINAPPS, 'solo')?.spec as Spec).image
+  t.match(image, /@sha256:[0-9a-f]{64}$/)
+  t.not(image, `${registry.host}/apps/solo@${pushed.digest}`, 'relocked after the build, with the variable set before it')
+  t.same((await pullSpinApp(store, image.slice(image.indexOf('@') + 1))).lockedApp.variables, { greeting: {} })
+  t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get'), [], 'no Secret read')
+})

@@ -13,10 +13,14 @@ import { clusterError, statusOf } from './kube.js'
 
 const KEY = '.dockerconfigjson'
 
-/** `use` called with a directory holding the Secret's config.json, or null when no Secret is configured. */
+/**
+ * `use` called with a directory holding the Secret's config.json; without a Secret configured,
+ * the control plane's own `$DOCKER_CONFIG` (as for reading image sizes: a control plane run
+ * outside the cluster), else null.
+ */
 export async function withRegistryCredentials<T> (kube: Kube, config: ControlConfig, use: (dockerConfigDir: string | null) => Promise<T>): Promise<T> {
   const name = config.builderRegistrySecret
-  if (name === '') return use(null)
+  if (name === '') return use(process.env.DOCKER_CONFIG ?? null)
   const dockerConfig = await readDockerConfig(kube, name)
   // mkdtemp makes it 0700: only this process's user can read what is written in it.
   const dir = await mkdtemp(join(tmpdir(), 'control-registry-'))
