@@ -6,6 +6,8 @@
 // without any credential. No build: a small Spin
 // artifact pushed by the test stands for the builder's.
 import { readdirSync } from 'node:fs'
+import { createServer } from 'node:net'
+import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import t from 'tap'
 import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
@@ -143,4 +145,26 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   t.not(image, `${registry.host}/apps/solo@${pushed.digest}`, 'relocked after the build, with the variable set before it')
   t.same((await pullSpinApp(store, image.slice(image.indexOf('@') + 1))).lockedApp.variables, { greeting: {} })
   t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get'), [], 'no Secret read')
+})
+
+t.test('a registry that never answers: the PATCH answers within the relock timeout, the SpinApp kept', { timeout: 60_000 }, async (t) => {
+  // Accepts connections and says nothing, as a black-holed registry would.
+  const sockets = new Set<Socket>()
+  const silent = createServer((socket) => { sockets.add(socket) })
+  t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); silent.close(() => resolve()) }))
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  const host = `127.0.0.1:${(silent.address() as { port: number }).port}`
+  const { control, fake, finished } = await startClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${host}/apps`] })
+  const app = await createApp(control, 'mute')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  const image = `${host}/apps/mute@sha256:${'d'.repeat(64)}`
+  succeedJob(fake, `build-${build.id}`, image)
+  await until(() => finished.some((b) => b.id === build.id), 5000, 'deployed without variables: no registry request')
+  const since = Date.now()
+  const reply = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' } } } })
+  const elapsed = Date.now() - since
+  t.equal(reply.status, 200)
+  t.match(reply.body, { deployment: { message: /^saved but not applied \(the image could not be re-locked with the variables' names/ } })
+  t.ok(elapsed < 30_000, `answered after ${elapsed} ms (10 s per registry request)`)
+  t.equal((fake.get(SPINAPPS, 'mute')?.spec as Spec).image, image, 'the SpinApp kept its image')
 })

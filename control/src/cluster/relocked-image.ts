@@ -11,6 +11,9 @@ import type { AppSettings } from '../model/app-settings.js'
 import type { Kube } from './kube.js'
 import { withRegistryCredentials } from './registry-credentials.js'
 
+// Per registry request: the lock, config and manifest are a few KiB, and a PATCH waits for them.
+const RELOCK_TIMEOUT_MS = 10_000
+
 /** relockReference's shape: tests whose images are in no registry replace it. */
 export type Relock = (image: string, names: readonly string[], options: StoreOptions & RelockOptions) => Promise<string>
 
@@ -26,7 +29,7 @@ export async function relockedImage (kube: Kube, config: ControlConfig, image: s
   const secret = new Set(names.filter((name) => !('value' in (settings.variables[name] as object))))
   return withRegistryCredentials(kube, config, async (dockerConfigDir) => {
     try {
-      return await relock(image, names, { dockerConfigDir, insecure: config.registryInsecure, secret })
+      return await relock(image, names, { dockerConfigDir, insecure: config.registryInsecure, secret, timeoutMs: RELOCK_TIMEOUT_MS })
     } catch (error) {
       if (error instanceof ApiError) throw error
       // The registry client's messages carry no credential.
