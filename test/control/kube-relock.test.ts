@@ -145,6 +145,16 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   t.not(image, `${registry.host}/apps/solo@${pushed.digest}`, 'relocked after the build, with the variable set before it')
   t.same((await pullSpinApp(store, image.slice(image.indexOf('@') + 1))).lockedApp.variables, { greeting: {} })
   t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get'), [], 'no Secret read')
+
+  // No credentials now: the next build's deploy fails, which the deployment says until the application goes.
+  process.env.DOCKER_CONFIG = t.testdir({})
+  const again = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  succeedJob(fake, `build-${again.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === again.id), 5000, 'the second build recorded')
+  t.match((await control.call('GET', `/applications/${app.id}`)).body, { deployment: { message: /^the newest build is not deployed \(the image could not be re-locked/ } })
+  t.equal(control.server.cluster?.notApplied?.size, 1)
+  t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
+  t.equal(control.server.cluster?.notApplied?.size, 0, 'forgotten with the application')
 })
 
 t.test('a registry that never answers: the PATCH answers within the relock timeout, the SpinApp kept', { timeout: 60_000 }, async (t) => {

@@ -75,6 +75,7 @@ export async function removeApplication ({ db, cluster, local }: ApplicationDeps
     await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
   }
   if (!await deleteApplication(db, application.id)) throw applicationNotFound()
+  cluster?.notApplied?.delete(application.id)
 }
 
 /** A local deployment in the API's shape: one replica, no namespace; its loopback URL is the internal and the public address (the machine's user reaches it there). */
