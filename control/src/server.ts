@@ -6,8 +6,11 @@ import { startBuildWatcher } from './cluster/build-watcher.js'
 import type { Cluster } from './cluster/cluster.js'
 import { connectKube } from './cluster/kube.js'
 import type { ControlConfig } from './config.js'
-import { deployInCluster } from './domain/deploy.js'
+import type { Relock } from './cluster/relocked-image.js'
+import { deployApplication } from './domain/deploy.js'
+import { ApiError } from './errors.js'
 import { measureImage } from './domain/image-size.js'
+import { variableValues } from './domain/variables.js'
 import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
 import { startLocalRuntime } from './local/local.js'
 import { buildApp } from './http/app.js'
@@ -52,6 +55,8 @@ export type ServerDeps = {
   local?: Pick<LocalRuntimeDeps, 'builderMain' | 'hostMain' | 'toolchains' | 'variablesFor'>
   /** The size of a built image (config plus layers); tests that reach no registry replace it. */
   measureImage?: (imageRef: string) => Promise<number | null>
+  /** How a cluster deploy re-locks the image with the variables' names; tests whose images are in no registry replace it. */
+  relock?: Relock
 }
 
 export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -166,6 +171,7 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     return null
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
+  const notApplied = new Map<string, string>()
   const watcher = startBuildWatcher({
     kube,
     db,
@@ -177,10 +183,14 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     },
     async deploy (appId, image) {
       const application = await findApplication(db, appId)
-      if (application !== null) await deployInCluster(kube, config, application, image)
+      if (application === null) return
+      await deployApplication({ config, cluster: { kube, relock: deps.relock, notApplied }, local: null }, application, image).catch((error: unknown) => {
+        if (error instanceof ApiError) notApplied.set(appId, error.message)
+        throw error
+      })
     },
   })
-  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000 }
+  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, notApplied }
 }
 
 function localFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Promise<LocalRuntime> {
@@ -188,6 +198,8 @@ function localFor (config: ControlConfig, db: Database, deps: ServerDeps, metric
     config,
     db,
     logger: deps.logger,
+    // The values now, secrets unsealed, at every deploy: a new value needs no rebuild.
+    variablesFor: (app) => variableValues({ config, cluster: null }, app),
     ...deps.local,
     onBuildFinished (build) {
       metrics.recordBuildFinished(build)

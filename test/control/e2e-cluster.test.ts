@@ -4,10 +4,11 @@
 // credentials; a fake spin-operator whose shim pulls the SpinApp's image from that registry,
 // checks it and serves it with the host; and invoke through the control plane and the API
 // server's service proxy, answered by the component; then a variable reaches it without a
-// rebuild (relocked image, SpinApp variables from a Secret). One real js build.
+// rebuild through PATCH (relocked image, SpinApp variables from a Secret). One real js build.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { templateFiles } from '../../builders/src/templates.js'
-import { relockReference } from '../../common/src/spin/relock.js'
 import { operateSpinApps, runBuildJobs } from '../fixtures/kube-runners.js'
 import { SECRETS } from '../fixtures/kube-secrets.js'
 import { SPINAPPS } from '../fixtures/kube-spinapps.js'
@@ -19,6 +20,7 @@ import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 const BUILD_TIMEOUT = 240_000
 // One test of at most BUILD_TIMEOUT + 60 s, and the file's own start.
 t.setTimeout(BUILD_TIMEOUT + 120_000)
+const SECRET_GREETING = 'hej-secret-value-77d2'
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
 
@@ -28,7 +30,8 @@ t.test('js in the cluster: Job → builder → registry → SpinApp → shim →
   const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
   runBuildJobs(t, fake, { dockerConfig })
   operateSpinApps(t, fake, { dockerConfig })
-  const { control } = await startClusterControl(t, 'pglite', { fake, flags: ['--image-repository', `${registry.host}/apps`] })
+  const { control } = await startClusterControl(t, 'pglite', { fake, relock: 'registry', flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'] })
+  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: 'registry-credentials' }, data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') } })
 
   const app = await createApp(control, 'hello', { language: 'js' })
   const fn = firstFunction(app)
@@ -50,16 +53,22 @@ t.test('js in the cluster: Job → builder → registry → SpinApp → shim →
   t.equal(reply.status, 200)
   t.match(reply.body, { status: 200, body: `hello from ${fn.name}\n`, headers: { 'x-request-path': ['/through/the/proxy'] } })
 
-  // Variables as a deploy will set them, without a rebuild: the image relocked in the registry
-  // to declare the name, the SpinApp's variables (a value from a Secret), the shim's environment.
-  const relocked = await relockReference(build!.imageRef!, ['greeting'], { dockerConfigDir: dockerConfig })
-  t.match(relocked, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello@sha256:[0-9a-f]{64}$`))
-  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hello-variables' }, data: { greeting: Buffer.from('hej').toString('base64') } })
-  const spinApp = fake.list(SPINAPPS)[0]!
-  fake.put(SPINAPPS, { ...spinApp, spec: { ...spinApp.spec as object, image: relocked, variables: [{ name: 'greeting', valueFrom: { secretKeyRef: { name: 'hello-variables', key: 'greeting' } } }] } })
+  // A secret variable through PATCH, without a rebuild: the control plane writes the value to
+  // the application's Secret, re-locks the image in the registry to declare the name (with the
+  // push credentials of --builder-registry-secret) and applies the SpinApp, whose shim gets the
+  // value from the Secret.
+  const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { secret: SECRET_GREETING } } } })
+  t.equal(patched.status, 200, patched.text)
+  t.match(patched.body, { variables: { greeting: { secret: true } }, deployment: { message: /^re-applied with the new settings/ } })
+  const spec = fake.get(SPINAPPS, 'hello')?.spec as { image: string; variables: unknown[] }
+  t.match(spec.image, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello@sha256:[0-9a-f]{64}$`), 'a digest-pinned image in the registry')
+  t.not(spec.image, build!.imageRef, 'relocked: not the build\'s artifact')
+  t.same(spec.variables, [{ name: 'greeting', valueFrom: { secretKeyRef: { name: 'hello-variables', key: 'greeting' } } }])
   await until(async () => {
     const answer = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/' } })
-    return (answer.body as { body?: string }).body === `hej from ${fn.name}\n`
+    return (answer.body as { body?: string }).body === `${SECRET_GREETING} from ${fn.name}\n`
   }, 60_000, 'the function to read the variable from the shim')
+  t.notOk(control.logText().includes(SECRET_GREETING) || patched.text.includes(SECRET_GREETING), 'the secret is in no log line and not in the answer')
+  t.notOk(control.logText().includes(registry.credentials!.password), 'nor is the registry password')
   t.pass('the component reads the SpinApp variable through fermyon:spin/variables')
 })

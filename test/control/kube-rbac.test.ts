@@ -10,19 +10,25 @@ import { parse } from 'yaml'
 import type { Access } from '../fixtures/kube-api.js'
 import { failJob, podOfJob, runJob, succeedJob } from '../fixtures/kube-jobs.js'
 import { writePodLog } from '../fixtures/kube-pods.js'
+import { SECRETS } from '../fixtures/kube-secrets.js'
 import { setServiceBackend } from '../fixtures/kube-services.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { createApp, firstFunction, until } from '../helpers/control.js'
 import { startClusterControl } from '../helpers/cluster.js'
 
-type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] }
+type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }
 type Role = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; rules: Rule[] }
+
+// The name deploy/overlays/registry gives --builder-registry-secret, which the Role names.
+const REGISTRY_SECRET = 'registry-credentials'
 
 const role = parse(readFileSync(new URL('../../deploy/base/control/role.yaml', import.meta.url), 'utf8')) as Role
 
 const resourceOf = (access: Access): string => access.subresource === '' ? access.resource : `${access.resource}/${access.subresource}`
+// resourceNames, when a rule has them, admit only requests for those objects by name.
 const allows = (rule: Rule, access: Access): boolean =>
-  rule.apiGroups.includes(access.group) && rule.resources.includes(resourceOf(access)) && rule.verbs.includes(access.verb)
+  rule.apiGroups.includes(access.group) && rule.resources.includes(resourceOf(access)) && rule.verbs.includes(access.verb) &&
+  (rule.resourceNames === undefined || rule.resourceNames.includes(access.name))
 
 t.test('the Role: a namespaced Role named control-plane, namespace left to kustomize', async (t) => {
   t.equal(role.apiVersion, 'rbac.authorization.k8s.io/v1')
@@ -35,8 +41,9 @@ t.test('the Role: a namespaced Role named control-plane, namespace left to kusto
 })
 
 t.test('every request of a complete scenario is allowed by the Role, and every rule is used', async (t) => {
-  const cluster = await startClusterControl(t, 'pglite', { flags: ['--public-base-url', 'https://fn.example.com', '--gateway', 'public'] })
+  const cluster = await startClusterControl(t, 'pglite', { flags: ['--public-base-url', 'https://fn.example.com', '--gateway', 'public', '--builder-registry-secret', REGISTRY_SECRET] })
   const { control, fake } = cluster
+  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: REGISTRY_SECRET }, data: { '.dockerconfigjson': Buffer.from('{"auths":{}}').toString('base64') } })
   const app = await createApp(control, 'hello')
   const fn = firstFunction(app)
 
@@ -83,7 +90,8 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
     for (const group of rule.apiGroups) {
       for (const resource of rule.resources) {
         for (const verb of rule.verbs) {
-          const used = fake.accesses.some((access) => access.group === group && resourceOf(access) === resource && access.verb === verb)
+          const used = fake.accesses.some((access) => access.group === group && resourceOf(access) === resource && access.verb === verb &&
+            (rule.resourceNames === undefined || rule.resourceNames.includes(access.name)))
           t.ok(used, `the Role's ${verb} ${group === '' ? 'core' : group} ${resource} is used`)
         }
       }

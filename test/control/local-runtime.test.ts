@@ -236,6 +236,26 @@ t.test('variables: a deployment gets the values variablesFor gives, on the build
   t.notMatch(JSON.stringify(control.logs), /"first"|"second"|blue/, 'no value in the control plane log')
 })
 
+t.test('variables through PATCH: the stored values and the unsealed secret reach the running host at once, no rebuild', async (t) => {
+  const { control } = await startLocal(t)
+  const app = await jsApp(control, 'patched')
+  await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  const before = await invokeVars(control, app.id, app.fnId)
+  t.same(before.vars, {}, 'no variables yet')
+
+  const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' }, token: { secret: 'sealed-value-0c4e' } } } })
+  t.equal(patched.status, 200)
+  t.match(patched.body, { deployment: { message: /^re-applied with the new settings/ } })
+  const after = await invokeVars(control, app.id, app.fnId)
+  t.same(after.vars, { SPIN_VARIABLE_GREETING: 'hej', SPIN_VARIABLE_TOKEN: 'sealed-value-0c4e' }, 'the value and the secret, unsealed')
+  t.not(after.pid, before.pid, 'a restart')
+
+  await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hallo' }, token: { secret: true } } } })
+  t.same((await invokeVars(control, app.id, app.fnId)).vars, { SPIN_VARIABLE_GREETING: 'hallo', SPIN_VARIABLE_TOKEN: 'sealed-value-0c4e' }, 'a new value; the kept secret')
+  t.notOk(control.logText().includes('sealed-value-0c4e'), 'the secret is in no log line')
+  t.notOk(patched.text.includes('sealed-value-0c4e'), 'nor in the answer')
+})
+
 async function invokeVars (control: TestControl, appId: string, fnId: string): Promise<{ ref: string; pid: number; vars: Record<string, string> }> {
   const reply = await control.call('POST', `/applications/${appId}/functions/${fnId}/invoke`, { json: { method: 'GET', path: '/' } })
   if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)

@@ -4,7 +4,8 @@
 // and applied again; the application's label removes it with the application
 // (deleteBuildResources' Secret deletecollection). The control plane only ever writes it: a
 // merge patch sets the new values and removes the keys no longer wanted, leaving the kept ones
-// as they are, so it never needs to read a Secret (the Role grants no get on secrets).
+// as they are, so it never needs to read a Secret (the Role grants get on the registry
+// credentials' Secret alone).
 import type { V1Secret } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { UnavailableError } from '../errors.js'

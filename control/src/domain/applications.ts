@@ -55,7 +55,10 @@ export async function describeApplication ({ db, config, cluster, local }: Appli
   const image = cluster === null ? null : await latestImage(db, application.id)
   if (cluster === null || image === null) return applicationView(config, application, null)
   const replicas = application.settings.replicas ?? config.replicas
-  return applicationView(config, application, await readDeployment(cluster.kube, config, { name: application.clusterName, replicas }, image))
+  const deployment = await readDeployment(cluster.kube, config, { name: application.clusterName, replicas }, image)
+  const notApplied = cluster.notApplied?.get(application.id)
+  if (notApplied !== undefined) deployment.message = `the newest build is not deployed (${notApplied}); POST deploy tries again; ${deployment.message}`
+  return applicationView(config, application, deployment)
 }
 
 /** The application, its rows and what it has in the cluster (SpinApp, build Jobs and Secrets). */
@@ -72,6 +75,7 @@ export async function removeApplication ({ db, cluster, local }: ApplicationDeps
     await deleteBuildResources(cluster.kube, `${APPLICATION_LABEL}=${application.id}`)
   }
   if (!await deleteApplication(db, application.id)) throw applicationNotFound()
+  cluster?.notApplied?.delete(application.id)
 }
 
 /** A local deployment in the API's shape: one replica, no namespace; its loopback URL is the internal and the public address (the machine's user reaches it there). */
