@@ -65,7 +65,7 @@ eachEngine(t, "an added function gets its application's template, named after it
   t.equal(added.status, 201)
   const source = (await control.call('GET', `/applications/${app.id}/functions/${(added.body as { id: string }).id}/source`)).body as Source
   t.same(source.files, templateFiles('ts', 'cart'))
-  t.match(source.files['src/index.ts'], /hello from cart/)
+  t.match(source.files['src/index.ts'], /\$\{greeting\} from cart\\n/)
 })
 
 eachEngine(t, 'concurrent PUTs: the stored map is one of them, never a mix', async (t, engine) => {
