@@ -16,6 +16,7 @@ import {
   CONFIG_MEDIA_TYPE, INDEX_MEDIA_TYPE, LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 } from '../../common/src/spin/format.js'
 import { layoutStore } from '../../common/src/spin/layout.js'
+import { relockReference } from '../../common/src/spin/relock.js'
 import type { ArtifactStore } from '../../common/src/spin/store.js'
 
 const WASM = Buffer.from('\0asm component')
@@ -135,4 +136,15 @@ t.test('a Docker config.json that is not one', async (t) => {
   await writeFile(join(dir, 'config.json'), JSON.stringify({ auths: { 'registry.example.com': {} } }))
   t.equal(await dockerCredentials(dir, 'registry.example.com'), null, 'an entry without credentials is none')
   await t.rejects(dockerCredentials(join(dir, 'config.json'), 'registry.example.com'), { code: 'ENOTDIR' }, 'a path that is a file is an error, not "no credentials"')
+})
+
+t.test('relockReference pins the relocked artifact; with no names the reference is left as it was', async (t) => {
+  const dir = join(await tempDir(t), 'layout')
+  await pushSpinApp(layoutStore(dir), 'v1', { lockedApp: lockedApp(), wasm: new Map([['hello', WASM]]) })
+  t.equal(await relockReference(`oci-layout:${join(dir, 'absent')}:v1`, [], { dockerConfigDir: null }), `oci-layout:${join(dir, 'absent')}:v1`, 'nothing is read')
+  const pinned = await relockReference(`oci-layout:${dir}:v1`, ['greeting'], { dockerConfigDir: null })
+  t.match(pinned, new RegExp(`^oci-layout:${dir}@sha256:[0-9a-f]{64}$`))
+  const pulled = await pullSpinApp(layoutStore(dir), pinned.slice(pinned.indexOf('@') + 1))
+  t.same(pulled.lockedApp.variables, { greeting: {} })
+  t.same(pulled.lockedApp.components[0]?.config, { greeting: '{{ greeting }}' })
 })
