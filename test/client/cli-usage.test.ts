@@ -12,6 +12,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { collect, runCli } from '../helpers/client-cli.js'
 import { freePort } from '../helpers/ports.js'
+import { startTestRelay } from '../helpers/relay.js'
 
 t.setTimeout(120_000)
 
@@ -114,4 +115,27 @@ t.test('failures exit 1 with the reason', async (t) => {
     t.equal(run.code, 1)
     t.equal(run.err, 'relay session: discovery: 500 internal\n')
   })
+})
+
+t.test('every session command shape against a relay with auth disabled', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const env = { XDG_CONFIG_HOME: await configHome(t) }
+  const created = await relayCli(t, ['session', 'create', '--json', '--server', relay.http], env)
+  t.equal(created.code, 0, created.err)
+  const { id } = JSON.parse(created.out) as { id: string }
+  const page = await relayCli(t, ['session', 'list', '--limit', '1', '--json', '--server', relay.http], env)
+  t.same((JSON.parse(page.out) as { sessions: Array<{ id: string }> }).sessions.map((session) => session.id), [id])
+  const table = await relayCli(t, ['session', 'list', '--limit', '1', '--server', relay.http], env)
+  t.match(table.out, new RegExp(`^ID +STATE +PEERS +BYTES_IN +BYTES_OUT +EXPIRES_AT\\n${id} +pending +-- +0 +0 +\\S+\\n$`))
+  const all = await relayCli(t, ['session', 'list', '--json', '--server', relay.http], env)
+  t.same((JSON.parse(all.out) as { sessions: Array<{ id: string }> }).sessions.map((session) => session.id), [id])
+  const one = await relayCli(t, ['session', 'get', id, '--server', relay.http], env)
+  t.match(one.out, new RegExp(`^ID .*\\n${id} +pending `))
+  const oneJson = await relayCli(t, ['session', 'get', id, '--json', '--server', relay.http], env)
+  t.equal((JSON.parse(oneJson.out) as { id: string }).id, id)
+  const deleted = await relayCli(t, ['session', 'delete', id, '--json', '--server', relay.http], env)
+  t.same([deleted.code, JSON.parse(deleted.out)], [0, { deleted: id }])
+  const missing = await relayCli(t, ['session', 'get', 'no-such-session', '--server', relay.http], env)
+  t.equal(missing.code, 1)
+  t.equal(missing.err, 'relay session: get session no-such-session: 404 session not found\n')
 })
