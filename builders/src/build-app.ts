@@ -3,7 +3,7 @@
 // manifest and push it. Returns the digest-pinned reference; throws a BuildFailure whose
 // message is the short reason for the termination log.
 import { createRequire } from 'node:module'
-import { createReadStream } from 'node:fs'
+import { constants, createReadStream } from 'node:fs'
 import { copyFile, mkdir, readFile, symlink, writeFile, access } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -60,6 +60,13 @@ export async function buildApplication (request: BuildRequest): Promise<string> 
   const { log } = request
   const started = Date.now()
   let files: Record<string, string>
+  // Opened first: a stream that cannot open reaches unpackArchive as "the upload broke off",
+  // the control plane's words for a client that went away, which a builder has none of.
+  try {
+    await access(request.archive, constants.R_OK)
+  } catch (error) {
+    throw new BuildFailure(`cannot read the source archive: ${(error as Error).message}`)
+  }
   try {
     files = await unpackArchive(createReadStream(request.archive), ARCHIVE_LIMITS)
   } catch (error) {

@@ -22,7 +22,15 @@ const NAME = 'component'
 
 export async function transpiled (cacheDir: string, digest: string, wasm: Uint8Array): Promise<TranspiledComponent> {
   const dir = join(cacheDir, digest.replace(':', '-'))
-  if (!(await exists(join(dir, `${NAME}.js`)))) await transpileInto(dir, wasm)
+  if (!(await exists(join(dir, `${NAME}.js`)))) {
+    try {
+      await transpileInto(dir, wasm)
+    } catch (error) {
+      // jco's own message is a parser's ("expected `(`") and names no layer: say which one.
+      const first = (error as Error).message.split('\n')[0] as string
+      throw new Error(`the wasm layer ${digest} is not a component jco can transpile: ${first}`)
+    }
+  }
   const module = await import(pathToFileURL(join(dir, `${NAME}.js`)).href) as { instantiate: Instantiate }
   // Compiled once, instantiated per request.
   const modules = new Map<string, CoreModule>()

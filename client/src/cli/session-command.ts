@@ -13,6 +13,9 @@ export async function sessionCommand (args: string[], io: Io): Promise<number> {
   const needsId = verb === 'get' || verb === 'delete'
   if (needsId && id === undefined) throw new UsageError(`relay session ${verb} needs a session id`, help)
   if (!needsId && id !== undefined) throw new UsageError(`unexpected argument: ${id}`, help)
+  // Checked before the relay is asked anything: a usage error is 2 whether or not it answers.
+  const limit = values.limit === undefined ? undefined : Number(values.limit)
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError('--limit: a positive integer', help)
   const server = serverOf(values.server as string | undefined, io, help)
   const json = values.json === true
   const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
@@ -26,9 +29,7 @@ export async function sessionCommand (args: string[], io: Io): Promise<number> {
     case 'list': {
       const admin = await adminFor(server, io)
       let sessions: Session[] = []
-      if (values.limit !== undefined) {
-        const limit = Number(values.limit)
-        if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit: a positive integer', help)
+      if (limit !== undefined) {
         const page = await admin.listSessions({ limit })
         if (json) { print(page); return 0 }
         sessions = page.sessions

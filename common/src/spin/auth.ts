@@ -86,7 +86,8 @@ export async function fetchToken (
   if (realm === undefined) throw new Error('the registry asked for a Bearer token without naming a realm')
   const url = new URL(realm)
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowHttp)) {
-    throw new Error(`the token realm ${url.origin} is not https`)
+    // Not url.origin: for a scheme URL does not know (ftp:, file:) that is the string "null".
+    throw new Error(`the token realm ${url.protocol}//${url.host} is not https`)
   }
   if (challenge.params.service !== undefined) url.searchParams.set('service', challenge.params.service)
   url.searchParams.set('scope', challenge.params.scope ?? fallbackScope)
