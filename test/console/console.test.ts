@@ -14,8 +14,8 @@ import { startPrometheus } from '../fixtures/prometheus.js'
 import { filesOf, tgzOf } from '../fixtures/tarballs.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
 import { startClusterControl } from '../helpers/cluster.js'
-import { checkPage, pageProblems } from '../helpers/console.js'
-import { startTestControl, until } from '../helpers/control.js'
+import { checkPage, pageProblems, startConsoleControl } from '../helpers/console.js'
+import { until } from '../helpers/control.js'
 import { freePort } from '../helpers/ports.js'
 
 const WAIT = { timeout: 15_000 }
@@ -52,16 +52,8 @@ async function idTokenOf (page: Page): Promise<string> {
 t.setTimeout(480_000)
 
 t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete', async (t) => {
-  const port = await freePort()
   const prometheusPort = await freePort()
-  const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } } })
-  t.teardown(() => oidc.close())
-  const control = await startTestControl(t, 'pglite', [
-    '--addr', `127.0.0.1:${port}`, '--runtime', 'local', '--log-level', 'warn',
-    '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId, '--console-client-id', oidc.browserClientId,
-    '--readonly-claim', 'groups=viewers',
-    '--prometheus-url', `http://127.0.0.1:${prometheusPort}`, '--metrics-rate-window', '5s',
-  ])
+  const { port, oidc, control } = await startConsoleControl(t, ['--prometheus-url', `http://127.0.0.1:${prometheusPort}`, '--metrics-rate-window', '5s'])
   t.not(control.server.local, null, 'the local runtime: real builds, real components')
   const prometheus = await startPrometheus(t, { port: prometheusPort, targets: [`127.0.0.1:${port}`] })
   // The API as the signed-in user, with the id token the console holds.

@@ -6,11 +6,9 @@
 // to change them; under a `forced` policy the resources are the platform's and never sent.
 import t from 'tap'
 import type { Page, Request } from 'playwright-core'
-import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
-import { checkPage, pageProblems } from '../helpers/console.js'
+import { checkPage, pageProblems, startConsoleControl } from '../helpers/console.js'
 import { createApp, startTestControl } from '../helpers/control.js'
-import { freePort } from '../helpers/ports.js'
 
 const WAIT = { timeout: 15_000 }
 const SECRET = 'tok-9f3a-never-shown'
@@ -42,15 +40,7 @@ function patchesOf (page: Page): Array<Record<string, unknown>> {
 }
 
 t.test('settings: a 400 naming the field, then replicas, a resource, a variable and a secret saved and shown after a reload', async (t) => {
-  const port = await freePort()
-  const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } } })
-  t.teardown(() => oidc.close())
-  const control = await startTestControl(t, 'pglite', [
-    '--addr', `127.0.0.1:${port}`, '--runtime', 'local', '--log-level', 'warn',
-    '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId, '--console-client-id', oidc.browserClientId,
-    '--readonly-claim', 'groups=viewers',
-    '--resource-policy', 'max', '--resource-cpu-limit', '1', '--resource-memory-limit', '256Mi',
-  ])
+  const { control } = await startConsoleControl(t, ['--resource-policy', 'max', '--resource-cpu-limit', '1', '--resource-memory-limit', '256Mi'])
   const browser = await launchBrowser(t)
   const context = await newContext(t, browser, { viewport: { width: 1280, height: 900 } })
   context.setDefaultTimeout(15_000)

@@ -7,6 +7,9 @@ import { join } from 'node:path'
 import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import type { Test } from 'tap'
+import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { startTestControl } from './control.js'
+import { freePort } from './ports.js'
 
 const SCREENSHOTS = new URL('../../.cache/screenshots/', import.meta.url).pathname
 // axe-core's whole script as text, to run inside the page.
@@ -35,4 +38,21 @@ export function pageProblems (page: Page): string[] {
   })
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
   return problems
+}
+
+/**
+ * A control plane on the local runtime whose console signs in through a real OpenID provider
+ * (authorization code + PKCE); the login `viewer` is read-only. `flags` come after these.
+ */
+export async function startConsoleControl (t: Test, flags: string[] = []) {
+  const port = await freePort()
+  const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } } })
+  t.teardown(() => oidc.close())
+  const control = await startTestControl(t, 'pglite', [
+    '--addr', `127.0.0.1:${port}`, '--runtime', 'local', '--log-level', 'warn',
+    '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId, '--console-client-id', oidc.browserClientId,
+    '--readonly-claim', 'groups=viewers',
+    ...flags,
+  ])
+  return { port, oidc, control }
 }
