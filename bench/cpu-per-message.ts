@@ -11,7 +11,7 @@ import { readFlags } from './flags.js'
 import { runGenerator } from './generator-process.js'
 import { cpuTicks, machineInfo, TICKS_PER_SECOND } from './proc.js'
 import type { Build } from './servers.js'
-import { startServer } from './servers.js'
+import { parseBuild, startServer } from './servers.js'
 
 type Options = { builds: Array<{ name: string; build: Build | undefined }>; size: number; pairs: number; rounds: number; durationMs: number }
 
@@ -53,13 +53,7 @@ async function measure (options: Options, build: Build | undefined): Promise<Rou
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 function parseBuilds (value: string): Options['builds'] {
-  return value.split(',').map((entry) => {
-    if (entry === 'this') return { name: 'this', build: undefined }
-    const equals = entry.indexOf('=')
-    const colon = entry.indexOf(':', equals)
-    if (equals < 1 || colon < 0) throw new Error(`expected name=NODE:MAIN_JS, got ${entry}`)
-    return { name: entry.slice(0, equals), build: { node: entry.slice(equals + 1, colon), main: entry.slice(colon + 1) } }
-  })
+  return value.split(',').map((entry) => entry === 'this' ? { name: 'this', build: undefined } : parseBuild(entry))
 }
 
 function parseDuration (value: string): number {

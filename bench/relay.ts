@@ -1,11 +1,13 @@
 // npm run bench:relay -- [--sizes 16,1024,65536,1048576] [--pairs 1,100] [--targets relay,ws,tcp]
-//   [--writes batched,single] [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3]
+//   [--relay-builds NAME=NODE:MAIN_JS[,...]] [--writes batched,single] [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3]
 //   [--window-bytes 1MiB] [--window-messages 1024] [--latency-rate moderate|half|N[,N...]] [--json]
 //
 // Frame throughput of the relay against two baselines in the same run, each target in its
 // own process and the load generator in another, on loopback. Each case runs `repetitions`
 // times per target, the targets taking turns, and reports medians. `--writes single` has the
-// clients write one frame per write call, as browsers send. Latency is measured at fixed
+// clients write one frame per write call, as browsers send. `--relay-builds` adds other builds
+// of the relay (another commit or runtime) as targets `relay@NAME`, measured against the same
+// generator and baselines on this Node. Latency is measured at fixed
 // rates after the throughput phase, one phase per rate: `moderate` (default) is the same for
 // every target, 50,000 messages/s or 200 MB/s, whichever is fewer messages; `half` is half the
 // peak that same run reached; a number is messages/s.
@@ -15,8 +17,8 @@ import type { GeneratorCase, GeneratorResult, LatencyResult } from './load-gener
 import { runGenerator } from './generator-process.js'
 import type { Machine } from './proc.js'
 import { machineInfo } from './proc.js'
-import type { RunningServer, ServerName } from './servers.js'
-import { SERVERS, startServer } from './servers.js'
+import type { Build, RunningServer, ServerName } from './servers.js'
+import { parseBuild, SERVERS, startServer } from './servers.js'
 import { readFlags } from './flags.js'
 
 type Options = {
@@ -24,6 +26,7 @@ type Options = {
   pairs: number[]
   targets: TargetName[]
   writes: Array<GeneratorCase['writes']>
+  relayBuilds: Map<string, Build>
   warmupMs: number
   durationMs: number
   latencyMs: number
@@ -39,7 +42,8 @@ export function moderateRate (size: number): number {
   return Math.max(1, Math.min(50_000, Math.floor(200e6 / size)))
 }
 
-type TargetName = ServerName
+/** `relay`, `ws`, `tcp`, or `relay@NAME` for a build given by `--relay-builds`. */
+type TargetName = ServerName | `relay@${string}`
 
 export type CaseResult = {
   target: TargetName
@@ -69,7 +73,10 @@ async function main (): Promise<void> {
   // every target alike, and the ratios compare runs made side by side.
   const servers = new Map<TargetName, RunningServer>()
   try {
-    for (const name of options.targets) servers.set(name, await startServer(name))
+    for (const name of options.targets) {
+      const build = name.startsWith('relay@') ? options.relayBuilds.get(name.slice('relay@'.length)) : undefined
+      servers.set(name, await startServer(build === undefined ? name as ServerName : 'relay', [], build))
+    }
     for (const writes of options.writes) {
       for (const size of options.sizes) {
         for (const pairs of options.pairs) {
@@ -140,7 +147,8 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
 
 function table (results: CaseResult[], machine: Machine): string {
   const find = (target: TargetName, r: CaseResult) => results.find((o) => o.target === target && o.size === r.size && o.pairs === r.pairs && o.writes === r.writes)
-  const label = (r: CaseResult): string => `${bytes(r.size)} x ${r.pairs}${r.writes === 'single' ? ', single writes' : ''}`
+  const caseOf = (r: CaseResult): string => `${bytes(r.size)} x ${r.pairs}${r.writes === 'single' ? ', single writes' : ''}`
+  const label = (target: TargetName): string => target.startsWith('relay@') ? `${SERVERS.relay.label} ${target.slice('relay'.length)}` : SERVERS[target as ServerName].label
   const throughput: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
   const latency: string[][] = [['case', 'target', 'rate/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'pacer p99', 'server CPU', 'p99 vs tcp']]
   for (const r of results) {
@@ -148,8 +156,8 @@ function table (results: CaseResult[], machine: Machine): string {
     const ws = find('ws', r)
     const tcp = find('tcp', r)
     throughput.push([
-      label(r),
-      SERVERS[r.target].label,
+      caseOf(r),
+      label(r.target),
       Math.round(m.messagesPerSec).toLocaleString('en-US'),
       m.mbPerSec.toFixed(1),
       `${Math.round(m.serverCpuPercent)}%`,
@@ -161,8 +169,8 @@ function table (results: CaseResult[], machine: Machine): string {
     m.latency.forEach((l, i) => {
       const base = tcp?.median.latency[i]
       latency.push([
-        label(r),
-        SERVERS[r.target].label,
+        caseOf(r),
+        label(r.target),
         Math.round(l.rate).toLocaleString('en-US'),
         ms(l.p50Ms),
         ms(l.p99Ms),
@@ -197,6 +205,7 @@ function parseOptions (argv: string[]): Options {
     pairs: [1, 100],
     targets: ['relay', 'ws', 'tcp'],
     writes: ['batched'],
+    relayBuilds: new Map(),
     warmupMs: 1000,
     durationMs: 3000,
     latencyMs: 2000,
@@ -212,9 +221,15 @@ function parseOptions (argv: string[]): Options {
     '--pairs': (value) => { options.pairs = list(value).map(Number) },
     '--targets': (value) => {
       options.targets = list(value).map((t) => {
-        if (!(t in SERVERS)) throw new Error(`unknown target ${t}`)
+        if (!(t in SERVERS) && !t.startsWith('relay@')) throw new Error(`unknown target ${t}`)
         return t as TargetName
       })
+    },
+    '--relay-builds': (value) => {
+      for (const entry of list(value)) {
+        const { name, build } = parseBuild(entry)
+        options.relayBuilds.set(name, build)
+      }
     },
     '--writes': (value) => {
       options.writes = list(value).map((w) => {
@@ -237,6 +252,13 @@ function parseOptions (argv: string[]): Options {
       })
     },
   }).json
+  // Each other build is a target beside the relay, unless --targets already names it.
+  for (const name of options.relayBuilds.keys()) {
+    if (!options.targets.includes(`relay@${name}`)) options.targets.splice(options.targets.indexOf('relay') + 1, 0, `relay@${name}`)
+  }
+  for (const target of options.targets) {
+    if (target.startsWith('relay@') && !options.relayBuilds.has(target.slice('relay@'.length))) throw new Error(`${target}: no such build in --relay-builds`)
+  }
   return options
 }
 

@@ -28,6 +28,14 @@ export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
 /** Another build of a server: its entry point and the Node that runs it (an A/B of two commits or runtimes). */
 export type Build = { node: string; main: string }
 
+/** `name=NODE:MAIN_JS`, as the benches' `--builds` flags spell a build. */
+export function parseBuild (entry: string): { name: string; build: Build } {
+  const equals = entry.indexOf('=')
+  const colon = entry.indexOf(':', equals)
+  if (equals < 1 || colon < 0) throw new Error(`expected name=NODE:MAIN_JS, got ${entry}`)
+  return { name: entry.slice(0, equals), build: { node: entry.slice(equals + 1, colon), main: entry.slice(colon + 1) } }
+}
+
 export async function startServer (name: ServerName, extraArgs: string[] = [], build?: Build): Promise<RunningServer> {
   const port = await freePort()
   const own = SERVERS[name].argv
