@@ -3,6 +3,7 @@
 // shapes differ in one place: a secret goes in as its value and comes out as `{secret: true}`.
 import { Type } from 'typebox'
 import type { Static } from 'typebox'
+import { isVariableName as isSpinVariableName } from '../../../common/src/spin/variable-name.js'
 import { mapOf } from './map-of.js'
 import { QUANTITY_RULE } from './quantity.js'
 
@@ -13,9 +14,9 @@ export const MAX_VARIABLE_NAME_LENGTH = 64
 
 export const VARIABLE_NAME_RULE = `a Spin variable name of at most ${MAX_VARIABLE_NAME_LENGTH} characters: lowercase letters, digits and "_", starting with a letter, ending with a letter or digit, no "__"`
 
-/** Spin's rules for a variable name (spin-expressions' Key), and a length bound of this platform's. */
+/** Spin's rules for a variable name (the one copy, which the relock and the host use too), and a length bound of this platform's. */
 export function isVariableName (text: string): boolean {
-  return text.length <= MAX_VARIABLE_NAME_LENGTH && /^[a-z]([a-z0-9_]*[a-z0-9])?$/.test(text) && !text.includes('__')
+  return text.length <= MAX_VARIABLE_NAME_LENGTH && isSpinVariableName(text)
 }
 
 const Replicas = Type.Integer({ minimum: 1, maximum: MAX_REPLICAS, description: `an integer from 1 to ${MAX_REPLICAS}` })
