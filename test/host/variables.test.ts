@@ -77,6 +77,9 @@ t.test('the host serves fermyon:spin/variables from the lock and SPIN_VARIABLE_*
 async function chunkedStatus (url: string, bytes: number): Promise<number> {
   const { hostname, port } = new URL(url)
   const socket = connect(Number(port), hostname)
+  // Listened for from the start: the host may answer and close while the loop below still
+  // writes, and a 'close' emitted before a listener exists would leave this waiting forever.
+  const closed = new Promise((resolve) => { socket.once('close', resolve); socket.once('end', resolve) })
   await new Promise((resolve) => socket.once('connect', resolve))
   let answer = ''
   socket.setEncoding('utf8').on('data', (chunk: string) => { answer += chunk })
@@ -88,6 +91,6 @@ async function chunkedStatus (url: string, bytes: number): Promise<number> {
     await new Promise((resolve) => setImmediate(resolve))
   }
   if (!socket.destroyed) socket.write('0\r\n\r\n')
-  await new Promise((resolve) => { socket.once('close', resolve); socket.once('end', resolve) })
+  await closed
   return Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)
 }
