@@ -8,26 +8,26 @@ import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
 import t from 'tap'
 import { startFakeCluster } from '../fixtures/kube.js'
-import { succeedJob } from '../fixtures/kube-jobs.js'
 import { setServiceBackend } from '../fixtures/kube-services.js'
-import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { tgzOf } from '../fixtures/tarballs.js'
+import type { BuildT } from '../../control/src/model/resources.js'
 import type { Entry } from '../fixtures/tarballs.js'
-import { BUILDERS, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
-import { startTestControl, until } from '../helpers/control.js'
-import type { App, Reply } from '../helpers/control.js'
+import { BUILDERS, deployApp, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { firstFunction, startTestControl } from '../helpers/control.js'
+import type { Reply } from '../helpers/control.js'
 import { fuzzOptions, glued, headerName, headerValue } from '../helpers/fuzz.js'
 
 t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy or log a token', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
   const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+  const finished: BuildT[] = []
   const control = await startTestControl(t, 'pglite', [
     '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.clientId,
     '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY,
     '--log-level', 'debug',
-  ], { deps: { cluster: { retryMs: 20, pollMs: 20 } } })
+  ], { deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build) } })
   await control.server.cluster?.watcher.ready
   const token = await oidc.idToken()
   const as = (method: string, path: string, opts: Parameters<typeof control.call>[2] = {}): Promise<Reply> => control.call(method, path, { token, ...opts })
@@ -39,14 +39,11 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
   })
   await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { echo.closeAllConnections(); echo.close(() => resolve()) }))
-  const created = await as('POST', '/applications', { json: { name: 'fuzzed', language: 'go', runtime: 'wasmkube' } })
-  const app = created.body as App
-  const fn = app.functions[0]!
-  await as('POST', `/applications/${app.id}/functions`, { json: { name: 'api', route: '/api/...' } })
-  const build = (await as('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/fuzzed@sha256:${'c'.repeat(64)}`)
-  await until(() => fake.get(SPINAPPS, 'fuzzed') !== undefined, 5000, 'SpinApp applied')
-  operateSpinApp(fake, 'fuzzed')
+  const app = await deployApp({ control, fake, finished }, 'fuzzed', {
+    call: { token },
+    prepare: (created) => as('POST', `/applications/${created.id}/functions`, { json: { name: 'api', route: '/api/...' } }),
+  })
+  const fn = firstFunction(app)
   setServiceBackend(fake, 'fuzzed', `http://127.0.0.1:${(echo.address() as AddressInfo).port}`)
 
   const statuses = new Map<number, number>()

@@ -10,7 +10,7 @@ import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
 import type { BuildT } from '../../control/src/model/resources.js'
-import type { App, Engine, Store, TestControl } from './control.js'
+import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
 
 export const NAMESPACE = 'apps'
@@ -42,13 +42,25 @@ export async function startClusterControl (t: Test, engine: Engine, opts: { flag
   return { control, fake, finished }
 }
 
-/** An application with one successful build, its SpinApp applied and running (pods ready). */
-export async function deployApp (cluster: ClusterControl, name = 'hello'): Promise<App> {
+/**
+ * An application with one successful build, its SpinApp applied and running (pods ready).
+ * `fields` go to the create; `call` (a token) to every request; `prepare` runs between the
+ * create and the build (another function, say).
+ */
+export async function deployApp (
+  cluster: ClusterControl,
+  name = 'hello',
+  opts: { fields?: Record<string, unknown>; call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
+): Promise<App> {
   const { control, fake } = cluster
-  const app = await createApp(control, name)
-  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  const app = await createApp(control, name, opts.fields, opts.call)
+  await opts.prepare?.(app)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
   succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
-  await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
+  // The whole deploy, not just its SpinApp: the autoscaler and the route are reconciled after
+  // it, and a test that counts the cluster requests it causes must not see those.
+  await until(() => cluster.finished.some((finished) => finished.id === build.id), 5000, 'build finished and its deploy done')
+  if (fake.get(SPINAPPS, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
   operateSpinApp(fake, name)
   return app
 }

@@ -148,8 +148,8 @@ export type App = { id: string; name: string; tenant: string; language: string; 
 export type Fn = { id: string; name: string; route: string; createdAt?: string }
 
 /** Create an application (a go one named `name` unless `fields` say otherwise); fails the test on anything but 201. */
-export async function createApp (control: TestControl, name = 'hello', fields: Record<string, unknown> = {}): Promise<App> {
-  const reply = await control.call('POST', '/applications', { json: { name, language: 'go', runtime: 'wasmkube', ...fields } })
+export async function createApp (control: TestControl, name = 'hello', fields: Record<string, unknown> = {}, call: CallOptions = {}): Promise<App> {
+  const reply = await control.call('POST', '/applications', { ...call, json: { name, language: 'go', runtime: 'wasmkube', ...fields } })
   if (reply.status !== 201) throw new Error(`create application answered ${reply.status}: ${reply.text}`)
   return reply.body as App
 }
