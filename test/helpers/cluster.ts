@@ -44,16 +44,16 @@ export async function startClusterControl (t: Test, engine: Engine, opts: { flag
 
 /**
  * An application with one successful build, its SpinApp applied and running (pods ready).
- * `fields` go to the create; `call` (a token) to every request; `prepare` runs between the
- * create and the build (another function, say).
+ * `call` (a token) goes with every request; `prepare` runs between the create and the build
+ * (another function, say).
  */
 export async function deployApp (
   cluster: ClusterControl,
   name = 'hello',
-  opts: { fields?: Record<string, unknown>; call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
+  opts: { call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
 ): Promise<App> {
   const { control, fake } = cluster
-  const app = await createApp(control, name, opts.fields, opts.call)
+  const app = await createApp(control, name, {}, opts.call)
   await opts.prepare?.(app)
   const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
   succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
