@@ -2,9 +2,13 @@
 // esbuild and build-tools' SpinEsbuildPlugin (which reads the wit worlds of the package.json
 // dependencies from the current directory, hence a process of its own). Errors are printed as
 // `functions/{name}/file:line:column: error: text`, the line the builder turns into the reason.
+// The bundle's external imports are the WIT interfaces the code calls: one the runtime gives no
+// function (world-imports.ts) fails the step, naming it.
 // Arguments: entry outfile displayPrefix.
+import { readFileSync } from 'node:fs'
 import { build } from 'esbuild'
-import type { Message, Plugin } from 'esbuild'
+import type { Message, Metafile, Plugin } from 'esbuild'
+import { importLocation, refusedImport } from './world-imports.js'
 
 const [entry, outfile, prefix = ''] = process.argv.slice(2)
 if (entry === undefined || outfile === undefined) {
@@ -21,8 +25,9 @@ const show = (message: Message): string => {
   return `${at}error: ${message.text}\n`
 }
 
+let metafile: Metafile | undefined
 try {
-  await build({
+  ({ metafile } = await build({
     entryPoints: [entry],
     outfile,
     bundle: true,
@@ -30,11 +35,24 @@ try {
     platform: 'node',
     target: 'es2020',
     logLevel: 'silent',
+    metafile: true,
     plugins: [await SpinEsbuildPlugin()],
-  })
+  }))
 } catch (error) {
   const errors = (error as { errors?: Message[] }).errors
   if (errors === undefined || errors.length === 0) throw error
   for (const message of errors) process.stderr.write(show(message))
   process.exit(1)
 }
+
+let refused = false
+for (const [file, input] of Object.entries(metafile?.inputs ?? {})) {
+  for (const { path, external } of input.imports) {
+    const reason = external === true ? refusedImport(path) : null
+    if (reason === null) continue
+    const { line, column } = importLocation(readFileSync(file, 'utf8'), path)
+    process.stderr.write(`${prefix}${file}:${line}:${column}: error: ${reason}\n`)
+    refused = true
+  }
+}
+if (refused) process.exit(1)

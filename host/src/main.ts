@@ -6,7 +6,28 @@ import pino from 'pino'
 import { ConfigError, helpRequested, readSettings, usage } from '../../common/src/config/settings.js'
 import { settings } from './config.js'
 import type { HostConfig } from './config.js'
-import { startSpinApp } from './spin-app.js'
+import { ALLOWED_RANGES_ENV } from './sandbox/addresses.js'
+
+// Values are names' texts; the whole object is small (the control plane caps a variable at 64 KiB).
+const MAX_VARIABLES_BYTES = 4 * 1024 * 1024
+
+async function readVariables (): Promise<Record<string, string>> {
+  let text = ''
+  for await (const chunk of process.stdin.setEncoding('utf8')) {
+    text += chunk as string
+    if (text.length > MAX_VARIABLES_BYTES) throw new Error(`the variables on stdin are larger than ${MAX_VARIABLES_BYTES} bytes`)
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new Error('the variables on stdin are not one JSON object')
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((value) => typeof value === 'string')) {
+    throw new Error('the variables on stdin must be one JSON object of strings')
+  }
+  return parsed as Record<string, string>
+}
 
 async function main (): Promise<number> {
   const argv = process.argv.slice(2)
@@ -24,6 +45,10 @@ async function main (): Promise<number> {
   }
   const logger = pino({ level: config.logLevel, base: { process: 'spin-host' } }, pino.destination(2))
   try {
+    const variables = config.variablesStdin ? await readVariables() : undefined
+    // Read by the address guard in preview2-shim's worker, which starts when spin-app.js loads.
+    process.env[ALLOWED_RANGES_ENV] = config.allowPrivateOutbound.join(',')
+    const { startSpinApp } = await import('./spin-app.js')
     const app = await startSpinApp({
       ref: config.ref,
       port: config.port,
@@ -34,6 +59,7 @@ async function main (): Promise<number> {
       insecureRegistry: config.insecureRegistry,
       requestTimeoutMs: config.requestTimeoutMs,
       maxBodyBytes: config.maxBodyBytes,
+      variables,
     })
     process.stdout.write(`${JSON.stringify({ url: app.url, digest: app.digest })}\n`)
     const stop = (): void => {

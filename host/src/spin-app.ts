@@ -5,21 +5,28 @@
 // would answer once only). Each component runs behind preview2-shim's HTTPServer on a
 // private loopback port; the public server in front routes, adds Spin's request headers,
 // answers 404 for no route and 502 when a component fails, and bounds every request in time.
+// Each instance runs sandboxed (sandbox/imports.ts): no files, environment or sockets, and
+// outgoing HTTP only where its lock allows.
+// The address guard goes first: it must be in place before preview2-shim starts its worker.
+import './sandbox/address-guard.js'
 import { once } from 'node:events'
 import { mkdir } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import * as shimHttp from '@bytecodealliance/preview2-shim/http'
-import { WASIShim } from '@bytecodealliance/preview2-shim/instantiation'
 import { pullSpinApp } from '../../common/src/spin/artifact.js'
+import type { LockedComponent } from '../../common/src/spin/format.js'
 import { parseRef } from '../../common/src/spin/ref.js'
 import { openStore } from '../../common/src/spin/store.js'
+import { ALLOWED_RANGES_ENV, addressPolicy, parseRanges } from './sandbox/addresses.js'
+import type { OutboundTarget } from './sandbox/allowed-hosts.js'
+import { allowedHosts } from './sandbox/allowed-hosts.js'
+import { sandboxedImports } from './sandbox/imports.js'
 import type { Route } from './routes.js'
 import { compileRoutes } from './routes.js'
 import type { TranspiledComponent } from './transpile-cache.js'
 import { transpiled } from './transpile-cache.js'
-import type { VariablesImport } from './variables.js'
-import { variablesImports } from './variables.js'
+import { fromEnvironment, variablesImports } from './variables.js'
 
 type HostLogger = {
   info: (object: Record<string, unknown>, message: string) => void
@@ -42,7 +49,9 @@ export type SpinAppOptions = {
   requestTimeoutMs?: number
   /** Largest request body passed to a component; a bigger one is answered 413. */
   maxBodyBytes?: number
-  /** Where the variables' values come from (`SPIN_VARIABLE_<NAME>`); the process's environment by default. */
+  /** The variables' values by name, handed over in memory (the local runtime's way). */
+  variables?: Record<string, string>
+  /** Else where they come from (`SPIN_VARIABLE_<NAME>`, the shim's way); the process's environment by default. */
   env?: NodeJS.ProcessEnv
 }
 
@@ -55,10 +64,42 @@ type IncomingHandler = { handle: (request: unknown, responseOutparam: unknown) =
 type ShimHttpServer = { listen: (port: number, host: string) => void; address: () => unknown; stop: () => void }
 const { HTTPServer } = shimHttp as unknown as { HTTPServer: new (handler: IncomingHandler) => ShimHttpServer }
 
+type ShimTypes = {
+  Fields: new () => unknown
+  OutgoingResponse: new (headers: unknown) => { setStatusCode: (status: number) => void; body: () => unknown }
+  OutgoingBody: { finish: (body: unknown, trailers: undefined) => void }
+  ResponseOutparam: { set: (param: unknown, response: { tag: 'ok'; val: unknown }) => void }
+}
+const shimTypes = (shimHttp as unknown as { types: ShimTypes }).types
+
+/** A 502 with no body, through wasi:http's own types; nothing when the component had already answered. */
+function answerFailed (responseOutparam: unknown): void {
+  try {
+    const response = new shimTypes.OutgoingResponse(new shimTypes.Fields())
+    response.setStatusCode(502)
+    const body = response.body()
+    shimTypes.ResponseOutparam.set(responseOutparam, { tag: 'ok', val: response })
+    shimTypes.OutgoingBody.finish(body, undefined)
+  } catch {
+    // The response was sent before the trap: the front's timeout ends what is left of it.
+  }
+}
+
 // jco's generated instantiate() names imports without their version.
 const VARIABLES_INTERFACE = 'fermyon:spin/variables'
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+
+// Spin's key for where a component may send requests; a lock without it allows none.
+function outboundHostsOf (component: LockedComponent): (target: OutboundTarget) => boolean {
+  const entries = component.metadata?.allowed_outbound_hosts ?? []
+  if (!Array.isArray(entries) || !entries.every((entry) => typeof entry === 'string')) throw new Error(`component ${component.id}: allowed_outbound_hosts is not a list of strings`)
+  try {
+    return allowedHosts(entries)
+  } catch (error) {
+    throw new Error(`component ${component.id}: ${(error as Error).message}`)
+  }
+}
 
 export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
   const { logger } = options
@@ -72,7 +113,10 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
   logger.info({ digest: app.digest, components: app.lockedApp.components.length, ms: Date.now() - started }, 'pulled the application')
 
   // Before anything is transpiled: a lock whose variables do not hold together does not start, as in Spin.
-  const variables = variablesImports(app.lockedApp, options.env ?? process.env)
+  const given = options.variables
+  const variables = variablesImports(app.lockedApp, given !== undefined ? (name) => given[name] : fromEnvironment(options.env ?? process.env))
+  // The ranges the guard in the shim's worker read from the same variable when it started.
+  const addresses = addressPolicy(parseRanges(process.env[ALLOWED_RANGES_ENV] ?? ''))
   await mkdir(options.cacheDir, { recursive: true })
   const backends = new Map<string, Backend>()
   const stopBackends = (): void => {
@@ -86,7 +130,15 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
       const digest = component.source.digest as string
       const transpileStarted = Date.now()
       const compiled = await transpiled(options.cacheDir, digest, app.wasm.get(digest) as Buffer)
-      backends.set(component.id, serveComponent(compiled, component.id, variables(component.id)))
+      const allowed = outboundHostsOf(component)
+      const imports = sandboxedImports({
+        componentId: component.id,
+        allowed,
+        addresses,
+        // The host and port only: a path or a query may carry what the function meant to keep.
+        onRefused: (target, reason) => logger.warn({ component: component.id, ...target }, `outgoing request refused: ${reason}`),
+      })
+      backends.set(component.id, serveComponent(compiled, component.id, { ...imports, [VARIABLES_INTERFACE]: variables(component.id) }))
       logger.info({ component: component.id, ms: Date.now() - transpileStarted }, 'component ready')
     }
   } catch (error) {
@@ -178,18 +230,19 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     },
   }
 
-  function serveComponent (compiled: TranspiledComponent, id: string, variablesImport: VariablesImport): Backend {
+  function serveComponent (compiled: TranspiledComponent, id: string, imports: Record<string, unknown>): Backend {
     const server = new HTTPServer({
       handle (request: unknown, responseOutparam: unknown) {
         try {
-          const instance = compiled.instantiate(compiled.getCoreModule, { ...new WASIShim().getImportObject(), [VARIABLES_INTERFACE]: variablesImport })
+          const instance = compiled.instantiate(compiled.getCoreModule, imports)
           const handler = instance.incomingHandler
           if (handler === undefined) throw new Error('the component exports no wasi:http/incoming-handler')
           handler.handle(request, responseOutparam)
         } catch (error) {
-          // The front server answers 502 when no response comes.
           logger.error({ component: id, err: (error as Error).message }, 'the component trapped')
-          throw error
+          // Thrown on, the error would end the host (preview2-shim rethrows it in its worker's
+          // message handler): the instance is dropped and the request answered 502 instead.
+          answerFailed(responseOutparam)
         }
       },
     })

@@ -38,11 +38,16 @@ function parseTemplate (template: string, declared: Set<string>, where: string):
   return parts
 }
 
+/** Values as the shim reads them: `SPIN_VARIABLE_<NAME>` in an environment. */
+export function fromEnvironment (env: NodeJS.ProcessEnv): (name: string) => string | undefined {
+  return (name) => env[`${ENV_PREFIX}${name.toUpperCase()}`]
+}
+
 /**
- * The import for each component of `app`, values from `env` (read now: a new value is a
+ * The import for each component of `app`, values from `valueOf` (read now: a new value is a
  * restart, as in a pod). Throws when the lock is inconsistent, as Spin refuses to load it.
  */
-export function variablesImports (app: LockedApp, env: NodeJS.ProcessEnv): (componentId: string) => VariablesImport {
+export function variablesImports (app: LockedApp, valueOf: (name: string) => string | undefined): (componentId: string) => VariablesImport {
   const declared = app.variables ?? {}
   const names = new Set(Object.keys(declared))
   for (const name of names) {
@@ -51,7 +56,7 @@ export function variablesImports (app: LockedApp, env: NodeJS.ProcessEnv): (comp
   }
   const values = new Map<string, string>()
   for (const name of names) {
-    const value = env[`${ENV_PREFIX}${name.toUpperCase()}`]
+    const value = valueOf(name)
     const fallback = (declared[name] as { default?: unknown } | null)?.default
     if (value !== undefined) values.set(name, value)
     else if (typeof fallback === 'string') values.set(name, fallback)

@@ -1,6 +1,6 @@
 // The local runtime's hosts, driven directly with the stand-in host program: a host that dies
 // is started again after a backoff that doubles, and the next request reaches the new one;
-// variables reach the host as SPIN_VARIABLE_* (and nothing else does) on an artifact re-locked
+// variables reach the host over its stdin (and none through its environment) on an artifact re-locked
 // to declare them, and an artifact that cannot be re-locked leaves the running host alone.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -26,7 +26,7 @@ function hostsFor (t: Test, restartBackoff: { initialMs: number; maxMs: number }
   return { hosts, dir, logs }
 }
 
-type Answer = { pid: number; ref: string; vars: Record<string, string> }
+type Answer = { pid: number; ref: string; vars: Record<string, string>; environment: string[] }
 
 async function answer (hosts: LocalHosts, appId: string): Promise<Answer> {
   const url = await hosts.url(appId, 10_000)
@@ -72,7 +72,7 @@ t.test('a host that is removed is not restarted', async (t) => {
   t.throws(() => process.kill(pid, 0), 'the host is gone')
 })
 
-t.test('variables: SPIN_VARIABLE_<NAME> for each value and no other, on the artifact re-locked with their names', async (t) => {
+t.test("variables: the values on the host's stdin and none in its environment, on the artifact re-locked with their names", async (t) => {
   const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 })
   const layout = join(dir, 'image')
   const store = await openStore(parseRef(`oci-layout:${layout}:b1`), { dockerConfigDir: null })
@@ -86,7 +86,8 @@ t.test('variables: SPIN_VARIABLE_<NAME> for each value and no other, on the arti
 
   await hosts.deploy({ id: 'app4' }, image, { greeting: 'hi', api_key: 'k' })
   const first = await answer(hosts, 'app4')
-  t.same(first.vars, { SPIN_VARIABLE_GREETING: 'hi', SPIN_VARIABLE_API_KEY: 'k' }, "the values, and none of the control plane's")
+  t.same(first.vars, { greeting: 'hi', api_key: 'k' }, 'the values, over stdin')
+  t.same(first.environment, [], "no SPIN_VARIABLE_* in the host's environment, not even the control plane's")
   t.match(first.ref, new RegExp(`^oci-layout:${layout}@sha256:[0-9a-f]{64}$`))
   t.not(first.ref, image, 'the host runs the re-locked artifact')
   t.equal(hosts.status('app4')?.image, first.ref)

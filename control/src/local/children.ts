@@ -25,13 +25,18 @@ export function childEnv (extra: Record<string, string>): Record<string, string>
   return { ...env, ...extra }
 }
 
-/** `node main args...` in its own process group, stdout and stderr piped. */
-export function startNode (main: string, args: string[], options: { cwd: string; env: Record<string, string> }): ChildProcess {
+/** `node main args...` in its own process group, stdout and stderr piped, `stdin` (if any) written to its stdin. */
+export function startNode (main: string, args: string[], options: { cwd: string; env: Record<string, string>; stdin?: string }): ChildProcess {
   if (!hooked) {
     hooked = true
     process.on('exit', () => { for (const child of running) killGroup(child, 'SIGKILL') })
   }
-  const child = spawn(process.execPath, [main, ...args], { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [main, ...args], { cwd: options.cwd, env: options.env, detached: true, stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
+  if (options.stdin !== undefined) {
+    // A child that dies before reading it is reported by its exit, not by this pipe.
+    child.stdin?.on('error', () => {})
+    child.stdin?.end(options.stdin)
+  }
   running.add(child)
   child.on('exit', () => running.delete(child))
   child.on('error', () => running.delete(child))

@@ -3,8 +3,8 @@
 // the process; delete and shutdown stop it. The host prints one JSON line with its URL when it
 // listens: until then the deployment is not ready. A host that exits on its own is started
 // again after a backoff that doubles up to a cap, as a pod's container is restarted.
-// Variables reach the host as the shim gets them, SPIN_VARIABLE_<NAME> in its environment,
-// and the artifact is re-locked to declare exactly their names (common/src/spin/relock.ts):
+// Variables reach the host over its stdin (--variables-stdin), never through an environment
+// another process could read, and the artifact is re-locked to declare exactly their names (common/src/spin/relock.ts):
 // a new value or a new name is a restart, never a rebuild. Values are never logged.
 import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -57,6 +57,8 @@ type Instance = {
   /** What runs: the image re-locked with the variables' names (the image itself when there are none). */
   image: string
   env: Record<string, string>
+  /** The variables' values by name, written to the host's stdin at each start. */
+  variables: Record<string, string>
   child: ChildProcess | null
   log: LogBuffer
   url: string | null
@@ -119,7 +121,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     }
     mkdirSync(deps.dir, { recursive: true })
     // Port 0: the host picks a free one and names it in its first line, so no two can race for one.
-    const child = startNode(main, ['--ref', instance.image, '--port', '0', '--host', '127.0.0.1', '--cache-dir', cacheDir], { cwd: deps.dir, env: instance.env })
+    const child = startNode(main, ['--ref', instance.image, '--port', '0', '--host', '127.0.0.1', '--cache-dir', cacheDir, '--variables-stdin'], { cwd: deps.dir, env: instance.env, stdin: JSON.stringify(instance.variables) })
     instance.child = child
     if (child.pid !== undefined) writeFileSync(pidFile(appId), `${child.pid}\n`)
     logger.info({ appId, image: instance.image, pid: child.pid, restarts: instance.restarts }, 'local deployment starting')
@@ -182,7 +184,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       const previous = instances.get(app.id)
       // Registered at once, so a request that comes meanwhile waits for this host, not the old one.
       const instance: Instance = {
-        appId: app.id, image, env: {}, child: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, problem: null,
+        appId: app.id, image, env: {}, variables: {}, child: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, problem: null,
         listening: Promise.resolve(), listened: () => {}, stopping: false, restarts: 0, restartTimer: null, readyAt: 0,
       }
       newListening(instance)
@@ -213,7 +215,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       for (const [name, value] of Object.entries(childEnv(deps.env))) {
         if (!name.startsWith(VARIABLE_ENV_PREFIX)) instance.env[name] = value
       }
-      for (const name of names) instance.env[`${VARIABLE_ENV_PREFIX}${name.toUpperCase()}`] = values[name] as string
+      instance.variables = values
       if (names.length > 0) logger.info({ appId: app.id, image, relocked: instance.image, variables: names }, 'variables declared in the artifact')
       start(instance)
     },
