@@ -17,6 +17,7 @@ import type { Language, Toolchain } from './languages.js'
 import { buildSteps, COMPONENT_FILE, entryCandidates, rustArtifact } from './languages.js'
 import type { StepLimits } from './run-step.js'
 import { runStep } from './run-step.js'
+import { witPathProblem } from './source-guard.js'
 import type { SpinManifest } from './spin-toml.js'
 import { parseSpinToml } from './spin-toml.js'
 
@@ -147,12 +148,18 @@ async function findEntry (language: 'js' | 'ts', dir: string, displayPrefix: str
 // `witDependencies` of the function's dependencies), so a function must depend on it; every
 // dependency must be one the builder carries, since nothing is installed at build time.
 async function checkPackageJson (dir: string, displayPrefix: string): Promise<void> {
-  let pkg: { dependencies?: Record<string, string> }
+  let pkg: { dependencies?: Record<string, string>; config?: { witDependencies?: unknown } }
   try {
     pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as typeof pkg
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
     throw new BuildFailure(`${displayPrefix}package.json: ${missing ? 'missing' : 'not valid JSON'} (it must depend on ${HTTP_WORLD_PACKAGE})`)
+  }
+  const worlds = pkg.config?.witDependencies ?? []
+  if (!Array.isArray(worlds)) throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies must be a list`)
+  for (const world of worlds as Array<{ witPath?: unknown } | null>) {
+    const problem = witPathProblem(dir, world?.witPath)
+    if (problem !== null) throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies: ${problem}`)
   }
   const dependencies = Object.keys(pkg.dependencies ?? {})
   if (!dependencies.includes(HTTP_WORLD_PACKAGE)) throw new BuildFailure(`${displayPrefix}package.json: dependencies must include ${HTTP_WORLD_PACKAGE}`)

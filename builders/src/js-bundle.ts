@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs'
 import { build } from 'esbuild'
 import type { Message, Metafile, Plugin } from 'esbuild'
+import { sourceGuard } from './source-guard.js'
 import { importLocation, refusedImport } from './world-imports.js'
 
 const [entry, outfile, prefix = ''] = process.argv.slice(2)
@@ -36,7 +37,8 @@ try {
     target: 'es2020',
     logLevel: 'silent',
     metafile: true,
-    plugins: [await SpinEsbuildPlugin()],
+    // The guard first: it resolves every import through the others, then judges where it landed.
+    plugins: [sourceGuard(process.cwd(), 'node_modules'), await SpinEsbuildPlugin()],
   }))
 } catch (error) {
   const errors = (error as { errors?: Message[] }).errors

@@ -4,6 +4,8 @@
 // Only that generated subset of TOML is read (tables, arrays of tables, `key = value` with
 // JSON-compatible strings, numbers, booleans and arrays of strings); anything else is refused
 // rather than guessed at.
+import { isAbsolute, normalize } from 'node:path'
+
 export type SpinManifest = {
   name: string
   version: string
@@ -75,7 +77,12 @@ function manifestOf (root: Table): SpinManifest {
     const hosts = component.allowed_outbound_hosts ?? []
     if (!Array.isArray(hosts) || !hosts.every((host) => typeof host === 'string')) throw new Error(`spin.toml: component ${id}: allowed_outbound_hosts must be strings`)
     const build = component.build as Table | undefined
-    return { id, source: component.source, allowedOutboundHosts: hosts, workdir: typeof build?.workdir === 'string' ? build.workdir : null }
+    const workdir = typeof build?.workdir === 'string' ? build.workdir : null
+    // The builder works in the archive's directory: a path out of it would build someone else's files.
+    for (const path of [component.source, workdir]) {
+      if (path !== null && (isAbsolute(path) || normalize(path).split(/[\\/]/).includes('..'))) throw new Error(`spin.toml: component ${id}: ${JSON.stringify(path)} leaves the application's directory`)
+    }
+    return { id, source: component.source, allowedOutboundHosts: hosts, workdir }
   })
   for (const trigger of triggers) {
     if (!components.some((component) => component.id === trigger.component)) throw new Error(`spin.toml: the trigger on ${trigger.route} names no component ${trigger.component}`)
