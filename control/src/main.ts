@@ -4,6 +4,9 @@ import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
 
 async function main (): Promise<void> {
+  // What the control plane writes (the embedded database, sources, builds, the generated key)
+  // is its own: owner-only, whatever umask it was started under.
+  process.umask(0o077)
   const argv = process.argv.slice(2)
   if (argv.includes('--help')) {
     process.stdout.write(`Usage: control [options]\n\n${controlUsage()}`)

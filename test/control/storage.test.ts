@@ -10,7 +10,7 @@ import { migrate, migrations } from '../../control/src/store/migrations.js'
 import { createApp, eachEngine, firstFunction, freshStore, startTestControl } from '../helpers/control.js'
 import type { Store } from '../helpers/control.js'
 
-const quiet = { error: () => {} }
+const quiet = { error: () => {}, warn: () => {} }
 
 async function open (t: Parameters<Parameters<typeof eachEngine>[2]>[0], store: Store): Promise<Database> {
   const db = await openDatabase({ url: store.databaseUrl, dataDir: store.dataDir, logger: quiet })

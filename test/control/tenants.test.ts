@@ -179,7 +179,7 @@ t.test('without a tenant claim (and without auth) everyone is in the tenant defa
 
 t.test('applications stored before tenants belong to default and keep their name in the cluster', async (t) => {
   const store = await freshStore(t, ENGINE)
-  const db = await openDatabase({ url: store.databaseUrl, dataDir: store.dataDir, logger: { error: () => {} } })
+  const db = await openDatabase({ url: store.databaseUrl, dataDir: store.dataDir, logger: { error: () => {}, warn: () => {} } })
   await migrate(db, migrations.filter((m) => m.version <= 2))
   await db.query("INSERT INTO applications (id, name, language, runtime) VALUES ('22222222-2222-4222-8222-222222222222', 'legacy', 'go', 'wasmkube')")
   await migrate(db)

@@ -3,11 +3,13 @@
 // although its parent exists (anything under /proc): the process then spins at full CPU
 // without a word. PGlite on a directory it cannot use fails as obscurely. Every such start
 // must instead end with one line that names the directory and the reason.
-import { mkdirSync, statSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+// The directory holds the stored sources, plain variables and the generated secret key: it is
+// owner-only (0700), made so or repaired at start, whatever the umask.
+import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { ConfigError } from '../errors.js'
 
-/** Creates `dataDir` (and its parents) unless it exists; throws a ConfigError when it cannot be a usable directory. */
+/** Creates `dataDir` (and its parents) unless it exists, owner-only; throws a ConfigError when it cannot be a usable directory. */
 export function prepareDataDir (dataDir: string): void {
   try {
     makeDirectory(resolve(dataDir))
@@ -25,10 +27,40 @@ export function prepareDataDir (dataDir: string): void {
   // access(W_OK) would lie to root, which passes it even where the kernel refuses the write.
 }
 
+/**
+ * Takes group and other permissions off `dataDir` (once a write in it proved it is ours to
+ * change); returns what it repaired, for the log, or null.
+ */
+export function makeOwnerOnly (dataDir: string): string | null {
+  const mode = statSync(dataDir).mode & 0o777
+  if ((mode & 0o077) === 0) return null
+  try {
+    chmodSync(dataDir, 0o700)
+  } catch (error) {
+    throw new ConfigError(`--data-dir ${dataDir} is open to other users (mode ${mode.toString(8)}) and cannot be made owner-only: ${(error as Error).message}`)
+  }
+  return `--data-dir ${dataDir} was open to other users (mode ${mode.toString(8)}): made owner-only (700)`
+}
+
+/**
+ * Takes group and other permissions off everything under `dir` (symbolic links are left,
+ * never followed). PGlite creates its files 0666 whatever the umask; the directory's 0700 is
+ * what keeps the ones it makes while running from other users.
+ */
+export function restrictTree (dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isSymbolicLink()) continue
+    const mode = lstatSync(path).mode & 0o777
+    if ((mode & 0o077) !== 0) chmodSync(path, mode & 0o700)
+    if (entry.isDirectory()) restrictTree(path)
+  }
+}
+
 // mkdir -p that tries each level once: an ENOENT after its parent was made is final.
 function makeDirectory (path: string): void {
   try {
-    mkdirSync(path)
+    mkdirSync(path, { mode: 0o700 })
     return
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
@@ -38,7 +70,7 @@ function makeDirectory (path: string): void {
   }
   makeDirectory(dirname(path))
   try {
-    mkdirSync(path)
+    mkdirSync(path, { mode: 0o700 })
   } catch (error) {
     // Made by someone else in between: as good as made here.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error

@@ -4,7 +4,7 @@
 // parsed objects for jsonb, strings for uuid), so nothing above this module knows which runs.
 import pg from 'pg'
 import { lockDataDir } from './data-dir-lock.js'
-import { prepareDataDir } from './data-dir.js'
+import { makeOwnerOnly, prepareDataDir, restrictTree } from './data-dir.js'
 
 type Row = Record<string, unknown>
 
@@ -19,19 +19,25 @@ export type Database = Sql & {
   close(): Promise<void>
 }
 
-export type DatabaseLogger = { error (details: object, message: string): void }
+export type DatabaseLogger = { error (details: object, message: string): void; warn (details: object, message: string): void }
 
 export async function openDatabase (opts: { url: string; dataDir: string; logger: DatabaseLogger }): Promise<Database> {
-  return opts.url === '' ? openPglite(opts.dataDir) : openPostgres(opts.url, opts.logger)
+  return opts.url === '' ? openPglite(opts.dataDir, opts.logger) : openPostgres(opts.url, opts.logger)
 }
 
-async function openPglite (dataDir: string): Promise<Database> {
+async function openPglite (dataDir: string, logger: DatabaseLogger): Promise<Database> {
   prepareDataDir(dataDir)
   const unlock = lockDataDir(dataDir)
-  const db = await createPglite(dataDir).catch((error: unknown) => {
+  let db: Awaited<ReturnType<typeof createPglite>>
+  try {
+    const repaired = makeOwnerOnly(dataDir)
+    if (repaired !== null) logger.warn({ dataDir }, repaired)
+    db = await createPglite(dataDir)
+    restrictTree(dataDir)
+  } catch (error) {
     unlock()
     throw error
-  })
+  }
   return {
     engine: 'pglite',
     query: async (text, params) => (await db.query<never>(text, params)).rows,
