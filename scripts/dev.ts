@@ -18,9 +18,12 @@ type Service = { name: string; script: string; args: string[]; color: number }
 
 const host = devHost(process.argv.slice(2))
 
+// Asked for by name (--host): both processes refuse a non-loopback address without authentication otherwise.
+const anywhere = /^(127\.|::1$|localhost$)/.test(host) ? [] : ['--dev-insecure-listen-anywhere']
+
 const SERVICES: Service[] = [
-  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, 8080)], color: 36 },
-  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, 8081)], color: 35 },
+  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, 8080), ...anywhere], color: 36 },
+  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, 8081), ...anywhere], color: 35 },
 ]
 
 function devHost (argv: string[]): string {

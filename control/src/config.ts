@@ -1,6 +1,8 @@
 import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
 import {
   anyText,
+  settingGiven,
+  unauthenticatedAddress,
   ConfigError,
   parseBoolean,
   parseHttpUrl,
@@ -37,6 +39,7 @@ export type ControlConfig = {
   jwksMinRefreshMs: number // the provider's signing keys are refetched no sooner than this...
   jwksMaxRefreshMs: number // ...and no later than this, whatever their Cache-Control says
   devInsecureSkipAuth: boolean
+  devInsecureListenAnywhere: boolean
   requiredClaim: RequiredClaim | null
   tenantClaim: string // empty: every caller is in the tenant `default`
   adminClaim: RequiredClaim | null // callers carrying it see and change every tenant
@@ -238,7 +241,8 @@ export const settings = [
   setting({ key: 'oidcAudience', env: 'PLATFORM_OIDC_AUDIENCE', flag: '--oidc-audience', default: '', parse: anyText, help: 'expected aud: the OAuth client id the tokens are issued to; empty accepts any (logged as a warning)' }),
   setting({ key: 'jwksMinRefreshMs', env: 'PLATFORM_JWKS_MIN_REFRESH', flag: '--jwks-min-refresh', default: '1m', parse: parseTimerDuration, help: "floor of the provider's JWKS Cache-Control max-age: the keys are refetched no more often than this" }),
   setting({ key: 'jwksMaxRefreshMs', env: 'PLATFORM_JWKS_MAX_REFRESH', flag: '--jwks-max-refresh', default: '1h', parse: parseTimerDuration, help: 'ceiling of that max-age, and the interval when there is none: the longest a key the provider withdrew stays trusted. At least --jwks-min-refresh' }),
-  setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all; a warning at start says so' }),
+  setting({ key: 'devInsecureSkipAuth', env: 'PLATFORM_DEV_INSECURE_SKIP_AUTH', flag: '--dev-insecure-skip-auth', default: 'false', parse: parseBoolean, help: 'no authentication at all; a warning at start says so. The default --addr becomes 127.0.0.1:8081, and a non-loopback --addr is refused' }),
+  setting({ key: 'devInsecureListenAnywhere', env: 'PLATFORM_DEV_INSECURE_LISTEN_ANYWHERE', flag: '--dev-insecure-listen-anywhere', default: 'false', parse: parseBoolean, help: 'with --dev-insecure-skip-auth, allow a non-loopback --addr: anyone who reaches it has the whole API' }),
   setting({ key: 'requiredClaim', env: 'PLATFORM_REQUIRED_CLAIM', flag: '--required-claim', default: '', parse: parseRequiredClaim, help: 'claim=value every token must carry, e.g. groups=platform-admins or roles=admin; else 403' }),
   setting({ key: 'tenantClaim', env: 'PLATFORM_TENANT_CLAIM', flag: '--tenant-claim', default: '', parse: parseClaimName, help: "claim naming the caller's tenants (a string or an array of strings, e.g. groups or sub); a token without it gets 403 unless it is an admin's. Empty: everyone is in the tenant default" }),
   setting({ key: 'adminClaim', env: 'PLATFORM_ADMIN_CLAIM', flag: '--admin-claim', default: '', parse: parseRequiredClaim, help: 'claim=value of admins, who see and change the applications of every tenant and may create in any, e.g. groups=platform-admins; empty: no admins' }),
@@ -294,6 +298,11 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   const config = readSettings(settings, argv, env)
   if (!config.devInsecureSkipAuth && config.oidcIssuer === '') {
     throw new ConfigError('--oidc-issuer (PLATFORM_OIDC_ISSUER) is required unless --dev-insecure-skip-auth is set')
+  }
+  if (config.devInsecureSkipAuth) {
+    config.addr = unauthenticatedAddress(config.addr, settingGiven(settings, 'addr', argv, env), {
+      allowed: config.devInsecureListenAnywhere, flag: '--dev-insecure-listen-anywhere', authFlag: '--dev-insecure-skip-auth',
+    })
   }
   if (config.jwksMinRefreshMs > config.jwksMaxRefreshMs) {
     throw new ConfigError(

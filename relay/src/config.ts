@@ -1,6 +1,8 @@
 import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
 import {
   anyText,
+  settingGiven,
+  unauthenticatedAddress,
   ConfigError,
   logLevels,
   parseBoolean,
@@ -32,6 +34,7 @@ export type RelayConfig = {
   tlsCert: string
   tlsKey: string
   noAuth: boolean
+  devInsecureListenAnywhere: boolean
   maxFrameSize: number // -1 = unlimited, else positive integer bytes
   maxBacklog: number // per-connection outgoing backlog limit, bytes
   maxTotalBacklog: number // whole-process outgoing backlog limit, bytes
@@ -116,7 +119,8 @@ export const settings = [
   setting({ key: 'allowedOrigins', env: 'RELAY_ALLOWED_ORIGINS', flag: '--allowed-origins', default: '', parse: parseOrigins, help: 'comma-separated host patterns (example.com, *.example.com:*) for WebSocket Origin checks and CORS; empty: same-origin (scheme, host and port) only' }),
   setting({ key: 'tlsCert', env: 'RELAY_TLS_CERT', flag: '--tls-cert', default: '', parse: anyText, help: 'TLS certificate file (PEM); with --tls-key the relay serves TLS itself' }),
   setting({ key: 'tlsKey', env: 'RELAY_TLS_KEY', flag: '--tls-key', default: '', parse: anyText, help: 'TLS private key file (PEM); needs --tls-cert' }),
-  setting({ key: 'noAuth', env: 'RELAY_NO_AUTH', flag: '--no-auth', default: 'false', parse: parseBoolean, help: 'development only: no token on the admin API' }),
+  setting({ key: 'noAuth', env: 'RELAY_NO_AUTH', flag: '--no-auth', default: 'false', parse: parseBoolean, help: 'development only: no token on the admin API. The default --addr becomes 127.0.0.1:8080, and a non-loopback --addr is refused' }),
+  setting({ key: 'devInsecureListenAnywhere', env: 'RELAY_DEV_INSECURE_LISTEN_ANYWHERE', flag: '--dev-insecure-listen-anywhere', default: 'false', parse: parseBoolean, help: 'with --no-auth, allow a non-loopback --addr: anyone who reaches it can create and delete sessions' }),
   setting({ key: 'maxFrameSize', env: 'RELAY_MAX_FRAME_SIZE', flag: '--max-frame-size', default: '-1', parse: parseFrameSize, help: 'largest message accepted from a peer, bytes; -1: no limit of its own' }),
   setting({ key: 'maxBacklog', env: 'RELAY_MAX_BACKLOG', flag: '--max-backlog', default: '16MiB', parse: parsePositiveBytes, help: `per connection: bytes waiting to reach the peer (socket backlog, pongs included, plus what held and queued messages cost); past it the session closes with ${CLOSE_CODES.tooSlow.code}` }),
   setting({ key: 'maxTotalBacklog', env: 'RELAY_MAX_TOTAL_BACKLOG', flag: '--max-total-backlog', default: '1GiB', parse: parsePositiveBytes, help: `the same across the whole process, at least --max-backlog; past it the sessions furthest behind close with ${CLOSE_CODES.tooSlow.code}` }),
@@ -138,6 +142,11 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   const config = readSettings(settings, argv, env)
   if (!config.noAuth && config.oidcIssuer === '') {
     throw new ConfigError('--oidc-issuer (RELAY_OIDC_ISSUER) is required unless --no-auth is set')
+  }
+  if (config.noAuth) {
+    config.addr = unauthenticatedAddress(config.addr, settingGiven(settings, 'addr', argv, env), {
+      allowed: config.devInsecureListenAnywhere, flag: '--dev-insecure-listen-anywhere', authFlag: '--no-auth',
+    })
   }
   if (config.jwksMinRefreshMs > config.jwksMaxRefreshMs) {
     throw new ConfigError(

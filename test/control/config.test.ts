@@ -8,7 +8,7 @@ const SKIP = ['--dev-insecure-skip-auth']
 
 t.test('defaults (decisions.md, Control plane settings)', async (t) => {
   t.same(parseConfig(SKIP, {}), {
-    addr: { host: '', port: 8081 },
+    addr: { host: '127.0.0.1', port: 8081 },
     databaseUrl: '',
     dataDir: './data/control',
     oidcIssuer: '',
@@ -16,6 +16,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     jwksMinRefreshMs: 60_000,
     jwksMaxRefreshMs: 3_600_000,
     devInsecureSkipAuth: true,
+    devInsecureListenAnywhere: false,
     requiredClaim: null,
     tenantClaim: '',
     adminClaim: null,
@@ -126,6 +127,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     jwksMinRefreshMs: 30_000,
     jwksMaxRefreshMs: 7_200_000,
     devInsecureSkipAuth: false,
+    devInsecureListenAnywhere: false,
     requiredClaim: { name: 'groups', value: 'platform-admins' },
     tenantClaim: 'groups',
     adminClaim: { name: 'roles', value: 'admin' },
@@ -260,4 +262,16 @@ t.test('usage lists every flag with its variable', async (t) => {
     t.match(text, `${row.flag}, ${row.env}`, row.flag)
   }
   t.match(text, '--addr, PLATFORM_ADDR (default :8081)')
+})
+
+// Authentication off hands the API to whoever reaches the port (issue 29, "safe by default").
+t.test('with authentication off: loopback by default, another address refused unless said so by name', async (t) => {
+  t.same(parseConfig(SKIP, {}).addr, { host: '127.0.0.1', port: 8081 }, 'the default binds loopback')
+  t.same(parseConfig([...SKIP, '--addr', '[::1]:9000'], {}).addr, { host: '::1', port: 9000 })
+  t.same(parseConfig(SKIP, { PLATFORM_ADDR: '127.0.0.2:0' }).addr, { host: '127.0.0.2', port: 0 })
+  for (const [argv, env] of [[[...SKIP, '--addr', ':8081'], {}], [[...SKIP, '--addr', '0.0.0.0:80'], {}], [SKIP, { PLATFORM_ADDR: ':9000' }]] as const) {
+    t.throws(() => parseConfig([...argv], env), { message: /^--dev-insecure-skip-auth with a listen address that is not loopback \(.+\) would hand the API to anyone who can reach it: .* or set --dev-insecure-listen-anywhere$/ }, argv.join(' '))
+  }
+  t.same(parseConfig([...SKIP, '--addr', ':8081', '--dev-insecure-listen-anywhere'], {}).addr, { host: '', port: 8081 }, 'the setting that says so')
+  t.same(parseConfig(['--oidc-issuer', 'http://idp'], {}).addr, { host: '', port: 8081 }, 'with authentication on, every interface as before')
 })

@@ -43,6 +43,7 @@ t.test('defaults', async (t) => {
     tlsCert: '',
     tlsKey: '',
     noAuth: false,
+    devInsecureListenAnywhere: false,
     maxFrameSize: -1,
     maxBacklog: 16_777_216,
     maxTotalBacklog: 1_073_741_824,
@@ -72,6 +73,7 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--public-base-url', 'RELAY_PUBLIC_BASE_URL', 'wss://relay.example.com/', { publicBaseUrl: 'wss://relay.example.com' }],
   ['--allowed-origins', 'RELAY_ALLOWED_ORIGINS', ' a.example.com, ,*.b.example.com:* ,', { allowedOrigins: ['a.example.com', '*.b.example.com:*'] }],
   ['--no-auth', 'RELAY_NO_AUTH', 'true', { noAuth: true }],
+  ['--dev-insecure-listen-anywhere', 'RELAY_DEV_INSECURE_LISTEN_ANYWHERE', 'true', { devInsecureListenAnywhere: true }],
   ['--max-frame-size', 'RELAY_MAX_FRAME_SIZE', '65536', { maxFrameSize: 65536 }],
   ['--max-backlog', 'RELAY_MAX_BACKLOG', '1MiB', { maxBacklog: 1_048_576 }],
   ['--max-total-backlog', 'RELAY_MAX_TOTAL_BACKLOG', '2GiB', { maxTotalBacklog: 2_147_483_648 }],
@@ -108,7 +110,8 @@ t.test('every setting from env, --flag=value and --flag value', async (t) => {
   for (const [flag, env, text, expected] of cases) {
     t.match(parseConfig([], { ...withIssuer, [env]: text }), expected, `${env}=${text}`)
     t.match(parseConfig([`${flag}=${text}`], withIssuer), expected, `${flag}=${text}`)
-    if (flag !== '--no-auth') t.match(parseConfig([flag, text], withIssuer), expected, `${flag} ${text}`)
+    // Boolean flags take no next word.
+    if (flag !== '--no-auth' && flag !== '--dev-insecure-listen-anywhere') t.match(parseConfig([flag, text], withIssuer), expected, `${flag} ${text}`)
   }
 })
 
@@ -352,4 +355,11 @@ t.test('settings table', async (t) => {
   const text = relayUsage()
   for (const row of settings) t.ok(text.includes(`${row.flag}, ${row.env}`), `usage lists ${row.flag}`)
   t.ok(text.includes('(default 1h)'), 'usage shows defaults')
+})
+
+t.test('with --no-auth: loopback by default, another address refused unless said so by name', async (t) => {
+  t.same(parseConfig(['--no-auth'], {}).addr, { host: '127.0.0.1', port: 8080 })
+  t.same(parseConfig(['--no-auth', '--addr', 'localhost:0'], {}).addr, { host: 'localhost', port: 0 })
+  t.match(configError(['--no-auth', '--addr', ':8080']), /^--no-auth with a listen address that is not loopback \(:8080 \(every interface\)\) would hand the API to anyone/)
+  t.same(parseConfig(['--no-auth', '--dev-insecure-listen-anywhere'], { RELAY_ADDR: '0.0.0.0:1' }).addr, { host: '0.0.0.0', port: 1 })
 })

@@ -99,6 +99,29 @@ export function usage<C> (settings: ReadonlyArray<Setting<C>>, command?: string)
   return `${synopsis}Options (a flag overrides its environment variable):\n${lines.join('\n')}\n`
 }
 
+/** Whether the setting `key` was given (flag or environment), as opposed to left at its default. */
+export function settingGiven<C> (settings: ReadonlyArray<Setting<C>>, key: keyof C, argv: string[], env: Record<string, string | undefined>): boolean {
+  const row = settings.find((candidate) => candidate.key === key)
+  if (row === undefined) return false
+  return readFlags(settings, argv).has(row.flag) || env[row.env] !== undefined
+}
+
+/**
+ * The listen address of a process whose authentication is off: the default becomes loopback,
+ * and any other given address is refused unless `anywhere` says the operator means it
+ * (whoever reaches the port would have the API).
+ */
+export function unauthenticatedAddress (address: ListenAddress, given: boolean, anywhere: { allowed: boolean; flag: string; authFlag: string }): ListenAddress {
+  if (!given) return { host: '127.0.0.1', port: address.port }
+  if (anywhere.allowed || isLoopbackHost(address.host)) return address
+  const shown = address.host === '' ? `:${address.port} (every interface)` : `${address.host}:${address.port}`
+  throw new ConfigError(`${anywhere.authFlag} with a listen address that is not loopback (${shown}) would hand the API to anyone who can reach it: listen on 127.0.0.1 or [::1], turn authentication on, or set ${anywhere.flag}`)
+}
+
+function isLoopbackHost (host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host)
+}
+
 // ---- parsers shared by both processes ----
 
 export type ListenAddress = { host: string; port: number } // host '' = all interfaces
