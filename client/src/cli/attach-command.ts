@@ -6,8 +6,10 @@ import { attach } from '../attach.js'
 import type { Connection } from '../connection.js'
 import { RelayError } from '../errors.js'
 import type { Io } from './context.js'
-import { pipeStream } from './stream.js'
+import { pipeStream, WINDOW_OVERRUN } from './stream.js'
 import { HELP, UsageError } from './usage.js'
+
+const WINDOW_MIB = 4
 
 export async function attachCommand (args: string[], io: Io): Promise<number> {
   const help = HELP.attach as string
@@ -45,6 +47,10 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
     onReattached = stream.reattached
     const result = await stream.done
     progress.end()
+    if (result.overrun) {
+      io.stderr.write(`relay: the peer sent more than the window it was given (${WINDOW_MIB} MiB unacknowledged): the session was closed with ${WINDOW_OVERRUN}\n`)
+      return 1
+    }
     if (stdoutFailed) {
       io.stderr.write('relay: stdout was closed before everything was written\n')
       return 1
@@ -62,9 +68,10 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
 
 async function textMode (connection: Connection, io: Io): Promise<number> {
   const reading = (async () => {
+    // Not read on while stdout is full: the connection pauses its socket instead of buffering.
     for await (const message of connection) {
-      if (message.type === 'text') io.stdout.write(`${message.data}\n`)
-      else io.stdout.write(message.data)
+      const more = message.type === 'text' ? io.stdout.write(`${message.data}\n`) : io.stdout.write(message.data)
+      if (!more) await new Promise<void>((resolve) => { io.stdout.once('drain', resolve); io.stdout.once('close', resolve) })
     }
   })()
   const lines = createInterface({ input: io.stdin, crlfDelay: Infinity })

@@ -1,7 +1,10 @@
 // The byte stream between two `relay attach` processes. The relay cannot slow a sender down
 // (it closes the session with 4003 instead, docs/relay.md "Backpressure"), so the receiver
 // acknowledges what it has written to stdout and the sender keeps at most WINDOW bytes
-// unacknowledged: a slow stdout slows the sender and memory stays bounded on both ends.
+// unacknowledged: a slow stdout slows the sender and memory stays bounded on both ends. The
+// receiver stops reading the connection while stdout is not drained (the connection then
+// pauses its socket), and a peer that sends past the window anyway is closed with
+// WINDOW_OVERRUN: its bytes are never buffered beyond it.
 // Offsets make a drop repairable: after a reattach each side asks for what it has not seen.
 //
 //   binary frame: 8-byte big-endian offset of the first payload byte, then the payload
@@ -13,8 +16,10 @@ import type { Io } from './context.js'
 
 const WINDOW = 4 * 1024 * 1024
 const HEADER = 8
+/** Our close code for a peer that ignored the window (4000-4003 are the relay's). */
+export const WINDOW_OVERRUN = 4010
 
-type StreamResult = { sent: number; received: number; complete: boolean }
+type StreamResult = { sent: number; received: number; complete: boolean; overrun: boolean }
 
 export type StreamControl = {
   /** Call after a reattach: both sides ask for what a drop may have lost. */
@@ -40,6 +45,7 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
   let peerEof: number | null = null
   let resendAsked = -1
   let closing = false
+  let overrun = false
 
   const control = (message: Record<string, number>) => { connection.send(JSON.stringify(message)).catch(() => {}) }
   const enqueue = (step: () => Promise<void>) => { chain = chain.then(step).catch(() => {}) }
@@ -102,30 +108,50 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     })
   }
 
-  function onData (frame: Uint8Array) {
-    if (frame.byteLength < HEADER) return
+  /** Writes what is new in `frame`; false when stdout wants a drain before the next. */
+  function onData (frame: Uint8Array): boolean {
+    if (frame.byteLength < HEADER) return true
     const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)
     const offset = Number(bytes.readBigUInt64BE(0))
     const payload = bytes.subarray(HEADER)
     const end = offset + payload.length
-    if (end <= received) return // a duplicate, resent after a drop
+    if (end <= received) return true // a duplicate, resent after a drop
     if (offset > received) {
       // a gap: a drop lost frames; ask once for everything from here
       if (resendAsked !== received) { resendAsked = received; control({ resend: received }) }
-      return
+      return true
     }
     const part = payload.subarray(received - offset)
+    // The sender may have WINDOW bytes past our last ack in flight, and the frame that crosses
+    // it (a stdin chunk: never as large as the window).
+    if (payload.length > WINDOW || end - ackedBack > WINDOW + payload.length) {
+      overrun = true
+      closing = true
+      void connection.close(WINDOW_OVERRUN, 'sent past the window')
+      return true
+    }
     received = end
-    io.stdout.write(part, () => {
+    return io.stdout.write(part, () => {
       written += part.length
       onProgress(sent, written)
       ackSoon()
     })
   }
 
+  // Resolves when stdout drained, or can no longer (closed or failed: the command reports that).
+  const drained = () => new Promise<void>((resolve) => {
+    const done = () => { io.stdout.off('drain', done); io.stdout.off('close', done); io.stdout.off('error', done); resolve() }
+    io.stdout.on('drain', done)
+    io.stdout.on('close', done)
+    io.stdout.on('error', done)
+  })
+
   const done = (async (): Promise<StreamResult> => {
     for await (const message of connection) {
-      if (message.type === 'binary') { onData(message.data); continue }
+      if (message.type === 'binary') {
+        if (!onData(message.data)) await drained()
+        continue
+      }
       let parsed: { ack?: unknown; eof?: unknown; resend?: unknown }
       try { parsed = JSON.parse(message.data) as typeof parsed } catch { continue }
       if (typeof parsed.ack === 'number') onAck(parsed.ack)
@@ -133,12 +159,13 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
       if (typeof parsed.resend === 'number') onResend(parsed.resend)
     }
     // A normal close: ours once both streams were done, or the peer's once it had ours.
+    if (overrun) return { sent, received: written, complete: false, overrun }
     await new Promise<void>((resolve) => io.stdout.write('', () => resolve()))
     // Complete: all we read was acknowledged, and the stream was over (stdin ended, or an
     // interactive or silent side); a peer that closes in the middle of our stream cut it.
     const sendingOver = stdinEnded || stdinIsTty || sent === 0
     const complete = acked >= sent && sendingOver && (peerEof === null || written >= peerEof)
-    return { sent, received: written, complete }
+    return { sent, received: written, complete, overrun }
   })()
 
   return {
