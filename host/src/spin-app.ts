@@ -27,6 +27,7 @@ import { compileRoutes } from './routes.js'
 import type { TranspiledComponent } from './transpile-cache.js'
 import { transpiled } from './transpile-cache.js'
 import { fromEnvironment, variablesImports } from './variables.js'
+import { startWatchdog } from './watchdog.js'
 
 type HostLogger = {
   info: (object: Record<string, unknown>, message: string) => void
@@ -218,12 +219,15 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
     stopBackends()
     throw error
   }
+  // A second past the request deadline: the front's own timeout answers first when it can.
+  const watchdog = startWatchdog(timeoutMs + 1000)
   const port = (front.address() as AddressInfo).port
   const shownHost = host.includes(':') ? `[${host}]` : host
   return {
     url: `http://${shownHost}:${port}`,
     digest: app.digest,
     close: async () => {
+      watchdog.stop()
       front.closeAllConnections()
       await new Promise<void>((resolve) => front.close(() => resolve()))
       stopBackends()

@@ -64,7 +64,7 @@ export async function runBuilder (t: Test, env: Record<string, string>): Promise
   return { code, log, termination, ms: Date.now() - started }
 }
 
-export type RunningHost = { url: string; digest: string; output: () => string; ms: number }
+export type RunningHost = { url: string; digest: string; output: () => string; ms: number; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
 
 export async function startHost (t: Test, args: string[], env: Record<string, string> = {}): Promise<RunningHost> {
   const started = Date.now()
@@ -73,6 +73,7 @@ export async function startHost (t: Test, args: string[], env: Record<string, st
   let stdout = ''
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })))
   const first = await new Promise<string>((resolve, reject) => {
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       stdout += chunk
@@ -83,5 +84,5 @@ export async function startHost (t: Test, args: string[], env: Record<string, st
     child.once('exit', (code) => reject(new Error(`the host exited with ${String(code)} before listening: ${stderr}`)))
   })
   const line = JSON.parse(first) as { url: string; digest: string }
-  return { url: line.url, digest: line.digest, output: () => stdout + stderr, ms: Date.now() - started }
+  return { url: line.url, digest: line.digest, output: () => stdout + stderr, ms: Date.now() - started, exited }
 }

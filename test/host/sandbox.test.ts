@@ -7,7 +7,8 @@
 // loopback address, by name or literal, unless the operator allows the range.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { mkdir, symlink, writeFile, readFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import type { AddressInfo, Server, Socket } from 'node:net'
@@ -58,6 +59,7 @@ async function handle (request) {
         return json({ connecting: true })
       }
       case 'exit': exit({ tag: 'ok' }); return json({ exited: false })
+      case 'spin': for (;;) {}
       case 'fetch': {
         const answer = await fetch(query.get('url'))
         return json({ status: answer.status, body: await answer.text() })
@@ -128,6 +130,15 @@ await build({ entryPoints: ['src/index.js'], outfile: 'bundle.js', bundle: true,
   return readFile(join(dir, 'component.wasm'))
 }
 
+// Built once for the file (7-15 s and ~600 MB each time).
+const probeDir = mkdtempSync(join(tmpdir(), 'sandbox-probe-'))
+t.teardown(() => rmSync(probeDir, { recursive: true, force: true }))
+let probeBuilt: Promise<Buffer> | null = null
+function probeComponent (t: Test): Promise<Buffer> {
+  probeBuilt ??= buildByHand(t, probeDir)
+  return probeBuilt
+}
+
 async function ask (url: string, query: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${url}/?${new URLSearchParams(query).toString()}`)
   const text = await response.text()
@@ -150,8 +161,8 @@ t.test('the builder refuses a function that imports the environment, files or so
 })
 
 t.test('a hand-built hostile component reaches nothing the host has', async (t) => {
-  const root = t.testdir({ source: {}, image: {}, cache: {} })
-  const wasm = await buildByHand(t, join(root, 'source'))
+  const root = t.testdir({ image: {}, cache: {} })
+  const wasm = await probeComponent(t)
   const allowedByName = await listener(t)
   const literal = await listener(t)
   const unlisted = await listener(t)
@@ -194,5 +205,23 @@ t.test('a hand-built hostile component reaches nothing the host has', async (t) 
   t.same(await fetched(open.url, `http://127.0.0.1:${literal.port}/`), { status: 200, body: 'reached' }, 'an allowed address in an allowed range')
   t.ok((await fetched(open.url, `http://127.0.0.1:${unlisted.port}/`)).error, 'still only allowed_outbound_hosts')
   t.equal(unlisted.hits(), 0)
+})
+
+t.test('a request that never returns: the host frees its core past the deadline', async (t) => {
+  const root = t.testdir({ source: {}, image: {}, cache: {} })
+  await pushSpinApp(layoutStore(join(root, 'image')), 'v1', {
+    lockedApp: {
+      spin_lock_version: 1,
+      triggers: [{ id: 'probe-http-trigger', trigger_type: 'http', trigger_config: { component: 'probe', route: '/...' } }],
+      components: [{ id: 'probe', source: { content_type: 'application/wasm', source: 'file:///probe.wasm' } }],
+    },
+    wasm: new Map([['probe', await probeComponent(t)]]),
+  })
+  const host = await startHost(t, ['--ref', `oci-layout:${join(root, 'image')}:v1`, '--cache-dir', join(root, 'cache'), '--request-timeout', '1s'])
+  const request = fetch(`${host.url}/?probe=spin`).catch((error: unknown) => error)
+  const exit = await host.exited
+  t.equal(exit.signal, 'SIGKILL', 'the host ended itself: its thread could not')
+  t.match(host.output(), /a request held the host past its deadline: the host kills itself to free the core/)
+  t.ok(await request instanceof Error, 'the request ends with the connection')
 })
 
