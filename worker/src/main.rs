@@ -1,0 +1,10 @@
+//! The worker: one process that serves every deployed Spin application of a machine, each on
+//! its own loopback port, driven by its parent (the control plane) over stdin and stdout.
+
+#![allow(dead_code)]
+
+mod log;
+mod routes;
+mod variables;
+
+fn main() {}
