@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod log;
+mod outbound;
 mod routes;
 mod variables;
 
