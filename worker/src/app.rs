@@ -2,7 +2,8 @@
 //! is made from. Everything that can fail (the lock, templates, compiling, linking) fails
 //! here, at `load`, never on a request.
 
-use crate::cache::ComponentCache;
+use crate::cache::{Compiled, ComponentCache};
+use crate::lock::Executor;
 use crate::lock::LockedApp;
 use crate::outbound::address::AddressPolicy;
 use crate::outbound::allowed::AllowedHosts;
@@ -10,6 +11,7 @@ use crate::routes::Router;
 use crate::sandbox::Host;
 use crate::stats::Stats;
 use crate::variables::{AppVariables, ComponentVariables};
+use crate::wagi::{WagiHost, WagiRuntime};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,9 +19,14 @@ use std::sync::Arc;
 use wasmtime::component::Linker;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
+pub enum Handler {
+    Http(ProxyPre<Host>),
+    Wagi(WagiRuntime),
+}
+
 pub struct ComponentRuntime {
     pub id: Arc<str>,
-    pub pre: ProxyPre<Host>,
+    pub handler: Handler,
     pub variables: ComponentVariables,
     pub allowed: Arc<AllowedHosts>,
 }
@@ -47,11 +54,16 @@ pub fn build(
     request: LoadRequest,
     cache: &ComponentCache,
     linker: &Linker<Host>,
+    wagi_linker: &wasmtime::Linker<WagiHost>,
     policy: Arc<AddressPolicy>,
 ) -> Result<App, String> {
     let lock = LockedApp::from_value(request.lock)?;
     let routes = lock.http_routes()?;
-    let router = Router::new(&routes)?;
+    let pairs: Vec<(String, String)> = routes
+        .iter()
+        .map(|(r, c, _)| (r.clone(), c.clone()))
+        .collect();
+    let router = Router::new(&pairs)?;
     let app_variables = Arc::new(AppVariables::new(&lock.variables, &request.variables)?);
     let declared = |name: &str| lock.variables.contains_key(name);
 
@@ -59,8 +71,18 @@ pub fn build(
     let mut digests = Vec::new();
     for component in &lock.components {
         // Only what a route reaches is compiled and kept.
-        if !routes.iter().any(|(_, c)| *c == component.id) {
+        let mut executors = routes
+            .iter()
+            .filter(|(_, c, _)| *c == component.id)
+            .map(|(_, _, e)| e);
+        let Some(executor) = executors.next() else {
             continue;
+        };
+        if executors.any(|e| e != executor) {
+            return Err(format!(
+                "component {}: routes with different executors",
+                component.id
+            ));
         }
         if !component.files.is_empty() {
             return Err(format!(
@@ -89,24 +111,37 @@ pub fn build(
             &declared,
             app_variables.clone(),
         )?;
-        // An import the worker does not give fails the load, naming it, as Spin refuses such
-        // a component (wasmtime's trap stubs would shadow the WASI types of older versions).
-        let pre = linker
-            .instantiate_pre(&compiled)
-            .and_then(ProxyPre::new)
-            .map_err(|e| format!("component {}: {e}", component.id))?;
+        let handler = match (executor, compiled) {
+            // An import the worker does not give fails the load, naming it, as Spin refuses
+            // such a component (wasmtime's trap stubs would shadow the WASI types of older
+            // versions).
+            (Executor::Spin, Compiled::Component(compiled)) => linker
+                .instantiate_pre(&compiled)
+                .and_then(ProxyPre::new)
+                .map(Handler::Http),
+            (Executor::Wagi { entrypoint, argv }, Compiled::Module(module)) => wagi_linker
+                .instantiate_pre(&module)
+                .map(|pre| Handler::Wagi(WagiRuntime { pre, entrypoint: entrypoint.clone(), argv: argv.clone() })),
+            (Executor::Spin, Compiled::Module(_)) => Err(wasmtime::format_err!(
+                "a core module needs the wagi executor (componentizing modules is not supported yet)"
+            )),
+            (Executor::Wagi { .. }, Compiled::Component(_)) => {
+                Err(wasmtime::format_err!("the wagi executor runs wasip1 modules, not components"))
+            }
+        }
+        .map_err(|e| format!("component {}: {e}", component.id))?;
         components.insert(
             component.id.clone(),
             Arc::new(ComponentRuntime {
                 id: component.id.as_str().into(),
-                pre,
+                handler,
                 variables,
                 allowed: Arc::new(allowed),
             }),
         );
         digests.push(digest);
     }
-    if let Some((route, missing)) = routes.iter().find(|(_, c)| !components.contains_key(c)) {
+    if let Some((route, missing, _)) = routes.iter().find(|(_, c, _)| !components.contains_key(c)) {
         return Err(format!(
             "route {route} names component {missing:?}, which the lock lacks"
         ));

@@ -9,8 +9,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
-use wasmtime::Engine;
 use wasmtime::component::Component;
+use wasmtime::{Engine, Module};
 
 const SUFFIX: &str = ".cwasm";
 
@@ -18,7 +18,49 @@ pub struct ComponentCache {
     dir: PathBuf,
     engine: Engine,
     /// Components loaded by some application, so a second application maps nothing new.
-    loaded: Mutex<HashMap<String, Component>>,
+    loaded: Mutex<HashMap<String, Compiled>>,
+}
+
+/// A component, or a core module (a wasip1 command for the WAGI executor).
+#[derive(Clone)]
+pub enum Compiled {
+    Component(Component),
+    Module(Module),
+}
+
+impl Compiled {
+    fn new(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        // The preamble's version field: 1 for a core module, 0x0d for a component.
+        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+            Module::new(engine, bytes).map(Compiled::Module)
+        } else {
+            Component::new(engine, bytes).map(Compiled::Component)
+        }
+    }
+
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        match self {
+            Compiled::Component(c) => c.serialize(),
+            Compiled::Module(m) => m.serialize(),
+        }
+    }
+
+    /// # Safety
+    /// `path` must hold what `serialize` wrote, untouched since (see `ComponentCache::load`).
+    unsafe fn deserialize_file(
+        engine: &Engine,
+        path: &Path,
+        module: bool,
+    ) -> wasmtime::Result<Self> {
+        // SAFETY: passed on from the caller.
+        unsafe {
+            if module {
+                Module::deserialize_file(engine, path).map(Compiled::Module)
+            } else {
+                Component::deserialize_file(engine, path).map(Compiled::Component)
+            }
+        }
+    }
 }
 
 /// `sha256:<hex>`, as a lock's `source.digest` names the wasm.
@@ -38,9 +80,12 @@ impl ComponentCache {
         })
     }
 
-    fn path(&self, digest: &str) -> PathBuf {
-        self.dir
-            .join(format!("{}{SUFFIX}", digest.trim_start_matches("sha256:")))
+    fn path(&self, digest: &str, module: bool) -> PathBuf {
+        let kind = if module { ".module" } else { "" };
+        self.dir.join(format!(
+            "{}{kind}{SUFFIX}",
+            digest.trim_start_matches("sha256:")
+        ))
     }
 
     /// The component in `wasm_path`, whose digest must be `expected` when the lock names one.
@@ -49,7 +94,7 @@ impl ComponentCache {
         &self,
         wasm_path: &Path,
         expected: Option<&str>,
-    ) -> Result<(String, Component), String> {
+    ) -> Result<(String, Compiled), String> {
         let bytes =
             std::fs::read(wasm_path).map_err(|e| format!("{}: {e}", wasm_path.display()))?;
         let digest = digest_of(&bytes);
@@ -62,12 +107,13 @@ impl ComponentCache {
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
         }
-        let cached = self.path(&digest);
+        let module = bytes.get(4..8) == Some(&[1, 0, 0, 0]);
+        let cached = self.path(&digest, module);
         // SAFETY (of deserialize_file): the cache directory is the worker's own and only it
         // writes there, each file whole (written aside, then renamed); wasmtime still checks
         // the file was made by this engine's version and settings.
         if cached.exists() {
-            match unsafe { Component::deserialize_file(&self.engine, &cached) } {
+            match unsafe { Compiled::deserialize_file(&self.engine, &cached, module) } {
                 Ok(component) => return Ok(self.remember(digest, component)),
                 Err(e) => log::warn(
                     "cached component unusable, compiling again",
@@ -76,7 +122,7 @@ impl ComponentCache {
             }
         }
         let started = Instant::now();
-        let compiled = Component::new(&self.engine, &bytes)
+        let compiled = Compiled::new(&self.engine, &bytes)
             .map_err(|e| format!("{}: {e}", wasm_path.display()))?;
         let serialized = compiled.serialize().map_err(|e| e.to_string())?;
         let aside = cached.with_extension(format!("tmp{}", std::process::id()));
@@ -89,12 +135,12 @@ impl ComponentCache {
         );
         // Mapped from the file rather than kept on the heap: its pages are clean, shared
         // and given back under pressure.
-        let component = unsafe { Component::deserialize_file(&self.engine, &cached) }
+        let component = unsafe { Compiled::deserialize_file(&self.engine, &cached, module) }
             .map_err(|e| e.to_string())?;
         Ok(self.remember(digest, component))
     }
 
-    fn remember(&self, digest: String, component: Component) -> (String, Component) {
+    fn remember(&self, digest: String, component: Compiled) -> (String, Compiled) {
         self.loaded
             .lock()
             .unwrap()
@@ -118,6 +164,7 @@ impl ComponentCache {
             let Some(hex) = name.strip_suffix(SUFFIX) else {
                 continue;
             };
+            let hex = hex.trim_end_matches(".module");
             let digest = format!("sha256:{hex}");
             if !in_use.contains(&digest) && std::fs::remove_file(entry.path()).is_ok() {
                 removed.push(digest);

@@ -62,20 +62,13 @@ impl LockedApp {
         Ok(app)
     }
 
-    /// (route, component) of every http trigger, refusing what the worker cannot run.
-    pub fn http_routes(&self) -> Result<Vec<(String, String)>, String> {
+    /// (route, component, executor) of every http trigger, refusing what the worker cannot run.
+    pub fn http_routes(&self) -> Result<Vec<(String, String, Executor)>, String> {
         let mut routes = Vec::new();
         for trigger in self.triggers.iter().filter(|t| t.trigger_type == "http") {
             let config = &trigger.trigger_config;
-            if let Some(executor) = &config.executor {
-                let kind = executor.get("type").and_then(Value::as_str).unwrap_or("");
-                if kind != "spin" {
-                    return Err(format!(
-                        "trigger {}: the {kind:?} executor is not supported by this worker",
-                        trigger.id
-                    ));
-                }
-            }
+            let executor = Executor::from_config(config.executor.as_ref())
+                .map_err(|e| format!("trigger {}: {e}", trigger.id))?;
             let component = config
                 .component
                 .clone()
@@ -84,9 +77,43 @@ impl LockedApp {
                 .route
                 .clone()
                 .ok_or_else(|| format!("trigger {} has no route", trigger.id))?;
-            routes.push((route, component));
+            routes.push((route, component, executor));
         }
         Ok(routes)
+    }
+}
+
+/// How a component answers HTTP: the wasi:http handler (Spin's default), or WAGI (a wasip1
+/// command given the request as CGI: environment, arguments, stdin; answering on stdout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Executor {
+    Spin,
+    Wagi { entrypoint: String, argv: String },
+}
+
+impl Executor {
+    fn from_config(executor: Option<&Value>) -> Result<Self, String> {
+        let Some(executor) = executor else {
+            return Ok(Executor::Spin);
+        };
+        let text = |key: &str, fallback: &str| {
+            executor
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or(fallback)
+                .to_string()
+        };
+        match executor.get("type").and_then(Value::as_str) {
+            Some("spin") | None => Ok(Executor::Spin),
+            // Spin's defaults for both (crates/trigger-http, WagiTriggerConfig).
+            Some("wagi") => Ok(Executor::Wagi {
+                entrypoint: text("entrypoint", "_start"),
+                argv: text("argv", "${SCRIPT_NAME} ${ARGS}"),
+            }),
+            Some(other) => Err(format!(
+                "the {other:?} executor is not supported by this worker"
+            )),
+        }
     }
 }
 

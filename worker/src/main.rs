@@ -18,6 +18,7 @@ mod server;
 mod spin_variables;
 mod stats;
 mod variables;
+mod wagi;
 
 use serde_json::json;
 use std::sync::Arc;
@@ -44,10 +45,12 @@ async fn run(config: config::Config) -> i32 {
         let engine = engine::engine(&config).map_err(|e| format!("engine: {e}"))?;
         engine::start_ticker(&engine);
         let linker = engine::linker(&engine).map_err(|e| format!("linker: {e}"))?;
+        let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine)
             .map_err(|e| format!("{}: {e}", config.cache_dir.display()))?;
         Ok(protocol::Worker::new(
             linker,
+            wagi_linker,
             cache,
             config.address_policy.clone(),
             config.max_memory_bytes,

@@ -67,6 +67,7 @@ struct Loaded {
 
 pub struct Worker {
     pub linker: Linker<Host>,
+    pub wagi_linker: wasmtime::Linker<crate::wagi::WagiHost>,
     pub cache: Arc<ComponentCache>,
     pub policy: Arc<AddressPolicy>,
     pub max_memory_bytes: u64,
@@ -76,12 +77,14 @@ pub struct Worker {
 impl Worker {
     pub fn new(
         linker: Linker<Host>,
+        wagi_linker: wasmtime::Linker<crate::wagi::WagiHost>,
         cache: ComponentCache,
         policy: AddressPolicy,
         max_memory_bytes: u64,
     ) -> Self {
         Worker {
             linker,
+            wagi_linker,
             cache: Arc::new(cache),
             policy: Arc::new(policy),
             max_memory_bytes,
@@ -193,6 +196,7 @@ impl Worker {
                 request,
                 &worker.cache,
                 &worker.linker,
+                &worker.wagi_linker,
                 worker.policy.clone(),
             )
         })

@@ -1,7 +1,7 @@
 //! One application's loopback port: routes each request to its component and runs it in a
 //! fresh instance, inside the application's bounds (deadline, memory, bodies).
 
-use crate::app::{App, ComponentRuntime};
+use crate::app::{App, Handler};
 use crate::guest_output::GuestOutput;
 use crate::limits::{CappedRequestBody, CappedResponseBody, MemoryLimiter};
 use crate::log;
@@ -23,9 +23,10 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Accepts until the task is aborted (`unload`); aborting drops the connections with it.
 pub async fn serve(listener: TcpListener, app: Arc<App>) {
@@ -53,7 +54,7 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
     }
 }
 
-fn text(status: StatusCode, body: &str) -> Response<Body> {
+pub fn text(status: StatusCode, body: &str) -> Response<Body> {
     let mut response = Response::new(
         Full::new(Bytes::from(body.to_string()))
             .map_err(|never| match never {})
@@ -68,7 +69,7 @@ fn text(status: StatusCode, body: &str) -> Response<Body> {
 }
 
 /// How an instance's run ended.
-enum Outcome {
+pub enum Outcome {
     Done,
     Timeout,
     MemoryLimit,
@@ -98,6 +99,13 @@ async fn handle(
         return too_large(limits.max_request_body_bytes);
     }
     add_spin_headers(&mut request, &found, client);
+    let pre = match &component.handler {
+        Handler::Http(pre) => pre.clone(),
+        Handler::Wagi(wagi) => {
+            let id = component.id.clone();
+            return crate::wagi::handle(app.clone(), id, wagi, request, &found, client).await;
+        }
+    };
     Stats::add(&app.stats.requests, 1);
 
     let tripped = Arc::new(AtomicBool::new(false));
@@ -114,7 +122,7 @@ async fn handle(
     let stdout = GuestOutput::default();
     let stderr = GuestOutput::default();
     let mut store = Store::new(
-        component.pre.engine(),
+        pre.engine(),
         Host::new(
             OutboundHooks {
                 app: app.id.clone(),
@@ -132,16 +140,7 @@ async fn handle(
         ),
     );
     store.limiter(|host| &mut host.limiter);
-    // Every tick the guest gives its thread back (other requests run) and the deadline is
-    // checked; past it the guest traps wherever it is.
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline {
-            Err(Trap::Interrupt.into())
-        } else {
-            Ok(UpdateDeadline::Yield(1))
-        }
-    });
+    bound_in_time(&mut store, deadline);
 
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let resources = store
@@ -157,14 +156,7 @@ async fn handle(
         Err(e) => return text(StatusCode::BAD_REQUEST, &format!("{e}\n")),
     };
 
-    let run = run_instance(
-        store,
-        component.clone(),
-        req,
-        out,
-        deadline,
-        app.stats.clone(),
-    );
+    let run = run_instance(store, pre, req, out, deadline, app.stats.clone());
     let task = tokio::spawn(CpuCharged {
         inner: Box::pin(run),
         stats: app.stats.clone(),
@@ -208,9 +200,32 @@ async fn handle(
     }
 }
 
+/// Every tick the guest gives its thread back (other requests run) and the deadline is
+/// checked; past it the guest traps wherever it is.
+pub fn bound_in_time<T: 'static>(store: &mut Store<T>, deadline: Instant) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if Instant::now() >= deadline {
+            Err(Trap::Interrupt.into())
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+}
+
+pub fn timed_out(timeout: std::time::Duration) -> Response<Body> {
+    text(
+        StatusCode::GATEWAY_TIMEOUT,
+        &format!(
+            "the function did not answer within {} ms\n",
+            timeout.as_millis()
+        ),
+    )
+}
+
 async fn run_instance(
     mut store: Store<Host>,
-    component: Arc<ComponentRuntime>,
+    pre: ProxyPre<Host>,
     req: wasmtime::component::Resource<wasmtime_wasi_http::p2::types::HostIncomingRequest>,
     out: wasmtime::component::Resource<wasmtime_wasi_http::p2::types::HostResponseOutparam>,
     deadline: Instant,
@@ -218,7 +233,7 @@ async fn run_instance(
 ) -> Outcome {
     let started = Instant::now();
     let call = async {
-        let proxy = component.pre.instantiate_async(&mut store).await?;
+        let proxy = pre.instantiate_async(&mut store).await?;
         proxy
             .wasi_http_incoming_handler()
             .call_handle(&mut store, req, out)
@@ -236,7 +251,7 @@ async fn run_instance(
     }
 }
 
-fn record(app: &App, component: &str, outcome: &Outcome) {
+pub fn record(app: &App, component: &str, outcome: &Outcome) {
     let (counter, what, detail) = match outcome {
         Outcome::Done => return,
         Outcome::Timeout => (&app.stats.timeouts, "deadline", None),
@@ -250,7 +265,7 @@ fn record(app: &App, component: &str, outcome: &Outcome) {
     );
 }
 
-fn too_large(cap: u64) -> Response<Body> {
+pub fn too_large(cap: u64) -> Response<Body> {
     let mut response = text(
         StatusCode::PAYLOAD_TOO_LARGE,
         &format!("request body larger than {cap} bytes\n"),

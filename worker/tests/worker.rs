@@ -349,9 +349,9 @@ fn bad_commands_are_answered_and_the_worker_goes_on() {
         reply["error"].as_str().unwrap().contains("the lock says"),
         "{reply}"
     );
-    let mut wagi = lock_with(&[("/...", "probe")]);
-    wagi["triggers"][0]["trigger_config"]["executor"] = json!({"type": "wagi"});
-    let reply = worker.send(common::load_command("x", &wagi, json!({})));
+    let mut unknown = lock_with(&[("/...", "probe")]);
+    unknown["triggers"][0]["trigger_config"]["executor"] = json!({"type": "fastcgi"});
+    let reply = worker.send(common::load_command("x", &unknown, json!({})));
     assert_eq!(reply["ok"], json!(false), "{reply}");
     let stats = worker.send(json!({"op": "stats"}));
     assert_eq!(stats["apps"], json!({}));
