@@ -18,25 +18,45 @@ pub struct Limits {
     pub max_response_body_bytes: u64,
 }
 
-/// Per store: linear memories and tables may not grow past the application's limit. A refused
-/// growth traps (rather than letting the guest see -1), so the request fails with 500 and is
-/// counted, whatever the guest's allocator would have made of it.
+/// Per store: its linear memories together may not grow past the application's limit (a
+/// component holds several). A refused growth traps (rather than letting the guest see -1),
+/// so the request fails with 500 and is counted, whatever the guest's allocator would have
+/// made of it.
 pub struct MemoryLimiter {
     pub max_bytes: usize,
     pub refused: bool,
+    /// The sum of the store's memories, as wasmtime reported their creation and growth.
+    pub used: usize,
+}
+
+impl MemoryLimiter {
+    pub fn new(max_bytes: usize) -> Self {
+        MemoryLimiter {
+            max_bytes,
+            refused: false,
+            used: 0,
+        }
+    }
 }
 
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.max_bytes {
+        // Past its own maximum the growth fails anyway, and must not be counted.
+        if maximum.is_some_and(|m| desired > m) {
+            return Ok(false);
+        }
+        // A new memory is reported as growing from 0.
+        let total = self.used + desired.saturating_sub(current);
+        if total > self.max_bytes {
             self.refused = true;
             wasmtime::bail!("memory limit of {} bytes reached", self.max_bytes);
         }
+        self.used = total;
         Ok(true)
     }
 
@@ -135,5 +155,25 @@ where
 
     fn is_end_stream(&self) -> bool {
         self.inner.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memories_of_a_store_count_together() {
+        let mut limiter = MemoryLimiter::new(10 << 20);
+        assert!(limiter.memory_growing(0, 6 << 20, None).unwrap());
+        assert!(limiter.memory_growing(0, 3 << 20, None).unwrap());
+        assert!(limiter.memory_growing(6 << 20, 8 << 20, None).is_err());
+        assert!(limiter.refused);
+        assert!(
+            !limiter
+                .memory_growing(3 << 20, 4 << 20, Some(3 << 20))
+                .unwrap()
+        );
+        assert_eq!(limiter.used, 9 << 20);
     }
 }

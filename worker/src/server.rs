@@ -130,10 +130,7 @@ async fn handle(
                 allowed: component.allowed.clone(),
                 policy: app.policy.clone(),
             },
-            MemoryLimiter {
-                max_bytes: limits.memory_bytes,
-                refused: false,
-            },
+            MemoryLimiter::new(limits.memory_bytes),
             component.variables.clone(),
             stdout.clone(),
             stderr.clone(),

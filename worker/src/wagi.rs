@@ -80,10 +80,7 @@ pub async fn handle(
         wagi.pre.module().engine(),
         WagiHost {
             wasi,
-            limiter: MemoryLimiter {
-                max_bytes: limits.memory_bytes,
-                refused: false,
-            },
+            limiter: MemoryLimiter::new(limits.memory_bytes),
         },
     );
     store.limiter(|host| &mut host.limiter);

@@ -228,7 +228,7 @@ fn outbound_http_only_to_allowed_hosts_and_private_ranges_by_flag() {
         by_name.text()
     );
     assert!(
-        strict.log().contains("resolves only to internal addresses"),
+        strict.log_has("resolves only to internal addresses"),
         "{}",
         strict.log()
     );
@@ -248,7 +248,7 @@ fn outbound_http_only_to_allowed_hosts_and_private_ranges_by_flag() {
         unlisted.text()
     );
     assert!(
-        open.log().contains("not in allowed_outbound_hosts"),
+        open.log_has("not in allowed_outbound_hosts"),
         "{}",
         open.log()
     );
@@ -362,7 +362,7 @@ fn guest_output_goes_to_the_log_with_its_app() {
     let mut worker = Worker::start(&[]);
     let url = worker.load("printer", &lock_with(&[("/...", "probe")]), json!({}));
     assert_eq!(get(&url, "/print?text=hello-log").status, 200);
-    std::thread::sleep(Duration::from_millis(200));
+    assert!(worker.log_has("printed hello-log"), "{}", worker.log());
     let log = worker.log();
     let line = log
         .lines()

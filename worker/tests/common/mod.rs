@@ -101,6 +101,18 @@ impl Worker {
         self.log.lock().unwrap().clone()
     }
 
+    /// Whether the log holds `needle` within a few seconds: stderr is read by another thread,
+    /// so a line written before an HTTP answer may reach the test after it.
+    pub fn log_has(&self, needle: &str) -> bool {
+        for _ in 0..100 {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
     /// Closes stdin, as a parent that goes away does, and waits for the exit.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
