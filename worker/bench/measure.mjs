@@ -62,6 +62,29 @@ if (args.includes('--no-bench')) {
   process.exit(0)
 }
 await run(urls[0], 1) // warm-up
+
+// autocannon's percentiles are whole milliseconds: p50 at concurrency 1 is timed here, one
+// request after the other on a kept-alive connection.
+async function sequentialP50 (url, count) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const times = []
+  for (let i = 0; i < count; i++) {
+    const started = process.hrtime.bigint()
+    await new Promise((resolve, reject) => {
+      http.get(url, { agent }, (res) => { res.resume(); res.on('end', resolve) }).on('error', reject)
+    })
+    times.push(Number(process.hrtime.bigint() - started) / 1e6)
+  }
+  agent.destroy()
+  times.sort((a, b) => a - b)
+  return { p50: times[Math.floor(count / 2)], p99: times[Math.floor(count * 0.99)] }
+}
+const sequential = {}
+for (const round of [1, 2]) {
+  sequential[`worker${round}`] = await sequentialP50(urls[0] + '/', 2000)
+  sequential[`node${round}`] = await sequentialP50(nodeUrl, 2000)
+}
+results.sequentialMs = sequential
 const bench = {}
 for (const connections of [1, 32]) {
   const cpuBefore = cpuMs(worker.pid)
