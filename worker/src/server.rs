@@ -185,13 +185,7 @@ async fn handle(
         // The instance ended without answering: its outcome says why.
         Err(_) => match finished.await {
             _ if tripped.load(Ordering::Relaxed) => too_large(limits.max_request_body_bytes),
-            Ok(Outcome::Timeout) => text(
-                StatusCode::GATEWAY_TIMEOUT,
-                &format!(
-                    "the function did not answer within {} ms\n",
-                    limits.request_timeout.as_millis()
-                ),
-            ),
+            Ok(Outcome::Timeout) => timed_out(limits.request_timeout),
             _ => text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n"),
         },
     }
