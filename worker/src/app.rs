@@ -1,0 +1,158 @@
+//! An application as loaded: its routes and, per component, what each request's instance
+//! is made from. Everything that can fail (the lock, templates, compiling, linking) fails
+//! here, at `load`, never on a request.
+
+use crate::cache::{Compiled, ComponentCache};
+use crate::lock::Executor;
+use crate::lock::LockedApp;
+use crate::outbound::address::AddressPolicy;
+use crate::outbound::allowed::AllowedHosts;
+use crate::routes::Router;
+use crate::sandbox::Host;
+use crate::stats::Stats;
+use crate::variables::{AppVariables, ComponentVariables};
+use crate::wagi::{WagiHost, WagiRuntime};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use wasmtime::component::Linker;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+
+pub enum Handler {
+    Http(ProxyPre<Host>),
+    Wagi(WagiRuntime),
+}
+
+pub struct ComponentRuntime {
+    pub id: Arc<str>,
+    pub handler: Handler,
+    pub variables: ComponentVariables,
+    pub allowed: Arc<AllowedHosts>,
+}
+
+pub struct App {
+    pub id: Arc<str>,
+    pub router: Router,
+    pub components: HashMap<String, Arc<ComponentRuntime>>,
+    pub limits: crate::limits::Limits,
+    pub policy: Arc<AddressPolicy>,
+    pub stats: Arc<Stats>,
+    pub digests: Vec<String>,
+}
+
+pub struct LoadRequest {
+    pub app: String,
+    pub lock: Value,
+    pub components: HashMap<String, PathBuf>,
+    pub variables: HashMap<String, String>,
+    pub limits: crate::limits::Limits,
+}
+
+/// Blocks while components compile: run it off the async threads.
+pub fn build(
+    request: LoadRequest,
+    cache: &ComponentCache,
+    linker: &Linker<Host>,
+    wagi_linker: &wasmtime::Linker<WagiHost>,
+    policy: Arc<AddressPolicy>,
+) -> Result<App, String> {
+    let lock = LockedApp::from_value(request.lock)?;
+    let routes = lock.http_routes()?;
+    let pairs: Vec<(String, String)> = routes
+        .iter()
+        .map(|(r, c, _)| (r.clone(), c.clone()))
+        .collect();
+    let router = Router::new(&pairs)?;
+    let app_variables = Arc::new(AppVariables::new(&lock.variables, &request.variables)?);
+    let declared = |name: &str| lock.variables.contains_key(name);
+
+    let mut components = HashMap::new();
+    let mut digests = Vec::new();
+    for component in &lock.components {
+        // Only what a route reaches is compiled and kept.
+        let mut executors = routes
+            .iter()
+            .filter(|(_, c, _)| *c == component.id)
+            .map(|(_, _, e)| e);
+        let Some(executor) = executors.next() else {
+            continue;
+        };
+        if executors.any(|e| e != executor) {
+            return Err(format!(
+                "component {}: routes with different executors",
+                component.id
+            ));
+        }
+        if !component.files.is_empty() {
+            return Err(format!(
+                "component {}: files are not supported by this worker yet",
+                component.id
+            ));
+        }
+        let path = request
+            .components
+            .get(&component.id)
+            .ok_or_else(|| format!("component {}: no wasm file given", component.id))?;
+        let (digest, compiled) = cache.load(path, component.source.digest.as_deref())?;
+        let mut hosts = Vec::new();
+        for host in component.allowed_outbound_hosts()? {
+            hosts.push(
+                app_variables.expand(&host, &declared).map_err(|e| {
+                    format!("component {}: allowed_outbound_hosts: {e}", component.id)
+                })?,
+            );
+        }
+        let allowed = AllowedHosts::parse(&hosts)
+            .map_err(|e| format!("component {}: allowed_outbound_hosts: {e}", component.id))?;
+        let variables = ComponentVariables::new(
+            &component.id,
+            &component.config,
+            &declared,
+            app_variables.clone(),
+        )?;
+        let handler = match (executor, compiled) {
+            // An import the worker does not give fails the load, naming it, as Spin refuses
+            // such a component (wasmtime's trap stubs would shadow the WASI types of older
+            // versions).
+            (Executor::Spin, Compiled::Component(compiled)) => linker
+                .instantiate_pre(&compiled)
+                .and_then(ProxyPre::new)
+                .map(Handler::Http),
+            (Executor::Wagi { entrypoint, argv }, Compiled::Module(module)) => wagi_linker
+                .instantiate_pre(&module)
+                .map(|pre| Handler::Wagi(WagiRuntime { pre, entrypoint: entrypoint.clone(), argv: argv.clone() })),
+            (Executor::Spin, Compiled::Module(_)) => Err(wasmtime::format_err!(
+                "a core module needs the wagi executor (componentizing modules is not supported yet)"
+            )),
+            (Executor::Wagi { .. }, Compiled::Component(_)) => {
+                Err(wasmtime::format_err!("the wagi executor runs wasip1 modules, not components"))
+            }
+        }
+        .map_err(|e| format!("component {}: {e}", component.id))?;
+        components.insert(
+            component.id.clone(),
+            Arc::new(ComponentRuntime {
+                id: component.id.as_str().into(),
+                handler,
+                variables,
+                allowed: Arc::new(allowed),
+            }),
+        );
+        digests.push(digest);
+    }
+    if let Some((route, missing, _)) = routes.iter().find(|(_, c, _)| !components.contains_key(c)) {
+        return Err(format!(
+            "route {route} names component {missing:?}, which the lock lacks"
+        ));
+    }
+    Ok(App {
+        id: request.app.as_str().into(),
+        router,
+        components,
+        limits: request.limits,
+        policy,
+        stats: Arc::new(Stats::default()),
+        digests,
+    })
+}

@@ -1,0 +1,189 @@
+//! Compiled components on disk, by the sha256 of their wasm. Compiling a 12 MB js component
+//! takes seconds of CPU; loading its compiled form is a map of the file. Components in
+//! memory are shared by every application that loads the same digest.
+
+use crate::log;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+use wasmtime::component::Component;
+use wasmtime::{Engine, Module};
+
+const SUFFIX: &str = ".cwasm";
+
+pub struct ComponentCache {
+    dir: PathBuf,
+    engine: Engine,
+    /// Components loaded by some application, so a second application maps nothing new.
+    loaded: Mutex<HashMap<String, Compiled>>,
+}
+
+/// A component, or a core module (a wasip1 command for the WAGI executor).
+#[derive(Clone)]
+pub enum Compiled {
+    Component(Component),
+    Module(Module),
+}
+
+impl Compiled {
+    fn new(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        // The preamble's version field: 1 for a core module, 0x0d for a component.
+        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+            Module::new(engine, bytes).map(Compiled::Module)
+        } else {
+            Component::new(engine, bytes).map(Compiled::Component)
+        }
+    }
+
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        match self {
+            Compiled::Component(c) => c.serialize(),
+            Compiled::Module(m) => m.serialize(),
+        }
+    }
+
+    /// # Safety
+    /// `path` must hold what `serialize` wrote, untouched since (see `ComponentCache::load`).
+    unsafe fn deserialize_file(
+        engine: &Engine,
+        path: &Path,
+        module: bool,
+    ) -> wasmtime::Result<Self> {
+        // SAFETY: passed on from the caller.
+        unsafe {
+            if module {
+                Module::deserialize_file(engine, path).map(Compiled::Module)
+            } else {
+                Component::deserialize_file(engine, path).map(Compiled::Component)
+            }
+        }
+    }
+}
+
+/// `sha256:<hex>`, as a lock's `source.digest` names the wasm.
+pub fn digest_of(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+impl ComponentCache {
+    pub fn new(dir: &Path, engine: Engine) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        Ok(ComponentCache {
+            dir: dir.to_path_buf(),
+            engine,
+            loaded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn path(&self, digest: &str, module: bool) -> PathBuf {
+        let kind = if module { ".module" } else { "" };
+        self.dir.join(format!(
+            "{}{kind}{SUFFIX}",
+            digest.trim_start_matches("sha256:")
+        ))
+    }
+
+    /// The component in `wasm_path`, whose digest must be `expected` when the lock names one.
+    /// Blocks (reads, hashes, maybe compiles): call it off the async threads.
+    pub fn load(
+        &self,
+        wasm_path: &Path,
+        expected: Option<&str>,
+    ) -> Result<(String, Compiled), String> {
+        let bytes =
+            std::fs::read(wasm_path).map_err(|e| format!("{}: {e}", wasm_path.display()))?;
+        let digest = digest_of(&bytes);
+        if let Some(expected) = expected.filter(|e| *e != digest) {
+            return Err(format!(
+                "{}: digest {digest}, the lock says {expected}",
+                wasm_path.display()
+            ));
+        }
+        if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
+            return Ok((digest, component.clone()));
+        }
+        let module = bytes.get(4..8) == Some(&[1, 0, 0, 0]);
+        let cached = self.path(&digest, module);
+        // SAFETY (of deserialize_file): the cache directory is the worker's own and only it
+        // writes there, each file whole (written aside, then renamed); wasmtime still checks
+        // the file was made by this engine's version and settings.
+        if cached.exists() {
+            match unsafe { Compiled::deserialize_file(&self.engine, &cached, module) } {
+                Ok(component) => return Ok(self.remember(digest, component)),
+                Err(e) => log::warn(
+                    "cached component unusable, compiling again",
+                    json!({"digest": digest, "err": e.to_string()}),
+                ),
+            }
+        }
+        let started = Instant::now();
+        let compiled = Compiled::new(&self.engine, &bytes)
+            .map_err(|e| format!("{}: {e}", wasm_path.display()))?;
+        let serialized = compiled.serialize().map_err(|e| e.to_string())?;
+        drop(compiled);
+        let aside = cached.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&aside, &serialized)
+            .and_then(|_| std::fs::rename(&aside, &cached))
+            .map_err(|e| format!("{}: {e}", cached.display()))?;
+        log::info(
+            "component compiled",
+            json!({"digest": digest, "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()}),
+        );
+        drop(serialized);
+        // Compiling a 12 MB component grows the heap by hundreds of MB that malloc would
+        // keep: given back now, the worker's RSS is what its applications use.
+        // SAFETY: malloc_trim only returns free memory to the kernel.
+        unsafe { libc::malloc_trim(0) };
+        // Mapped from the file rather than kept on the heap: its pages are clean, shared
+        // and given back under pressure.
+        let component = unsafe { Compiled::deserialize_file(&self.engine, &cached, module) }
+            .map_err(|e| e.to_string())?;
+        Ok(self.remember(digest, component))
+    }
+
+    fn remember(&self, digest: String, component: Compiled) -> (String, Compiled) {
+        self.loaded
+            .lock()
+            .unwrap()
+            .insert(digest.clone(), component.clone());
+        (digest, component)
+    }
+
+    /// Forgets the components no application uses and deletes their files. Returns the
+    /// digests removed from disk.
+    pub fn prune(&self, in_use: &HashSet<String>) -> Vec<String> {
+        self.loaded
+            .lock()
+            .unwrap()
+            .retain(|d, _| in_use.contains(d));
+        let mut removed = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return removed;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(hex) = name.strip_suffix(SUFFIX) else {
+                continue;
+            };
+            let hex = hex.trim_end_matches(".module");
+            let digest = format!("sha256:{hex}");
+            if !in_use.contains(&digest) && std::fs::remove_file(entry.path()).is_ok() {
+                removed.push(digest);
+            }
+        }
+        removed
+    }
+
+    /// Lets go of in-memory components no application uses, keeping their files.
+    pub fn release(&self, in_use: &HashSet<String>) {
+        self.loaded
+            .lock()
+            .unwrap()
+            .retain(|d, _| in_use.contains(d));
+    }
+}

@@ -1,0 +1,55 @@
+//! The worker's command line. Everything an application needs (its lock, variables, limits)
+//! comes over stdin; flags only say how the machine's operator sets up the engine.
+
+use crate::outbound::address::AddressPolicy;
+use std::path::PathBuf;
+
+pub const USAGE: &str = "usage: worker --cache-dir DIR [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N]";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub cache_dir: PathBuf,
+    pub address_policy: AddressPolicy,
+    /// Instances running at once, all applications together: the pool's size.
+    pub max_instances: u32,
+    /// The largest linear memory any application may be given.
+    pub max_memory_bytes: u64,
+}
+
+impl Config {
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut cache_dir = None;
+        let mut address_policy = AddressPolicy::default();
+        let mut max_instances = 1000;
+        let mut max_memory_bytes = 4u64 << 30;
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--cache-dir" => cache_dir = Some(PathBuf::from(value()?)),
+                "--allow-private-outbound" => address_policy = AddressPolicy::parse(&value()?)?,
+                "--max-instances" => {
+                    max_instances = value()?
+                        .parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or("--max-instances: a positive number")?
+                }
+                "--max-memory-bytes" => {
+                    max_memory_bytes = value()?
+                        .parse()
+                        .ok()
+                        .filter(|n| *n >= 1 << 16 && *n <= 4 << 30)
+                        .ok_or("--max-memory-bytes: 64 KiB to 4 GiB")?
+                }
+                other => return Err(format!("unknown flag {other}")),
+            }
+        }
+        Ok(Config {
+            cache_dir: cache_dir.ok_or("--cache-dir is required")?,
+            address_policy,
+            max_instances,
+            max_memory_bytes,
+        })
+    }
+}

@@ -1,0 +1,179 @@
+//! What bounds one request: the memory its instance may grow to, and the bodies it may read
+//! and write. Each bound fails the request, never the worker.
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use wasmtime::ResourceLimiter;
+
+/// An application's bounds, as `load` gives them.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub memory_bytes: usize,
+    pub request_timeout: std::time::Duration,
+    pub max_request_body_bytes: u64,
+    pub max_response_body_bytes: u64,
+}
+
+/// Per store: its linear memories together may not grow past the application's limit (a
+/// component holds several). A refused growth traps (rather than letting the guest see -1),
+/// so the request fails with 500 and is counted, whatever the guest's allocator would have
+/// made of it.
+pub struct MemoryLimiter {
+    pub max_bytes: usize,
+    pub refused: bool,
+    /// The sum of the store's memories, as wasmtime reported their creation and growth.
+    pub used: usize,
+}
+
+impl MemoryLimiter {
+    pub fn new(max_bytes: usize) -> Self {
+        MemoryLimiter {
+            max_bytes,
+            refused: false,
+            used: 0,
+        }
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Past its own maximum the growth fails anyway, and must not be counted.
+        if maximum.is_some_and(|m| desired > m) {
+            return Ok(false);
+        }
+        // A new memory is reported as growing from 0.
+        let total = self.used + desired.saturating_sub(current);
+        if total > self.max_bytes {
+            self.refused = true;
+            wasmtime::bail!("memory limit of {} bytes reached", self.max_bytes);
+        }
+        self.used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Table elements are host memory too; a million is far past any real component.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// The request body as the guest reads it: past the cap the guest's read fails and `tripped`
+/// says so, so the server can answer 413 whatever the guest made of the error.
+pub struct CappedRequestBody {
+    pub inner: hyper::body::Incoming,
+    pub remaining: u64,
+    pub cap: u64,
+    pub tripped: Arc<AtomicBool>,
+}
+
+impl Body for CappedRequestBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+                if len > self.remaining {
+                    self.tripped.store(true, Ordering::Relaxed);
+                    let cap = self.cap;
+                    return Poll::Ready(Some(Err(wasmtime_wasi_http::Error::HttpRequestBodySize(
+                        Some(cap),
+                    ))));
+                }
+                self.remaining -= len;
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            other => other.map(|_| None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The response body as the client gets it: it ends with an error once it passes the cap,
+/// which makes hyper cut the connection, so a client never takes a cut body for a whole one.
+pub struct CappedResponseBody<B> {
+    pub inner: B,
+    pub remaining: u64,
+    /// Called once, when the body is cut.
+    pub on_cut: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<B> Body for CappedResponseBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+                if len > self.remaining {
+                    if let Some(on_cut) = self.on_cut.take() {
+                        on_cut();
+                    }
+                    return Poll::Ready(Some(Err("response body larger than the cap".into())));
+                }
+                self.remaining -= len;
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.to_string().into()))),
+            other => other.map(|_| None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memories_of_a_store_count_together() {
+        let mut limiter = MemoryLimiter::new(10 << 20);
+        assert!(limiter.memory_growing(0, 6 << 20, None).unwrap());
+        assert!(limiter.memory_growing(0, 3 << 20, None).unwrap());
+        assert!(limiter.memory_growing(6 << 20, 8 << 20, None).is_err());
+        assert!(limiter.refused);
+        assert!(
+            !limiter
+                .memory_growing(3 << 20, 4 << 20, Some(3 << 20))
+                .unwrap()
+        );
+        assert_eq!(limiter.used, 9 << 20);
+    }
+}

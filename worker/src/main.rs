@@ -1,0 +1,94 @@
+//! The worker: one process that serves every deployed Spin application of a machine, each on
+//! its own loopback port, driven by its parent (the control plane) over stdin and stdout.
+//! It exits when stdin closes, so it never outlives its parent.
+
+mod app;
+mod cache;
+mod config;
+mod engine;
+mod guest_output;
+mod limits;
+mod lock;
+mod log;
+mod outbound;
+mod protocol;
+mod routes;
+mod sandbox;
+mod server;
+mod spin_variables;
+mod stats;
+mod variables;
+mod wagi;
+
+use serde_json::json;
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+fn main() {
+    let config = match config::Config::parse(std::env::args().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}\n{}", config::USAGE);
+            std::process::exit(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let code = runtime.block_on(run(config));
+    std::process::exit(code);
+}
+
+async fn run(config: config::Config) -> i32 {
+    let setup = || -> Result<protocol::Worker, String> {
+        let engine = engine::engine(&config).map_err(|e| format!("engine: {e}"))?;
+        engine::start_ticker(&engine);
+        let linker = engine::linker(&engine).map_err(|e| format!("linker: {e}"))?;
+        let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
+        let cache = cache::ComponentCache::new(&config.cache_dir, engine)
+            .map_err(|e| format!("{}: {e}", config.cache_dir.display()))?;
+        Ok(protocol::Worker::new(
+            linker,
+            wagi_linker,
+            cache,
+            config.address_policy.clone(),
+            config.max_memory_bytes,
+        ))
+    };
+    let worker = match setup() {
+        Ok(w) => Arc::new(w),
+        Err(e) => {
+            log::error("cannot start", json!({"err": e}));
+            return 1;
+        }
+    };
+    log::info("worker ready", json!({"pid": std::process::id()}));
+
+    let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(mut line) = outgoing.recv().await {
+            line.push('\n');
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    // Commands run side by side: a load that compiles does not hold up stats or others.
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let worker = worker.clone();
+        let replies = replies.clone();
+        tokio::spawn(async move {
+            let _ = replies.send(worker.handle_line(&line).await);
+        });
+    }
+    log::info("stdin closed, exiting", json!({}));
+    drop(replies);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
+    0
+}

@@ -1,0 +1,255 @@
+//! The control plane's commands, one JSON object per line on stdin, each answered by one line
+//! on stdout with the same `id`:
+//!   load   {app, lock, components: {id: path}, variables, limits, port} -> {url}
+//!   unload {app, prune?}                                               -> {}
+//!   stats                                                              -> {apps: {id: {...}}}
+//!   prune                                                              -> {removed: [digest]}
+//! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on.
+
+use crate::app::{self, App, LoadRequest};
+use crate::cache::ComponentCache;
+use crate::limits::Limits;
+use crate::log;
+use crate::outbound::address::AddressPolicy;
+use crate::sandbox::Host;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use wasmtime::component::Linker;
+
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+enum Op {
+    Load {
+        app: String,
+        lock: Value,
+        components: HashMap<String, PathBuf>,
+        #[serde(default)]
+        variables: HashMap<String, String>,
+        #[serde(default)]
+        limits: LimitsInput,
+        #[serde(default)]
+        port: u16,
+    },
+    Unload {
+        app: String,
+        #[serde(default)]
+        prune: bool,
+    },
+    Stats,
+    Prune,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LimitsInput {
+    memory_bytes: Option<u64>,
+    request_timeout_ms: Option<u64>,
+    max_request_body_bytes: Option<u64>,
+    max_response_body_bytes: Option<u64>,
+}
+
+const DEFAULT_MEMORY_BYTES: u64 = 256 << 20;
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+const DEFAULT_MAX_REQUEST_BODY: u64 = 10 << 20;
+const DEFAULT_MAX_RESPONSE_BODY: u64 = 32 << 20;
+
+struct Loaded {
+    app: Arc<App>,
+    port: u16,
+    server: JoinHandle<()>,
+}
+
+pub struct Worker {
+    pub linker: Linker<Host>,
+    pub wagi_linker: wasmtime::Linker<crate::wagi::WagiHost>,
+    pub cache: Arc<ComponentCache>,
+    pub policy: Arc<AddressPolicy>,
+    pub max_memory_bytes: u64,
+    apps: Mutex<HashMap<String, Loaded>>,
+}
+
+impl Worker {
+    pub fn new(
+        linker: Linker<Host>,
+        wagi_linker: wasmtime::Linker<crate::wagi::WagiHost>,
+        cache: ComponentCache,
+        policy: AddressPolicy,
+        max_memory_bytes: u64,
+    ) -> Self {
+        Worker {
+            linker,
+            wagi_linker,
+            cache: Arc::new(cache),
+            policy: Arc::new(policy),
+            max_memory_bytes,
+            apps: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// One line in, one line out.
+    pub async fn handle_line(self: Arc<Self>, line: &str) -> String {
+        let parsed: Result<Value, _> = serde_json::from_str(line);
+        let id = parsed
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .unwrap_or(Value::Null);
+        let result = match parsed.map(serde_json::from_value::<Op>) {
+            Ok(Ok(op)) => self.run(op).await,
+            Ok(Err(e)) | Err(e) => Err(format!("bad command: {e}")),
+        };
+        let mut reply = match result {
+            Ok(Value::Object(fields)) => fields,
+            Ok(_) => serde_json::Map::new(),
+            Err(error) => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("ok".into(), json!(false));
+                fields.insert("error".into(), json!(error));
+                fields
+            }
+        };
+        reply.entry("ok").or_insert(json!(true));
+        reply.insert("id".into(), id);
+        Value::Object(reply).to_string()
+    }
+
+    async fn run(self: Arc<Self>, op: Op) -> Result<Value, String> {
+        match op {
+            Op::Load {
+                app,
+                lock,
+                components,
+                variables,
+                limits,
+                port,
+            } => {
+                let limits = self.limits(limits)?;
+                let request = LoadRequest {
+                    app,
+                    lock,
+                    components,
+                    variables,
+                    limits,
+                };
+                self.load(request, port).await
+            }
+            Op::Unload { app, prune } => {
+                let found = self.unload(&app).await;
+                let removed = if prune { self.prune() } else { Vec::new() };
+                if !found {
+                    return Err(format!("no application {app:?} is loaded"));
+                }
+                Ok(json!({"removed": removed}))
+            }
+            Op::Stats => {
+                let apps = self.apps.lock().unwrap();
+                let stats: serde_json::Map<String, Value> = apps
+                    .iter()
+                    .map(|(id, loaded)| {
+                        let mut s = loaded.app.stats.to_json();
+                        s["port"] = json!(loaded.port);
+                        (id.clone(), s)
+                    })
+                    .collect();
+                Ok(json!({"apps": stats}))
+            }
+            Op::Prune => Ok(json!({"removed": self.prune()})),
+        }
+    }
+
+    fn limits(&self, input: LimitsInput) -> Result<Limits, String> {
+        let memory = input.memory_bytes.unwrap_or(DEFAULT_MEMORY_BYTES);
+        if memory > self.max_memory_bytes {
+            return Err(format!(
+                "limits.memoryBytes {memory} is above the worker's --max-memory-bytes {}",
+                self.max_memory_bytes
+            ));
+        }
+        let timeout = input.request_timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+        if timeout == 0 {
+            return Err("limits.requestTimeoutMs must be positive".into());
+        }
+        Ok(Limits {
+            memory_bytes: memory as usize,
+            request_timeout: Duration::from_millis(timeout),
+            max_request_body_bytes: input
+                .max_request_body_bytes
+                .unwrap_or(DEFAULT_MAX_REQUEST_BODY),
+            max_response_body_bytes: input
+                .max_response_body_bytes
+                .unwrap_or(DEFAULT_MAX_RESPONSE_BODY),
+        })
+    }
+
+    async fn load(self: Arc<Self>, request: LoadRequest, port: u16) -> Result<Value, String> {
+        let id = request.app.clone();
+        let started = std::time::Instant::now();
+        let worker = self.clone();
+        let built = tokio::task::spawn_blocking(move || {
+            app::build(
+                request,
+                &worker.cache,
+                &worker.linker,
+                &worker.wagi_linker,
+                worker.policy.clone(),
+            )
+        })
+        .await
+        .map_err(|e| format!("loading failed: {e}"))??;
+        // A load of a loaded application replaces it; its port is free again first, so a
+        // redeploy can keep it.
+        self.unload(&id).await;
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|e| format!("127.0.0.1:{port}: {e}"))?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let app = Arc::new(built);
+        let server = tokio::spawn(crate::server::serve(listener, app.clone()));
+        self.apps
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Loaded { app, port, server });
+        log::info(
+            "application loaded",
+            json!({"app": id, "port": port, "ms": started.elapsed().as_millis() as u64}),
+        );
+        Ok(json!({"url": format!("http://127.0.0.1:{port}")}))
+    }
+
+    /// Closes the port and its connections; the instances in flight end with them.
+    async fn unload(&self, id: &str) -> bool {
+        let removed = self.apps.lock().unwrap().remove(id);
+        let Some(loaded) = removed else {
+            return false;
+        };
+        loaded.server.abort();
+        // Awaited so the listener is closed before a new load binds the same port.
+        let _ = loaded.server.await;
+        self.cache.release(&self.digests_in_use());
+        log::info("application unloaded", json!({"app": id}));
+        true
+    }
+
+    fn digests_in_use(&self) -> HashSet<String> {
+        self.apps
+            .lock()
+            .unwrap()
+            .values()
+            .flat_map(|l| l.app.digests.iter().cloned())
+            .collect()
+    }
+
+    fn prune(&self) -> Vec<String> {
+        let removed = self.cache.prune(&self.digests_in_use());
+        if !removed.is_empty() {
+            log::info("compiled components pruned", json!({"digests": removed}));
+        }
+        removed
+    }
+}

@@ -1,0 +1,317 @@
+//! The worker as the control plane drives it: a child process, JSON lines on stdin/stdout,
+//! its stderr collected so tests can look at the log. Plain HTTP/1.1 over std sockets: the
+//! tests check bytes on the wire, not a client library's reading of them.
+
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+pub struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    pub log: Arc<Mutex<String>>,
+    next_id: u64,
+}
+
+/// The compiled components of every test share one directory: the probe compiles once.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("worker-cache")
+}
+
+impl Worker {
+    pub fn start(flags: &[&str]) -> Worker {
+        Worker::start_with_cache(&cache_dir(), flags)
+    }
+
+    pub fn start_with_cache(cache: &Path, flags: &[&str]) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_worker"))
+            .arg("--cache-dir")
+            .arg(cache)
+            .args(flags)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the worker starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Worker {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            log,
+            next_id: 1,
+        }
+    }
+
+    /// Sends one command and waits for its reply (commands of a test go one at a time).
+    pub fn send(&mut self, mut command: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        command["id"] = json!(id);
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{command}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("a reply line");
+        let reply: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("reply {line:?}: {e}; log:\n{}", self.log()));
+        assert_eq!(reply["id"], json!(id), "{reply}");
+        reply
+    }
+
+    pub fn send_raw(&mut self, line: &str) -> Value {
+        writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
+        let mut reply = String::new();
+        self.stdout.read_line(&mut reply).unwrap();
+        serde_json::from_str(&reply).unwrap()
+    }
+
+    /// Loads `lock` with every component from the probe's wasm; returns the app's URL.
+    pub fn load(&mut self, app: &str, lock: &Value, extra: Value) -> String {
+        let reply = self.send(load_command(app, lock, extra));
+        assert_eq!(
+            reply["ok"],
+            json!(true),
+            "load: {reply}\nlog:\n{}",
+            self.log()
+        );
+        reply["url"].as_str().unwrap().to_string()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Whether the log holds `needle` within a few seconds: stderr is read by another thread,
+    /// so a line written before an HTTP answer may reach the test after it.
+    pub fn log_has(&self, needle: &str) -> bool {
+        for _ in 0..100 {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Closes stdin, as a parent that goes away does, and waits for the exit.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        for _ in 0..100 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.child.kill().unwrap();
+        panic!("the worker did not exit when stdin closed");
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn load_command(app: &str, lock: &Value, extra: Value) -> Value {
+    let wasm = probe_wasm();
+    let components: serde_json::Map<String, Value> = lock["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap().to_string(), json!(wasm)))
+        .collect();
+    let mut command = json!({"op": "load", "app": app, "lock": lock, "components": components});
+    if let Value::Object(fields) = extra {
+        for (k, v) in fields {
+            command[k] = v;
+        }
+    }
+    command
+}
+
+/// A lock with one component per (route, component id), each reading its own `who`.
+pub fn lock(routes: &[(&str, &str)], component: Value) -> Value {
+    let triggers: Vec<Value> = routes
+        .iter()
+        .enumerate()
+        .map(|(i, (route, id))| json!({"id": format!("t{i}"), "trigger_type": "http", "trigger_config": {"component": id, "route": route}}))
+        .collect();
+    let mut ids: Vec<&str> = routes.iter().map(|(_, id)| *id).collect();
+    ids.dedup();
+    let components: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            let mut c = json!({"id": id, "source": {"content_type": "application/wasm"}, "config": {"who": id}});
+            if let Value::Object(fields) = &component {
+                for (k, v) in fields {
+                    if k == "config" {
+                        for (ck, cv) in v.as_object().unwrap() {
+                            c["config"][ck] = cv.clone();
+                        }
+                    } else {
+                        c[k] = v.clone();
+                    }
+                }
+            }
+            c
+        })
+        .collect();
+    json!({"spin_lock_version": 1, "triggers": triggers, "components": components})
+}
+
+/// tests/fixtures/probe/component.wasm, built from its source when missing or older.
+pub fn probe_wasm() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+            let wasm = fixtures.join("probe/component.wasm");
+            let source = fixtures.join("probe/src/index.js");
+            let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            if modified(&wasm).is_none() || modified(&wasm) < modified(&source) {
+                let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../node_modules/.bin/node");
+                let node = if node.exists() {
+                    node
+                } else {
+                    PathBuf::from("node")
+                };
+                let status = Command::new(node)
+                    .arg(fixtures.join("build-probe.mjs"))
+                    .status()
+                    .expect("node runs (npm ci at the repository root first)");
+                assert!(status.success(), "building the probe component failed");
+            }
+            wasm
+        })
+        .clone()
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub headers: String,
+    pub body: Vec<u8>,
+    /// False when the connection ended before the body did.
+    pub complete: bool,
+}
+
+impl Answer {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {} {}", self.status, self.text()))
+    }
+}
+
+pub fn get(url: &str, path: &str) -> Answer {
+    request(url, "GET", path, &[], b"")
+}
+
+pub fn request(
+    url: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Answer {
+    let authority = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(authority).expect("the app's port accepts");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
+    {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    // A worker that answers early (413) may close before the body is all written.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let clean_end = stream.read_to_end(&mut raw).is_ok();
+    parse(&raw, clean_end)
+}
+
+fn parse(raw: &[u8], clean_end: bool) -> Answer {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head[9..12].parse().unwrap();
+    let rest = &raw[split + 4..];
+    let lower = head.to_ascii_lowercase();
+    if lower.contains("transfer-encoding: chunked") {
+        let (body, complete) = dechunk(rest);
+        return Answer {
+            status,
+            headers: head,
+            body,
+            complete: complete && clean_end,
+        };
+    }
+    let length = lower.lines().find_map(|l| {
+        l.strip_prefix("content-length: ")?
+            .trim()
+            .parse::<usize>()
+            .ok()
+    });
+    let complete = clean_end && length.is_none_or(|n| n == rest.len());
+    Answer {
+        status,
+        headers: head,
+        body: rest.to_vec(),
+        complete,
+    }
+}
+
+fn dechunk(mut rest: &[u8]) -> (Vec<u8>, bool) {
+    let mut body = Vec::new();
+    loop {
+        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+            return (body, false);
+        };
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16).unwrap_or(0);
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return (body, true);
+        }
+        if rest.len() < size + 2 {
+            body.extend_from_slice(&rest[..rest.len().min(size)]);
+            return (body, false);
+        }
+        body.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}

@@ -1,0 +1,117 @@
+//! Components written in the component model's text format, so these run without the js
+//! toolchain: a handler that never returns (the deadline), and one importing an interface
+//! the worker does not give (refused at load, naming the import).
+
+mod common;
+
+use common::{Worker, get};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const LOOPING: &str = r#"
+(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (core module $m
+    (func (export "handle") (param i32 i32)
+      (loop $forever (br $forever))))
+  (core instance $i (instantiate $m))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $i "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))
+"#;
+
+fn write_component(name: &str, text: &str) -> PathBuf {
+    let bytes = wat::parse_str(text).expect("the component's text parses");
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.wasm"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn a_loop_is_stopped_at_the_deadline_and_its_core_freed() {
+    let wasm = write_component("looping", LOOPING);
+    let mut worker = Worker::start(&[]);
+    let lock = json!({"spin_lock_version": 1,
+        "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "spin", "route": "/..."}}],
+        "components": [{"id": "spin", "source": {"content_type": "application/wasm"}}]});
+    let reply = worker.send(
+        json!({"op": "load", "app": "loop", "lock": lock, "components": {"spin": wasm},
+        "limits": {"requestTimeoutMs": 500}}),
+    );
+    assert_eq!(reply["ok"], json!(true), "{reply}\n{}", worker.log());
+    let url = reply["url"].as_str().unwrap().to_string();
+
+    // More loops than cores, at once: each ends at its deadline.
+    let started = Instant::now();
+    let loops: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || get(&url, "/"))
+        })
+        .collect();
+    for looping in loops {
+        assert_eq!(looping.join().unwrap().status, 504);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let stats = worker.send(json!({"op": "stats"}));
+    assert_eq!(stats["apps"]["loop"]["timeouts"], json!(4), "{stats}");
+
+    // The cores are free again: the process's CPU clock stands still.
+    let cpu = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let pid = worker_pid(&worker);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let ticks = cpu(pid) - before;
+    assert!(ticks < 20, "{ticks} clock ticks of CPU in an idle second");
+}
+
+fn worker_pid(worker: &Worker) -> u32 {
+    let log = worker.log();
+    let line = log.lines().find(|l| l.contains("worker ready")).unwrap();
+    serde_json::from_str::<serde_json::Value>(line).unwrap()["pid"]
+        .as_u64()
+        .unwrap() as u32
+}
+
+#[test]
+fn an_import_the_worker_does_not_give_fails_the_load() {
+    let text = LOOPING.replace(
+        "(core module $m",
+        "(import \"fermyon:spin/key-value@2.0.0\" (instance $kv (export \"open\" (func))))\n  (core module $m",
+    );
+    let wasm = write_component("kv", &text);
+    let mut worker = Worker::start(&[]);
+    let lock = json!({"spin_lock_version": 1,
+        "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "spin", "route": "/..."}}],
+        "components": [{"id": "spin", "source": {"content_type": "application/wasm"}}]});
+    let reply =
+        worker.send(json!({"op": "load", "app": "kv", "lock": lock, "components": {"spin": wasm}}));
+    assert_eq!(reply["ok"], json!(false), "{reply}");
+    assert!(
+        reply["error"]
+            .as_str()
+            .unwrap()
+            .contains("fermyon:spin/key-value@2.0.0"),
+        "{reply}"
+    );
+}

@@ -1,0 +1,376 @@
+//! The worker run as the control plane runs it, serving a real js component (built by the
+//! project's js builder from tests/fixtures/probe) over real sockets.
+
+mod common;
+
+use common::{Worker, get, lock, request};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+#[test]
+fn routes_with_spin_semantics_and_headers() {
+    let mut worker = Worker::start(&[]);
+    let lock = lock(
+        &[("/...", "all"), ("/api/...", "api"), ("/exact", "exact")],
+        json!({}),
+    );
+    let url = worker.load("routes", &lock, json!({}));
+
+    let api = get(&url, "/api/users/1?x=y").json();
+    assert_eq!(api["who"], "api");
+    assert_eq!(api["headers"]["spin-path-info"], "/users/1");
+    assert_eq!(api["headers"]["spin-component-route"], "/api");
+    assert_eq!(api["headers"]["spin-matched-route"], "/api/...");
+    assert_eq!(api["headers"]["spin-raw-component-route"], "/api/...");
+    assert_eq!(api["headers"]["spin-base-path"], "/");
+    let full = api["headers"]["spin-full-url"].as_str().unwrap();
+    assert!(
+        full.starts_with("http://127.0.0.1:") && full.ends_with("/api/users/1?x=y"),
+        "{full}"
+    );
+    assert!(
+        api["headers"]["spin-client-addr"]
+            .as_str()
+            .unwrap()
+            .starts_with("127.0.0.1:")
+    );
+    assert_eq!(get(&url, "/exact").json()["who"], "exact");
+    assert_eq!(get(&url, "/exact/").json()["who"], "exact");
+    assert_eq!(get(&url, "/exact/below").json()["who"], "all");
+    assert_eq!(get(&url, "/apiary").json()["who"], "all");
+
+    let narrow = lock_with(&[("/hello", "hello")]);
+    let url = worker.load("narrow", &narrow, json!({}));
+    let missing = get(&url, "/nope");
+    assert_eq!(
+        (missing.status, missing.text().as_str()),
+        (404, "no route\n")
+    );
+    assert_eq!(get(&url, "/hello").status, 200);
+    assert_eq!(
+        worker.close().code(),
+        Some(0),
+        "stdin closed: the worker exits 0"
+    );
+}
+
+fn lock_with(routes: &[(&str, &str)]) -> Value {
+    lock(routes, json!({}))
+}
+
+#[test]
+fn variables_from_load_then_defaults_and_never_logged() {
+    let mut worker = Worker::start(&[]);
+    let mut lock = lock(
+        &[("/...", "probe")],
+        json!({"config": {"greeting": "{{ greeting }}!", "sky": "sky-{{ colour }}", "token": "{{api_key}}", "missing": "{{ unset }}"}}),
+    );
+    lock["variables"] = json!({"greeting": {}, "colour": {"default": "blue"}, "api_key": {"secret": true}, "unset": {}});
+    let url = worker.load(
+        "vars",
+        &lock,
+        json!({"variables": {"greeting": "hej", "api_key": "sk-test-never-logged"}}),
+    );
+    let ask = |name: &str| get(&url, &format!("/?name={name}")).json()["variable"].clone();
+    assert_eq!(ask("greeting"), json!({"value": "hej!"}));
+    assert_eq!(ask("sky"), json!({"value": "sky-blue"}));
+    assert_eq!(ask("token"), json!({"value": "sk-test-never-logged"}));
+    assert_eq!(
+        ask("missing"),
+        json!({"error": {"tag": "provider", "val": "no provider resolved required variable \"unset\""}})
+    );
+    assert_eq!(
+        ask("nope"),
+        json!({"error": {"tag": "undefined", "val": "no variable for \"probe\".\"nope\""}})
+    );
+    assert_eq!(ask("Bad-Name")["error"]["tag"], "invalid-name");
+
+    // A template naming an undeclared variable, or a value for an undeclared one: no load.
+    let mut bad = lock.clone();
+    bad["components"][0]["config"]["x"] = json!("{{ undeclared }}");
+    let reply = worker.send(common::load_command("bad", &bad, json!({})));
+    assert_eq!(reply["ok"], json!(false), "{reply}");
+    let reply = worker.send(common::load_command(
+        "bad",
+        &lock,
+        json!({"variables": {"other": "x"}}),
+    ));
+    assert_eq!(reply["ok"], json!(false), "{reply}");
+    assert!(
+        !worker.log().contains("sk-test-never-logged"),
+        "{}",
+        worker.log()
+    );
+    let environ =
+        std::fs::read(format!("/proc/{}/environ", worker_pid(&worker))).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&environ).contains("sk-test"));
+}
+
+fn worker_pid(worker: &Worker) -> u32 {
+    let log = worker.log();
+    let line = log.lines().find(|l| l.contains("worker ready")).unwrap();
+    serde_json::from_str::<Value>(line).unwrap()["pid"]
+        .as_u64()
+        .unwrap() as u32
+}
+
+#[test]
+fn a_deadline_stops_a_loop_and_the_worker_answers_others() {
+    let mut worker = Worker::start(&[]);
+    let lock = lock_with(&[("/...", "probe")]);
+    let url = worker.load("spin", &lock, json!({"limits": {"requestTimeoutMs": 1500}}));
+    let looping_url = url.clone();
+    let started = Instant::now();
+    let looping = std::thread::spawn(move || get(&looping_url, "/loop"));
+    std::thread::sleep(Duration::from_millis(300));
+    // Both of the machine's cores may be busy with loops: the others still get turns.
+    let quick = Instant::now();
+    assert_eq!(get(&url, "/").status, 200);
+    assert!(
+        quick.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        quick.elapsed()
+    );
+    let answer = looping.join().unwrap();
+    assert_eq!(answer.status, 504, "{}", answer.text());
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    let stats = worker.send(json!({"op": "stats"}));
+    let app = &stats["apps"]["spin"];
+    assert_eq!(app["timeouts"], json!(1), "{stats}");
+    // Charged CPU, not wall time: the machine's other work takes its share of the second.
+    assert!(
+        app["cpuMs"].as_f64().unwrap() >= 300.0,
+        "the loop's CPU is charged: {stats}"
+    );
+    assert_eq!(get(&url, "/").status, 200);
+}
+
+#[test]
+fn memory_past_the_limit_fails_the_request_not_the_worker() {
+    let mut worker = Worker::start(&[]);
+    let lock = lock_with(&[("/...", "probe")]);
+    let url = worker.load(
+        "memory",
+        &lock,
+        json!({"limits": {"memoryBytes": 64 << 20}}),
+    );
+    let small = get(&url, "/alloc?mb=4");
+    assert_eq!(
+        (small.status, small.text().as_str()),
+        (200, "allocated 4 MiB\n")
+    );
+    let big = get(&url, "/alloc?mb=200");
+    assert_eq!(big.status, 500, "{}", big.text());
+    assert_eq!(
+        get(&url, "/alloc?mb=4").status,
+        200,
+        "the next request has a fresh instance"
+    );
+    let stats = worker.send(json!({"op": "stats"}));
+    assert_eq!(
+        stats["apps"]["memory"]["memoryRefusals"],
+        json!(1),
+        "{stats}"
+    );
+
+    let reply = worker.send(common::load_command(
+        "huge",
+        &lock,
+        json!({"limits": {"memoryBytes": 8u64 << 30}}),
+    ));
+    assert_eq!(reply["ok"], json!(false), "above the pool's slot: {reply}");
+}
+
+/// A loopback server answering "pong" to anything; its port.
+fn pong_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn outbound_http_only_to_allowed_hosts_and_private_ranges_by_flag() {
+    let port = pong_server();
+    let other = pong_server();
+    let allowed = json!({"metadata": {"allowed_outbound_hosts": [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")]}});
+    let lock = lock(&[("/...", "probe")], allowed);
+    let fetch = |url: &str, target: String| get(url, &format!("/fetch?url={target}"));
+
+    let mut strict = Worker::start(&[]);
+    let url = strict.load("out", &lock, json!({}));
+    let refused = fetch(&url, format!("http://127.0.0.1:{port}/"));
+    assert_eq!(
+        refused.status,
+        502,
+        "loopback refused by default: {}",
+        refused.text()
+    );
+    let by_name = fetch(&url, format!("http://localhost:{port}/"));
+    assert_eq!(
+        by_name.status,
+        502,
+        "also when a name resolves to it: {}",
+        by_name.text()
+    );
+    assert!(
+        strict.log_has("resolves only to internal addresses"),
+        "{}",
+        strict.log()
+    );
+
+    let mut open = Worker::start(&["--allow-private-outbound", "127.0.0.0/8"]);
+    let url = open.load("out", &lock, json!({}));
+    let served = fetch(&url, format!("http://127.0.0.1:{port}/"));
+    assert_eq!(
+        (served.status, served.text().as_str()),
+        (200, "fetched 200 pong")
+    );
+    let unlisted = fetch(&url, format!("http://127.0.0.1:{other}/"));
+    assert_eq!(
+        unlisted.status,
+        502,
+        "a port the lock does not list: {}",
+        unlisted.text()
+    );
+    assert!(
+        open.log_has("not in allowed_outbound_hosts"),
+        "{}",
+        open.log()
+    );
+}
+
+#[test]
+fn bodies_are_bounded_both_ways() {
+    let mut worker = Worker::start(&[]);
+    let lock = lock_with(&[("/...", "probe")]);
+    let limits = json!({"limits": {"maxRequestBodyBytes": 1024, "maxResponseBodyBytes": 100000}});
+    let url = worker.load("bodies", &lock, limits);
+    let at_cap = request(&url, "POST", "/echo", &[], &[b'x'; 1024]);
+    assert_eq!((at_cap.status, at_cap.text().as_str()), (200, "bytes 1024"));
+    assert_eq!(
+        request(&url, "POST", "/echo", &[], &[b'x'; 1025]).status,
+        413
+    );
+    let chunked = chunked_body(64 * 1024);
+    let grown = request(
+        &url,
+        "POST",
+        "/echo",
+        &[("Transfer-Encoding", "chunked")],
+        &chunked,
+    );
+    assert_eq!(grown.status, 413, "{}", grown.text());
+    let fits = get(&url, "/big?bytes=99999");
+    assert!(fits.complete && fits.body.len() == 99999);
+    let over = get(&url, "/big?bytes=500000");
+    assert!(
+        over.status == 502 || !over.complete,
+        "cut: {} {}",
+        over.status,
+        over.body.len()
+    );
+    assert!(over.body.len() <= 100000);
+}
+
+fn chunked_body(bytes: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    for _ in 0..bytes / 4096 {
+        body.extend_from_slice(b"1000\r\n");
+        body.extend_from_slice(&[b'y'; 4096]);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"0\r\n\r\n");
+    body
+}
+
+#[test]
+fn unload_frees_the_port_and_reload_keeps_it() {
+    // A cache of its own: pruning here must not take other tests' compiled components.
+    let cache = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("prune-cache");
+    let mut worker = Worker::start_with_cache(&cache, &[]);
+    let lock = lock_with(&[("/...", "probe")]);
+    let url = worker.load("cycle", &lock, json!({}));
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(get(&url, "/").status, 200);
+    let reply = worker.send(json!({"op": "unload", "app": "cycle"}));
+    assert_eq!(reply["ok"], json!(true), "{reply}");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the port is closed"
+    );
+    let again = worker.load("cycle", &lock, json!({"port": port}));
+    assert_eq!(again, url);
+    assert_eq!(get(&again, "/").status, 200);
+    // Loading a loaded application replaces it on the same port.
+    assert_eq!(worker.load("cycle", &lock, json!({"port": port})), url);
+    let reply = worker.send(json!({"op": "unload", "app": "cycle", "prune": true}));
+    assert_eq!(reply["removed"].as_array().unwrap().len(), 1, "{reply}");
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        0,
+        "the compiled file is gone"
+    );
+    let reply = worker.send(json!({"op": "unload", "app": "cycle"}));
+    assert_eq!(reply["ok"], json!(false));
+}
+
+#[test]
+fn bad_commands_are_answered_and_the_worker_goes_on() {
+    let mut worker = Worker::start(&[]);
+    let reply = worker.send_raw("not json");
+    assert_eq!(reply["ok"], json!(false));
+    let reply = worker.send(json!({"op": "launch"}));
+    assert_eq!(reply["ok"], json!(false));
+    let no_wasm = json!({"op": "load", "app": "x", "lock": lock_with(&[("/...", "probe")]), "components": {}});
+    let reply = worker.send(no_wasm);
+    assert!(
+        reply["error"].as_str().unwrap().contains("no wasm file"),
+        "{reply}"
+    );
+    let mut wrong_digest = lock_with(&[("/...", "probe")]);
+    wrong_digest["components"][0]["source"]["digest"] = json!("sha256:00");
+    let reply = worker.send(common::load_command("x", &wrong_digest, json!({})));
+    assert!(
+        reply["error"].as_str().unwrap().contains("the lock says"),
+        "{reply}"
+    );
+    let mut unknown = lock_with(&[("/...", "probe")]);
+    unknown["triggers"][0]["trigger_config"]["executor"] = json!({"type": "fastcgi"});
+    let reply = worker.send(common::load_command("x", &unknown, json!({})));
+    assert_eq!(reply["ok"], json!(false), "{reply}");
+    let stats = worker.send(json!({"op": "stats"}));
+    assert_eq!(stats["apps"], json!({}));
+}
+
+#[test]
+fn guest_output_goes_to_the_log_with_its_app() {
+    let mut worker = Worker::start(&[]);
+    let url = worker.load("printer", &lock_with(&[("/...", "probe")]), json!({}));
+    assert_eq!(get(&url, "/print?text=hello-log").status, 200);
+    assert!(worker.log_has("printed hello-log"), "{}", worker.log());
+    let log = worker.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("printed hello-log"))
+        .unwrap_or_else(|| panic!("{log}"));
+    let line: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(
+        (line["app"].as_str(), line["stream"].as_str()),
+        (Some("printer"), Some("stdout"))
+    );
+}
