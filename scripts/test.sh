@@ -2,7 +2,8 @@
 # `npm test`: every test of the code, complete on a fresh clone. Installs what the tests need
 # with apt when it is missing (scripts/install-test-tools.sh), starts a throwaway PostgreSQL
 # so the control-plane suite runs on both of its engines (unless TEST_DATABASE_URL already
-# names one), then lints (ESLint, knip), typechecks, builds and runs tap. Arguments go to tap.
+# names one), then lints (ESLint, knip), typechecks, builds and runs tap; the whole suite ends
+# with the worker runtime's Rust tests (scripts/test-worker.sh). Arguments go to tap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,7 @@ if [ $# -eq 0 ]; then
   # The whole suite: coverage below the thresholds in package.json's "tap" section fails it.
   # A few files alone cover only part of the code, so they are held to no threshold.
   npx tap --no-allow-incomplete-coverage
+  scripts/test-worker.sh
 else
   npx tap "$@"
 fi
