@@ -1,6 +1,7 @@
-// The control plane under test with a (fake) cluster: the fake Kubernetes API of
-// test/fixtures/kube.ts on loopback, and the control plane pointed at it through the
-// kubeconfig the fake wrote, with builders configured and short retry and poll intervals.
+// The control plane under test with a cluster: the fake Kubernetes API of test/fixtures/kube.ts
+// on loopback, or a namespace of the real API server (test/helpers/kube-apiserver.ts), and the
+// control plane pointed at it through a kubeconfig, with builders configured and short retry
+// and poll intervals.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +10,9 @@ import type { FakeKube } from '../fixtures/kube-api.js'
 import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
+import type { RealCluster } from '../fixtures/kube-real.js'
+import { operateSpinApp as operateRealSpinApp, realCluster, SPINAPP, startKubelet, succeedJob as succeedRealJob } from '../fixtures/kube-real.js'
+import { kubeNamespace } from './kube-apiserver.js'
 import type { BuildT } from '../../control/src/model/resources.js'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
@@ -62,5 +66,40 @@ export async function deployApp (
   await until(() => cluster.finished.some((finished) => finished.id === build.id), 5000, 'build finished and its deploy done')
   if (fake.get(SPINAPPS, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
   operateSpinApp(fake, name)
+  return app
+}
+
+export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[] }
+
+/**
+ * The control plane on the real API server (test/helpers/kube-apiserver.ts): a namespace of its
+ * own with a kubelet stand-in for pod logs (kubeletOf), the identity the Role from deploy/ is
+ * bound to, the same flags and deps as on the fake. `kube` reuses a namespace (a second control
+ * plane on the same cluster).
+ */
+export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry' } = {}): Promise<RealClusterControl> {
+  let kube = opts.kube
+  if (kube === undefined) {
+    kube = realCluster(await kubeNamespace(t, tempDir(t)))
+    await startKubelet(t, kube)
+  }
+  const finished: BuildT[] = []
+  const control = await startTestControl(t, engine, [
+    '--dev-insecure-skip-auth', '--kubeconfig', kube.kubeconfig, '--namespace', kube.namespace,
+    '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
+  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
+  await control.server.cluster?.watcher.ready
+  return { control, kube, finished }
+}
+
+/** deployApp on the real API server: built, deployed (the whole deploy), the SpinApp operated. */
+export async function deployRealApp (cluster: RealClusterControl, name = 'hello', opts: { call?: CallOptions } = {}): Promise<App> {
+  const { control, kube } = cluster
+  const app = await createApp(control, name, {}, opts.call)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
+  await succeedRealJob(kube, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
+  await until(() => cluster.finished.some((finished) => finished.id === build.id), 20_000, 'build finished and its deploy done')
+  if (await kube.get(SPINAPP, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
+  await operateRealSpinApp(kube, name)
   return app
 }
