@@ -154,6 +154,8 @@ export type KubeNamespace = {
   kubeconfig: string
   /** The identity's user name, as the audit log names it. */
   user: string
+  /** Its bearer token (in the kubeconfig). */
+  token: string
 }
 
 /**
@@ -196,14 +198,18 @@ export async function kubeNamespace (t: Test, dir: string, prefix = 'apps'): Pro
     contexts: [{ name: 'test', context: { cluster: 'test', user: 'control-plane', namespace } }],
     'current-context': 'test',
   }), { mode: 0o600 })
-  return { server, namespace, kubeconfig, user: `system:serviceaccount:${namespace}:control-plane` }
+  return { server, namespace, kubeconfig, user: `system:serviceaccount:${namespace}:control-plane`, token }
 }
 
 /** A request to the API server with a bearer token, answered in full. */
 export function kubeRequest (url: string, ca: string, token: string, method: string, path: string, body?: unknown, contentType?: string): Promise<KubeAnswer> {
   const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
-  if (payload !== undefined) headers['content-type'] = contentType ?? 'application/json'
+  if (payload !== undefined) {
+    headers['content-type'] = contentType ?? 'application/json'
+    // Node sends a DELETE's body without a length otherwise, which breaks the kept-alive connection.
+    headers['content-length'] = String(payload.length)
+  }
   return new Promise((resolve, reject) => {
     const request = httpsRequest(`${url}${path}`, { method, headers, ca }, (response) => {
       const chunks: Buffer[] = []
