@@ -5,13 +5,14 @@
 // the SpinApp owns; all of it goes with the application (the SpinApp's by the garbage
 // collector, which the test plays from the owner references). A PATCH of a deployed application
 // re-applies at once, a rebuild keeps the settings, a tightened policy holds from the next
-// deploy, and no secret value reaches a log. A cluster without the Gateway API stays on the fake
+// deploy, a Role without patch leaves the settings saved and says so, and no secret value
+// reaches a log. A cluster without the Gateway API stays on the fake
 // API (test/fixtures/kube.ts): CRDs are cluster-wide, and the file's tests share one server.
 import t from 'tap'
 import { HTTPROUTES } from '../fixtures/kube-apply.js'
 import { succeedJob as succeedFakeJob } from '../fixtures/kube-jobs.js'
 import type { RealObject } from '../fixtures/kube-real.js'
-import { collectGarbage, HPA, HTTPROUTE, INGRESS, operateSpinApp, SECRET as SECRETS, SPINAPP, succeedJob } from '../fixtures/kube-real.js'
+import { collectGarbage, HPA, HTTPROUTE, INGRESS, operateSpinApp, SECRET as SECRETS, setRoleVerb, SPINAPP, succeedJob } from '../fixtures/kube-real.js'
 import { IMAGE_SIZE, REPOSITORY, startClusterControl, startRealClusterControl } from '../helpers/cluster.js'
 import type { RealClusterControl } from '../helpers/cluster.js'
 import { createApp, eachEngine, until } from '../helpers/control.js'
@@ -207,30 +208,13 @@ t.test('a deployed application whose cluster refuses the re-apply: the settings 
   const { control, kube } = cluster
   const app = await createApp(control, 'hello')
   await build(cluster, app.id, 'hello', 'b')
-  // The Role without patch on SpinApps, as an operator might have it; RBAC takes the change
-  // from its informer, so the test waits until the server says it applies.
-  const role = `/apis/rbac.authorization.k8s.io/v1/namespaces/${kube.namespace}/roles/control-plane`
-  const rules = ((await kube.must('GET', role)).body as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> }).rules
-  const withoutPatch = rules.map((rule) => rule.resources.includes('spinapps') ? { ...rule, verbs: rule.verbs.filter((verb) => verb !== 'patch') } : rule)
-  await kube.must('PATCH', role, { rules: withoutPatch }, 'application/merge-patch+json')
-  await untilAllowed(cluster, false)
+  // The Role without patch on SpinApps, as an operator might have it.
+  await setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'patch', false)
   const refused = await patch(control, app.id, { replicas: 4 })
   t.equal(refused.status, 200)
   t.equal(refused.body.replicas, 4, 'saved')
   t.match(refused.body.deployment?.message, /^saved but not applied \(cluster permission missing: the control plane may not patch core\.spinkube\.dev spinapps\); POST deploy applies them; /)
-  await kube.must('PATCH', role, { rules }, 'application/merge-patch+json')
-  await untilAllowed(cluster, true)
+  await setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'patch', true)
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
   t.equal((await specOf(cluster, 'hello')).replicas, 4, 'the next deploy applies them')
 })
-
-/** Until the authorizer allows (or denies) the control plane's patch of SpinApps, as a SubjectAccessReview says. */
-async function untilAllowed (cluster: RealClusterControl, allowed: boolean): Promise<void> {
-  const { kube } = cluster
-  const review = {
-    apiVersion: 'authorization.k8s.io/v1',
-    kind: 'SubjectAccessReview',
-    spec: { user: kube.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${kube.namespace}`, 'system:authenticated'], resourceAttributes: { namespace: kube.namespace, verb: 'patch', group: 'core.spinkube.dev', resource: 'spinapps', name: 'hello' } },
-  }
-  await until(async () => ((await kube.must('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review)).body as { status: { allowed: boolean } }).status.allowed === allowed, 20_000, `patch spinapps ${allowed ? 'allowed' : 'denied'}`)
-}
