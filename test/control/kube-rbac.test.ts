@@ -5,9 +5,9 @@
 // its deployment, settings with a secret, autoscaling on and off, the public route of either
 // kind, invoke with every method, application logs, delete). The API server's audit log holds
 // every request it made, as RBAC decided it: none may have been refused (403), and every verb of
-// every rule must have been used. Build and application logs and invoke reach no pod here (no
-// kubelet, no endpoints): the API server authorizes them before it finds that out, which is
-// what this test reads.
+// every rule must have been used. Build and application logs come from the kubelet stand-in
+// (test/fixtures/kube-real.ts) through pods/log; invoke reaches no pod here (no endpoints): the
+// API server authorizes it before it finds that out, which is what this test reads.
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
@@ -82,8 +82,8 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
     t.same(reply.body, { error: 'application unreachable: no pod of it is ready' }, `invoke ${method} reached the proxy`,
       method === 'HEAD' ? { todo: 'the API server\'s Status of a HEAD through the proxy is not recognised' } : {})
   }
-  // Its pods are spin-operator's Deployment's, which no controller makes here: nothing to read.
-  t.equal((await control.call('GET', `/applications/${app.id}/logs?tail=10`)).status, 404)
+  kubeletOf(kube).write('hello-pod-0', 'serving\n')
+  t.equal((await control.call('GET', `/applications/${app.id}/logs?tail=10`)).text, 'serving\n')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
 
   const events = kube.server.audit().filter((event) => event.user.username === kube.user)
