@@ -3,8 +3,8 @@
 // database after the Job is gone), a restart that resumes builds, a watch that cannot
 // reconnect, and what the caller sees when the cluster refuses. On the real API server
 // (test/helpers/kube-apiserver.ts, the test playing the Job controller, the kubelet and its log
-// endpoint: test/fixtures/kube-real.ts) except a watch refused while lists work, and the
-// refusals and the cluster going away, which need the fake's switches.
+// endpoint: test/fixtures/kube-real.ts; the network cut by a TCP proxy; refusals by editing the
+// Role) except a watch refused while lists work, which only the fake can do.
 import type { ClientRequest, IncomingMessage } from 'node:http'
 import { get as httpGet } from 'node:http'
 import { randomBytes } from 'node:crypto'
@@ -13,8 +13,7 @@ import { createGunzip } from 'node:zlib'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import tar from 'tar-stream'
-import { JOBS, succeedJob } from '../fixtures/kube-jobs.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
+import { succeedJob } from '../fixtures/kube-jobs.js'
 import { createApp, eachEngine, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
 import { REPOSITORY, startClusterControl, startRealClusterControl, tempDir } from '../helpers/cluster.js'
@@ -222,6 +221,27 @@ eachEngine(t, 'a restart resumes unfinished builds from their Jobs; a lost Job f
 })
 
 eachEngine(t, 'after the watch breaks, a new list catches up with what changed meanwhile', async (t, engine) => {
+  const { control, kube, proxy } = await startRealClusterControl(t, engine, { proxy: true })
+  const app = await createApp(control, 'relist')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  const requests = (verb: string): number => kube.server.audit().filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'jobs' && a.verb === verb).length
+  await until(() => requests('watch') >= 1, 20_000, 'watching')
+  const [listed, watched] = [requests('list'), requests('watch')]
+  // The network between the control plane and the API server goes: the watch breaks and no
+  // list gets through, while the Job finishes.
+  proxy?.pause()
+  await real.succeedJob(kube, `build-${build.id}`, '')
+  await until(() => control.logs.some((l) => l.msg === 'build watch failed; listing again' || l.msg === 'cannot list build Jobs; retrying'), 20_000, 'the broken watch logged')
+  t.equal((await buildOf(control, app.id, build.id)).status, 'pending', 'nothing seen while cut off')
+  proxy?.resume()
+  await untilStatus(control, app.id, build.id, 'succeeded')
+  t.ok(requests('list') > listed, 'seen through a new list')
+  await until(() => requests('watch') > watched, 20_000, 'watching again')
+  t.pass('watching again from the new list')
+})
+
+eachEngine(t, 'a watch the API server refuses while lists work: builds still end, through lists', async (t, engine) => {
+  // Only the fake can refuse watches and still serve lists.
   const { control, fake } = await startClusterControl(t, engine)
   const app = await createApp(control, 'relist')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
@@ -240,19 +260,19 @@ eachEngine(t, 'after the watch breaks, a new list catches up with what changed m
 })
 
 eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; nothing half-made', async (t, engine) => {
-  const { control, fake } = await startClusterControl(t, engine)
+  const { control, kube, proxy } = await startRealClusterControl(t, engine, { proxy: true })
   const app = await createApp(control, 'refused')
-  fake.forbiddenTypes.add(JOBS)
+  await real.setRoleVerb(kube, 'batch', 'jobs', 'create', false)
   const forbidden = await control.call('POST', `/applications/${app.id}/builds`)
   t.equal(forbidden.status, 503)
   t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create batch jobs' })
   t.same((await control.call('GET', `/applications/${app.id}/builds`)).body, [], 'no build left behind')
-  fake.forbiddenTypes.delete(JOBS)
-  fake.forbiddenTypes.add(SECRETS)
+  await real.setRoleVerb(kube, 'batch', 'jobs', 'create', true)
+  await real.setRoleVerb(kube, '', 'secrets', 'create', false)
   const noSecret = await control.call('POST', `/applications/${app.id}/builds`)
   t.same(noSecret.body, { error: 'cluster permission missing: the control plane may not create secrets' })
-  t.same(fake.list(JOBS), [], 'the Job made before the Secret failed is removed')
-  fake.forbiddenTypes.clear()
+  t.same(await kube.list(real.JOB), [], 'the Job made before the Secret failed is removed')
+  await real.setRoleVerb(kube, '', 'secrets', 'create', true)
 
   // Random base64 gzips to about 3/4: two functions of 800 KiB each cannot fit a 1 MiB Secret.
   const bulky = await createApp(control, 'bulky')
@@ -264,21 +284,21 @@ eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; not
   const tooBig = await control.call('POST', `/applications/${bulky.id}/builds`)
   t.equal(tooBig.status, 413)
   t.match(tooBig.body, { error: /^source too large to build: the gzipped sources take \d+ bytes, at most \d+ fit in a Secret$/ })
-  t.same(fake.list(JOBS), [], 'no Job for it')
+  t.same(await kube.list(real.JOB), [], 'no Job for it')
   t.same((await control.call('GET', `/applications/${bulky.id}/builds`)).body, [], 'and no build')
 
-  const bare = await startClusterControl(t, engine, { fake, flags: ['--builder-images', 'go=builders.test/go:1', '--image-repository', ''] })
+  const bare = await startRealClusterControl(t, engine, { kube, flags: ['--builder-images', 'go=builders.test/go:1', '--image-repository', ''] })
   const js = await createApp(bare.control, 'script', { language: 'js' })
   t.same((await bare.control.call('POST', `/applications/${js.id}/builds`)).body, { error: 'no builder image for js: set PLATFORM_BUILDER_IMAGES' })
   const go = await createApp(bare.control, 'gopher')
   t.same((await bare.control.call('POST', `/applications/${go.id}/builds`)).body, { error: 'no image repository for builds: set PLATFORM_IMAGE_REPOSITORY' })
 
-  await fake.close()
+  proxy?.stop()
   const down = await control.call('POST', `/applications/${app.id}/builds`)
   t.equal(down.status, 503)
   t.same(down.body, { error: 'cluster unreachable' })
   t.equal((await control.call('GET', `/applications/${app.id}`)).status, 200, 'the rest of the API keeps working')
-  t.notOk(control.logText().includes(fake.token), 'no token in the logs')
+  t.notOk(control.logText().includes(kube.token), 'no token in the logs')
 })
 
 t.test('no cluster at all: the API starts and says so; builds and deployments run on this machine unless --runtime cluster', async (t) => {

@@ -2,7 +2,7 @@
 // on loopback, or a namespace of the real API server (test/helpers/kube-apiserver.ts), and the
 // control plane pointed at it through a kubeconfig, with builders configured and short retry
 // and poll intervals.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
@@ -13,6 +13,8 @@ import { startFakeCluster } from '../fixtures/kube.js'
 import type { RealCluster } from '../fixtures/kube-real.js'
 import { operateSpinApp as operateRealSpinApp, realCluster, SPINAPP, startKubelet, succeedJob as succeedRealJob } from '../fixtures/kube-real.js'
 import { kubeNamespace } from './kube-apiserver.js'
+import type { CuttableProxy } from './tcp-proxy.js'
+import { cuttableProxy } from './tcp-proxy.js'
 import type { BuildT } from '../../control/src/model/resources.js'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
@@ -69,7 +71,7 @@ export async function deployApp (
   return app
 }
 
-export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[] }
+export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[]; proxy: CuttableProxy | null }
 
 /**
  * The control plane on the real API server (test/helpers/kube-apiserver.ts): a namespace of its
@@ -77,19 +79,27 @@ export type RealClusterControl = { control: TestControl; kube: RealCluster; fini
  * bound to, the same flags and deps as on the fake. `kube` reuses a namespace (a second control
  * plane on the same cluster).
  */
-export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry' } = {}): Promise<RealClusterControl> {
+export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry'; proxy?: boolean } = {}): Promise<RealClusterControl> {
   let kube = opts.kube
   if (kube === undefined) {
     kube = realCluster(await kubeNamespace(t, tempDir(t)))
     await startKubelet(t, kube)
   }
+  // `proxy`: the control plane reaches the API server through a TCP proxy the test can cut.
+  let proxy: CuttableProxy | null = null
+  let kubeconfig = kube.kubeconfig
+  if (opts.proxy === true) {
+    proxy = await cuttableProxy(t, Number(new URL(kube.server.url).port))
+    kubeconfig = join(tempDir(t), 'kubeconfig-proxied.yaml')
+    writeFileSync(kubeconfig, readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`))
+  }
   const finished: BuildT[] = []
   const control = await startTestControl(t, engine, [
-    '--dev-insecure-skip-auth', '--kubeconfig', kube.kubeconfig, '--namespace', kube.namespace,
+    '--dev-insecure-skip-auth', '--kubeconfig', kubeconfig, '--namespace', kube.namespace,
     '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
   ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
   await control.server.cluster?.watcher.ready
-  return { control, kube, finished }
+  return { control, kube, finished, proxy }
 }
 
 /** deployApp on the real API server: built, deployed (the whole deploy), the SpinApp operated. */
