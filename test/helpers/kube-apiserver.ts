@@ -56,6 +56,8 @@ export type KubeApiServer = {
   url: string
   /** The serving certificate's CA, PEM. */
   ca: string
+  /** The admin's bearer token (system:masters), for what `admin` cannot do (a watch). */
+  adminToken: string
   /** A request as the admin (system:masters); `body` is sent as JSON unless it is a string or a Buffer. */
   admin (method: string, path: string, body?: unknown, contentType?: string): Promise<KubeAnswer>
   /** The audit log's events so far (requests of service accounts only). */
@@ -141,6 +143,7 @@ export async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
   return {
     url,
     ca: tls.ca,
+    adminToken,
     admin,
     audit: () => readAudit(join(dir, 'audit.log')),
     log: apiserver.log,
