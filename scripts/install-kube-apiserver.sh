@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes API server and etcd for the cluster tests (test/helpers/kube-apiserver.ts)
-# from the Go module proxy, at the pinned versions below, into .cache/kube/<version>/bin/. A second
+# Builds the real Kubernetes API server and etcd for the cluster tests (test/helpers/kube-apiserver.ts),
+# and kustomize for the manifests test, from the Go module proxy at the pinned versions below, into
+# .cache/kube/<version>/bin/. A second
 # run finds the binaries there and does nothing, so `npm test` (scripts/test.sh) pays once per
 # version. Prints the bin directory on stdout; the build's own output goes to stderr.
 #
@@ -21,11 +22,12 @@ root=$PWD
 
 KUBE_VERSION=v1.37.2  # k8s.io/kubernetes; its staging modules are v0.37.2
 ETCD_VERSION=v3.7.3   # go.etcd.io/etcd/server/v3 and its siblings (Kubernetes 1.37 pins the v3.7 client)
+KUSTOMIZE_VERSION=v5.8.2  # sigs.k8s.io/kustomize/kustomize/v5 (v5.8.3 asks for Go 1.27)
 
 dir=".cache/kube/$KUBE_VERSION"
 bin="$dir/bin"
-if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ -f "$bin/etcd.version" ] \
-  && [ "$(cat "$bin/etcd.version")" = "$ETCD_VERSION" ]; then
+if [ -x "$bin/kube-apiserver" ] && [ "$(cat "$bin/etcd.version" 2>/dev/null)" = "$ETCD_VERSION" ] && [ -x "$bin/etcd" ] \
+  && [ "$(cat "$bin/kustomize.version" 2>/dev/null)" = "$KUSTOMIZE_VERSION" ] && [ -x "$bin/kustomize" ]; then
   echo "$PWD/$bin"
   exit 0
 fi
@@ -98,6 +100,12 @@ if [ ! -x "$bin/etcd" ] || [ "$(cat "$bin/etcd.version" 2>/dev/null)" != "$ETCD_
   echo "install-kube-apiserver: building etcd $ETCD_VERSION" >&2
   build_etcd
 fi
+if [ ! -x "$bin/kustomize" ] || [ "$(cat "$bin/kustomize.version" 2>/dev/null)" != "$KUSTOMIZE_VERSION" ]; then
+  # The manifests test renders deploy/ with it. Its module has no replace directives: go install works.
+  echo "install-kube-apiserver: building kustomize $KUSTOMIZE_VERSION" >&2
+  GOBIN="$root/$bin" nice -n 10 "$go" install -trimpath -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" >&2
+  echo "$KUSTOMIZE_VERSION" > "$bin/kustomize.version"
+fi
 rm -rf "$dir/src"
-echo "install-kube-apiserver: built in $((SECONDS - start)) s: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p')" >&2
+echo "install-kube-apiserver: built in $((SECONDS - start)) s: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), kustomize $("$bin/kustomize" version)" >&2
 echo "$PWD/$bin"

@@ -1,7 +1,7 @@
 // A real Kubernetes API server for the cluster tests: etcd and kube-apiserver, built by
 // scripts/install-kube-apiserver.sh (npm test runs it when the binaries are missing), on
 // 127.0.0.1 and free ports, with a throwaway data directory, serving certificates made for the
-// run, RBAC on, the CRDs the control plane needs (test/fixtures/crds/, as their projects publish
+// run, RBAC on, the CRDs the control plane and deploy/ need (test/fixtures/crds/, as their projects publish
 // them) and an audit log of the control plane's requests. There is no kubelet, scheduler or
 // controller manager: nothing runs pods, collects garbage or fills Endpoints unless a test plays
 // that part (test/fixtures/kube-real.ts).
@@ -28,8 +28,8 @@ import { withTimeout } from './wait.js'
 
 const repo = new URL('../../', import.meta.url).pathname
 
-// The versions scripts/install-kube-apiserver.sh pins: its binaries' directory.
-function binDir (): string {
+/** Where scripts/install-kube-apiserver.sh puts the binaries of the versions it pins (kustomize too). */
+export function kubeBinDir (): string {
   const script = readFileSync(join(repo, 'scripts/install-kube-apiserver.sh'), 'utf8')
   const version = /^KUBE_VERSION=(\S+)/m.exec(script)?.[1]
   if (version === undefined) throw new Error('no KUBE_VERSION in scripts/install-kube-apiserver.sh')
@@ -76,7 +76,7 @@ export function kubeApiServer (): Promise<KubeApiServer> {
 
 /** Start etcd and kube-apiserver; both stopped and their files deleted when `t` ends. */
 export async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
-  const bin = binDir()
+  const bin = kubeBinDir()
   if (!existsSync(join(bin, 'kube-apiserver')) || !existsSync(join(bin, 'etcd'))) throw new Error(INSTALL_HINT)
   const dir = mkdtempSync(join(tmpdir(), 'test-kube-apiserver-'))
   const children: ChildProcess[] = []
@@ -137,7 +137,7 @@ export async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
     apiserver.check()
     return (await admin('GET', '/readyz').catch(() => null))?.status === 200
   }, 'kube-apiserver to be ready')
-  for (const file of ['core.spinkube.dev_spinapps.yaml', 'gateway.networking.k8s.io_httproutes.yaml']) {
+  for (const file of ['core.spinkube.dev_spinapps.yaml', 'gateway.networking.k8s.io_httproutes.yaml', 'monitoring.coreos.com_servicemonitors.yaml']) {
     await installCrd(admin, readFileSync(join(repo, 'test/fixtures/crds', file), 'utf8'))
   }
   return {
