@@ -232,18 +232,23 @@ export function kubeRequest (url: string, ca: string, token: string, method: str
 
 async function installCrd (admin: KubeApiServer['admin'], yaml: string): Promise<void> {
   for (const document of parseAllDocuments(yaml)) {
-    const crd = document.toJS() as { metadata: { name: string }; spec: { group: string; versions: Array<{ name: string; served: boolean }> } } | null
+    const crd = document.toJS() as { metadata: { name: string }; spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> } } | null
     if (crd === null) continue
     const created = await admin('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
     if (created.status !== 201) throw new Error(`installing the CRD ${crd.metadata.name} answered ${created.status}: ${created.text}`)
-    // Established: names accepted and served; then each served version is discoverable.
+    // Established: names accepted and served.
     await poll(async () => {
       const current = await admin('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`)
       const conditions = (current.body as { status?: { conditions?: Array<{ type: string; status: string }> } }).status?.conditions ?? []
       return conditions.some((c) => c.type === 'Established' && c.status === 'True')
     }, `the CRD ${crd.metadata.name} to be established`)
+    // Then each served version is discoverable, and listable: until its storage has initialized
+    // the API server answers 429 "storage is (re)initializing", which client-go would retry and
+    // @kubernetes/client-node does not.
+    const plural = crd.spec.names.plural
     for (const version of crd.spec.versions.filter((v) => v.served)) {
       await poll(async () => (await admin('GET', `/apis/${crd.spec.group}/${version.name}`)).status === 200, `${crd.spec.group}/${version.name} to be served`)
+      await poll(async () => (await admin('GET', `/apis/${crd.spec.group}/${version.name}/${plural}?limit=1`)).status === 200, `${crd.spec.group}/${version.name} ${plural} to be listable`)
     }
   }
 }
