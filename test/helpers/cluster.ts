@@ -11,7 +11,7 @@ import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
 import type { RealCluster } from '../fixtures/kube-real.js'
-import { operateSpinApp as operateRealSpinApp, realCluster, SPINAPP, startKubelet, succeedJob as succeedRealJob } from '../fixtures/kube-real.js'
+import { realCluster, startKubelet } from '../fixtures/kube-real.js'
 import { kubeNamespace } from './kube-apiserver.js'
 import type { CuttableProxy } from './tcp-proxy.js'
 import { cuttableProxy } from './tcp-proxy.js'
@@ -100,16 +100,4 @@ export async function startRealClusterControl (t: Test, engine: Engine, opts: { 
   ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
   await control.server.cluster?.watcher.ready
   return { control, kube, finished, proxy }
-}
-
-/** deployApp on the real API server: built, deployed (the whole deploy), the SpinApp operated. */
-export async function deployRealApp (cluster: RealClusterControl, name = 'hello', opts: { call?: CallOptions } = {}): Promise<App> {
-  const { control, kube } = cluster
-  const app = await createApp(control, name, {}, opts.call)
-  const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
-  await succeedRealJob(kube, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
-  await until(() => cluster.finished.some((finished) => finished.id === build.id), 20_000, 'build finished and its deploy done')
-  if (await kube.get(SPINAPP, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
-  await operateRealSpinApp(kube, name)
-  return app
 }

@@ -75,7 +75,7 @@ export function kubeApiServer (): Promise<KubeApiServer> {
 }
 
 /** Start etcd and kube-apiserver; both stopped and their files deleted when `t` ends. */
-export async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
+async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
   const bin = kubeBinDir()
   if (!existsSync(join(bin, 'kube-apiserver')) || !existsSync(join(bin, 'etcd'))) throw new Error(INSTALL_HINT)
   const dir = mkdtempSync(join(tmpdir(), 'test-kube-apiserver-'))
