@@ -128,7 +128,8 @@ async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
     // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints refuse (loopback).
     '--endpoint-reconciler-type=none',
     `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'audit.log')}`,
-    // No flow control: one client at a time, and its bootstrap is work a test does not need.
+    // No priority and fairness: its bootstrap configuration is startup work the tests do not need,
+    // and nothing here competes for the server.
     '--enable-priority-and-fairness=false',
   ], children)
 
