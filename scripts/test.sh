@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: every test of the code, complete on a fresh clone. Installs what the tests need
-# with apt when it is missing (scripts/install-test-tools.sh), starts a throwaway PostgreSQL
+# with apt when it is missing (scripts/install-test-tools.sh), builds the real Kubernetes API
+# server once (scripts/install-kube-apiserver.sh), starts a throwaway PostgreSQL
 # so the control-plane suite runs on both of its engines (unless TEST_DATABASE_URL already
 # names one), then lints (ESLint, knip), typechecks, builds and runs tap; the whole suite ends
 # with the worker runtime's Rust tests (scripts/test-worker.sh). Arguments go to tap.
@@ -8,6 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-test-tools.sh
+# kube-apiserver and etcd for the cluster tests (test/helpers/kube-apiserver.ts): built from the
+# Go module proxy when .cache/kube/<version>/bin lacks them (minutes, once per version); with
+# them there the script returns at once.
+scripts/install-kube-apiserver.sh >/dev/null
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   # Installs postgresql with apt when it is missing, starts it on loopback, exports TEST_DATABASE_URL.
   source scripts/test-postgres.sh

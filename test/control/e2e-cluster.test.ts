@@ -5,6 +5,11 @@
 // checks it and serves it with the host; and invoke through the control plane and the API
 // server's service proxy, answered by the component; then a variable reaches it without a
 // rebuild through PATCH (relocked image, SpinApp variables from a Secret). One real js build.
+// Then the same build on the real API server (test/helpers/kube-apiserver.ts), with the test
+// playing the Job controller and the kubelet (test/fixtures/kube-real-runners.ts) and the
+// control plane holding exactly the Role from deploy/: its log through pods/log, the SpinApp
+// applied and then relocked for a secret variable. No shim serves it there: invoke goes through
+// the API server's service proxy to an endpoint, and the API server refuses loopback ones.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -16,10 +21,13 @@ import { startFakeCluster } from '../fixtures/kube.js'
 import { startClusterControl, tempDir, NAMESPACE } from '../helpers/cluster.js'
 import { createApp, firstFunction, until } from '../helpers/control.js'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
+import { runBuildJobsReal } from '../fixtures/kube-real-runners.js'
+import { SECRET, SPINAPP } from '../fixtures/kube-real.js'
+import { startRealClusterControl } from '../helpers/cluster.js'
 
 const BUILD_TIMEOUT = 240_000
-// One test of at most BUILD_TIMEOUT + 60 s, and the file's own start.
-t.setTimeout(BUILD_TIMEOUT + 120_000)
+// Two tests of at most BUILD_TIMEOUT + 60 s each, and the file's own start.
+t.setTimeout(2 * BUILD_TIMEOUT + 180_000)
 const SECRET_GREETING = 'hej-secret-value-77d2'
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
@@ -71,4 +79,37 @@ t.test('js in the cluster: Job → builder → registry → SpinApp → shim →
   t.notOk(control.logText().includes(SECRET_GREETING) || patched.text.includes(SECRET_GREETING), 'the secret is in no log line and not in the answer')
   t.notOk(control.logText().includes(registry.credentials!.password), 'nor is the registry password')
   t.pass('the component reads the SpinApp variable through fermyon:spin/variables')
+})
+
+t.test('js on the real API server: Job → runner → builder → registry → SpinApp, relocked for a secret variable', { timeout: BUILD_TIMEOUT + 60_000 }, async (t) => {
+  const registry = await startRegistry(t, { auth: true })
+  const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
+  const { control, kube, finished } = await startRealClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'] })
+  await runBuildJobsReal(t, kube, { dockerConfig })
+  await kube.must('POST', kube.path(SECRET), { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: 'registry-credentials' }, data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') } })
+
+  const app = await createApp(control, 'hello', { language: 'js' })
+  const fn = firstFunction(app)
+  t.equal((await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: templateFiles('js', fn.name) } })).status, 200)
+  const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  await until(() => finished.some((b) => b.id === started.id), BUILD_TIMEOUT, 'the build to end and its deploy')
+  const build = (await control.call('GET', `/applications/${app.id}/builds/${started.id}`)).body as Build
+  t.equal(build.status, 'succeeded', build.error ?? '')
+  const pushed = new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello@sha256:[0-9a-f]{64}$`)
+  t.match(build.imageRef, pushed, 'the digest the builder pushed, from the pod\'s termination message')
+  const log = await control.call('GET', `/applications/${app.id}/builds/${started.id}/logs`)
+  t.match(log.text, build.imageRef!, "the pod's log, kept: the builder names what it pushed")
+  t.match((await kube.get(SPINAPP, 'hello'))?.spec, { image: build.imageRef, executor: 'containerd-shim-spin', replicas: 1 }, 'the SpinApp on the pushed image')
+
+  // A secret variable: the value in the application's Secret, the image relocked in the
+  // registry with the push credentials read from the Secret the Role names, the SpinApp applied.
+  const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { secret: SECRET_GREETING } } } })
+  t.equal(patched.status, 200, patched.text)
+  const spec = (await kube.get(SPINAPP, 'hello'))?.spec as { image: string; variables: unknown[] }
+  t.match(spec.image, pushed, 'a digest-pinned image in the registry')
+  t.not(spec.image, build.imageRef, 'relocked: not the build\'s artifact')
+  t.same(spec.variables, [{ name: 'greeting', valueFrom: { secretKeyRef: { name: 'hello-variables', key: 'greeting' } } }])
+  t.equal(Buffer.from((await kube.get(SECRET, 'hello-variables'))?.data?.greeting ?? '', 'base64').toString(), SECRET_GREETING)
+  t.notOk(control.logText().includes(SECRET_GREETING) || patched.text.includes(SECRET_GREETING), 'the secret is in no log line and not in the answer')
+  t.notOk(control.logText().includes(registry.credentials!.password), 'nor is the registry password')
 })

@@ -1,7 +1,10 @@
-// Builds on the (fake) cluster: the Job and the source Secret a build creates, the watch that
-// moves builds to running, succeeded or failed, the build log (waiting, following, kept in the
+// Builds on the cluster: the Job and the source Secret a build creates, the watch that moves
+// builds to running, succeeded or failed, the build log (waiting, following, kept in the
 // database after the Job is gone), a restart that resumes builds, a watch that cannot
-// reconnect, and what the caller sees when the cluster refuses.
+// reconnect, and what the caller sees when the cluster refuses. On the real API server
+// (test/helpers/kube-apiserver.ts, the test playing the Job controller, the kubelet and its log
+// endpoint: test/fixtures/kube-real.ts; the network cut by a TCP proxy; refusals by editing the
+// Role) except a watch refused while lists work, which only the fake can do.
 import type { ClientRequest, IncomingMessage } from 'node:http'
 import { get as httpGet } from 'node:http'
 import { randomBytes } from 'node:crypto'
@@ -10,15 +13,15 @@ import { createGunzip } from 'node:zlib'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import tar from 'tar-stream'
-import type { KubeObject } from '../fixtures/kube-api.js'
-import { JOBS, failJob, podOfJob, runJob, succeedJob } from '../fixtures/kube-jobs.js'
-import { PODS, podLogFollowers, writePodLog } from '../fixtures/kube-pods.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
-import { applies, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { succeedJob } from '../fixtures/kube-jobs.js'
 import { createApp, eachEngine, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
-import { REPOSITORY, startClusterControl, tempDir } from '../helpers/cluster.js'
-import { startFakeCluster } from '../fixtures/kube.js'
+import { REPOSITORY, startClusterControl, startRealClusterControl, tempDir } from '../helpers/cluster.js'
+import * as real from '../fixtures/kube-real.js'
+import type { RealObject } from '../fixtures/kube-real.js'
+
+// Each file starts its own API server, and every test a control plane on it.
+t.setTimeout(300_000)
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null; finishedAt: string | null; createdAt: string }
 
@@ -27,7 +30,7 @@ async function buildOf (control: TestControl, appId: string, buildId: string): P
 }
 
 async function untilStatus (control: TestControl, appId: string, buildId: string, status: string): Promise<Build> {
-  await until(async () => (await buildOf(control, appId, buildId)).status === status, 5000, `build ${status}`)
+  await until(async () => (await buildOf(control, appId, buildId)).status === status, 20_000, `build ${status}`)
   return buildOf(control, appId, buildId)
 }
 
@@ -46,19 +49,21 @@ async function unpack (gz: Buffer): Promise<Record<string, string>> {
 }
 
 eachEngine(t, "with --builder-registry-secret the build mounts that Secret's config.json as the builder's DOCKER_CONFIG", async (t, engine) => {
-  const { control, fake } = await startClusterControl(t, engine, { flags: ['--builder-registry-secret', 'regcred'] })
+  const { control, kube } = await startRealClusterControl(t, engine, { flags: ['--builder-registry-secret', 'regcred'] })
   const app = await createApp(control, 'hello')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  const job = fake.get(JOBS, `build-${build.id}`) as KubeObject & { spec: { template: { spec: Record<string, unknown> } } }
+  const job = await kube.get(real.JOB, `build-${build.id}`) as RealObject & { spec: { template: { spec: Record<string, unknown> } } }
   const podSpec = job.spec.template.spec
-  t.same((podSpec.volumes as unknown[])[1], { name: 'registry', secret: { secretName: 'regcred', items: [{ key: '.dockerconfigjson', path: 'config.json' }] } })
+  // defaultMode: the API server's default (0644).
+  t.same((podSpec.volumes as unknown[])[1], { name: 'registry', secret: { secretName: 'regcred', items: [{ key: '.dockerconfigjson', path: 'config.json' }], defaultMode: 420 } })
   const container = (podSpec.containers as Array<{ env: Array<{ name: string; value: string }>; volumeMounts: unknown[] }>)[0]
   t.same(container?.env.find((e) => e.name === 'DOCKER_CONFIG'), { name: 'DOCKER_CONFIG', value: '/var/run/secrets/registry' })
   t.same(container?.volumeMounts[1], { name: 'registry', mountPath: '/var/run/secrets/registry', readOnly: true })
 })
 
 eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image, log kept, SpinApp applied', async (t, engine) => {
-  const { control, fake, finished } = await startClusterControl(t, engine, { flags: ['--build-timeout', '10m', '--build-ttl', '2h', '--build-cpu', '500m', '--build-memory', '1Gi'] })
+  const { control, kube, finished } = await startRealClusterControl(t, engine, { flags: ['--build-timeout', '10m', '--build-ttl', '2h', '--build-cpu', '500m', '--build-memory', '1Gi'] })
+  const kubelet = real.kubeletOf(kube)
   const app = await createApp(control, 'hello')
   const fn = firstFunction(app)
   await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: { 'main.go': 'package main\n', 'go.mod': 'module hello\n' } } })
@@ -70,7 +75,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.match(build, { status: 'pending', imageRef: null, finishedAt: null, error: null })
 
   const jobName = `build-${build.id}`
-  const job = fake.get(JOBS, jobName) as KubeObject & { spec: Record<string, unknown> }
+  const job = await kube.get(real.JOB, jobName) as RealObject & { spec: Record<string, unknown> }
   t.ok(job, 'a Job named after the build')
   t.match(job.metadata.labels, { 'app.kubernetes.io/managed-by': 'platform-control', 'platform.wasmkube.dev/application': app.id, 'platform.wasmkube.dev/build': build.id })
   t.match(job.spec, { backoffLimit: 0, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 7200 })
@@ -86,7 +91,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.same((container?.env as Array<{ name: string; value: string }>).find((e) => e.name === 'IMAGE_REF')?.value, `${REPOSITORY}/hello:${build.id}`)
   t.notOk((container?.env as Array<{ name: string }>).some((e) => e.name === 'DOCKER_CONFIG'), 'no registry Secret configured: no DOCKER_CONFIG')
 
-  const secret = fake.get(SECRETS, jobName) as KubeObject & { data: Record<string, string> }
+  const secret = await kube.get(real.SECRET, jobName) as RealObject & { data: Record<string, string> }
   t.ok(secret, 'a Secret with the sources')
   t.same(secret.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Job', jobName, job.metadata.uid]], 'owned by the Job, so it goes with it')
   const files = await unpack(Buffer.from(secret.data['source.tar.gz'] as string, 'base64'))
@@ -97,10 +102,9 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.match(files['spin.toml'], /\[component\.hello\]\nsource = "functions\/hello\/component\.wasm"/)
   t.match(files['spin.toml'], /command = "tinygo build/)
 
-  runJob(fake, jobName)
+  const pod = await real.runJob(kube, jobName)
   await untilStatus(control, app.id, build.id, 'running')
-  const pod = podOfJob(fake, jobName)
-  writePodLog(fake, pod.metadata.name, 'step 1: compiling\n')
+  kubelet.write(pod.metadata.name, 'step 1: compiling\n')
   const sofar = await control.call('GET', `/applications/${app.id}/builds/${build.id}/logs`)
   t.equal(sofar.status, 200)
   t.match(sofar.headers.get('content-type'), /^text\/plain/)
@@ -111,46 +115,50 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   const reader = following.body!.getReader()
   const first = await reader.read()
   t.equal(Buffer.from(first.value).toString(), 'step 1: compiling\n')
-  writePodLog(fake, pod.metadata.name, 'step 2: pushing\n')
+  await until(() => kubelet.followers(pod.metadata.name) === 1, 20_000, 'the API server following the kubelet')
+  kubelet.write(pod.metadata.name, 'step 2: pushing\n')
   const second = await reader.read()
   t.equal(Buffer.from(second.value).toString(), 'step 2: pushing\n', 'new lines arrive while following')
-  succeedJob(fake, jobName, `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`)
+  await real.succeedJob(kube, jobName, `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`)
   t.ok((await reader.read()).done, 'the stream ends when the pod exits')
 
   const done = await untilStatus(control, app.id, build.id, 'succeeded')
   t.equal(done.imageRef, `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`, 'the image the builder reported')
   t.match(done.finishedAt, /Z$/)
   t.equal(done.error, null)
-  await until(() => finished.length === 1, 2000, 'onBuildFinished')
+  await until(() => finished.length === 1, 20_000, 'onBuildFinished')
   t.match(finished, [{ id: build.id, status: 'succeeded' }], 'onBuildFinished told once')
   const exposition = await (await fetch(`${control.url}/metrics`)).text()
   t.match(exposition, /^platform_builds_finished_total\{result="succeeded"\} 1$/m, '/metrics counts the build')
   t.match(exposition, /^platform_build_duration_seconds_count\{result="succeeded"\} 1$/m, 'and its duration')
 
-  const applied = applies.get(fake) ?? []
-  t.equal(applied.length, 1, 'the SpinApp applied after the build')
-  t.match(applied[0], { contentType: 'application/apply-patch+yaml', fieldManager: 'platform-control', force: 'true' })
-  t.match(fake.get(SPINAPPS, 'hello'), { spec: { image: done.imageRef, executor: 'containerd-shim-spin', replicas: 1 } })
+  const spinApp = await kube.get(real.SPINAPP, 'hello')
+  t.match(spinApp, { spec: { image: done.imageRef, executor: 'containerd-shim-spin', replicas: 1 } }, 'the SpinApp applied after the build')
+  t.same(spinApp?.metadata.managedFields?.map((f) => [f.manager, f.operation]), [['platform-control', 'Apply']], 'server-side, by the control plane\'s field manager')
+  const applies = kube.server.audit().filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'spinapps' && a.verb === 'patch')
+  t.equal(applies.length, 1, 'applied once')
+  t.match(applies[0]?.requestURI, /[?&]fieldManager=platform-control(&|$)/)
+  t.match(applies[0]?.requestURI, /[?&]force=true(&|$)/)
 
-  // The Job's TTL runs out: the Job, its pod and its Secret are gone; the log is not.
-  fake.remove(JOBS, jobName)
-  t.equal(fake.get(PODS, pod.metadata.name), undefined, 'the pod went with the Job')
-  t.equal(fake.get(SECRETS, jobName), undefined, 'the Secret went with the Job')
+  // The Job's TTL runs out: the Job, its pod and its Secret are gone (the TTL controller and the
+  // garbage collector, played here); the log is not.
+  await kube.must('DELETE', kube.path(real.JOB, jobName), { propagationPolicy: 'Background' })
+  t.same((await real.collectGarbage(kube, [real.JOB], [real.POD, real.SECRET])).sort(), [`pods/${pod.metadata.name}`, `secrets/${jobName}`], 'the pod and the Secret go with the Job')
   const kept = await control.call('GET', `/applications/${app.id}/builds/${build.id}/logs?follow=true`)
   t.equal(kept.status, 200)
   t.equal(kept.text, 'step 1: compiling\nstep 2: pushing\n', 'the log from the database')
   t.equal(finished.length, 1, 'a deleted finished Job changes nothing')
   t.equal((await buildOf(control, app.id, build.id)).status, 'succeeded')
-  t.notOk(control.logText().includes(fake.token), 'the cluster token is never logged')
+  t.notOk(control.logText().includes(kube.token), 'the cluster token is never logged')
 })
 
 eachEngine(t, 'failed builds: the termination message, else the Job condition', async (t, engine) => {
-  const { control, fake, finished } = await startClusterControl(t, engine)
+  const { control, kube, finished } = await startRealClusterControl(t, engine)
   const app = await createApp(control, 'broken')
   const first = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  runJob(fake, `build-${first.id}`)
-  writePodLog(fake, podOfJob(fake, `build-${first.id}`).metadata.name, 'main.go:3: undefined: x\n')
-  failJob(fake, `build-${first.id}`, { message: 'main.go:3: undefined: x' })
+  const pod = await real.runJob(kube, `build-${first.id}`)
+  real.kubeletOf(kube).write(pod.metadata.name, 'main.go:3: undefined: x\n')
+  await real.failJob(kube, `build-${first.id}`, { message: 'main.go:3: undefined: x' })
   const failed = await untilStatus(control, app.id, first.id, 'failed')
   t.equal(failed.error, 'main.go:3: undefined: x')
   t.equal(failed.imageRef, null)
@@ -158,50 +166,54 @@ eachEngine(t, 'failed builds: the termination message, else the Job condition', 
   t.equal((await control.call('GET', `/applications/${app.id}/builds/${first.id}/logs`)).text, 'main.go:3: undefined: x\n')
 
   const second = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  failJob(fake, `build-${second.id}`, { reason: 'DeadlineExceeded' })
+  await real.failJob(kube, `build-${second.id}`, { reason: 'DeadlineExceeded' })
   const timedOut = await untilStatus(control, app.id, second.id, 'failed')
   t.equal(timedOut.error, 'DeadlineExceeded: Job was active longer than specified deadline', 'past the build timeout')
-  await until(() => finished.length === 2, 2000, 'both finished')
+  await until(() => finished.length === 2, 20_000, 'both finished')
   t.same(finished.map((b) => b.status), ['failed', 'failed'])
-  t.same(applies.get(fake), [], 'nothing deployed')
+  t.same(await kube.list(real.SPINAPP), [], 'nothing deployed')
 })
 
 eachEngine(t, 'build logs wait for the container to start; a caller who leaves ends the upstream stream', async (t, engine) => {
-  const { control, fake } = await startClusterControl(t, engine)
+  const { control, kube } = await startRealClusterControl(t, engine)
+  const kubelet = real.kubeletOf(kube)
   const app = await createApp(control, 'slow')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
   const jobName = `build-${build.id}`
+  const pod = await real.podOfJob(kube, jobName)
   // node:http, so leaving is one socket destroyed, as a client that goes away does.
   let caller: ClientRequest | undefined
-  const looked = fake.received.length
+  const podLists = (): number => kube.server.audit().filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'pods' && a.verb === 'list').length
+  const looked = podLists()
   const pending = new Promise<IncomingMessage>((resolve) => {
     caller = httpGet(`${control.url}/api/v1/applications/${app.id}/builds/${build.id}/logs?follow=true`, resolve)
   })
   // The control plane has looked for the build's pod and found it not yet running.
-  await until(() => fake.received.slice(looked).some((r) => r.method === 'GET' && r.url.includes('/pods')), 2000, 'the log request looking for the pod')
-  const pod = podOfJob(fake, jobName)
-  writePodLog(fake, pod.metadata.name, 'started\n')
-  runJob(fake, jobName)
+  await until(() => podLists() > looked, 20_000, 'the log request looking for the pod')
+  kubelet.write(pod.metadata.name, 'started\n')
+  await real.runJob(kube, jobName)
   const response = await pending
   t.equal(response.statusCode, 200, 'answered once the container runs')
   t.equal(String(await new Promise((resolve) => response.once('data', resolve))), 'started\n')
-  await until(() => podLogFollowers(fake, pod.metadata.name) === 1, 2000, 'following upstream')
+  await until(() => kubelet.followers(pod.metadata.name) === 1, 20_000, 'following upstream')
   caller?.destroy()
-  await until(() => podLogFollowers(fake, pod.metadata.name) === 0, 2000, 'upstream closed after the caller left')
+  await until(() => kubelet.followers(pod.metadata.name) === 0, 20_000, 'upstream closed after the caller left')
   t.pass('the upstream log stream closed')
 })
 
 eachEngine(t, 'a restart resumes unfinished builds from their Jobs; a lost Job fails its build', async (t, engine) => {
-  const fake = await startFakeCluster(t, tempDir(t), 'apps')
-  const before = await startClusterControl(t, engine, { fake })
+  const before = await startRealClusterControl(t, engine)
+  const { kube } = before
   const app = await createApp(before.control, 'resume')
   const done = (await before.control.call('POST', `/applications/${app.id}/builds`)).body as Build
   const lost = (await before.control.call('POST', `/applications/${app.id}/builds`)).body as Build
   await before.control.close()
 
-  succeedJob(fake, `build-${done.id}`, '')
-  fake.remove(JOBS, `build-${lost.id}`)
-  const after = await startClusterControl(t, engine, { fake, store: before.control.store })
+  await real.succeedJob(kube, `build-${done.id}`, '')
+  // As kubectl deletes (a Job's own default is to orphan its pods, which the garbage collector
+  // would do before the Job goes; there is none here).
+  await kube.must('DELETE', kube.path(real.JOB, `build-${lost.id}`), { propagationPolicy: 'Background' })
+  const after = await startRealClusterControl(t, engine, { kube, store: before.control.store })
   const resumed = await untilStatus(after.control, app.id, done.id, 'succeeded')
   t.equal(resumed.imageRef, `${REPOSITORY}/resume:${done.id}`, 'without a reported image: the reference the builder was given')
   const gone = await untilStatus(after.control, app.id, lost.id, 'failed')
@@ -209,6 +221,27 @@ eachEngine(t, 'a restart resumes unfinished builds from their Jobs; a lost Job f
 })
 
 eachEngine(t, 'after the watch breaks, a new list catches up with what changed meanwhile', async (t, engine) => {
+  const { control, kube, proxy } = await startRealClusterControl(t, engine, { proxy: true })
+  const app = await createApp(control, 'relist')
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+  const requests = (verb: string): number => kube.server.audit().filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'jobs' && a.verb === verb).length
+  await until(() => requests('watch') >= 1, 20_000, 'watching')
+  const [listed, watched] = [requests('list'), requests('watch')]
+  // The network between the control plane and the API server goes: the watch breaks and no
+  // list gets through, while the Job finishes.
+  proxy?.pause()
+  await real.succeedJob(kube, `build-${build.id}`, '')
+  await until(() => control.logs.some((l) => l.msg === 'build watch failed; listing again' || l.msg === 'cannot list build Jobs; retrying'), 20_000, 'the broken watch logged')
+  t.equal((await buildOf(control, app.id, build.id)).status, 'pending', 'nothing seen while cut off')
+  proxy?.resume()
+  await untilStatus(control, app.id, build.id, 'succeeded')
+  t.ok(requests('list') > listed, 'seen through a new list')
+  await until(() => requests('watch') > watched, 20_000, 'watching again')
+  t.pass('watching again from the new list')
+})
+
+eachEngine(t, 'a watch the API server refuses while lists work: builds still end, through lists', async (t, engine) => {
+  // Only the fake can refuse watches and still serve lists.
   const { control, fake } = await startClusterControl(t, engine)
   const app = await createApp(control, 'relist')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
@@ -227,19 +260,19 @@ eachEngine(t, 'after the watch breaks, a new list catches up with what changed m
 })
 
 eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; nothing half-made', async (t, engine) => {
-  const { control, fake } = await startClusterControl(t, engine)
+  const { control, kube, proxy } = await startRealClusterControl(t, engine, { proxy: true })
   const app = await createApp(control, 'refused')
-  fake.forbiddenTypes.add(JOBS)
+  await real.setRoleVerb(kube, 'batch', 'jobs', 'create', false)
   const forbidden = await control.call('POST', `/applications/${app.id}/builds`)
   t.equal(forbidden.status, 503)
   t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create batch jobs' })
   t.same((await control.call('GET', `/applications/${app.id}/builds`)).body, [], 'no build left behind')
-  fake.forbiddenTypes.delete(JOBS)
-  fake.forbiddenTypes.add(SECRETS)
+  await real.setRoleVerb(kube, 'batch', 'jobs', 'create', true)
+  await real.setRoleVerb(kube, '', 'secrets', 'create', false)
   const noSecret = await control.call('POST', `/applications/${app.id}/builds`)
   t.same(noSecret.body, { error: 'cluster permission missing: the control plane may not create secrets' })
-  t.same(fake.list(JOBS), [], 'the Job made before the Secret failed is removed')
-  fake.forbiddenTypes.clear()
+  t.same(await kube.list(real.JOB), [], 'the Job made before the Secret failed is removed')
+  await real.setRoleVerb(kube, '', 'secrets', 'create', true)
 
   // Random base64 gzips to about 3/4: two functions of 800 KiB each cannot fit a 1 MiB Secret.
   const bulky = await createApp(control, 'bulky')
@@ -251,21 +284,21 @@ eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; not
   const tooBig = await control.call('POST', `/applications/${bulky.id}/builds`)
   t.equal(tooBig.status, 413)
   t.match(tooBig.body, { error: /^source too large to build: the gzipped sources take \d+ bytes, at most \d+ fit in a Secret$/ })
-  t.same(fake.list(JOBS), [], 'no Job for it')
+  t.same(await kube.list(real.JOB), [], 'no Job for it')
   t.same((await control.call('GET', `/applications/${bulky.id}/builds`)).body, [], 'and no build')
 
-  const bare = await startClusterControl(t, engine, { fake, flags: ['--builder-images', 'go=builders.test/go:1', '--image-repository', ''] })
+  const bare = await startRealClusterControl(t, engine, { kube, flags: ['--builder-images', 'go=builders.test/go:1', '--image-repository', ''] })
   const js = await createApp(bare.control, 'script', { language: 'js' })
   t.same((await bare.control.call('POST', `/applications/${js.id}/builds`)).body, { error: 'no builder image for js: set PLATFORM_BUILDER_IMAGES' })
   const go = await createApp(bare.control, 'gopher')
   t.same((await bare.control.call('POST', `/applications/${go.id}/builds`)).body, { error: 'no image repository for builds: set PLATFORM_IMAGE_REPOSITORY' })
 
-  await fake.close()
+  proxy?.stop()
   const down = await control.call('POST', `/applications/${app.id}/builds`)
   t.equal(down.status, 503)
   t.same(down.body, { error: 'cluster unreachable' })
   t.equal((await control.call('GET', `/applications/${app.id}`)).status, 200, 'the rest of the API keeps working')
-  t.notOk(control.logText().includes(fake.token), 'no token in the logs')
+  t.notOk(control.logText().includes(kube.token), 'no token in the logs')
 })
 
 t.test('no cluster at all: the API starts and says so; builds and deployments run on this machine unless --runtime cluster', async (t) => {
@@ -288,10 +321,10 @@ t.test('a kubeconfig that cannot be read stops the start with a ConfigError (exi
 })
 
 t.test('a plain-HTTP registry: the builder is told INSECURE_REGISTRY', async (t) => {
-  const { control, fake } = await startClusterControl(t, 'pglite', { flags: ['--registry-insecure'] })
+  const { control, kube } = await startRealClusterControl(t, 'pglite', { flags: ['--registry-insecure'] })
   const app = await createApp(control, 'hello')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
   type PodSpec = { containers: Array<{ env: Array<{ name: string; value?: string }> }> }
-  const pod = (fake.get(JOBS, `build-${build.id}`)?.spec as { template: { spec: PodSpec } }).template.spec
+  const pod = ((await kube.get(real.JOB, `build-${build.id}`))?.spec as { template: { spec: PodSpec } }).template.spec
   t.same(pod.containers[0]!.env.at(-1), { name: 'INSECURE_REGISTRY', value: 'true' })
 })

@@ -1,6 +1,7 @@
 // A deploy in the cluster re-locks the built image with the application's variable names, in a
 // real distribution registry (htpasswd) with the push credentials read from the
-// --builder-registry-secret Secret of the fake Kubernetes API: the SpinApp runs the relocked
+// --builder-registry-secret Secret of the real Kubernetes API server (test/helpers/kube-apiserver.ts,
+// the control plane with deploy/'s Role, which grants get on that Secret alone): the SpinApp runs the relocked
 // artifact, pinned by digest and mapped to --image-pull-repository; a relock that fails keeps
 // the running SpinApp, and the answer (or, after a build, the deployment's message) says why
 // without any credential. No build: a small Spin
@@ -13,10 +14,9 @@ import t from 'tap'
 import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
 import { parseRef } from '../../common/src/spin/ref.js'
 import { openStore } from '../../common/src/spin/store.js'
-import { succeedJob } from '../fixtures/kube-jobs.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
-import { SPINAPPS } from '../fixtures/kube-spinapps.js'
-import { startClusterControl } from '../helpers/cluster.js'
+import type { RealCluster } from '../fixtures/kube-real.js'
+import { SECRET, SPINAPP, succeedJob } from '../fixtures/kube-real.js'
+import { startRealClusterControl } from '../helpers/cluster.js'
 import { createApp, until } from '../helpers/control.js'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 
@@ -32,14 +32,29 @@ const dockerConfigJson = (host: string, username: string, password: string): str
 
 const ownTempDirs = (): string[] => readdirSync(tmpdir()).filter((name) => name.startsWith('control-registry-'))
 
+// Each file starts its own API server, and every test a control plane on it.
+t.setTimeout(300_000)
+
+/** The registry credentials' Secret, created or replaced as an operator would (kubectl apply). */
+async function putCredentials (kube: RealCluster, dockerConfigJson: string): Promise<void> {
+  const secret = { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson } }
+  await kube.must('PATCH', `${kube.path(SECRET, CREDENTIALS_SECRET)}?fieldManager=operator&force=true`, JSON.stringify(secret), 'application/apply-patch+yaml')
+}
+
+/** The names of the Secrets the control plane read (get), from the audit log. */
+const secretsRead = (kube: RealCluster): string[] => kube.server.audit()
+  .filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'secrets' && a.verb === 'get').map((a) => a.objectRef?.name ?? '')
+
+const specOf = async (kube: RealCluster, name: string): Promise<Spec | undefined> => (await kube.get(SPINAPP, name))?.spec as Spec | undefined
+
 t.test('the SpinApp runs the image relocked with the variable names; a failed relock keeps it', async (t) => {
   const registry = await startRegistry(t, { auth: true })
   const { username, password } = registry.credentials!
-  const { control, fake, finished } = await startClusterControl(t, 'pglite', {
+  const { control, kube, finished } = await startRealClusterControl(t, 'pglite', {
     relock: 'registry',
     flags: ['--image-repository', `${registry.host}/apps`, '--image-pull-repository', PULL, '--builder-registry-secret', CREDENTIALS_SECRET],
   })
-  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson(registry.host, username, password) } })
+  await putCredentials(kube, dockerConfigJson(registry.host, username, password))
 
   // What a build would have pushed: one component, its wasm and its lock.
   const store = await openStore(parseRef(`${registry.host}/apps/hello:b1`), { dockerConfigDir: await dockerConfigDir(t, registry.host, registry.credentials!) })
@@ -54,15 +69,15 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   })
   const app = await createApp(control, 'hello')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  succeedJob(fake, `build-${build.id}`, `${registry.host}/apps/hello@${pushed.digest}`)
-  await until(() => (fake.get(SPINAPPS, 'hello')?.spec as Spec | undefined)?.image !== undefined, 5000, 'the SpinApp applied')
-  t.equal((fake.get(SPINAPPS, 'hello')?.spec as Spec).image, `${PULL}/hello@${pushed.digest}`, 'no variables: the built image as is, as the nodes pull it')
-  t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get'), [], 'no variables: no credential read')
+  await succeedJob(kube, `build-${build.id}`, `${registry.host}/apps/hello@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === build.id), 20_000, 'the SpinApp applied')
+  t.equal((await specOf(kube, 'hello'))?.image, `${PULL}/hello@${pushed.digest}`, 'no variables: the built image as is, as the nodes pull it')
+  t.same(secretsRead(kube), [], 'no variables: no credential read')
 
   const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' }, token: { secret: SECRET_VALUE } } } })
   t.equal(patched.status, 200)
   t.match(patched.body, { deployment: { message: /^re-applied with the new settings/ } })
-  const spec = fake.get(SPINAPPS, 'hello')?.spec as Spec
+  const spec = await specOf(kube, 'hello') as Spec
   const digest = spec.image.slice(`${PULL}/hello@`.length)
   t.match(spec.image, new RegExp(`^${PULL.replace(/\./g, '\\.')}/hello@sha256:[0-9a-f]{64}$`), 'digest-pinned, in the pull repository')
   t.not(digest, pushed.digest, 'another artifact than the build')
@@ -74,42 +89,42 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   t.same(relocked.lockedApp.variables, { greeting: {}, token: { secret: true } }, 'the lock in the registry declares the names')
   t.same(relocked.lockedApp.components[0]!.config, { greeting: '{{ greeting }}', token: '{{ token }}' })
   t.same(relocked.manifest.layers[0]!.digest, (await pullSpinApp(store, pushed.digest)).manifest.layers[0]!.digest, 'the compiled layer is the build\'s')
-  t.ok(fake.accesses.some((access) => access.resource === 'secrets' && access.verb === 'get'), 'the credentials were read')
-  t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get' && access.name !== CREDENTIALS_SECRET), [], 'no other Secret is read')
+  t.ok(secretsRead(kube).length > 0, 'the credentials were read')
+  t.same(secretsRead(kube).filter((name) => name !== CREDENTIALS_SECRET), [], 'no other Secret is read')
   t.same(ownTempDirs(), [], 'the credentials\' directory is gone after the push')
 
   // Credentials the registry refuses: the new name cannot be declared, the SpinApp stays.
-  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson(registry.host, username, WRONG_PASSWORD) } })
+  await putCredentials(kube, dockerConfigJson(registry.host, username, WRONG_PASSWORD))
   const refused = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hallo' }, colour: { value: 'blue' }, token: { secret: true } } } })
   t.equal(refused.status, 200, 'the settings are saved')
   t.match(refused.body, { deployment: { message: /^saved but not applied \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); POST deploy applies them/ } })
-  t.same(fake.get(SPINAPPS, 'hello')?.spec, spec, 'the running SpinApp is kept as it was')
+  t.same(await specOf(kube, 'hello'), spec, 'the running SpinApp is kept as it was')
   const redeploy = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(redeploy.status, 503)
   t.match(redeploy.body, { error: /could not be re-locked/ })
 
   // After a build no answer can say it: the deployment's message does, until a deploy applies.
   const rebuild = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  succeedJob(fake, `build-${rebuild.id}`, `${registry.host}/apps/hello@${pushed.digest}`)
-  await until(() => finished.some((b) => b.id === rebuild.id), 5000, 'the build recorded and its deploy tried')
+  await succeedJob(kube, `build-${rebuild.id}`, `${registry.host}/apps/hello@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === rebuild.id), 20_000, 'the build recorded and its deploy tried')
   const afterBuild = await control.call('GET', `/applications/${app.id}`)
   t.match(afterBuild.body, { deployment: { message: /^the newest build is not deployed \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); POST deploy tries again; / } })
-  t.same(fake.get(SPINAPPS, 'hello')?.spec, spec)
+  t.same(await specOf(kube, 'hello'), spec)
 
   // No Secret at all: said by name.
-  fake.remove(SECRETS, CREDENTIALS_SECRET)
+  await kube.must('DELETE', kube.path(SECRET, CREDENTIALS_SECRET))
   const missing = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(missing.status, 503)
-  t.same(missing.body, { error: `--builder-registry-secret: no Secret ${CREDENTIALS_SECRET} in namespace apps` })
-  t.same(fake.get(SPINAPPS, 'hello')?.spec, spec)
+  t.same(missing.body, { error: `--builder-registry-secret: no Secret ${CREDENTIALS_SECRET} in namespace ${kube.namespace}` })
+  t.same(await specOf(kube, 'hello'), spec)
   t.same(ownTempDirs(), [])
 
   // The credentials back: the deploy applies the saved settings, and the message is the SpinApp's again.
-  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: CREDENTIALS_SECRET }, data: { '.dockerconfigjson': dockerConfigJson(registry.host, username, password) } })
+  await putCredentials(kube, dockerConfigJson(registry.host, username, password))
   const since = Date.now()
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
   t.comment(`POST deploy with a new name (credentials read, relock pushed, SpinApp applied): ${Date.now() - since} ms`)
-  const applied = fake.get(SPINAPPS, 'hello')?.spec as Spec
+  const applied = await specOf(kube, 'hello') as Spec
   t.not(applied.image, spec.image, 'a lock that declares colour too')
   t.match(applied.variables, [{ name: 'colour', value: 'blue' }, { name: 'greeting', value: 'hallo' }, { name: 'token' }])
   const fine = await control.call('GET', `/applications/${app.id}`)
@@ -125,7 +140,7 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   const before = process.env.DOCKER_CONFIG
   process.env.DOCKER_CONFIG = dockerConfig
   t.teardown(() => { if (before === undefined) delete process.env.DOCKER_CONFIG; else process.env.DOCKER_CONFIG = before })
-  const { control, fake, finished } = await startClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${registry.host}/apps`] })
+  const { control, kube, finished } = await startRealClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${registry.host}/apps`] })
   const store = await openStore(parseRef(`${registry.host}/apps/solo:b1`), { dockerConfigDir: dockerConfig })
   const pushed = await pushSpinApp(store, 'b1', {
     lockedApp: {
@@ -138,19 +153,19 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   const app = await createApp(control, 'solo')
   t.equal((await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' } } } })).status, 200)
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  succeedJob(fake, `build-${build.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
-  await until(() => finished.some((b) => b.id === build.id), 5000, 'the build recorded and deployed')
-  const image = (fake.get(SPINAPPS, 'solo')?.spec as Spec).image
+  await succeedJob(kube, `build-${build.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === build.id), 20_000, 'the build recorded and deployed')
+  const image = (await specOf(kube, 'solo') as Spec).image
   t.match(image, /@sha256:[0-9a-f]{64}$/)
   t.not(image, `${registry.host}/apps/solo@${pushed.digest}`, 'relocked after the build, with the variable set before it')
   t.same((await pullSpinApp(store, image.slice(image.indexOf('@') + 1))).lockedApp.variables, { greeting: {} })
-  t.same(fake.accesses.filter((access) => access.resource === 'secrets' && access.verb === 'get'), [], 'no Secret read')
+  t.same(secretsRead(kube), [], 'no Secret read')
 
   // No credentials now: the next build's deploy fails, which the deployment says until the application goes.
   process.env.DOCKER_CONFIG = t.testdir({})
   const again = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  succeedJob(fake, `build-${again.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
-  await until(() => finished.some((b) => b.id === again.id), 5000, 'the second build recorded')
+  await succeedJob(kube, `build-${again.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
+  await until(() => finished.some((b) => b.id === again.id), 20_000, 'the second build recorded')
   t.match((await control.call('GET', `/applications/${app.id}`)).body, { deployment: { message: /^the newest build is not deployed \(the image could not be re-locked/ } })
   t.equal(control.server.cluster?.notApplied?.size, 1)
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
@@ -164,17 +179,17 @@ t.test('a registry that never answers: the PATCH answers within the relock timeo
   t.teardown(() => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); silent.close(() => resolve()) }))
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
   const host = `127.0.0.1:${(silent.address() as { port: number }).port}`
-  const { control, fake, finished } = await startClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${host}/apps`] })
+  const { control, kube, finished } = await startRealClusterControl(t, 'pglite', { relock: 'registry', flags: ['--image-repository', `${host}/apps`] })
   const app = await createApp(control, 'mute')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
   const image = `${host}/apps/mute@sha256:${'d'.repeat(64)}`
-  succeedJob(fake, `build-${build.id}`, image)
-  await until(() => finished.some((b) => b.id === build.id), 5000, 'deployed without variables: no registry request')
+  await succeedJob(kube, `build-${build.id}`, image)
+  await until(() => finished.some((b) => b.id === build.id), 20_000, 'deployed without variables: no registry request')
   const since = Date.now()
   const reply = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' } } } })
   const elapsed = Date.now() - since
   t.equal(reply.status, 200)
   t.match(reply.body, { deployment: { message: /^saved but not applied \(the image could not be re-locked with the variables' names/ } })
   t.ok(elapsed < 30_000, `answered after ${elapsed} ms (10 s per registry request)`)
-  t.equal((fake.get(SPINAPPS, 'mute')?.spec as Spec).image, image, 'the SpinApp kept its image')
+  t.equal((await specOf(kube, 'mute'))?.image, image, 'the SpinApp kept its image')
 })

@@ -1,22 +1,27 @@
-// The deployed application on the (fake) cluster: the SpinApp and the deployment read back
-// from it, deploy again, invoke through the service proxy with the limits of
-// control-plane.md §8, application logs, deleting everything, and a cluster without the
-// SpinApp CRD.
+// The deployed application on the cluster: the SpinApp and the deployment read back from it,
+// deploy again, invoke through the service proxy with the limits of control-plane.md §8,
+// application logs, deleting everything, and a cluster without the SpinApp CRD. On the real API
+// server (test/helpers/kube-apiserver.ts; spin-operator, the kubelet's log endpoint and the
+// garbage collector played by test/fixtures/kube-real.ts) except invoke, which stays on the
+// fake API: the service proxy goes to an endpoint, and the API server refuses loopback
+// endpoints (the test's function server is on 127.0.0.1); and a cluster without the CRD or gone
+// away, which need the fake's switches.
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 import t from 'tap'
-import { DEPLOYMENTS } from '../fixtures/kube-deployments.js'
-import { JOBS, succeedJob } from '../fixtures/kube-jobs.js'
-import { PODS, writePodLog } from '../fixtures/kube-pods.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
+import { succeedJob } from '../fixtures/kube-jobs.js'
 import { SERVICES, setServiceBackend } from '../fixtures/kube-services.js'
-import { applies, operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { createApp, eachEngine, firstFunction, until } from '../helpers/control.js'
-import type { ClusterControl } from '../helpers/cluster.js'
-import { IMAGE_SIZE, REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import type { ClusterControl, RealClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startClusterControl, startRealClusterControl } from '../helpers/cluster.js'
+import * as real from '../fixtures/kube-real.js'
+
+// Each file starts its own API server, and every test a control plane on it.
+t.setTimeout(300_000)
 
 type Deployment = { image: string; replicas: number; observedReplicas: number; ready: boolean; namespace: string; serviceName: string; internalUrl: string; publicUrl: string | null; message: string }
 
@@ -30,6 +35,19 @@ async function deployed (cluster: ClusterControl, name = 'hello'): Promise<{ app
   await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
   await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 5000, 'image measured')
   operateSpinApp(fake, name)
+  return { app, image }
+}
+
+/** deployed() on the real API server. */
+async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promise<{ app: App; image: string }> {
+  const { control, kube } = cluster
+  const app = await createApp(control, name)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
+  await real.succeedJob(kube, `build-${build.id}`, image)
+  await until(() => cluster.finished.some((b) => b.id === build.id), 20_000, 'build finished and deployed')
+  await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 20_000, 'image measured')
+  await real.operateSpinApp(kube, name)
   return { app, image }
 }
 
@@ -69,26 +87,27 @@ async function getDeployment (control: TestControl, appId: string): Promise<Depl
 }
 
 t.test('an in-cluster registry: the SpinApp pulls the pushed digest by the nodes\' name for the registry, with the pull Secret', async (t) => {
-  const cluster = await startClusterControl(t, 'pglite', { flags: ['--image-pull-repository', 'localhost:30500/apps', '--image-pull-secret', 'registry-pull'] })
-  await deployed(cluster)
-  t.same(cluster.fake.get(SPINAPPS, 'hello')?.spec, {
+  const cluster = await startRealClusterControl(t, 'pglite', { flags: ['--image-pull-repository', 'localhost:30500/apps', '--image-pull-secret', 'registry-pull'] })
+  await deployedReal(cluster)
+  t.same((await cluster.kube.get(real.SPINAPP, 'hello'))?.spec, {
     image: `localhost:30500/apps/hello@sha256:${'b'.repeat(64)}`,
     executor: 'containerd-shim-spin',
     replicas: 1,
+    enableAutoscaling: false,
     imagePullSecrets: [{ name: 'registry-pull' }],
   })
 })
 
 eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; deploy re-applies the latest image', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--public-route', 'none', '--replicas', '2'] })
-  const { control, fake } = cluster
+  const cluster = await startRealClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--public-route', 'none', '--replicas', '2'] })
+  const { control, kube } = cluster
   const fresh = await createApp(control, 'fresh')
   t.equal(await getDeployment(control, fresh.id), null, 'null until a build succeeds')
   const noBuild = await control.call('POST', `/applications/${fresh.id}/deploy`)
   t.equal(noBuild.status, 409)
   t.same(noBuild.body, { error: 'nothing to deploy: the application has no successful build yet' })
 
-  const { app, image } = await deployed(cluster)
+  const { app, image } = await deployedReal(cluster)
   const ready = await getDeployment(control, app.id)
   t.same(ready, {
     image,
@@ -96,23 +115,29 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
     replicas: 2,
     observedReplicas: 2,
     ready: true,
-    namespace: 'apps',
+    namespace: kube.namespace,
     serviceName: 'hello',
-    internalUrl: 'http://hello.apps.svc.cluster.local',
+    internalUrl: `http://hello.${kube.namespace}.svc.cluster.local`,
     publicUrl: 'https://apps.example.com/hello/',
     message: '2 of 2 replicas ready',
   })
-  operateSpinApp(fake, 'hello', 1)
+  await real.operateSpinApp(kube, 'hello', 1)
   t.match(await getDeployment(control, app.id), { ready: false, message: 'Deployment does not have minimum availability.' })
 
-  fake.remove(SPINAPPS, 'hello')
+  await kube.must('DELETE', kube.path(real.SPINAPP, 'hello'))
   t.match(await getDeployment(control, app.id), { ready: false, observedReplicas: 0, message: /SpinApp is missing/ })
   const again = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(again.status, 202)
   t.same(again.body, { message: `deploying ${image}` })
-  t.match(fake.get(SPINAPPS, 'hello'), { spec: { image, replicas: 2, executor: 'containerd-shim-spin' } }, 're-applied')
-  t.equal(applies.get(fake)?.at(-1)?.contentType, 'application/apply-patch+yaml')
+  const reapplied = await kube.get(real.SPINAPP, 'hello')
+  t.match(reapplied, { spec: { image, replicas: 2, executor: 'containerd-shim-spin' } }, 're-applied')
+  t.same(reapplied?.metadata.managedFields?.map((f) => [f.manager, f.operation]), [['platform-control', 'Apply']], 'by server-side apply')
+})
 
+eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away', async (t, engine) => {
+  const cluster = await startClusterControl(t, engine)
+  const { control, fake } = cluster
+  const { app, image } = await deployed(cluster)
   fake.missingTypes.add(SPINAPPS)
   const noCrd = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(noCrd.status, 503)
@@ -221,12 +246,13 @@ eachEngine(t, 'invoke: through the service proxy, the envelope, base64, limits, 
 })
 
 eachEngine(t, "application logs: the running pod's log with tail and follow", async (t, engine) => {
-  const cluster = await startClusterControl(t, engine)
-  const { control, fake } = cluster
+  const cluster = await startRealClusterControl(t, engine)
+  const { control, kube } = cluster
+  const kubelet = real.kubeletOf(kube)
   const quiet = await createApp(control, 'quiet')
   t.equal((await control.call('GET', `/applications/${quiet.id}/logs`)).status, 404, 'no pod yet')
-  const { app } = await deployed(cluster)
-  writePodLog(fake, 'hello-pod-0', 'one\ntwo\nthree\n')
+  const { app } = await deployedReal(cluster)
+  kubelet.write('hello-pod-0', 'one\ntwo\nthree\n')
   const all = await control.call('GET', `/applications/${app.id}/logs`)
   t.equal(all.status, 200)
   t.match(all.headers.get('content-type'), /^text\/plain/)
@@ -236,34 +262,38 @@ eachEngine(t, "application logs: the running pod's log with tail and follow", as
   const response = await fetch(`${control.url}/api/v1/applications/${app.id}/logs?follow=true&tail=1`)
   const reader = response.body!.getReader()
   t.equal(Buffer.from((await reader.read()).value).toString(), 'three\n')
-  writePodLog(fake, 'hello-pod-0', 'four\n')
+  await until(() => kubelet.followers('hello-pod-0') === 1, 20_000, 'the API server following the kubelet')
+  kubelet.write('hello-pod-0', 'four\n')
   t.equal(Buffer.from((await reader.read()).value).toString(), 'four\n', 'followed')
-  fake.remove(PODS, 'hello-pod-0')
+  await kube.must('DELETE', kube.path(real.POD, 'hello-pod-0'))
   await reader.cancel()
 })
 
 eachEngine(t, 'deleting an application removes its SpinApp and what it owns, and its build Jobs and Secrets', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine)
-  const { control, fake } = cluster
-  const { app } = await deployed(cluster)
-  const other = await deployed(cluster, 'other')
+  const cluster = await startRealClusterControl(t, engine)
+  const { control, kube } = cluster
+  const { app } = await deployedReal(cluster)
+  const other = await deployedReal(cluster, 'other')
   const pending = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  t.ok(fake.get(JOBS, `build-${pending.id}`) && fake.get(SECRETS, `build-${pending.id}`), 'a build in progress')
-  fake.forbiddenTypes.add(SPINAPPS)
+  t.ok(await kube.get(real.JOB, `build-${pending.id}`) && await kube.get(real.SECRET, `build-${pending.id}`), 'a build in progress')
+  await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', false)
   const refused = await control.call('DELETE', `/applications/${app.id}`)
   t.equal(refused.status, 503)
   t.same(refused.body, { error: 'cluster permission missing: the control plane may not delete core.spinkube.dev spinapps' })
   t.equal((await control.call('GET', `/applications/${app.id}`)).status, 200, 'nothing deleted when the cluster refuses')
-  fake.forbiddenTypes.clear()
+  await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', true)
 
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
-  t.equal(fake.get(SPINAPPS, 'hello'), undefined, 'SpinApp gone')
-  t.equal(fake.get(DEPLOYMENTS, 'hello'), undefined, 'its Deployment gone')
-  t.equal(fake.get(SERVICES, 'hello'), undefined, 'its Service gone')
-  t.same(fake.list(PODS).filter((p) => p.metadata.labels?.['core.spinkube.dev/app-name'] === 'hello'), [], 'its pods gone')
-  t.same(fake.list(JOBS).filter((j) => j.metadata.labels?.['platform.wasmkube.dev/application'] === app.id), [], 'its build Jobs gone')
-  t.same(fake.list(SECRETS).filter((s) => s.metadata.labels?.['platform.wasmkube.dev/application'] === app.id), [], 'its Secrets gone')
+  t.equal(await kube.get(real.SPINAPP, 'hello'), undefined, 'SpinApp gone')
+  // What the garbage collector then deletes, from the owner references.
+  const collected = (await real.collectGarbage(kube, [real.SPINAPP, real.JOB], [real.DEPLOYMENT, real.SERVICE, real.POD, real.SECRET])).sort()
+  t.same(collected.filter((name) => !name.startsWith('pods/build-')), ['deployments/hello', 'pods/hello-pod-0', 'services/hello'], 'its Deployment, Service and pods go with it')
+  t.equal(collected.filter((name) => name.startsWith('pods/build-')).length, 1, 'and the pod of its build\'s Job, which the control plane deleted')
+  const ofApp = (objects: real.RealObject[]): real.RealObject[] => objects.filter((o) => o.metadata.labels?.['platform.wasmkube.dev/application'] === app.id)
+  t.same(ofApp(await kube.list(real.JOB)), [], 'its build Jobs gone')
+  t.same(ofApp(await kube.list(real.SECRET)), [], 'its Secrets gone')
   t.equal((await control.call('GET', `/applications/${app.id}`)).status, 404)
-  t.ok(fake.get(SPINAPPS, 'other'), 'another application untouched')
+  t.ok(await kube.get(real.SPINAPP, 'other'), 'another application untouched')
+  t.ok(await kube.get(real.POD, 'other-pod-0'), 'and its pods')
   t.equal((await control.call('GET', `/applications/${other.app.id}`)).status, 200)
 })

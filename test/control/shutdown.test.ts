@@ -1,19 +1,24 @@
 // A replica stopping in a rolling update: on SIGTERM it first turns unready (GET /readyz 503)
 // while it still answers every request, then ends a followed build log cleanly (the last
-// chunk sent, no cut connection) and exits 0. The compiled process, on PGlite.
+// chunk sent, no cut connection) and exits 0. The compiled process, on PGlite, against the real
+// API server (test/helpers/kube-apiserver.ts) with the build log through pods/log from the
+// kubelet stand-in (test/fixtures/kube-real.ts).
 import t from 'tap'
-import { podOfJob, runJob } from '../fixtures/kube-jobs.js'
-import { writePodLog } from '../fixtures/kube-pods.js'
-import { startFakeCluster } from '../fixtures/kube.js'
-import { BUILDERS, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { realCluster, runJob, startKubelet } from '../fixtures/kube-real.js'
+import { BUILDERS, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { kubeNamespace } from '../helpers/kube-apiserver.js'
 import { controlProcess, scratchDir } from '../helpers/control-process.js'
 import { call, until } from '../helpers/control.js'
 import type { App } from '../helpers/control.js'
 
+// A control-plane process and the file's API server, each a start of seconds (more under load).
+t.setTimeout(240_000)
+
 t.test('SIGTERM during a followed build log: unready first, still serving, then the stream ends cleanly and the process exits 0', async (t) => {
-  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+  const kube = realCluster(await kubeNamespace(t, tempDir(t)))
+  const kubelet = await startKubelet(t, kube)
   const control = await controlProcess.start(t, ['--addr', '127.0.0.1:0', '--dev-insecure-skip-auth', '--data-dir', scratchDir(t),
-    '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY,
+    '--kubeconfig', kube.kubeconfig, '--namespace', kube.namespace, '--builder-images', BUILDERS, '--image-repository', REPOSITORY,
     '--shutdown-delay', '5s', '--log-level', 'info'])
   const base = `http://127.0.0.1:${control.port}`
   const readiness = async (): Promise<number> => (await fetch(`${base}/readyz`).then(async (r) => { await r.arrayBuffer(); return r.status }))
@@ -21,9 +26,8 @@ t.test('SIGTERM during a followed build log: unready first, still serving, then 
 
   const app = (await call(base, 'POST', '/applications', { json: { name: 'hello', language: 'go', runtime: 'wasmkube' } })).body as App
   const build = (await call(base, 'POST', `/applications/${app.id}/builds`)).body as { id: string }
-  runJob(fake, `build-${build.id}`)
-  const pod = podOfJob(fake, `build-${build.id}`).metadata.name
-  writePodLog(fake, pod, 'compiling\n')
+  const pod = (await runJob(kube, `build-${build.id}`)).metadata.name
+  kubelet.write(pod, 'compiling\n')
   const response = await fetch(`${base}/api/v1/applications/${app.id}/builds/${build.id}/logs?follow=true`)
   const reader = (response.body as ReadableStream<Uint8Array>).getReader()
   let text = Buffer.from((await reader.read()).value ?? []).toString()
@@ -39,8 +43,9 @@ t.test('SIGTERM during a followed build log: unready first, still serving, then 
     streamEnded = true
   })()
 
+  await until(() => kubelet.followers(pod) === 1, 20_000, 'the API server following the kubelet')
   control.child.kill('SIGTERM')
-  writePodLog(fake, pod, 'linking\n')
+  kubelet.write(pod, 'linking\n')
   await until(async () => await readiness() === 503, 5000, '/readyz answers 503')
   t.notOk(streamEnded, 'unready before the followed log ends')
   const during = await call(base, 'GET', '/applications')

@@ -11,10 +11,9 @@ import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import type { OidcFixture } from '../fixtures/oidc-provider.js'
 import { openDatabase } from '../../control/src/store/db.js'
 import { migrate, migrations } from '../../control/src/store/migrations.js'
-import { succeedJob } from '../fixtures/kube-jobs.js'
-import { SPINAPPS } from '../fixtures/kube-spinapps.js'
-import { startFakeCluster } from '../fixtures/kube.js'
-import { BUILDERS, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { realCluster, SPINAPP, succeedJob } from '../fixtures/kube-real.js'
+import { BUILDERS, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { kubeNamespace } from '../helpers/kube-apiserver.js'
 import { freshStore, isErrorBody, startTestControl, until } from '../helpers/control.js'
 import type { App, TestControl } from '../helpers/control.js'
 
@@ -198,9 +197,10 @@ t.test('applications stored before tenants belong to default and keep their name
 t.test('in the cluster two tenants\' hello never collide: own SpinApp, image and labels; deleting one leaves the other', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
-  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+  // On the real API server (test/helpers/kube-apiserver.ts), with deploy/'s Role.
+  const kube = realCluster(await kubeNamespace(t, tempDir(t)))
   const control = await startTestControl(t, ENGINE, ['--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.clientId, ...ROLES,
-    '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY],
+    '--kubeconfig', kube.kubeconfig, '--namespace', kube.namespace, '--builder-images', BUILDERS, '--image-repository', REPOSITORY],
   { deps: { cluster: { retryMs: 20, pollMs: 20 } } })
   await control.server.cluster?.watcher.ready
   const tokens = { red: await oidc.idToken({ claims: { groups: 'red' } }), blue: await oidc.idToken({ claims: { groups: 'blue' } }) }
@@ -208,11 +208,11 @@ t.test('in the cluster two tenants\' hello never collide: own SpinApp, image and
   for (const tenant of ['red', 'blue'] as const) {
     const token = tokens[tenant]
     const app = await create(control, token, 'hello')
-    const before = new Set(fake.list(SPINAPPS).map((o) => o.metadata.name))
+    const before = new Set((await kube.list(SPINAPP)).map((o) => o.metadata.name))
     const build = (await control.call('POST', `/applications/${app.id}/builds`, { token })).body as { id: string }
-    succeedJob(fake, `build-${build.id}`)
-    await until(() => fake.list(SPINAPPS).some((o) => !before.has(o.metadata.name)), 5000, `${tenant}'s SpinApp applied`)
-    const spinApp = fake.list(SPINAPPS).find((o) => !before.has(o.metadata.name))
+    await succeedJob(kube, `build-${build.id}`)
+    await until(async () => (await kube.list(SPINAPP)).some((o) => !before.has(o.metadata.name)), 20_000, `${tenant}'s SpinApp applied`)
+    const spinApp = (await kube.list(SPINAPP)).find((o) => !before.has(o.metadata.name))
     names[tenant] = spinApp?.metadata.name ?? ''
     t.match(names[tenant], /^hello-[0-9a-f]{10}$/, `${tenant}: the name in the cluster is tenant-qualified`)
     t.equal(spinApp?.metadata.labels?.['platform.wasmkube.dev/application'], app.id, 'labelled with the application id')
@@ -223,8 +223,8 @@ t.test('in the cluster two tenants\' hello never collide: own SpinApp, image and
   t.not(names.red, names.blue, 'two SpinApps')
   const redApp = ((await control.call('GET', '/applications', { token: tokens.red })).body as App[])[0] as App
   t.equal((await control.call('DELETE', `/applications/${redApp.id}`, { token: tokens.red })).status, 204)
-  t.equal(fake.get(SPINAPPS, names.red ?? ''), undefined, 'red\'s SpinApp is gone')
-  t.not(fake.get(SPINAPPS, names.blue ?? ''), undefined, 'blue\'s stays')
+  t.equal(await kube.get(SPINAPP, names.red ?? ''), undefined, 'red\'s SpinApp is gone')
+  t.not(await kube.get(SPINAPP, names.blue ?? ''), undefined, 'blue\'s stays')
 })
 
 t.test('the overview counts only the caller\'s tenants (an admin\'s: the platform); /metrics counts per tenant', async (t) => {

@@ -1,7 +1,8 @@
-// The control plane under test with a (fake) cluster: the fake Kubernetes API of
-// test/fixtures/kube.ts on loopback, and the control plane pointed at it through the
-// kubeconfig the fake wrote, with builders configured and short retry and poll intervals.
-import { mkdtempSync, rmSync } from 'node:fs'
+// The control plane under test with a cluster: the fake Kubernetes API of test/fixtures/kube.ts
+// on loopback, or a namespace of the real API server (test/helpers/kube-apiserver.ts), and the
+// control plane pointed at it through a kubeconfig, with builders configured and short retry
+// and poll intervals.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
@@ -9,6 +10,11 @@ import type { FakeKube } from '../fixtures/kube-api.js'
 import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
+import type { RealCluster } from '../fixtures/kube-real.js'
+import { realCluster, startKubelet } from '../fixtures/kube-real.js'
+import { kubeNamespace } from './kube-apiserver.js'
+import type { CuttableProxy } from './tcp-proxy.js'
+import { cuttableProxy } from './tcp-proxy.js'
 import type { BuildT } from '../../control/src/model/resources.js'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
@@ -63,4 +69,35 @@ export async function deployApp (
   if (fake.get(SPINAPPS, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
   operateSpinApp(fake, name)
   return app
+}
+
+export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[]; proxy: CuttableProxy | null }
+
+/**
+ * The control plane on the real API server (test/helpers/kube-apiserver.ts): a namespace of its
+ * own with a kubelet stand-in for pod logs (kubeletOf), the identity the Role from deploy/ is
+ * bound to, the same flags and deps as on the fake. `kube` reuses a namespace (a second control
+ * plane on the same cluster).
+ */
+export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry'; proxy?: boolean } = {}): Promise<RealClusterControl> {
+  let kube = opts.kube
+  if (kube === undefined) {
+    kube = realCluster(await kubeNamespace(t, tempDir(t)))
+    await startKubelet(t, kube)
+  }
+  // `proxy`: the control plane reaches the API server through a TCP proxy the test can cut.
+  let proxy: CuttableProxy | null = null
+  let kubeconfig = kube.kubeconfig
+  if (opts.proxy === true) {
+    proxy = await cuttableProxy(t, Number(new URL(kube.server.url).port))
+    kubeconfig = join(tempDir(t), 'kubeconfig-proxied.yaml')
+    writeFileSync(kubeconfig, readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`))
+  }
+  const finished: BuildT[] = []
+  const control = await startTestControl(t, engine, [
+    '--dev-insecure-skip-auth', '--kubeconfig', kubeconfig, '--namespace', kube.namespace,
+    '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
+  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
+  await control.server.cluster?.watcher.ready
+  return { control, kube, finished, proxy }
 }
