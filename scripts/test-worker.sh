@@ -5,6 +5,8 @@
 # Its tests build one js component with the project's own j2w (node_modules), so npm ci first.
 set -euo pipefail
 cd "$(dirname "$0")/../worker"
+# rustup's cargo, where a non-interactive shell has not put it on PATH.
+if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-../.cache/worker/target}"
 cargo build --release --locked
 cargo test --release --locked
