@@ -199,8 +199,9 @@ t.test('a hand-built hostile component reaches nothing the host has', async (t) 
   await exited.body?.cancel()
   t.same(await ask(host.url, { probe: 'directories' }), { status: 200, body: { paths: [] } }, 'and the host goes on answering')
 
-  // The operator opens loopback: the listed hosts are reached, an unlisted one still is not.
-  const open = await startHost(t, ['--ref', ref, '--cache-dir', join(root, 'cache'), '--allow-private-outbound', '127.0.0.0/8'])
+  // The operator opens loopback (both families: localhost may resolve to ::1 too): the listed
+  // hosts are reached, an unlisted one still is not.
+  const open = await startHost(t, ['--ref', ref, '--cache-dir', join(root, 'cache'), '--allow-private-outbound', '127.0.0.0/8,::1/128'])
   t.same(await fetched(open.url, `http://localhost:${allowedByName.port}/`), { status: 200, body: 'reached' }, 'an allowed name in an allowed range')
   t.same(await fetched(open.url, `http://127.0.0.1:${literal.port}/`), { status: 200, body: 'reached' }, 'an allowed address in an allowed range')
   t.ok((await fetched(open.url, `http://127.0.0.1:${unlisted.port}/`)).error, 'still only allowed_outbound_hosts')
