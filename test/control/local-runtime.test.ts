@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import type { Test } from 'tap'
 import { spawn } from 'node:child_process'
@@ -147,6 +148,29 @@ t.test('at most --local-builds at once, the rest pending in order; past --build-
   t.equal(failed.error, 'DeadlineExceeded: the build ran longer than 2s (PLATFORM_BUILD_TIMEOUT)')
   await untilBuild(control, quick.id, second.id, 'succeeded')
   t.ok(control.logs.some((l) => l.msg === 'build finished' && l.buildId === second.id), 'the queued build ran after the slot freed')
+})
+
+t.test("queued builds take turns across tenants: one tenant's many do not hold back another's first", async (t) => {
+  const { control } = await startLocal(t, ['--local-builds', '1', '--build-timeout', '2s'])
+  const local = control.server.local as NonNullable<typeof control.server.local>
+  const apps = { red: await jsApp(control, 'red'), blue: await jsApp(control, 'blue') }
+  // Queued as the route queues them, with the tenant the application's row would carry (a token's
+  // claim; authentication is off here, so every application through the API is the default's).
+  const queue = async (tenant: 'red' | 'blue', mode = ''): Promise<string> => {
+    const row = await createBuild(control.server.db, apps[tenant].id)
+    if (row === null) throw new Error('no build row')
+    const app = { id: apps[tenant].id, name: tenant, clusterName: tenant, language: 'js' as const, tenant }
+    local.builds.start(app, row.id, local.imageRefFor(app, row.id), gzipSync(`// MODE:${mode}\n`))
+    return row.id
+  }
+  const first = await queue('red', 'sleep')
+  await untilBuild(control, apps.red.id, first, 'running')
+  const redSecond = await queue('red')
+  const redThird = await queue('red')
+  const blueFirst = await queue('blue')
+  await untilBuild(control, apps.red.id, redThird, 'succeeded')
+  const order = control.logs.filter((line) => line.msg === 'build running').map((line) => line.buildId)
+  t.same(order, [first, blueFirst, redSecond, redThird], "blue's build went before red's queued ones, red's in their order")
 })
 
 t.test('a restart fails the builds that were running and brings deployed applications back up; shutdown leaves no process', async (t) => {

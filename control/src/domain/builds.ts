@@ -39,7 +39,7 @@ async function buildArchive (db: Database, app: BuildApplication): Promise<Buffe
 }
 
 /** A pending build of the application's current source, its Job created or its local run queued; refused with the reason otherwise. */
-export async function startBuild ({ db, config, cluster, local }: BuildDeps, application: BuildApplication): Promise<BuildT> {
+export async function startBuild ({ db, config, cluster, local }: BuildDeps, application: BuildApplication & { tenant: string }): Promise<BuildT> {
   if (cluster !== null) return startClusterBuild({ db, config, cluster }, application)
   if (local == null) throw clusterNotConfigured()
   const missing = await local.cannotBuild(application.language)

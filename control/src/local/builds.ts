@@ -1,6 +1,7 @@
 // Builds on this machine: the builder program (the one the builder images run) as a child
 // process per build, with the environment a build Job gives it, at most `concurrency` at once
-// and the rest queued in order. A build moves pending → running → succeeded | failed once
+// and the rest queued: in order within a tenant, round-robin across tenants, so one tenant's
+// many builds do not make another's first one wait behind them all. A build moves pending → running → succeeded | failed once
 // (store/builds.ts refuses anything else); its log is kept while it runs, followable, and its
 // last MiB saved with the outcome; the termination-log file becomes imageRef or error.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -26,7 +27,7 @@ const FALLBACK_LINES = 80
 const FALLBACK_BYTES = 2048
 
 /** `clusterName` is unique across tenants (store/applications.ts); `name` only within one. */
-export type LocalBuildApplication = { id: string; name: string; clusterName: string; language: LanguageT }
+export type LocalBuildApplication = { id: string; name: string; clusterName: string; language: LanguageT; tenant: string }
 
 export type LocalBuildsDeps = {
   db: Database
@@ -62,14 +63,40 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
   const running = new Map<string, ChildProcess>()
   const finishing = new Set<Promise<void>>()
   let closing = false
+  // When each tenant last had a build started (a counter, not a clock); forgotten once it has
+  // none queued or running, so the map holds only the tenants that are using the machine.
+  const lastTurn = new Map<string, number>()
+  const started = new Map<string, string>() // build id -> tenant, from its start to its end
+  let turns = 0
+
+  /** The oldest queued build of the tenant whose last start is longest ago (never first). */
+  const takeNext = (): Queued => {
+    let chosen = 0
+    for (let index = 1; index < queue.length; index++) {
+      const turn = lastTurn.get((queue[index] as Queued).app.tenant) ?? -1
+      if (turn < (lastTurn.get((queue[chosen] as Queued).app.tenant) ?? -1)) chosen = index
+    }
+    const [next] = queue.splice(chosen, 1) as [Queued]
+    lastTurn.set(next.app.tenant, turns++)
+    started.set(next.buildId, next.app.tenant)
+    return next
+  }
+
+  const forgetIdle = (): void => {
+    const busy = new Set([...queue.map((job) => job.app.tenant), ...started.values()])
+    for (const tenant of lastTurn.keys()) if (!busy.has(tenant)) lastTurn.delete(tenant)
+  }
 
   const pump = (): void => {
-    while (!closing && running.size < deps.concurrency && queue.length > 0) {
-      const next = queue.shift() as Queued
+    // Counted from the start, not from when the process runs: run() awaits before it spawns.
+    while (!closing && started.size < deps.concurrency && queue.length > 0) {
+      const next = takeNext()
       const done = run(next).catch((error: unknown) => {
         logger.error({ buildId: next.buildId, err: error }, 'local build failed to run')
       }).finally(() => {
         finishing.delete(done)
+        started.delete(next.buildId)
+        forgetIdle()
         pump()
       })
       finishing.add(done)
