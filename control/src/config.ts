@@ -50,6 +50,7 @@ export type ControlConfig = {
   kubeconfig: string
   runtime: RuntimeChoice
   localBuilds: number // builds running at once on this machine (local runtime)
+  maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
   prometheusTimeoutMs: number // per query_range request, also sent to Prometheus as its own timeout
@@ -133,6 +134,12 @@ function parseRuntime (text: string): RuntimeChoice {
 function parseLocalBuilds (text: string): number {
   const n = Number(text)
   if (!/^[0-9]+$/.test(text) || n < 1 || n > 64) throw new Error('expected an integer from 1 to 64')
+  return n
+}
+
+function parseTenantBuilds (text: string): number {
+  const n = Number(text)
+  if (!/^[0-9]+$/.test(text) || n < 1 || n > 1000) throw new Error('expected an integer from 1 to 1000')
   return n
 }
 
@@ -252,6 +259,7 @@ export const settings = [
   setting({ key: 'consoleDir', env: 'PLATFORM_CONSOLE_DIR', flag: '--console-dir', default: '', parse: anyText, help: "directory of the built web console, served at /; empty: dist/console, which npm run build makes. Not built: / answers 503 saying so, the API is unaffected" }),
   setting({ key: 'kubeconfig', env: 'PLATFORM_KUBECONFIG', flag: '--kubeconfig', default: '', parse: anyText, help: "kubeconfig file; empty: the pod's service account when in a cluster, else KUBECONFIG or ~/.kube/config, else no cluster (503)" }),
   setting({ key: 'runtime', env: 'PLATFORM_RUNTIME', flag: '--runtime', default: 'auto', parse: parseRuntime, help: 'where builds and deployments run: cluster (Kubernetes with SpinKube), local (child processes on this machine, artifacts under the data directory), auto: the cluster when a kubeconfig or in-cluster account is found, else local' }),
+  setting({ key: 'maxTenantBuilds', env: 'PLATFORM_MAX_TENANT_BUILDS', flag: '--max-tenant-builds', default: '6', parse: parseTenantBuilds, help: 'builds one tenant may have running and queued at once, in either runtime; past it a new build answers 429 with Retry-After' }),
   setting({ key: 'localBuilds', env: 'PLATFORM_LOCAL_BUILDS', flag: '--local-builds', default: '2', parse: parseLocalBuilds, help: 'local runtime: builds running at once (a js build takes about 600 MB); more wait in order' }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),

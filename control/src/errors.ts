@@ -44,6 +44,12 @@ export class TooLargeError extends ApiError {
   constructor (message: string) { super(413, message) }
 }
 
+/** Past a fair share (a tenant's builds): `retryAfterSeconds` says when to ask again. */
+export class TooManyRequestsError extends ApiError {
+  override readonly code = 'ERR_TOO_MANY_REQUESTS'
+  constructor (message: string, retryAfterSeconds: number) { super(429, message, { 'retry-after': String(retryAfterSeconds) }) }
+}
+
 /** A dependency (cluster, metrics, identity provider) is missing or down. */
 export class UnavailableError extends ApiError {
   override readonly code = 'ERR_UNAVAILABLE'

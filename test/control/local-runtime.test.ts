@@ -15,6 +15,7 @@ import { createApp, freshStore, firstFunction, startTestControl, until } from '.
 import type { Store, TestControl } from '../helpers/control.js'
 import { writeStandIns } from '../fixtures/local-programs.js'
 import { toolchainCheck } from '../../control/src/local/programs.js'
+import { startBuild } from '../../control/src/domain/builds.js'
 import { createBuild, markRunning } from '../../control/src/store/builds.js'
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
@@ -171,6 +172,26 @@ t.test("queued builds take turns across tenants: one tenant's many do not hold b
   await untilBuild(control, apps.red.id, redThird, 'succeeded')
   const order = control.logs.filter((line) => line.msg === 'build running').map((line) => line.buildId)
   t.same(order, [first, blueFirst, redSecond, redThird], "blue's build went before red's queued ones, red's in their order")
+})
+
+t.test("past --max-tenant-builds a tenant's next build answers 429 with Retry-After; another tenant's still starts", async (t) => {
+  const { control } = await startLocal(t, ['--local-builds', '1', '--max-tenant-builds', '2', '--build-timeout', '5s'])
+  const slow = await jsApp(control, 'slow', 'MODE:sleep')
+  const other = await jsApp(control, 'other')
+  const first = await build(control, slow.id)
+  await untilBuild(control, slow.id, first.id, 'running')
+  await build(control, other.id)
+  const refused = await control.call('POST', `/applications/${other.id}/builds`)
+  t.equal(refused.status, 429)
+  t.equal(refused.headers.get('retry-after'), '30')
+  t.same(refused.body, { error: 'this tenant has 2 builds running or queued, at most 2 (PLATFORM_MAX_TENANT_BUILDS): start this one when one has finished' })
+  // Another tenant's application, started as the route starts it (auth is off here, so the API
+  // serves one tenant only).
+  const blue = await jsApp(control, 'blue')
+  await control.server.db.query("UPDATE applications SET tenant = 'blue' WHERE id = $1", [blue.id])
+  const deps = { db: control.server.db, config: control.config, cluster: null, local: control.server.local }
+  const started = await startBuild(deps, { id: blue.id, name: 'blue', clusterName: 'blue', language: 'js', tenant: 'blue' })
+  t.equal(started.status, 'pending', "another tenant's build is queued, not refused")
 })
 
 t.test('a restart fails the builds that were running and brings deployed applications back up; shutdown leaves no process', async (t) => {

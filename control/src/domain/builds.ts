@@ -10,10 +10,10 @@ import type { Cluster } from '../cluster/cluster.js'
 import { clusterNotConfigured } from '../cluster/kube.js'
 import { containerState, listPods, openPodLog, readPodLog } from '../cluster/pod-logs.js'
 import type { ControlConfig } from '../config.js'
-import { NotFoundError, TooLargeError, UnavailableError } from '../errors.js'
+import { NotFoundError, TooLargeError, TooManyRequestsError, UnavailableError } from '../errors.js'
 import type { BuildT, LanguageT } from '../model/resources.js'
 import { packArchive } from '../source/archive.js'
-import { createBuild, deleteBuild, getBuild, markJobCreated, storedBuildLog } from '../store/builds.js'
+import { activeTenantBuilds, createBuild, deleteBuild, getBuild, markJobCreated, storedBuildLog } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { functionSources } from '../store/sources.js'
 import type { LocalRuntime } from '../local/local.js'
@@ -40,6 +40,7 @@ async function buildArchive (db: Database, app: BuildApplication): Promise<Buffe
 
 /** A pending build of the application's current source, its Job created or its local run queued; refused with the reason otherwise. */
 export async function startBuild ({ db, config, cluster, local }: BuildDeps, application: BuildApplication & { tenant: string }): Promise<BuildT> {
+  await refusePastTenantShare(db, config, application.tenant)
   if (cluster !== null) return startClusterBuild({ db, config, cluster }, application)
   if (local == null) throw clusterNotConfigured()
   const missing = await local.cannotBuild(application.language)
@@ -52,6 +53,20 @@ export async function startBuild ({ db, config, cluster, local }: BuildDeps, app
   if (build === null) throw applicationNotFound()
   local.builds.start(application, id, local.imageRefFor(application, id), archive)
   return build
+}
+
+// About what one build takes here (docs/testing.md): when a slot is likely to have freed.
+const BUILD_RETRY_AFTER_SECONDS = 30
+
+/**
+ * One tenant may hold only so many builds running and queued, so its many cannot starve
+ * another's (checked before the row is written; two requests at the same instant may both pass).
+ */
+async function refusePastTenantShare (db: Database, config: ControlConfig, tenant: string): Promise<void> {
+  const active = await activeTenantBuilds(db, tenant)
+  if (active >= config.maxTenantBuilds) {
+    throw new TooManyRequestsError(`this tenant has ${active} builds running or queued, at most ${config.maxTenantBuilds} (PLATFORM_MAX_TENANT_BUILDS): start this one when one has finished`, BUILD_RETRY_AFTER_SECONDS)
+  }
 }
 
 async function startClusterBuild ({ db, config, cluster }: { db: Database; config: ControlConfig; cluster: Cluster }, application: BuildApplication): Promise<BuildT> {

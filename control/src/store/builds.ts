@@ -50,6 +50,14 @@ export async function createBuild (db: Database, appId: string, id: string = ran
   return row === undefined ? null : toBuild(row)
 }
 
+/** Builds of the tenant's applications not yet finished (pending or running). */
+export async function activeTenantBuilds (db: Database, tenant: string): Promise<number> {
+  const [row] = await db.query<{ count: string | number }>(
+    "SELECT count(*) AS count FROM builds b JOIN applications a ON a.id = b.application_id WHERE a.tenant = $1 AND b.status IN ('pending', 'running')",
+    [tenant])
+  return Number(row?.count ?? 0)
+}
+
 /**
  * How long a build may wait for its Job to be created before it counts as lost: only a process
  * that died between inserting the build and creating its Job leaves one waiting longer. Far

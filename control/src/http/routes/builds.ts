@@ -35,7 +35,7 @@ const startSchema = {
   tags: ['builds', 'runtime'],
   summary: 'Start a build of the current source; deployed automatically when it succeeds',
   params: AppParams,
-  response: { 202: Build, ...errors(404, 413) },
+  response: { 202: Build, ...errors(404, 413, 429) },
 }
 
 const logSchema = {

@@ -11,6 +11,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   409: 'the name (or route) is taken; for deploy: no successful build yet',
   413: 'body or archive too large',
   415: 'unsupported content type',
+  429: "the tenant's builds running and queued are at the limit; Retry-After says when to ask again",
   500: 'internal error (details only in the log, under the x-request-id)',
   501: 'not implemented for this runtime',
   503: 'a dependency is missing or down: identity provider, cluster or metrics',
