@@ -66,7 +66,9 @@ t.test('two replicas on one database: every build succeeds exactly once, deploye
   const databaseUrl = await postgresSchema(t)
   const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
   const flags = ['--addr', '127.0.0.1:0', '--dev-insecure-skip-auth', '--database-url', databaseUrl, '--kubeconfig', fake.kubeconfig,
-    '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'info']
+    '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'info',
+    // Every build here is the default tenant's, all pending at once: the replicas are the subject, not the share.
+    '--max-tenant-builds', '1000']
   // One after the other: both migrate, the second finds nothing to do.
   const first = await controlProcess.start(t, flags)
   const second = await controlProcess.start(t, flags)
