@@ -6,7 +6,7 @@ import { attach } from '../attach.js'
 import type { Connection } from '../connection.js'
 import { RelayError } from '../errors.js'
 import type { Io } from './context.js'
-import { pipeStream, WINDOW_OVERRUN } from './stream.js'
+import { drained, pipeStream, WINDOW_OVERRUN } from './stream.js'
 import { HELP, UsageError } from './usage.js'
 
 const WINDOW_MIB = 4
@@ -71,7 +71,7 @@ async function textMode (connection: Connection, io: Io): Promise<number> {
     // Not read on while stdout is full: the connection pauses its socket instead of buffering.
     for await (const message of connection) {
       const more = message.type === 'text' ? io.stdout.write(`${message.data}\n`) : io.stdout.write(message.data)
-      if (!more) await new Promise<void>((resolve) => { io.stdout.once('drain', resolve); io.stdout.once('close', resolve) })
+      if (!more) await drained(io.stdout)
     }
   })()
   const lines = createInterface({ input: io.stdin, crlfDelay: Infinity })

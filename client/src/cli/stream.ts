@@ -27,6 +27,16 @@ export type StreamControl = {
   done: Promise<StreamResult>
 }
 
+/** Resolves when `stdout` drained, or can no longer (closed or failed: the command reports that). */
+export function drained (stdout: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => { stdout.off('drain', done); stdout.off('close', done); stdout.off('error', done); resolve() }
+    stdout.on('drain', done)
+    stdout.on('close', done)
+    stdout.on('error', done)
+  })
+}
+
 export function pipeStream (connection: Connection, io: Io, onProgress: (sent: number, received: number) => void): StreamControl {
   const stdinIsTty = io.stdin.isTTY === true
   // sending
@@ -138,18 +148,11 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     })
   }
 
-  // Resolves when stdout drained, or can no longer (closed or failed: the command reports that).
-  const drained = () => new Promise<void>((resolve) => {
-    const done = () => { io.stdout.off('drain', done); io.stdout.off('close', done); io.stdout.off('error', done); resolve() }
-    io.stdout.on('drain', done)
-    io.stdout.on('close', done)
-    io.stdout.on('error', done)
-  })
 
   const done = (async (): Promise<StreamResult> => {
     for await (const message of connection) {
       if (message.type === 'binary') {
-        if (!onData(message.data)) await drained()
+        if (!onData(message.data)) await drained(io.stdout)
         continue
       }
       let parsed: { ack?: unknown; eof?: unknown; resend?: unknown }
