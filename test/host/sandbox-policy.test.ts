@@ -102,5 +102,6 @@ t.test('IPv6 special ranges are refused; an operator range lifts exactly itself'
   t.equal(open.refused('10.0.0.1'), true, 'other ranges stay refused')
   t.throws(() => parseRanges('127.0.0.1'), /"127.0.0.1" is not a CIDR range/)
   t.throws(() => parseRanges('10.0.0.0/33'), /is not a CIDR range/)
+  t.throws(() => parseRanges('10.0.0.0/8/9'), /is not a CIDR range/, 'one slash only')
   t.same(parseRanges(''), [])
 })

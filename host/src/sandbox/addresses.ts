@@ -18,13 +18,24 @@ const REFUSED_V6: Array<[string, number]> = [
 
 export type AddressPolicy = { refused: (address: string) => boolean }
 
+export type Cidr = { address: string; bits: number; type: 'ipv4' | 'ipv6' }
+
+/** `a.b.c.d/n` or `v6::/n` read, or null when `text` is not one (the allow-list reads its ranges here too). */
+export function cidr (text: string): Cidr | null {
+  const match = /^([^/]+)\/(\d{1,3})$/.exec(text)
+  if (match === null) return null
+  const address = match[1] as string
+  const bits = Number(match[2])
+  const family = isIP(address)
+  if (family === 0 || bits > (family === 4 ? 32 : 128)) return null
+  return { address, bits, type: family === 4 ? 'ipv4' : 'ipv6' }
+}
+
 /** `a.b.c.d/n` or `v6::/n`, comma-separated; throws naming the first that is not one. */
 export function parseRanges (text: string): string[] {
   const ranges = text.split(',').map((part) => part.trim()).filter((part) => part !== '')
   for (const range of ranges) {
-    const [address = '', bits = ''] = range.split('/')
-    const family = isIP(address)
-    if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) throw new Error(`${JSON.stringify(range)} is not a CIDR range (a.b.c.d/n or an IPv6 address/n)`)
+    if (cidr(range) === null) throw new Error(`${JSON.stringify(range)} is not a CIDR range (a.b.c.d/n or an IPv6 address/n)`)
   }
   return ranges
 }
@@ -61,8 +72,9 @@ export function addressPolicy (allowedRanges: readonly string[]): AddressPolicy 
   for (const [address, bits] of REFUSED_V6) refused.addSubnet(address, bits, 'ipv6')
   const allowed = new BlockList()
   for (const range of allowedRanges) {
-    const [address = '', bits = ''] = range.split('/')
-    allowed.addSubnet(address, Number(bits), isIP(address) === 4 ? 'ipv4' : 'ipv6')
+    const parsed = cidr(range)
+    if (parsed === null) throw new Error(`${JSON.stringify(range)} is not a CIDR range (a.b.c.d/n or an IPv6 address/n)`)
+    allowed.addSubnet(parsed.address, parsed.bits, parsed.type)
   }
   return {
     refused (raw) {

@@ -7,6 +7,7 @@
 // supported here: a lock that names them does not start, rather than allowing less or more
 // than it says.
 import { BlockList, isIP } from 'node:net'
+import { cidr } from './addresses.js'
 
 export type OutboundTarget = { scheme: string; host: string; port: number }
 
@@ -45,14 +46,11 @@ function parsePort (entry: string, text: string | undefined, scheme: string): Po
 function parseHost (entry: string, text: string): HostPattern {
   if (text === '*') return { kind: 'any' }
   if (text === 'self' || text === 'spin.internal' || text.endsWith('.spin.internal')) fail(entry, 'service chaining is not supported by this runtime')
-  const slash = text.indexOf('/')
-  if (slash !== -1) {
-    const address = text.slice(0, slash)
-    const bits = Number(text.slice(slash + 1))
-    const family = isIP(address)
-    if (family === 0 || !/^\d{1,3}$/.test(text.slice(slash + 1)) || bits > (family === 4 ? 32 : 128)) fail(entry, `${text} is not a CIDR range`)
+  if (text.includes('/')) {
+    const range = cidr(text)
+    if (range === null) fail(entry, `${text} is not a CIDR range`)
     const list = new BlockList()
-    list.addSubnet(address, bits, family === 4 ? 'ipv4' : 'ipv6')
+    list.addSubnet(range.address, range.bits, range.type)
     return { kind: 'range', list }
   }
   const unbracketed = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text
