@@ -82,19 +82,39 @@ t.test('a route to a component the lock does not have answers 404, as no route d
   }
 })
 
-async function runHost (t: Test, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [HOST, ...args], { env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] })
+async function runHost (t: Test, args: string[], stdin?: string | Buffer): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [HOST, ...args], { env: childEnv({}), stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
+  if (stdin !== undefined) {
+    // The host stops reading once it refuses: the rest of a big input meets a closed pipe.
+    child.stdin?.on('error', () => {})
+    child.stdin?.end(stdin)
+  }
   stopAtTeardown(t, child)
   let stdout = ''
   let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
     child.once('close', resolve)
   })
   return { code, stdout, stderr }
 }
+
+t.test('--variables-stdin refuses what is not one JSON object of strings, or too much of it, before it starts', async (t) => {
+  const args = ['--ref', 'oci-layout:/nowhere:v1', '--variables-stdin']
+  for (const [what, input, reason] of [
+    ['not JSON', 'greeting=hi', 'the variables on stdin are not one JSON object'],
+    ['an array', '["hi"]', 'the variables on stdin must be one JSON object of strings'],
+    ['a value that is not a string', '{"greeting": 1}', 'the variables on stdin must be one JSON object of strings'],
+    ['more than 4 MiB', Buffer.alloc(5 * 1024 * 1024, 0x61), 'the variables on stdin are larger than 4194304 bytes'],
+  ] as const) {
+    const run = await runHost(t, [...args], input)
+    t.equal(run.code, 1, `${what}: exit 1`)
+    t.match(run.stderr, `cannot start: ${reason}`, what)
+    t.equal(run.stdout, '', `${what}: no listening line`)
+  }
+})
 
 t.test('the CLI', async (t) => {
   t.test('--help prints the usage and exits 0', async (t) => {
