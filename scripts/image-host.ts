@@ -69,9 +69,34 @@ export type Podman = {
  */
 export function podmanOn (root: string, runRoot: string): Podman {
   const global = ['--root', root, '--runroot', runRoot, '--events-backend', 'file', '--cgroup-manager', 'cgroupfs']
-  const podman = (args: string[], opts?: CommandOptions): Promise<string> => run('podman', [...global, ...args], opts)
+  const podman = async (args: string[], opts?: CommandOptions): Promise<string> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run('podman', [...global, ...args], opts)
+      } catch (error) {
+        if (attempt >= 3 || !isTransient((error as Error).message)) throw error
+        process.stdout.write(`# podman ${args[0]}: transient failure, attempt ${attempt + 1} of 3: ${firstTransient((error as Error).message)}\n`)
+      }
+    }
+  }
   podman.sync = (args: string[]) => runSync('podman', [...global, ...args])
   return podman
+}
+
+/**
+ * Failures of buildah's chroot isolation that come from the kernel racing it, not from what is
+ * built: it copies itself into a memfd and seals it, and the seal fails with EBUSY while a
+ * writable mapping of the copy is still being torn down (seen once in CI on a loaded machine).
+ * Running the same step again succeeds; anything else is a real failure and is not retried.
+ */
+const TRANSIENT = [/sealing memfd copy: Device or resource busy/]
+
+function isTransient (message: string): boolean {
+  return TRANSIENT.some((pattern) => pattern.test(message))
+}
+
+function firstTransient (message: string): string {
+  return TRANSIENT.map((pattern) => pattern.exec(message)?.[0]).find((match) => match !== undefined) ?? ''
 }
 
 export type UndoStack = {
