@@ -14,7 +14,7 @@ import { LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE } from '../common/src/spin
 import { parseRef } from '../common/src/spin/ref.js'
 import { openStore } from '../common/src/spin/store.js'
 import { templateFiles } from '../builders/src/templates.js'
-import { spinManifest } from '../control/src/cluster/build-jobs.js'
+import { spinManifest } from '../common/src/spin/manifest.js'
 import { packArchive } from '../control/src/source/archive.js'
 import { removeDir, run } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
@@ -142,7 +142,7 @@ async function runBuild (suite: Suite, root: ImageRoot, config: ImageConfig, own
   mkdirSync(join(hostDir, 'tmp'))
   chownSync(hostDir, owner.uid, owner.gid)
   chownSync(join(hostDir, 'tmp'), owner.uid, owner.gid)
-  const archive = { 'spin.toml': spinManifest({ id: 'smoke', name: 'smoke', clusterName: 'smoke', language: 'js' }, [{ name: FUNCTION, route: `/${FUNCTION}/...` }]) }
+  const archive = { 'spin.toml': spinManifest({ name: 'smoke', language: 'js' }, [{ name: FUNCTION, route: `/${FUNCTION}/...` }]) }
   const sources: Record<string, string> = { ...archive }
   for (const [path, content] of Object.entries(files)) sources[`functions/${FUNCTION}/${path}`] = content
   writeFileSync(join(hostDir, 'source.tar.gz'), await packArchive(sources, new Date(0)))

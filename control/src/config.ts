@@ -16,7 +16,7 @@ import {
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import { DEFAULT_BUILDER_IMAGES } from './model/builder-images.js'
 import type { LanguageT } from './model/resources.js'
-import { LANGUAGES } from './model/resources.js'
+import { LANGUAGES } from '../../common/src/spin/languages.js'
 import { compareQuantities, parseQuantity as quantityValue, QUANTITY_RULE } from './model/quantity.js'
 
 /** Where builds and deployments run: auto picks the cluster when one is configured or found, else this machine. */

@@ -3,26 +3,27 @@
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { startBuildWatcher } from './cluster/build-watcher.js'
-import type { Cluster } from './cluster/cluster.js'
 import { connectKube } from './cluster/kube.js'
-import type { ControlConfig } from './config.js'
 import type { Relock } from './cluster/relocked-image.js'
-import { deployApplication } from './domain/deploy.js'
-import { ApiError } from './errors.js'
+import type { Cluster } from './cluster/runtime.js'
+import { clusterRuntime } from './cluster/runtime.js'
+import type { ControlConfig } from './config.js'
+import { buildFinisher } from './domain/build-finished.js'
 import { measureImage } from './domain/image-size.js'
 import { variableValues } from './domain/variables.js'
-import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
-import { startLocalRuntime } from './local/local.js'
 import { buildApp } from './http/app.js'
 import { createDraining } from './http/draining.js'
 import type { AuthOptions, Authenticator } from './http/auth.js'
 import { createAuthenticator } from './http/auth.js'
+import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
+import { startLocalRuntime } from './local/local.js'
+import { localRuntime } from './local/runtime.js'
 import type { Logger } from './logger.js'
 import type { ControlMetrics } from './metrics/control-metrics.js'
 import { createControlMetrics } from './metrics/control-metrics.js'
 import type { BuildT } from './model/resources.js'
-import { findApplication } from './store/applications.js'
-import { recordImageSize } from './store/builds.js'
+import { noRuntime } from './runtime/none.js'
+import type { FinishBuild, Runtime } from './runtime/runtime.js'
 import { secretBox } from './store/secret-box.js'
 import type { Database } from './store/db.js'
 import { openDatabase } from './store/db.js'
@@ -33,9 +34,13 @@ export type ControlServer = {
   db: Database
   /** The counters /metrics serves; `recordBuildFinished` is for whatever sees builds end. */
   metrics: ControlMetrics
-  /** Null when no cluster is configured. */
+  /** Where builds and applications run: the cluster's, this machine's, or none. */
+  runtime: Runtime
+  /** Why the deploy after an application's newest build did not apply, by application (domain/deps.ts). */
+  notApplied: Map<string, string>
+  /** The cluster runtime's parts, when it is the one (tests wait for its watcher). */
   cluster: Cluster | null
-  /** The runtime on this machine: non-null exactly when there is no cluster and --runtime is not cluster. */
+  /** This machine's runtime's parts, when it is the one: no cluster and --runtime is not cluster. */
   local: LocalRuntime | null
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
@@ -65,30 +70,49 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
   let auth: Authenticator | null = null
   let cluster: Cluster | null = null
   let local: LocalRuntime | null = null
-  const sizes = imageSizes(config, db, deps)
+  // Set once the runtime has started; the runtimes are given `finish` before that.
+  let runtime: Runtime = noRuntime()
+  const notApplied = new Map<string, string>()
+  const metrics = createControlMetrics()
+  const finisher = buildFinisher({
+    db,
+    config,
+    logger,
+    notApplied,
+    runtime: () => runtime,
+    measureImage: deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef)),
+    onFinished (build, tenant) {
+      metrics.recordBuildFinished(build, tenant)
+      deps.onBuildFinished?.(build)
+    },
+  })
   try {
     const applied = await migrate(db)
     logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
     auth = authenticatorFor(config, deps)
-    const metrics = createControlMetrics()
-    const withSizes: ServerDeps = { ...deps, onBuildFinished (build) { sizes.measure(build); deps.onBuildFinished?.(build) } }
-    cluster = clusterFor(config, db, withSizes, metrics)
-    if (cluster === null && config.runtime !== 'cluster') local = await localFor(config, db, withSizes, metrics)
-    // The key that seals secret variables here: a bad one stops the start, not a later request.
-    if (local !== null) secretBox(config)
+    cluster = clusterFor(config, db, deps, finisher.finish)
+    if (cluster !== null) {
+      runtime = clusterRuntime(config, db, cluster)
+    } else if (config.runtime !== 'cluster') {
+      local = await localFor(config, db, deps, finisher.finish)
+      runtime = localRuntime(config, db, local)
+      // The key that seals secret variables here: a bad one stops the start, not a later request.
+      secretBox(config)
+    }
     const draining = createDraining()
-    const app = await buildApp(config, { db, logger, auth, metrics, cluster, local, draining })
+    const app = await buildApp(config, { db, logger, auth, metrics, runtime, notApplied, draining })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
     logger.info({ host: config.addr.host || '*', port }, 'control plane listening')
     const authenticator = auth
-    const running = cluster
-    const onMachine = local
+    const running = runtime
     return {
       app,
       db,
       metrics,
+      runtime,
+      notApplied,
       cluster,
       local,
       port,
@@ -100,42 +124,20 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
           await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs))
         }
         await app.close()
-        await running?.watcher.close()
-        await onMachine?.close()
+        await running.close()
         authenticator?.close()
-        await sizes.settled()
+        await finisher.settled()
         await db.close()
         logger.info('control plane stopped')
       },
     }
   } catch (error) {
     auth?.close()
-    await cluster?.watcher.close()
-    await local?.close()
-    await sizes.settled()
+    // Whatever runtime had started (the assignments follow their starts with no await between).
+    await runtime.close()
+    await finisher.settled()
     await db.close().catch(() => {})
     throw error
-  }
-}
-
-/**
- * A succeeded build's image size, read after the build is recorded (a registry that is slow or
- * refuses only leaves the size unknown, never the build unfinished); close waits for the reads.
- */
-function imageSizes (config: ControlConfig, db: Database, deps: ServerDeps): { measure (build: BuildT): void; settled (): Promise<void> } {
-  const pending = new Set<Promise<void>>()
-  const measure = deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef))
-  return {
-    measure (build) {
-      if (build.status !== 'succeeded' || build.imageRef === null) return
-      const imageRef = build.imageRef
-      const done: Promise<void> = measure(imageRef)
-        .then(async (bytes) => { if (bytes !== null) await recordImageSize(db, build.id, bytes) })
-        .catch((error: unknown) => { deps.logger.debug({ buildId: build.id, reason: (error as Error).message }, 'image size unknown: its manifest could not be read') })
-        .finally(() => pending.delete(done))
-      pending.add(done)
-    },
-    async settled () { await Promise.all([...pending]) },
   }
 }
 
@@ -162,7 +164,7 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
 
 // The build watcher starts with the process: its first list resumes the builds a restart
 // interrupted. It never blocks the start: an unreachable cluster is retried in the background.
-function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Cluster | null {
+function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Cluster | null {
   const { logger } = deps
   const kube = config.runtime === 'local' ? null : connectKube(config)
   if (kube === null) {
@@ -171,39 +173,18 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, metr
     return null
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
-  const notApplied = new Map<string, string>()
-  const watcher = startBuildWatcher({
-    kube,
-    db,
-    logger,
-    retryMs: deps.cluster?.retryMs,
-    onBuildFinished (build, tenant) {
-      metrics.recordBuildFinished(build, tenant)
-      deps.onBuildFinished?.(build)
-    },
-    async deploy (appId, image) {
-      const application = await findApplication(db, appId)
-      if (application === null) return
-      await deployApplication({ config, cluster: { kube, relock: deps.relock, notApplied }, local: null }, application, image).catch((error: unknown) => {
-        if (error instanceof ApiError) notApplied.set(appId, error.message)
-        throw error
-      })
-    },
-  })
-  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, notApplied }
+  const watcher = startBuildWatcher({ kube, db, logger, retryMs: deps.cluster?.retryMs, finish })
+  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock }
 }
 
-function localFor (config: ControlConfig, db: Database, deps: ServerDeps, metrics: ControlMetrics): Promise<LocalRuntime> {
+function localFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Promise<LocalRuntime> {
   return startLocalRuntime({
     config,
     db,
     logger: deps.logger,
     // The values now, secrets unsealed, at every deploy: a new value needs no rebuild.
-    variablesFor: (app) => variableValues({ config, cluster: null }, app),
+    variablesFor: (app) => variableValues(config, app),
     ...deps.local,
-    onBuildFinished (build) {
-      metrics.recordBuildFinished(build)
-      deps.onBuildFinished?.(build)
-    },
+    finish,
   })
 }

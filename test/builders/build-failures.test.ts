@@ -18,7 +18,7 @@ import type { Language } from '../../builders/src/languages.js'
 import { parseRef } from '../../common/src/spin/ref.js'
 import { layoutStore } from '../../common/src/spin/layout.js'
 import { packArchive } from '../../control/src/source/archive.js'
-import { spinManifest } from '../../control/src/cluster/build-jobs.js'
+import { spinManifest } from '../../common/src/spin/manifest.js'
 import { BUILDER, childEnv, runBuilder } from '../helpers/spin-processes.js'
 
 t.setTimeout(120_000)
@@ -58,7 +58,7 @@ async function archive (t: Test, files: Record<string, string>): Promise<string>
 }
 
 function appFiles (language: Language, functionFiles: Record<string, string>): Record<string, string> {
-  const files: Record<string, string> = { 'spin.toml': spinManifest({ id: 'a', name: 'shop', clusterName: 'shop', language }, [{ name: 'f', route: '/...' }]) }
+  const files: Record<string, string> = { 'spin.toml': spinManifest({ name: 'shop', language }, [{ name: 'f', route: '/...' }]) }
   for (const [path, content] of Object.entries(functionFiles)) files[`functions/f/${path}`] = content
   return files
 }

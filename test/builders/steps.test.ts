@@ -8,12 +8,12 @@ import { buildSteps, rustArtifact } from '../../builders/src/languages.js'
 import { runStep } from '../../builders/src/run-step.js'
 import { parseSpinToml } from '../../builders/src/spin-toml.js'
 import { templateFiles } from '../../builders/src/templates.js'
-import { spinManifest } from '../../control/src/cluster/build-jobs.js'
+import { spinManifest } from '../../common/src/spin/manifest.js'
 
 const toolchain = { node: '/usr/bin/node', bundleScript: '/b/js-bundle.js', j2w: '/b/j2w.js' }
 
 t.test('the control plane\'s generated spin.toml reads back into routes and components', async (t) => {
-  const text = spinManifest({ id: 'a', name: 'shop', clusterName: 'shop', language: 'ts' }, [{ name: 'cart', route: '/cart/...' }, { name: 'home', route: '/' }])
+  const text = spinManifest({ name: 'shop', language: 'ts' }, [{ name: 'cart', route: '/cart/...' }, { name: 'home', route: '/' }])
   t.same(parseSpinToml(text), {
     name: 'shop',
     version: '0.1.0',

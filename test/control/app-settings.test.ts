@@ -65,10 +65,10 @@ eachEngine(t, 'PATCH: fields given replace, absent ones stay, and every answer s
   t.match(withRef.body.deployment, null)
   const stored = await findApplication(control.server.db, app.id) as StoredApplication
   t.same(variableNames(stored), ['api_token', 'db', 'greeting'])
-  t.same(await variableValues({ config: control.config, cluster: null }, stored), { api_token: 'hunter2-secret', greeting: 'hi' })
+  t.same(await variableValues(control.config, stored), { api_token: 'hunter2-secret', greeting: 'hi' })
   const otherKey = join(control.store.dataDir, 'other.key')
   writeFileSync(otherKey, Buffer.alloc(32, 7).toString('base64'))
-  await t.rejects(variableValues({ config: { ...control.config, secretKeyFile: otherKey }, cluster: null }, stored), { message: /^variables.api_token: its secret value does not open with this secret key/ })
+  await t.rejects(variableValues({ ...control.config, secretKeyFile: otherKey }, stored), { message: /^variables.api_token: its secret value does not open with this secret key/ })
 
   const cleared = await patch(control, app.id, { autoscaling: null, variables: {} })
   t.match(cleared.body, { autoscaling: null, variables: {}, replicas: 3, resources: { cpuLimit: '0.5' } })

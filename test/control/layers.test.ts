@@ -1,6 +1,6 @@
 // The control plane's folders depend one way (control/src/README.md): http -> domain ->
-// store / cluster / source / metrics -> model, with config, errors and logger below them all
-// and server.ts, the composition root, above. This reads every import in control/src and fails
+// runtime (implemented by cluster and local) -> store / source / metrics -> model, with
+// config, errors and logger below them all and server.ts, the composition root, above. This reads every import in control/src and fails
 // on one that points the other way, or from one route module into another.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, posix, relative } from 'node:path'
@@ -12,15 +12,17 @@ const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
 // What each layer may import from control/src, besides its own folder.
 const ALLOWED: Record<string, readonly string[]> = {
   'main.ts': ['server.ts', 'config.ts', 'errors.ts', 'logger.ts'],
-  'server.ts': ['http', 'domain', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  http: ['domain', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  domain: ['store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  // The lower layers may use each other (a build Job packs an archive, the build watcher
-  // records outcomes), never a layer above.
+  'server.ts': ['http', 'domain', 'runtime', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  http: ['domain', 'runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  // The domain knows the runtime interface only, never which implementation runs.
+  domain: ['runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  // The two implementations of the runtime interface stand side by side: neither knows the other.
+  cluster: ['runtime', 'store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  local: ['runtime', 'store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  // The interface, the none runtime and what both implementations share (outcomes, sending an invoke).
+  runtime: ['store', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  // The lower layers may use each other (the build watcher records outcomes), never a layer above.
   store: ['source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  cluster: ['store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  // The runtime on this machine stands beside the cluster: neither knows the other.
-  local: ['store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
   source: ['model', 'errors.ts'],
   metrics: ['model', 'config.ts', 'errors.ts', 'logger.ts'],
   model: [],
@@ -62,6 +64,7 @@ t.test('the check catches an upward import and a route importing a route', async
   t.equal(violation('config.ts', 'http/schemas/params.ts'), 'config.ts (config.ts) imports http/schemas/params.ts (http): against the direction')
   t.equal(violation('http/routes/sources.ts', 'http/routes/functions.ts'), 'http/routes/sources.ts imports another route module, http/routes/functions.ts')
   t.equal(violation('http/routes/builds.ts', 'domain/builds.ts'), null)
+  t.equal(violation('domain/builds.ts', 'cluster/build-jobs.ts'), 'domain/builds.ts (domain) imports cluster/build-jobs.ts (cluster): against the direction')
   t.equal(violation('local/builds.ts', 'cluster/build-jobs.ts'), 'local/builds.ts (local) imports cluster/build-jobs.ts (cluster): against the direction')
   t.same(importsOf('http/routes/x.ts', "import type { A } from '../route-deps.js'\nconst m = await import('../../store/db.js')\n"), ['http/route-deps.ts', 'store/db.ts'])
 })

@@ -189,7 +189,7 @@ t.test("past --max-tenant-builds a tenant's next build answers 429 with Retry-Af
   // serves one tenant only).
   const blue = await jsApp(control, 'blue')
   await control.server.db.query("UPDATE applications SET tenant = 'blue' WHERE id = $1", [blue.id])
-  const deps = { db: control.server.db, config: control.config, cluster: null, local: control.server.local }
+  const deps = { db: control.server.db, config: control.config, runtime: control.server.runtime, notApplied: control.server.notApplied }
   const started = await startBuild(deps, { id: blue.id, name: 'blue', clusterName: 'blue', language: 'js', tenant: 'blue' })
   t.equal(started.status, 'pending', "another tenant's build is queued, not refused")
 })

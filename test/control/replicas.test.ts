@@ -14,7 +14,7 @@ import type { Test } from 'tap'
 import { startBuildWatcher } from '../../control/src/cluster/build-watcher.js'
 import { connectKube } from '../../control/src/cluster/kube.js'
 import { createLogger } from '../../control/src/logger.js'
-import { buildStatus, JOB_CREATION_GRACE_SECONDS } from '../../control/src/store/builds.js'
+import { buildStatus, finishBuild, JOB_CREATION_GRACE_SECONDS } from '../../control/src/store/builds.js'
 import type { RealCluster } from '../fixtures/kube-real.js'
 import { JOB, succeedJob } from '../fixtures/kube-real.js'
 import { startRealClusterControl, tempDir } from '../helpers/cluster.js'
@@ -38,7 +38,7 @@ async function otherReplica (t: Test, cluster: RealClusterControl): Promise<Cutt
   writeFileSync(kubeconfig, readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`))
   const client = connectKube({ ...cluster.control.config, kubeconfig })
   if (client === null) throw new Error('no cluster')
-  const watcher = startBuildWatcher({ kube: client, db: cluster.control.server.db, logger: createLogger('silent'), deploy: async () => {}, retryMs: 20 })
+  const watcher = startBuildWatcher({ kube: client, db: cluster.control.server.db, logger: createLogger('silent'), finish: async (id, outcome) => { await finishBuild(cluster.control.server.db, id, outcome) }, retryMs: 20 })
   t.teardown(() => watcher.close())
   await watcher.ready
   return proxy

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { packArchive } from '../../control/src/source/archive.js'
-import { spinManifest } from '../../control/src/cluster/build-jobs.js'
+import { spinManifest } from '../../common/src/spin/manifest.js'
 import type { LanguageT } from '../../control/src/model/resources.js'
 import { stopAtTeardown } from './stop-child.js'
 
@@ -33,7 +33,7 @@ function compiled (path: string): string {
 
 /** The archive the control plane would pack for an application of these functions. */
 export async function sourceArchive (t: Test, app: { name: string; language: LanguageT }, functions: Array<{ name: string; route: string; files: Record<string, string> }>): Promise<string> {
-  const files: Record<string, string> = { 'spin.toml': spinManifest({ id: 'test', clusterName: app.name, ...app }, functions) }
+  const files: Record<string, string> = { 'spin.toml': spinManifest(app, functions) }
   for (const fn of functions) {
     for (const [path, content] of Object.entries(fn.files)) files[`functions/${fn.name}/${path}`] = content
   }

@@ -7,7 +7,7 @@
 import type { V1Job, V1Secret } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { TooLargeError } from '../errors.js'
-import type { LanguageT } from '../model/resources.js'
+import type { BuildApplication } from '../runtime/runtime.js'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'
 
@@ -20,7 +20,14 @@ const SOURCE_ARCHIVE = 'source.tar.gz'
 const REGISTRY_CONFIG_DIR = '/var/run/secrets/registry'
 
 // A Secret holds at most 1 MiB; the rest of the object needs a little of it.
-export const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
+const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
+
+/** 413 for sources too large for the Secret that carries them to the build. */
+export function refuseLargeArchive (bytes: number): void {
+  if (bytes > MAX_BUILD_ARCHIVE_BYTES) {
+    throw new TooLargeError(`source too large to build: the gzipped sources take ${bytes} bytes, at most ${MAX_BUILD_ARCHIVE_BYTES} fit in a Secret`)
+  }
+}
 
 /** Labels of everything a build creates; the selector of all builds is MANAGED_BY plus the build label's presence. */
 function buildLabels (appId: string, buildId: string): Record<string, string> {
@@ -28,34 +35,6 @@ function buildLabels (appId: string, buildId: string): Record<string, string> {
 }
 
 const buildJobName = (buildId: string): string => `build-${buildId}`
-
-/** `clusterName` is unique across tenants (store/applications.ts); `name` only within one. */
-export type BuildApplication = { id: string; name: string; clusterName: string; language: LanguageT }
-
-// What each language's component builds with, from the function's directory; every command
-// leaves component.wasm there, which spin.toml names as the component's source.
-const BUILD_COMMANDS: Record<LanguageT, string> = {
-  go: 'tinygo build -target=wasip1 -gc=leaking -buildmode=c-shared -no-debug -o component.wasm .',
-  rust: 'cargo build --target wasm32-wasip1 --release && cp target/wasm32-wasip1/release/*.wasm component.wasm',
-  js: 'npm install && npm run build',
-  ts: 'npm install && npm run build',
-}
-
-/** The Spin manifest of an application: one component per function, on the function's route. */
-export function spinManifest (app: BuildApplication, functions: Array<{ name: string; route: string }>): string {
-  const lines = ['spin_manifest_version = 2', '', '[application]', `name = ${toml(app.name)}`, 'version = "0.1.0"', '']
-  for (const fn of functions) {
-    lines.push('[[trigger.http]]', `route = ${toml(fn.route)}`, `component = ${toml(fn.name)}`, '')
-  }
-  for (const fn of functions) {
-    lines.push(`[component.${fn.name}]`, `source = ${toml(`functions/${fn.name}/component.wasm`)}`, 'allowed_outbound_hosts = []',
-      `[component.${fn.name}.build]`, `command = ${toml(BUILD_COMMANDS[app.language])}`, `workdir = ${toml(`functions/${fn.name}`)}`, '')
-  }
-  return lines.join('\n')
-}
-
-// JSON strings are valid TOML basic strings for everything a route or name can hold.
-const toml = (text: string): string => JSON.stringify(text)
 
 function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: string): string {
   return `${config.imageRepository}/${app.clusterName}:${buildId}`
@@ -116,9 +95,7 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
  * mapped error is thrown.
  */
 export async function createBuildJob (kube: Kube, config: ControlConfig, app: BuildApplication, buildId: string, archive: Buffer): Promise<void> {
-  if (archive.length > MAX_BUILD_ARCHIVE_BYTES) {
-    throw new TooLargeError(`source too large to build: the gzipped sources take ${archive.length} bytes, at most ${MAX_BUILD_ARCHIVE_BYTES} fit in a Secret`)
-  }
+  refuseLargeArchive(archive.length)
   let job: V1Job
   try {
     job = await kube.batch.createNamespacedJob({ namespace: kube.namespace, body: buildJob(config, app, buildId) })

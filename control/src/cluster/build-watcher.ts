@@ -3,13 +3,13 @@
 // lists the Jobs, settles every build from that list, then watches from the list's
 // resourceVersion; whenever the watch ends, for any reason, it lists again, so nothing missed
 // while disconnected stays missed. The first list runs at start, which is what resumes the
-// builds a restart interrupted. At a build's end its log is saved in the database, the SpinApp
-// is applied on success, and `onBuildFinished` is told (metrics).
+// builds a restart interrupted. A build's end, with its log, goes to `finish`
+// (domain/build-finished.ts: recorded, deployed, counted).
 import type { V1Job } from '@kubernetes/client-node'
 import type { Logger } from '../logger.js'
-import type { BuildT } from '../model/resources.js'
-import type { BuildOutcome } from '../store/builds.js'
-import { buildStatus, finishBuild, markRunning, unfinishedBuilds } from '../store/builds.js'
+import { failed, MAX_STORED_LOG_BYTES, succeeded } from '../runtime/build-outcome.js'
+import type { FinishBuild } from '../runtime/runtime.js'
+import { buildStatus, markRunning, unfinishedBuilds } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { BUILD_CONTAINER, BUILD_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
@@ -18,18 +18,11 @@ import { containerState, listPods, readPodLog } from './pod-logs.js'
 
 const BUILD_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},app.kubernetes.io/component=build`
 
-/** The most of a build's log the database keeps: the end, where the errors are. */
-export const MAX_STORED_LOG_BYTES = 1024 * 1024
-const MAX_ERROR_LENGTH = 4000
-
 export type BuildWatcherDeps = {
   kube: Kube
   db: Database
   logger: Logger
-  /** Apply the application's SpinApp with this image (after a successful build). */
-  deploy: (appId: string, image: string) => Promise<void>
-  /** With the tenant of the build's application. */
-  onBuildFinished?: ((build: BuildT, tenant: string) => void) | undefined
+  finish: FinishBuild
   /** First wait before listing again after a failure; doubles up to 30 s. */
   retryMs?: number | undefined
 }
@@ -69,7 +62,7 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
     // control plane was down) will never end by itself.
     for (const build of unfinished) {
       if (seen.has(build.id) || !build.expectsJob) continue
-      await end(deps, build.id, { status: 'failed', error: 'the build Job is gone from the cluster', log: null })
+      await deps.finish(build.id, { status: 'failed', error: 'the build Job is gone from the cluster', log: null })
     }
     return list.metadata?.resourceVersion ?? ''
   }
@@ -156,12 +149,12 @@ async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Pr
   if (current === null || current === 'succeeded' || current === 'failed') return
   const state = jobState(job)
   if (state.state === 'pending' && deleted) {
-    await end(deps, buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
+    await deps.finish(buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
     return
   }
   if (state.state === 'pending') return
   if (state.state === 'running') {
-    if (deleted) await end(deps, buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
+    if (deleted) await deps.finish(buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
     else if (await markRunning(deps.db, buildId)) deps.logger.info({ buildId }, 'build running')
     return
   }
@@ -177,28 +170,8 @@ async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Pr
   }
   if (state.state === 'succeeded') {
     const planned = job.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'IMAGE_REF')?.value ?? ''
-    // The builder may name what it pushed, pinned by digest; else the reference it was given.
-    const imageRef = /^[^\s]+[/:][^\s]+$/.test(message) ? message : planned
-    await end(deps, buildId, { status: 'succeeded', imageRef, log })
+    await deps.finish(buildId, succeeded(message, planned, log))
   } else {
-    const error = message !== '' ? message : state.reason
-    await end(deps, buildId, { status: 'failed', error: error.length > MAX_ERROR_LENGTH ? '…' + error.slice(-MAX_ERROR_LENGTH) : error, log })
-  }
-}
-
-async function end (deps: BuildWatcherDeps, buildId: string, outcome: BuildOutcome): Promise<void> {
-  const build = await finishBuild(deps.db, buildId, outcome)
-  if (build === null) return
-  const { appId, tenant, ...result } = build
-  deps.logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
-  if (result.status === 'succeeded' && result.imageRef !== null) {
-    await deps.deploy(appId, result.imageRef).catch((error: unknown) => {
-      deps.logger.warn({ buildId, appId, reason: (error as Error).message }, 'build succeeded but its deployment could not be applied')
-    })
-  }
-  try {
-    deps.onBuildFinished?.(result, tenant)
-  } catch (error) {
-    deps.logger.error({ err: error }, 'onBuildFinished failed')
+    await deps.finish(buildId, failed(message !== '' ? message : state.reason, log))
   }
 }

@@ -11,7 +11,8 @@ import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
 import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
-import { ApiError, ConfigError, InvalidInputError, NotFoundError, UnavailableError } from '../errors.js'
+import { ApiError, ConfigError, NotFoundError, UnavailableError } from '../errors.js'
+import { sendablePath } from '../runtime/send-invoke.js'
 
 export type Kube = {
   namespace: string
@@ -90,27 +91,6 @@ export function connectKube (config: ControlConfig): Kube | null {
   }
 }
 
-/**
- * `path` (with its query) as it may go out: unchanged by the URL parsing of whatever receives
- * it (no dot segment to resolve, no `\` to read as `/`, no authority) and still under
- * `within`. The callers build their paths from checked parts; this refuses (400) when one
- * slipped through all the same, rather than let the cluster answer a request nobody meant.
- */
-export function sendablePath (path: string, within: string): string {
-  let resolved: URL
-  try {
-    resolved = new URL(path, 'http://resolver.invalid')
-  } catch {
-    throw new InvalidInputError('path: refused, it does not parse as a URL path')
-  }
-  const [pathPart = ''] = path.split('?')
-  if (!path.startsWith('/') || path.includes('#') || resolved.host !== 'resolver.invalid' || resolved.pathname !== pathPart ||
-    !resolved.pathname.startsWith(within)) {
-    throw new InvalidInputError('path: refused, it would not reach the function unchanged')
-  }
-  return path
-}
-
 /** What a 404 from the cluster means for the caller of one call. */
 export type NotFoundMeaning = { notFound?: string; missingCrd?: boolean }
 
@@ -137,10 +117,6 @@ export function clusterError (error: unknown, action: string, meaning: NotFoundM
 
 export function spinAppCrdMissing (): UnavailableError {
   return new UnavailableError('the SpinApp custom resource definition (core.spinkube.dev/v1alpha1) is not installed in the cluster')
-}
-
-export function clusterNotConfigured (): UnavailableError {
-  return new UnavailableError('cluster not configured: set PLATFORM_KUBECONFIG (or run in a cluster), or PLATFORM_RUNTIME=local to build and run on this machine')
 }
 
 /** The HTTP status of a failed cluster call, or null when it never got an answer. */

@@ -1,14 +1,14 @@
 // PATCH application: the settings given replace what is stored, the rest stays. When the
-// application is deployed the change is applied at once (its SpinApp, or its host on this
-// machine, with the new settings) and the answer's deployment message says so.
+// application is deployed the change is applied at once (Runtime.appliesChanges says when) and
+// the answer's deployment message says so.
 import type { ApplicationT } from '../model/resources.js'
 import type { AutoscalingT, ResourcesT, VariableInputT } from '../model/app-settings.js'
 import { ApiError, InvalidInputError } from '../errors.js'
 import type { AppSettings } from '../model/app-settings.js'
 import { findApplication, updateSettings } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
-import type { ApplicationDeps } from './applications.js'
 import { describeApplication } from './applications.js'
+import type { DomainDeps } from './deps.js'
 import { deployApplication } from './deploy.js'
 import { applicationNotFound } from './not-found.js'
 import { checkResources, resourcesInForce } from './policy.js'
@@ -22,8 +22,8 @@ export type SettingsPatch = {
   variables?: Record<string, VariableInputT> | undefined
 }
 
-export async function configureApplication (deps: ApplicationDeps, appId: string, patch: SettingsPatch): Promise<ApplicationT> {
-  const { db, config, cluster, local } = deps
+export async function configureApplication (deps: DomainDeps, appId: string, patch: SettingsPatch): Promise<ApplicationT> {
+  const { db, config, runtime } = deps
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   const change: Partial<AppSettings> & { description?: string } = {}
@@ -49,13 +49,12 @@ export async function configureApplication (deps: ApplicationDeps, appId: string
 
   const runs = patch.replicas !== undefined || patch.autoscaling !== undefined || patch.resources !== undefined || patch.variables !== undefined
   const image = runs ? await latestImage(db, appId) : null
-  // On this machine only a host that runs is restarted: one stopped stays stopped.
-  const deployed = image !== null && (cluster !== null || local?.hosts.status(appId)?.running === true)
+  const deployed = image !== null && runtime.appliesChanges(appId)
   let note = ''
   if (deployed) {
-    // The settings are stored whatever happens now: a cluster that refuses makes the answer
+    // The settings are stored whatever happens now: a runtime that refuses makes the answer
     // say so (the next deploy applies them), not a 503 that would read as nothing changed.
-    note = await deployApplication({ config, cluster, local }, updated, image).then(() => 're-applied with the new settings',
+    note = await deployApplication(deps, updated, image).then(() => 're-applied with the new settings',
       (error: unknown) => {
         if (error instanceof ApiError) return `saved but not applied (${error.message}); POST deploy applies them`
         throw error

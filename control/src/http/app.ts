@@ -5,13 +5,13 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { Cluster } from '../cluster/cluster.js'
-import type { LocalRuntime } from '../local/local.js'
 import type { ControlConfig } from '../config.js'
 import { authorize } from '../domain/access.js'
 import type { Logger } from '../logger.js'
 import type { ControlMetrics } from '../metrics/control-metrics.js'
 import { createControlMetrics } from '../metrics/control-metrics.js'
+import { noRuntime } from '../runtime/none.js'
+import type { Runtime } from '../runtime/runtime.js'
 import type { Database } from '../store/db.js'
 import type { Authenticator } from './auth.js'
 import { callerOf, requireToken } from './auth.js'
@@ -41,12 +41,12 @@ export type ControlDeps = {
   auth: Authenticator | null
   /** The counters /metrics serves; a fresh set when absent. */
   metrics?: ControlMetrics
-  /** null or absent: no cluster configured; the endpoints that need one answer 503. */
-  cluster?: Cluster | null
+  /** Where builds and applications run; absent: none (the endpoints that need one answer 503). */
+  runtime?: Runtime
+  /** The deploys after a build that did not apply, by application (domain/deps.ts). */
+  notApplied?: Map<string, string>
   /** Set by whoever stops the process; a fresh one (never draining) when absent. */
   draining?: Draining
-  /** The runtime on this machine, when there is no cluster. */
-  local?: LocalRuntime | null
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -158,7 +158,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
           throw error
         }
       })
-      const routeDeps: RouteDeps = { db: deps.db, config, cluster: deps.cluster ?? null, local: deps.local ?? null, draining }
+      const routeDeps: RouteDeps = { db: deps.db, config, runtime: deps.runtime ?? noRuntime(), notApplied: deps.notApplied ?? new Map<string, string>(), draining }
       await secured.register(applicationRoutes, routeDeps)
       await secured.register(functionRoutes, routeDeps)
       await secured.register(sourceRoutes, routeDeps)

@@ -10,24 +10,19 @@ import type { Readable } from 'node:stream'
 import type { ChildProcess } from 'node:child_process'
 import { formatDuration } from '../../../common/src/config/duration.js'
 import type { Logger } from '../logger.js'
-import type { BuildT, LanguageT } from '../model/resources.js'
+import { failed, MAX_STORED_LOG_BYTES, succeeded } from '../runtime/build-outcome.js'
+import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { BuildOutcome } from '../store/builds.js'
-import { finishBuild, markRunning, unfinishedBuilds } from '../store/builds.js'
+import { markRunning, unfinishedBuilds } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { childEnv, startNode, stopChild } from './children.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
 
-/** As much of a build's log as the database keeps (the cluster's watcher keeps as much). */
-const MAX_STORED_LOG_BYTES = 1024 * 1024
-const MAX_ERROR_LENGTH = 4000
 // What a failed builder that wrote no reason leaves as its error: its last words, as
 // Kubernetes' FallbackToLogsOnError takes them.
 const FALLBACK_LINES = 80
 const FALLBACK_BYTES = 2048
-
-/** `clusterName` is unique across tenants (store/applications.ts); `name` only within one. */
-export type LocalBuildApplication = { id: string; name: string; clusterName: string; language: LanguageT; tenant: string }
 
 export type LocalBuildsDeps = {
   db: Database
@@ -40,13 +35,13 @@ export type LocalBuildsDeps = {
   timeoutMs: number
   /** Extra environment of every builder (DOCKER_CONFIG when there is one). */
   env: Record<string, string>
-  deploy: (appId: string, image: string) => Promise<void>
-  onBuildFinished?: ((build: BuildT) => void) | undefined
+  /** Told how each build ended (it records, deploys and counts). */
+  finish: FinishBuild
 }
 
 export type LocalBuilds = {
   /** Queue the build (its row exists, pending); it starts when a slot is free. */
-  start (app: LocalBuildApplication, buildId: string, imageRef: string, archive: Buffer): void
+  start (app: BuildApplication, buildId: string, imageRef: string, archive: Buffer): void
   /** The log of a build this process runs or queues; null when it has none (finished, or unknown). */
   log (buildId: string, options: { follow: boolean }): Readable | null
   /** Fail the builds a previous process left unfinished: nothing runs them any more. */
@@ -54,7 +49,7 @@ export type LocalBuilds = {
   close (): Promise<void>
 }
 
-type Queued = { app: LocalBuildApplication; buildId: string; imageRef: string; workDir: string; log: LogBuffer }
+type Queued = { app: BuildApplication; buildId: string; imageRef: string; workDir: string; log: LogBuffer }
 
 export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
   const { logger } = deps
@@ -116,7 +111,7 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
       main = deps.builder()
     } catch (error) {
       rmSync(workDir, { recursive: true, force: true })
-      await end(buildId, { status: 'failed', error: (error as Error).message, log: null })
+      await deps.finish(buildId, { status: 'failed', error: (error as Error).message, log: null })
       logs.delete(buildId)
       return
     }
@@ -164,33 +159,14 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
     } else if (exit.spawnError !== undefined) {
       outcome = { status: 'failed', error: `the builder could not start: ${exit.spawnError.message}`, log: text }
     } else if (exit.code === 0) {
-      // The builder names what it stored, pinned by digest; else the reference it was given.
-      outcome = { status: 'succeeded', imageRef: /^[^\s]+[/:][^\s]+$/.test(message) ? message : job.imageRef, log: text }
+      outcome = succeeded(message, job.imageRef, text)
     } else {
-      const error = message !== '' ? message : lastWords(text) || `the builder exited with code ${String(exit.code)}`
-      outcome = { status: 'failed', error: error.length > MAX_ERROR_LENGTH ? '…' + error.slice(-MAX_ERROR_LENGTH) : error, log: text }
+      outcome = failed(message !== '' ? message : lastWords(text) || `the builder exited with code ${String(exit.code)}`, text)
     }
-    await end(buildId, outcome)
+    await deps.finish(buildId, outcome)
     // Followers' streams end only now: whoever waited for the log to end can invoke at once.
     log.end()
     logs.delete(buildId)
-  }
-
-  async function end (buildId: string, outcome: BuildOutcome): Promise<void> {
-    const build = await finishBuild(deps.db, buildId, outcome)
-    if (build === null) return
-    const { appId, ...result } = build
-    logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
-    if (result.status === 'succeeded' && result.imageRef !== null) {
-      await deps.deploy(appId, result.imageRef).catch((error: unknown) => {
-        logger.warn({ buildId, appId, reason: (error as Error).message }, 'build succeeded but it could not be deployed')
-      })
-    }
-    try {
-      deps.onBuildFinished?.(result)
-    } catch (error) {
-      logger.error({ err: error }, 'onBuildFinished failed')
-    }
   }
 
   return {
@@ -208,7 +184,7 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
     },
     async recover () {
       for (const build of await unfinishedBuilds(deps.db)) {
-        await end(build.id, { status: 'failed', error: `the control plane restarted while this build was ${build.status}; start it again`, log: null })
+        await deps.finish(build.id, { status: 'failed', error: `the control plane restarted while this build was ${build.status}; start it again`, log: null })
       }
       rmSync(deps.dir, { recursive: true, force: true })
     },
@@ -217,7 +193,7 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
       for (const job of queue.splice(0)) {
         job.log.end()
         rmSync(job.workDir, { recursive: true, force: true })
-        await end(job.buildId, { status: 'failed', error: 'the control plane stopped before the build started; start it again', log: null })
+        await deps.finish(job.buildId, { status: 'failed', error: 'the control plane stopped before the build started; start it again', log: null })
       }
       await Promise.all([...running.values()].map((child) => stopChild(child, 0)))
       await Promise.all([...finishing])

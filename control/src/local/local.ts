@@ -6,12 +6,12 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
 import type { Logger } from '../logger.js'
-import type { BuildT } from '../model/resources.js'
+import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { StoredApplication } from '../store/applications.js'
 import { findApplication } from '../store/applications.js'
 import { deployedImages } from '../store/builds.js'
 import type { Database } from '../store/db.js'
-import type { LocalBuildApplication, LocalBuilds } from './builds.js'
+import type { LocalBuilds } from './builds.js'
 import { createLocalBuilds } from './builds.js'
 import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
@@ -24,7 +24,7 @@ export type LocalRuntime = {
   /** Why this machine cannot build the language (the missing tool and how to get it), or null. */
   cannotBuild: ToolchainCheck
   /** Where a build's artifact goes: {repository}/{app}:{build} when one is configured, else an OCI layout in the data directory. */
-  imageRefFor (app: LocalBuildApplication, buildId: string): string
+  imageRefFor (app: BuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
   builder (): string
   /** Run `image` for the application with its variables' values now (`variablesFor`): a restart. */
@@ -38,7 +38,8 @@ export type LocalRuntimeDeps = {
   config: ControlConfig
   db: Database
   logger: Logger
-  onBuildFinished?: ((build: BuildT) => void) | undefined
+  /** Told how each build ended (it records, deploys and counts). */
+  finish: FinishBuild
   /** Tests point these at other programs or another PATH. */
   builderMain?: string
   hostMain?: string
@@ -79,11 +80,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     concurrency: config.localBuilds,
     timeoutMs: config.buildTimeoutMs,
     env,
-    deploy: async (appId, image) => {
-      const app = await findApplication(db, appId)
-      if (app !== null) await deploy(app, image)
-    },
-    onBuildFinished: deps.onBuildFinished,
+    finish: deps.finish,
   })
   await builds.recover()
   hosts.reapOrphans()

@@ -7,8 +7,9 @@ import { Type } from 'typebox'
 import type { Static } from 'typebox'
 import { AppSettingsView } from './app-settings.js'
 import { mapOf } from './map-of.js'
+import { LANGUAGES } from '../../../common/src/spin/languages.js'
+import type { Language as LanguageName } from '../../../common/src/spin/languages.js'
 
-export const LANGUAGES = ['go', 'js', 'ts', 'rust'] as const
 const RUNTIMES = ['wasmkube'] as const
 const BUILD_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
 
@@ -127,7 +128,10 @@ export type ApplicationSummaryT = Static<typeof ApplicationSummary>
 export type ApplicationT = Static<typeof Application>
 export type FunctionT = Static<typeof FunctionSchema>
 export type BuildT = Static<typeof Build>
+export type DeploymentT = Static<typeof Deployment>
+export type InvokeRequestT = Static<typeof InvokeRequest>
+export type InvokeResultT = Static<typeof InvokeResult>
 export type SourceT = Static<typeof Source>
-export type LanguageT = typeof LANGUAGES[number]
+export type LanguageT = LanguageName
 export type RuntimeT = typeof RUNTIMES[number]
 

@@ -77,3 +77,17 @@ function boxWith (key: Buffer): SecretBox {
     },
   }
 }
+
+type KeySettings = { secretKeyFile: string; dataDir: string }
+
+/** The data a sealed variable value is bound to: it opens only for this variable of this application. */
+const variableContext = (appId: string, name: string): string => `${appId}/${name}`
+
+export function sealVariable (settings: KeySettings, appId: string, name: string, value: string): string {
+  return secretBox(settings).seal(value, variableContext(appId, name))
+}
+
+/** Null when it does not open (another key, another variable, tampered with). */
+export function openVariable (settings: KeySettings, appId: string, name: string, sealed: string): string | null {
+  return secretBox(settings).open(sealed, variableContext(appId, name))
+}

@@ -78,16 +78,15 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, dep
 
 /** The log as it is now, or streamed while the pod runs; a build whose pod has not started yet is looked at again until it does. */
 async function sendBuildLog (deps: RouteDeps, { appId, buildId }: { appId: string; buildId: string }, follow: boolean, reply: FastifyReply): Promise<FastifyReply> {
-  const { db, cluster, local } = deps
   let closed = false
   reply.raw.on('close', () => { closed = true })
   for (;;) {
     const abort = new AbortController()
-    const log = await findBuildLog({ db, cluster, local }, appId, buildId, { follow, signal: abort.signal })
+    const log = await findBuildLog(deps, appId, buildId, { follow, signal: abort.signal })
     if (log.kind === 'text') return sendLogText(reply, log.text)
     if (log.kind === 'stream') return sendLogStream(reply, log.upstream, abort, deps.draining)
-    // Not started yet (so there is a cluster): look again until it runs, the build ends, or the caller leaves.
-    await new Promise((resolve) => setTimeout(resolve, cluster?.pollMs))
+    // Not started yet: look again until it runs, the build ends, or the caller leaves.
+    await new Promise((resolve) => setTimeout(resolve, deps.runtime.logPollMs))
     if (closed) return sendLogText(reply, '') // to nobody: the caller has gone
     if (deps.draining.draining) return sendLogText(reply, '') // the process stops: ask another replica
   }

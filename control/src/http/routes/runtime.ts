@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { MAX_INVOKE_BODY_BYTES } from '../../domain/invoke.js'
-import { invokeFunction, openApplicationLog, redeploy } from '../../domain/runtime.js'
+import { invokeFunction, openApplicationLog, redeploy } from '../../domain/running.js'
 import { InvokeRequest, InvokeResult } from '../../model/resources.js'
 import { sendLogStream } from '../log-stream.js'
 import type { RouteDeps } from '../route-deps.js'

@@ -1,0 +1,44 @@
+// What runs, as the runtime routes ask for it: re-deploying the newest image, one request to a
+// deployed function, and the application's own log.
+import type { Readable } from 'node:stream'
+import { ConflictError } from '../errors.js'
+import type { InvokeRequestT, InvokeResultT } from '../model/resources.js'
+import { findApplication } from '../store/applications.js'
+import { latestImage } from '../store/builds.js'
+import { getFunction } from '../store/functions.js'
+import type { DomainDeps } from './deps.js'
+import { deployApplication } from './deploy.js'
+import { prepareInvoke } from './invoke.js'
+import { applicationNotFound, functionNotFound } from './not-found.js'
+
+/** Deploy the image of the newest successful build again; that image. */
+export async function redeploy (deps: DomainDeps, appId: string): Promise<{ appId: string; image: string }> {
+  const application = await findApplication(deps.db, appId)
+  if (application === null) throw applicationNotFound()
+  deps.runtime.checkDeploy()
+  const image = await latestImage(deps.db, application.id)
+  if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
+  await deployApplication(deps, application, image)
+  return { appId: application.id, image }
+}
+
+/** The request checked against the function's route, then sent to the application. */
+export async function invokeFunction ({ db, runtime }: DomainDeps, appId: string, fnId: string, request: InvokeRequestT): Promise<InvokeResultT> {
+  const fn = await getFunction(db, appId, fnId)
+  if (fn === null) throw functionNotFound()
+  const prepared = prepareInvoke(request, fn.route)
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  return runtime.invoke(application, prepared)
+}
+
+/** The application's own output: its newest running pod's log in a cluster, its output on this machine. */
+export async function openApplicationLog (
+  { db, runtime }: DomainDeps,
+  appId: string,
+  options: { follow: boolean; tailLines: number | undefined; signal: AbortSignal },
+): Promise<Readable> {
+  const application = await findApplication(db, appId)
+  if (application === null) throw applicationNotFound()
+  return runtime.openLog(application, options)
+}
