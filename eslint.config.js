@@ -29,6 +29,12 @@ export default tseslint.config(
     }
   },
   {
+    // The one plain-JavaScript script: it runs before anything is compiled, outside the typecheck.
+    files: ['scripts/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', URL: 'readonly' } }
+  },
+  {
     // Fastify route plugins are async functions by its contract (FastifyPluginAsync); one that
     // only declares routes has nothing to await.
     files: ['control/src/http/routes/*.ts'],
