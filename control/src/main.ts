@@ -1,6 +1,6 @@
 import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
 import { controlUsage, parseConfig } from './config.js'
-import { ConfigError } from './errors.js'
+import { ConfigError } from '../../common/src/config/settings.js'
 import { createLogger } from './logger.js'
 
 async function main (): Promise<void> {

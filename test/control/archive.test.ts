@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import { packArchive, unpackArchive } from '../../control/src/source/archive.js'
 import type { UnpackLimits } from '../../control/src/source/archive.js'
-import { ApiError } from '../../control/src/errors.js'
+import { HttpError } from '../../common/src/errors.js'
 import { countedStream, filesOf, gnuTarOf, retypeFirstEntry, tarOf, tgzOf } from '../fixtures/tarballs.js'
 
 const LIMITS: UnpackLimits = { maxFiles: 10, maxBytes: 64 * 1024, maxArchiveBytes: 32 * 1024 }
@@ -23,7 +23,7 @@ async function refusal (promise: Promise<unknown>): Promise<{ status: number; me
   try {
     await promise
   } catch (error) {
-    if (error instanceof ApiError) return { status: error.status, message: error.message }
+    if (error instanceof HttpError) return { status: error.status, message: error.message }
     throw error
   }
   throw new Error('expected a refusal, got a file map')

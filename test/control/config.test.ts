@@ -2,7 +2,7 @@
 // must be refused (the process turns those into exit code 2; control-process checks that).
 import t from 'tap'
 import { controlUsage, parseConfig, settings } from '../../control/src/config.js'
-import { ConfigError } from '../../control/src/errors.js'
+import { ConfigError } from '../../common/src/config/settings.js'
 
 const SKIP = ['--dev-insecure-skip-auth']
 

@@ -1,7 +1,8 @@
 // The control plane's folders depend one way (control/src/README.md): http -> domain ->
 // runtime (implemented by cluster and local) -> store / source / metrics -> model, with
-// config, errors and logger below them all and server.ts, the composition root, above. This reads every import in control/src and fails
-// on one that points the other way, or from one route module into another.
+// config and logger below them all and server.ts, the composition root, above. This reads
+// every import in control/src and fails on one that points the other way, or from one route
+// module into another.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -11,23 +12,22 @@ const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
 
 // What each layer may import from control/src, besides its own folder.
 const ALLOWED: Record<string, readonly string[]> = {
-  'main.ts': ['server.ts', 'config.ts', 'errors.ts', 'logger.ts'],
-  'server.ts': ['http', 'domain', 'runtime', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  http: ['domain', 'runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  'main.ts': ['server.ts', 'config.ts', 'logger.ts'],
+  'server.ts': ['http', 'domain', 'runtime', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  http: ['domain', 'runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'logger.ts'],
   // The domain knows the runtime interface only, never which implementation runs.
-  domain: ['runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  domain: ['runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'logger.ts'],
   // The two implementations of the runtime interface stand side by side: neither knows the other.
-  cluster: ['runtime', 'store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  local: ['runtime', 'store', 'source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  cluster: ['runtime', 'store', 'source', 'model', 'config.ts', 'logger.ts'],
+  local: ['runtime', 'store', 'source', 'model', 'config.ts', 'logger.ts'],
   // The interface, the none runtime and what both implementations share (outcomes, sending an invoke).
-  runtime: ['store', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
+  runtime: ['store', 'model', 'config.ts', 'logger.ts'],
   // The lower layers may use each other (the build watcher records outcomes), never a layer above.
-  store: ['source', 'model', 'config.ts', 'errors.ts', 'logger.ts'],
-  source: ['model', 'errors.ts'],
-  metrics: ['model', 'config.ts', 'errors.ts', 'logger.ts'],
+  store: ['source', 'model', 'config.ts', 'logger.ts'],
+  source: ['model'],
+  metrics: ['model', 'config.ts', 'logger.ts'],
   model: [],
-  'config.ts': ['model', 'errors.ts'],
-  'errors.ts': [],
+  'config.ts': ['model'],
   'logger.ts': [],
   'healthcheck.ts': [],
 }

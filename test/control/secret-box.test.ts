@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { ConfigError } from '../../control/src/errors.js'
+import { ConfigError } from '../../common/src/config/settings.js'
 import { secretBox } from '../../control/src/store/secret-box.js'
 import { startTestControl } from '../helpers/control.js'
 

@@ -1,7 +1,7 @@
 // An invoke in the cluster: to the application's Service through the API server's service
 // proxy, or straight to the Service when the control plane runs in the cluster. Through the
 // proxy the API server may answer for itself (a v1 Status): those answers become ours.
-import { NotFoundError, UnavailableError } from '../errors.js'
+import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
 import type { Carrier } from '../runtime/send-invoke.js'
 import { direct } from '../runtime/send-invoke.js'
 import type { Kube } from './kube.js'

@@ -11,7 +11,8 @@ import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
 import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
-import { ApiError, ConfigError, NotFoundError, UnavailableError } from '../errors.js'
+import { HttpError, NotFoundError, UnavailableError } from '../../../common/src/errors.js'
+import { ConfigError } from '../../../common/src/config/settings.js'
 import { sendablePath } from '../runtime/send-invoke.js'
 
 export type Kube = {
@@ -98,8 +99,8 @@ export type NotFoundMeaning = { notFound?: string; missingCrd?: boolean }
  * The answer for a failed cluster call. `action` names what was attempted in RBAC words
  * ("create batch jobs"), so a 403 says which permission the service account lacks.
  */
-export function clusterError (error: unknown, action: string, meaning: NotFoundMeaning = {}): ApiError {
-  if (error instanceof ApiError) return error
+export function clusterError (error: unknown, action: string, meaning: NotFoundMeaning = {}): HttpError {
+  if (error instanceof HttpError) return error
   const status = statusOf(error)
   if (status === null) {
     if (isNetworkError(error)) return new UnavailableError('cluster unreachable')
@@ -111,7 +112,7 @@ export function clusterError (error: unknown, action: string, meaning: NotFoundM
     if (meaning.missingCrd === true && isMissingResourceType(error)) return spinAppCrdMissing()
     if (meaning.notFound !== undefined) return new NotFoundError(meaning.notFound)
   }
-  if (status === 413) return new ApiError(413, 'too large for the cluster')
+  if (status === 413) return new HttpError(413, 'too large for the cluster')
   return new UnavailableError(`cluster error: ${action} answered ${status}`)
 }
 

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ControlConfig } from '../config.js'
-import { UnavailableError } from '../errors.js'
+import { UnavailableError } from '../../../common/src/errors.js'
 import type { Kube } from './kube.js'
 import { clusterError, statusOf } from './kube.js'
 

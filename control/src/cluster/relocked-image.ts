@@ -6,7 +6,7 @@ import { relockReference } from '../../../common/src/spin/relock.js'
 import type { RelockOptions } from '../../../common/src/spin/relock.js'
 import type { StoreOptions } from '../../../common/src/spin/store.js'
 import type { ControlConfig } from '../config.js'
-import { ApiError, UnavailableError } from '../errors.js'
+import { HttpError, UnavailableError } from '../../../common/src/errors.js'
 import type { AppSettings } from '../model/app-settings.js'
 import type { Kube } from './kube.js'
 import { withRegistryCredentials } from './registry-credentials.js'
@@ -31,7 +31,7 @@ export async function relockedImage (kube: Kube, config: ControlConfig, image: s
     try {
       return await relock(image, names, { dockerConfigDir, insecure: config.registryInsecure, secret, timeoutMs: RELOCK_TIMEOUT_MS })
     } catch (error) {
-      if (error instanceof ApiError) throw error
+      if (error instanceof HttpError) throw error
       // The registry client's messages carry no credential.
       throw new UnavailableError(`the image could not be re-locked with the variables' names (${(error as Error).message}); the running deployment is unchanged`)
     }

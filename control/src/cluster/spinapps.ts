@@ -5,7 +5,7 @@ import type { V1Deployment, V1Service } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import type { Static } from 'typebox'
 import type { ControlConfig } from '../config.js'
-import { ApiError } from '../errors.js'
+import { HttpError } from '../../../common/src/errors.js'
 import type { AppSettings, ResourcesT } from '../model/app-settings.js'
 import type { Deployment } from '../model/resources.js'
 import { FIELD_MANAGER } from './applied.js'
@@ -157,7 +157,7 @@ export async function readDeployment (kube: Kube, config: ControlConfig, app: { 
     }
   } catch (error) {
     // Only mapped cluster failures (messages written for the caller) end up here.
-    if (error instanceof ApiError) return { ...base, message: error.message }
+    if (error instanceof HttpError) return { ...base, message: error.message }
     throw error
   }
 }

@@ -8,7 +8,7 @@
 // credentials' Secret alone).
 import type { V1Secret } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
-import { UnavailableError } from '../errors.js'
+import { UnavailableError } from '../../../common/src/errors.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 import { clusterError, statusOf } from './kube.js'

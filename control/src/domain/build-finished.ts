@@ -2,7 +2,7 @@
 // process on this machine): the outcome recorded once, the application deployed with the new
 // image (or why not remembered for its deployment's message), the image's size read in the
 // background, and whoever counts builds told.
-import { ApiError } from '../errors.js'
+import { HttpError } from '../../../common/src/errors.js'
 import type { Logger } from '../logger.js'
 import type { BuildT } from '../model/resources.js'
 import type { FinishBuild, Runtime } from '../runtime/runtime.js'
@@ -46,7 +46,7 @@ export function buildFinisher (deps: BuildFinisherDeps): BuildFinisher {
     try {
       await deployApplication({ ...deps, runtime: deps.runtime() }, application, image)
     } catch (error) {
-      if (error instanceof ApiError) deps.notApplied.set(appId, error.message)
+      if (error instanceof HttpError) deps.notApplied.set(appId, error.message)
       logger.warn({ buildId, appId, reason: (error as Error).message }, 'build succeeded but its deployment could not be applied')
     }
   }

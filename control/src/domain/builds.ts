@@ -3,7 +3,7 @@
 // finished, else from the runtime while it runs.
 import { randomUUID } from 'node:crypto'
 import { spinManifest } from '../../../common/src/spin/manifest.js'
-import { TooManyRequestsError } from '../errors.js'
+import { TooManyRequestsError } from '../../../common/src/errors.js'
 import type { BuildT } from '../model/resources.js'
 import type { BuildApplication, BuildLog } from '../runtime/runtime.js'
 import { packArchive } from '../source/archive.js'

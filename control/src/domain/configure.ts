@@ -3,7 +3,7 @@
 // the answer's deployment message says so.
 import type { ApplicationT } from '../model/resources.js'
 import type { AutoscalingT, ResourcesT, VariableInputT } from '../model/app-settings.js'
-import { ApiError, InvalidInputError } from '../errors.js'
+import { HttpError, InvalidInputError } from '../../../common/src/errors.js'
 import type { AppSettings } from '../model/app-settings.js'
 import { findApplication, updateSettings } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
@@ -56,7 +56,7 @@ export async function configureApplication (deps: DomainDeps, appId: string, pat
     // say so (the next deploy applies them), not a 503 that would read as nothing changed.
     note = await deployApplication(deps, updated, image).then(() => 're-applied with the new settings',
       (error: unknown) => {
-        if (error instanceof ApiError) return `saved but not applied (${error.message}); POST deploy applies them`
+        if (error instanceof HttpError) return `saved but not applied (${error.message}); POST deploy applies them`
         throw error
       })
   }

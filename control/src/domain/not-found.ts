@@ -1,6 +1,6 @@
 // The 404s several resources answer with the same words, written once: thrown by the routes
 // and by the domain modules below them.
-import { NotFoundError } from '../errors.js'
+import { NotFoundError } from '../../../common/src/errors.js'
 
 export function applicationNotFound (): NotFoundError {
   return new NotFoundError('application not found')

@@ -1,7 +1,7 @@
 // Replacing a function's source, from a file map or an uploaded archive: every file checked
 // against the limits before the one UPDATE, so a refused upload leaves the stored source as it was.
 import type { Readable } from 'node:stream'
-import { InvalidInputError } from '../errors.js'
+import { InvalidInputError } from '../../../common/src/errors.js'
 import type { SourceT } from '../model/resources.js'
 import type { UnpackLimits } from '../source/archive.js'
 import { unpackArchive } from '../source/archive.js'

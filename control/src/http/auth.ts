@@ -13,7 +13,6 @@ import { insufficientScope, tokenRefusal } from '../../../common/src/auth/refusa
 import type { RequiredClaim } from '../config.js'
 import type { Caller } from '../domain/access.js'
 import { everyoneCaller } from '../domain/access.js'
-import { asApiError } from '../errors.js'
 
 export type AuthOptions = {
   issuer: string
@@ -28,7 +27,7 @@ export type AuthOptions = {
 } & Pick<OidcKeysOptions, 'fetchTimeoutMs' | 'refreshCooldownMs' | 'retryMs' | 'minRefreshMs' | 'maxRefreshMs' | 'now'>
 
 export type Authenticator = {
-  /** Resolves with who the token's bearer is, or rejects with a 401, 403 or 503 ApiError. */
+  /** Resolves with who the token's bearer is, or rejects with a 401, 403 or 503 HttpError. */
   authenticate (authorization: string): Promise<Caller>
   close (): void
 }
@@ -41,11 +40,11 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
     try {
       payload = await verifyBearer(keys, authorization, opts.audience)
     } catch (error) {
-      throw asApiError(tokenRefusal(error))
+      throw tokenRefusal(error)
     }
     const claim = opts.requiredClaim
     if (claim !== null && !carries(payload[claim.name], claim.value)) {
-      throw asApiError(insufficientScope(`token lacks the required claim ${claim.name}=${claim.value}`))
+      throw insufficientScope(`token lacks the required claim ${claim.name}=${claim.value}`)
     }
     return callerFrom(payload, opts)
   }
@@ -62,7 +61,7 @@ function callerFrom (payload: JWTPayload, opts: AuthOptions): Caller {
   const claim = payload[name]
   // Repeated values are one tenant, not a choice between two.
   const tenants = [...new Set((Array.isArray(claim) ? claim : [claim]).filter((value): value is string => typeof value === 'string' && value !== ''))]
-  if (tenants.length === 0 && !admin) throw asApiError(insufficientScope(`token lacks the tenant claim ${name}`))
+  if (tenants.length === 0 && !admin) throw insufficientScope(`token lacks the tenant claim ${name}`)
   return { tenants, admin, readOnly, subject }
 }
 

@@ -1,6 +1,6 @@
 // The one error handler of the app: every failure becomes `{"error": reason}`.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.js'
+import { HttpError } from '../../../common/src/errors.js'
 
 /** Largest JSON body a route takes unless it sets its own limit. */
 export const JSON_BODY_LIMIT = 1024 * 1024
@@ -12,12 +12,12 @@ const FASTIFY_MESSAGES: Record<string, string> = {
 }
 
 /**
- * The one error handler: every failure becomes `{"error": reason}`. ApiErrors and Fastify's
+ * The one error handler: every failure becomes `{"error": reason}`. HttpErrors and Fastify's
  * 4xx carry a reason written for the caller; anything else is a bug or a broken dependency,
  * so the caller gets only "internal error" and the log gets the error with the request id.
  */
 export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  if (error instanceof ApiError) {
+  if (error instanceof HttpError) {
     reply.code(error.status).headers(error.headers).send({ error: error.message })
     return
   }

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { UnavailableError } from '../errors.js'
+import { UnavailableError } from '../../../common/src/errors.js'
 import type { LanguageT } from '../model/resources.js'
 
 const run = promisify(execFile)

@@ -3,7 +3,7 @@
 // range result) becomes a 503 whose reason is safe to show: it never repeats the URL, which
 // may carry credentials.
 import { formatDuration } from '../../../common/src/config/duration.js'
-import { UnavailableError } from '../errors.js'
+import { UnavailableError } from '../../../common/src/errors.js'
 
 /** `[unix seconds, value]`, as the API answers. */
 export type Point = [number, number]

@@ -2,7 +2,7 @@
 // query_range per series over it. The routes in http/routes/metrics.ts only pick the queries.
 import { formatDuration, parseDuration } from '../../../common/src/config/duration.js'
 import type { ControlConfig } from '../config.js'
-import { InvalidInputError, UnavailableError } from '../errors.js'
+import { InvalidInputError, UnavailableError } from '../../../common/src/errors.js'
 import type { Point, PrometheusClient } from './prometheus.js'
 import { createPrometheusClient } from './prometheus.js'
 

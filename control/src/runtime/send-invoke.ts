@@ -7,7 +7,7 @@ import http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { urlToHttpOptions } from 'node:url'
 import { formatDuration } from '../../../common/src/config/duration.js'
-import { ApiError, InvalidInputError, UnavailableError } from '../errors.js'
+import { HttpError, InvalidInputError, UnavailableError } from '../../../common/src/errors.js'
 import type { InvokeResultT } from '../model/resources.js'
 import type { PreparedInvoke } from './runtime.js'
 
@@ -20,7 +20,7 @@ const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|ecmascript|x-www-
 export type Carrier = {
   send: (request: PreparedInvoke, signal: AbortSignal) => Promise<IncomingMessage>
   /** The error for a request that got no answer (not a timeout). */
-  unanswered: (error: unknown) => ApiError
+  unanswered: (error: unknown) => HttpError
   /** Throws when the answer is the carrier's own refusal rather than the application's. */
   check?: (status: number, contentType: string | undefined, body: Buffer) => void
 }
@@ -43,7 +43,7 @@ export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, tim
     try {
       answer = await carrier.send(request, abort.signal)
     } catch (error) {
-      if (error instanceof ApiError) throw error
+      if (error instanceof HttpError) throw error
       if (abort.signal.aborted) return timedOut()
       throw carrier.unanswered(error)
     }

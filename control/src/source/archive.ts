@@ -9,8 +9,8 @@ import type { TransformCallback } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import type { ZlibOptions } from 'node:zlib'
 import tar from 'tar-stream'
-import type { ApiError } from '../errors.js'
-import { InvalidInputError, TooLargeError } from '../errors.js'
+import type { HttpError } from '../../../common/src/errors.js'
+import { InvalidInputError, TooLargeError } from '../../../common/src/errors.js'
 import { contentProblem, pathProblem } from './files.js'
 import type { SourceLimits } from './files.js'
 
@@ -49,7 +49,7 @@ const OVERHEAD_PER_ENTRY = 2048
 const END_OF_ARCHIVE = 10_240
 
 /**
- * Read a .tar.gz from `input` into a file map. Rejects with a 413 ApiError past a limit, a 400
+ * Read a .tar.gz from `input` into a file map. Rejects with a 413 HttpError past a limit, a 400
  * for anything else unacceptable. On a refusal `input` is left paused and unread, not
  * destroyed, so the caller can still answer on the same connection (and should close it).
  */
@@ -132,7 +132,7 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
 type TarHeader = tar.Header
 
 /** Why the archive is refused at this entry, before its content is read; null when it may pass. */
-function checkEntry (header: TarHeader): ApiError | null {
+function checkEntry (header: TarHeader): HttpError | null {
   const type = header.type ?? 'file'
   const shown = JSON.stringify(header.name)
   if (type === 'symlink' || type === 'link') return new InvalidInputError(`archive entry ${shown} is a link: only regular files and directories are allowed`)

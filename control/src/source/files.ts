@@ -1,7 +1,7 @@
 // The rules every stored source obeys, whichever way it arrived (JSON or archive): file paths
 // that can be written below a build directory and nowhere else, text contents PostgreSQL can
 // store, and a cap on the number of files and their total size.
-import { InvalidInputError, TooLargeError } from '../errors.js'
+import { InvalidInputError, TooLargeError } from '../../../common/src/errors.js'
 
 export const MAX_FILES = 1000
 const MAX_PATH_LENGTH = 256
@@ -63,7 +63,7 @@ export function contentProblem (content: string): string | null {
   return null
 }
 
-/** Throws a 400 or 413 ApiError unless `files` is an acceptable source. */
+/** Throws a 400 or 413 HttpError unless `files` is an acceptable source. */
 export function checkFiles (files: Record<string, string>, limits: SourceLimits): void {
   const paths = Object.keys(files)
   if (paths.length > limits.maxFiles) throw new TooLargeError(`too many files: at most ${limits.maxFiles}`)

@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { functionNotFound } from '../../domain/not-found.js'
 import { replaceFiles, replaceFromArchive } from '../../domain/sources.js'
-import { ApiError, InvalidInputError } from '../../errors.js'
+import { HttpError, InvalidInputError } from '../../../../common/src/errors.js'
 import { Source } from '../../model/resources.js'
 import { packArchive, UploadBrokeOffError } from '../../source/archive.js'
 import { MAX_FILES } from '../../source/files.js'
@@ -100,7 +100,7 @@ export const sourceRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { 
     } catch (error) {
       // The rest of a refused upload is never read: end the connection after the answer
       // instead of draining what could be gigabytes.
-      if (error instanceof ApiError) reply.header('connection', 'close')
+      if (error instanceof HttpError) reply.header('connection', 'close')
       // Usually a client that hung up: nobody reads the answer, and nothing is wrong here.
       if (error instanceof UploadBrokeOffError) request.log.debug({ reason: error.message }, 'upload broke off')
       throw error
@@ -133,7 +133,7 @@ async function archiveStream (request: UploadRequest): Promise<Readable> {
   }
   const body = request.body as Readable | undefined
   if (body === undefined || typeof body.pipe !== 'function') {
-    throw new ApiError(415, `send the archive as multipart/form-data (file field "${ARCHIVE_FIELD}") or as an application/gzip body`)
+    throw new HttpError(415, `send the archive as multipart/form-data (file field "${ARCHIVE_FIELD}") or as an application/gzip body`)
   }
   return body
 }
