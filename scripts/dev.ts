@@ -6,34 +6,62 @@
 //   control plane  127.0.0.1:8081  --dev-insecure-skip-auth, PGlite in ./data/control
 //
 // With authentication off, both listen on loopback only: anyone on the network could
-// otherwise create and delete applications. `npm run dev -- --host 0.0.0.0` (or another
-// address) opens them up. RELAY_ADDR / PLATFORM_ADDR still set the addresses; one given as
-// ":port" gets the --host.
+// otherwise create and delete applications. `--host 0.0.0.0` (or another address) opens them
+// up; `--relay-port` and `--control-port` move them (`npm run dev -- --help`). RELAY_ADDR /
+// PLATFORM_ADDR still set whole addresses; one given as ":port" gets the --host.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import type { Setting } from '../common/src/config/settings.js'
+import { anyText, ConfigError, helpRequested, readSettings, usage } from '../common/src/config/settings.js'
 
 type Service = { name: string; script: string; args: string[]; color: number }
 
-const host = devHost(process.argv.slice(2))
+type DevConfig = { host: string; relayPort: number; controlPort: number }
+
+function parsePort (text: string): number {
+  const port = Number(text)
+  if (!/^\d+$/.test(text) || port > 65535) throw new Error(`${JSON.stringify(text)} is not a port (0-65535; 0 lets the system pick)`)
+  return port
+}
+
+const DEV_SETTINGS: ReadonlyArray<Setting<DevConfig>> = [
+  { key: 'host', env: 'DEV_HOST', flag: '--host', default: '127.0.0.1', parse: anyText, help: 'the address both listen on; 0.0.0.0 for every interface (anyone who reaches it has both APIs)' },
+  { key: 'relayPort', env: 'DEV_RELAY_PORT', flag: '--relay-port', default: '8080', parse: parsePort, help: "the relay's port" },
+  { key: 'controlPort', env: 'DEV_CONTROL_PORT', flag: '--control-port', default: '8081', parse: parsePort, help: "the control plane's port (the console is served there too)" },
+]
+
+// The services crash deep inside undici on an older Node: say which one they need instead.
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
+if (major < 22 || (major === 22 && minor < 18)) {
+  process.stderr.write(`dev: needs Node 22.18 or newer (package.json "engines"); this is Node ${process.versions.node}. Run it as \`npm run dev\`, which uses the project's own Node from node_modules/.bin.\n`)
+  process.exit(2)
+}
+
+const config = devConfig(process.argv.slice(2))
+const host = config.host
 
 // Asked for by name (--host): both processes refuse a non-loopback address without authentication otherwise.
 const anywhere = /^(127\.|::1$|localhost$)/.test(host) ? [] : ['--dev-insecure-listen-anywhere']
 
 const SERVICES: Service[] = [
-  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, 8080), ...anywhere], color: 36 },
-  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, 8081), ...anywhere], color: 35 },
+  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, config.relayPort), ...anywhere], color: 36 },
+  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, config.controlPort), ...anywhere], color: 35 },
 ]
 
-function devHost (argv: string[]): string {
-  if (argv.length === 0) return '127.0.0.1'
-  const [flag, value] = argv[0]?.startsWith('--host=') === true ? ['--host', argv[0].slice(7)] : argv
-  if (flag !== '--host' || value === undefined || argv.length > (argv[0] === '--host' ? 2 : 1)) {
-    process.stderr.write('dev: usage: npm run dev [-- --host ADDRESS]   (default 127.0.0.1; 0.0.0.0 for every interface)\n')
+function devConfig (argv: string[]): DevConfig {
+  if (helpRequested(argv)) {
+    process.stdout.write(usage(DEV_SETTINGS, 'npm run dev --'))
+    process.exit(0)
+  }
+  try {
+    return readSettings(DEV_SETTINGS, argv, process.env)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`dev: ${error.message}\n\n${usage(DEV_SETTINGS, 'npm run dev --')}`)
     process.exit(2)
   }
-  return value
 }
 
 // An address from the environment wins; one without a host (":port") and the default get --host.

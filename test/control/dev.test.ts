@@ -2,8 +2,8 @@
 // prefixed output, both stopped by one Ctrl+C, and the other stopped when one of them dies.
 // Addresses and the data directory come from the environment the services inherit, so the
 // test needs no fixed ports.
-import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,9 +16,9 @@ const devJs = fileURLToPath(new URL('../../dist/scripts/dev.js', import.meta.url
 
 // A bound for a hung start, not an expectation (no contract names one): a relay and a control
 // plane (PGlite) start side by side, which took up to 30 s for the control plane alone at a load
-// average of 14 on two cores. Four such starts in the file.
+// average of 14 on two cores. Five such starts in the file.
 const START_BOUND_MS = 120_000
-t.setTimeout(4 * START_BOUND_MS)
+t.setTimeout(5 * START_BOUND_MS)
 
 function startDev (t: Test, extraEnv: Record<string, string> = {}, args: string[] = []) {
   const dir = mkdtempSync(join(tmpdir(), 'control-dev-'))
@@ -102,4 +102,37 @@ t.test('loopback only unless --host says otherwise: an address without a host ge
   t.equal(open.entry('control', 'control plane listening')?.host, '0.0.0.0', '--host opens it up')
   open.child.kill('SIGINT')
   t.equal(await open.exited, 0)
+})
+
+t.test('--relay-port and --control-port move the services; --help prints the table; a bad port is exit 2', async (t) => {
+  // No RELAY_ADDR / PLATFORM_ADDR: the ports come from the flags, 0 letting the system pick
+  // (the defaults, 8080 and 8081, would be what listens if the flags were not read).
+  const dev = startDev(t, { RELAY_ADDR: '', PLATFORM_ADDR: '' }, ['--relay-port', '0', '--control-port', '0'])
+  await dev.waitFor(() => dev.port('relay', 'relay listening') !== undefined && dev.port('control', 'control plane listening') !== undefined, 'both services to listen')
+  t.not(dev.port('relay', 'relay listening'), 8080, 'the relay on the port asked for')
+  t.not(dev.port('control', 'control plane listening'), 8081, 'the control plane on the port asked for')
+  t.equal(dev.entry('relay', 'relay listening')?.host, '127.0.0.1', 'still loopback')
+  dev.child.kill('SIGINT')
+  t.equal(await dev.exited, 0)
+
+  const help = spawnSync(process.execPath, [devJs, '--help'], { encoding: 'utf8' })
+  t.equal(help.status, 0)
+  t.match(help.stdout, /--relay-port, DEV_RELAY_PORT \(default 8080\)[\s\S]*--control-port, DEV_CONTROL_PORT \(default 8081\)/)
+  const bad = spawnSync(process.execPath, [devJs, '--control-port', '70000'], { encoding: 'utf8' })
+  t.equal(bad.status, 2)
+  t.match(bad.stderr, /^dev: invalid value "70000" for --control-port/)
+})
+
+t.test("under the machine's older Node it says which Node it needs instead of starting", async (t) => {
+  // The Node that bootstraps npm on these machines (Debian's, 20): the first one on PATH
+  // outside the project's node_modules that is older than 22.
+  const older = (process.env.PATH ?? '').split(':').filter((dir) => !dir.includes('node_modules')).map((dir) => join(dir, 'node'))
+    .find((node) => existsSync(node) && Number(spawnSync(node, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim()) < 22)
+  if (older === undefined) {
+    t.fail('no Node older than 22 on PATH: this machine kind bootstraps with Debian 12\'s Node 20')
+    return
+  }
+  const run = spawnSync(older, [devJs], { encoding: 'utf8' })
+  t.equal(run.status, 2)
+  t.match(run.stderr, /^dev: needs Node 22\.18 or newer \(package\.json "engines"\); this is Node 20\.[\d.]+\. Run it as `npm run dev`/)
 })
