@@ -45,6 +45,7 @@ export type RelayConfig = {
   limitAddresses: number // addresses each of those limits tracks at most
   maxSessions: number // sessions the table holds at most, closed ones until the sweep included
   maxHeadersSize: number // bytes of a request head (request line and headers); uWS answers 431 past it
+  drainTimeoutMs: number // on SIGTERM, how long existing sessions may go on before the rest get 1001
 }
 
 // Only ties each parser's return type to its key.
@@ -130,6 +131,7 @@ export const settings = [
   setting({ key: 'limitAddresses', env: 'RELAY_LIMIT_ADDRESSES', flag: '--limit-addresses', default: '100000', parse: parsePositiveInteger, help: 'client addresses each of those limits tracks at most (about 100 bytes each); the least recently seen are forgotten first' }),
   setting({ key: 'maxSessions', env: 'RELAY_MAX_SESSIONS', flag: '--max-sessions', default: '100000', parse: parsePositiveInteger, help: 'sessions held at once (closed ones count until the sweep); past it creation answers 503' }),
   setting({ key: 'maxHeadersSize', env: 'RELAY_MAX_HEADERS_SIZE', flag: '--max-headers-size', default: '32KiB', parse: parseHeadersSize, help: 'largest request head (request line and headers), bytes, at most 1MiB; past it uWebSockets.js answers 431 with its own HTML page. The default admits the largest token the relay reads (16 KiB) with room for the path and other headers' }),
+  setting({ key: 'drainTimeoutMs', env: 'RELAY_DRAIN_TIMEOUT', flag: '--drain-timeout', default: '10m', parse: parseTimerDuration, help: `on SIGTERM the relay drains: /readyz answers 503, new sessions 503 with Retry-After, existing sessions (and their reattaches) go on; it exits once none is left or after this long, closing the rest with ${CLOSE_CODES.shutdown.code}. A second SIGTERM, or SIGINT, stops at once. Keep the pod's terminationGracePeriodSeconds above it` }),
   setting({ key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `pino log level, one of ${logLevels.join(', ')}` }),
 ]
 

@@ -54,6 +54,7 @@ t.test('defaults', async (t) => {
     limitAddresses: 100_000,
     maxSessions: 100_000,
     maxHeadersSize: 32_768,
+    drainTimeoutMs: 600_000,
   }
   t.strictSame(parseConfig([], withIssuer), expected)
 })
@@ -84,6 +85,7 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--limit-addresses', 'RELAY_LIMIT_ADDRESSES', '500', { limitAddresses: 500 }],
   ['--max-sessions', 'RELAY_MAX_SESSIONS', '7', { maxSessions: 7 }],
   ['--max-headers-size', 'RELAY_MAX_HEADERS_SIZE', '64KiB', { maxHeadersSize: 65_536 }],
+  ['--drain-timeout', 'RELAY_DRAIN_TIMEOUT', '90s', { drainTimeoutMs: 90_000 }],
 ]
 
 t.test('admission limits: count/duration or off; bad values stop the start', async (t) => {

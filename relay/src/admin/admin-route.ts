@@ -8,6 +8,7 @@ import { clientAddress } from '../http/admission.js'
 import { corsHeaders } from '../http/cors.js'
 import type { Metrics } from '../http/metrics.js'
 import type { OriginPolicy } from '../http/origins.js'
+import type { Readiness } from '../http/readiness.js'
 import type { Headers } from '../http/responses.js'
 import { readBody, sendError, trackAbort } from '../http/responses.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
@@ -33,6 +34,8 @@ export type AdminDeps = {
   maxSessions: number
   /** What a 503 for a full table tells clients to wait: a sweep frees closed sessions. */
   fullRetryAfterSeconds: number
+  /** Draining: creation answers 503, every other admin route still serves. */
+  readiness: Readiness
 }
 
 /** What a handler gets of the request, read before any await. */

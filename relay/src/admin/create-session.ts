@@ -1,5 +1,6 @@
 // POST /admin/sessions: a new session and its two slot tokens, shown this once.
 import { HttpError } from '../errors.js'
+import { DRAINING_RETRY_AFTER_SECONDS } from '../http/readiness.js'
 import { sendJson } from '../http/responses.js'
 import { iso } from '../session/session.js'
 import type { CreatedSession } from '../session/table.js'
@@ -9,6 +10,11 @@ export function createSession (deps: AdminDeps): AdminHandler {
   const { table } = deps
   return (res, { address, body, cors }) => {
     if (body !== null && body.length > 0) requireJsonObject(body)
+    // A draining relay is on its way out: the client should create on another one.
+    if (deps.readiness.draining) {
+      deps.metrics.adminRefused.draining++
+      throw new HttpError(503, 'relay draining: create the session on another relay', { 'retry-after': String(DRAINING_RETRY_AFTER_SECONDS) })
+    }
     // A full table refuses new sessions rather than evicting live ones.
     if (table.size() >= deps.maxSessions) {
       deps.metrics.adminRefused.sessions_full++

@@ -34,6 +34,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     backlog: { total: 0 },
     closing: new Set(),
     connections: 0,
+    live: 0,
     shuttingDown: false,
     ttlMs: opts.ttlMs,
     peerWaitMs: opts.peerWaitMs,
@@ -48,6 +49,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
     const session = newSession(credentials, now, ctx.ttlMs)
     sessions.set(session.id, session)
+    ctx.live++
     ctx.metrics.sessionsCreated++
     expiry.created(session.expiresAt)
     ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
@@ -111,6 +113,8 @@ export function createSessionTable (opts: SessionTableOptions) {
     countByState,
     backlog: ctx.backlog,
     connections: () => ctx.connections,
+    /** Sessions not closed yet, and closed connections still owed bytes: a drain ends when both are 0. */
+    unfinished: (): number => ctx.live + ctx.closing.size,
     size: () => sessions.size,
   }
 }

@@ -51,6 +51,7 @@ export function releasePeer (ctx: TableContext, slot: Slot): void {
 export function closeSession (ctx: TableContext, session: Session, { reason, frame, remove }: SessionClose): void {
   if (!session.closed) {
     session.closed = true
+    ctx.live--
     for (const slot of [session.initiator, session.responder]) {
       stopWaiting(slot)
       ctx.backlog.total -= slot.heldBytes + slot.queuedBytes
