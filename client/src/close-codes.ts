@@ -18,6 +18,9 @@ export const RELAY_CLOSE_CODES: readonly CloseCodeInfo[] = [
   { code: 1006, name: 'abnormal', meaning: 'the connection was lost without a close frame (a drop)' },
 ]
 
+/** The relay's "shutting down": with a way to create sessions, the client creates its session again elsewhere. */
+export const SHUTDOWN_CLOSE = 1001
+
 /** Codes the client itself reports; never sent by the relay. */
 export const NORMAL_CLOSE = 1000
 

@@ -19,7 +19,7 @@ export const HELP: Record<string, string> = {
 Usage:
   relay login [--issuer-from URL] [--client-id ID]   log in with the device flow
   relay session create|list|get ID|delete ID [--json]
-  relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text]
+  relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text] [--recreate-command CMD]
   relay pair                                          create a session, print two attach commands
 
 Run "relay COMMAND --help" for one command.
@@ -48,7 +48,7 @@ ${COMMON}`,
 Needs "relay login" unless the relay runs with auth disabled.
 
 ${COMMON}`,
-  attach: `Usage: relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text]
+  attach: `Usage: relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text] [--recreate-command CMD]
 
 Attaches to a session slot (URL: ws(s)://host/relay/ID) and pipes stdin to the other peer and
 what it sends to stdout, byte for byte. The other side must be "relay attach" too: the bytes
@@ -64,6 +64,12 @@ sender closes once the peer has written everything out; the receiver exits 0 aft
   --text           line mode, for a peer that is not relay attach (a browser, wscat): each
                    stdin line is a text message, each message received a line on stdout;
                    no acknowledgements, so no end-to-end flow control
+  --recreate-command CMD
+                   when the relay shuts down (close code 1001, its drain over), run CMD
+                   with sh -c: it prints the new session's URL and this side's slot token,
+                   separated by a space, on one line; the stream goes on there from where
+                   it was. Both sides need one, agreeing on the session. Without it, 1001
+                   ends the transfer
 
 Progress (bytes, rate) goes to stderr when it is a terminal.
 
