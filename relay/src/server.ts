@@ -102,6 +102,8 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     maxSessions: config.maxSessions,
     fullRetryAfterSeconds: Math.ceil(config.reapIntervalMs / 1000),
     readiness,
+    maxSessionsPerCaller: config.maxSessionsPerCaller,
+    callerClaim: config.callerClaim,
   })
   registerServiceRoutes(routes, { config, auth, allowsOrigin, table, metrics, readiness })
 

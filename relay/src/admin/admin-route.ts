@@ -1,6 +1,7 @@
 // What every admin route does before its handler: copy what it needs from the request (uWS
 // invalidates it at the first await), CORS, the failed-authentication limit, the body cap,
 // authentication, and the one place that turns refusals into `{"error": ...}` responses.
+import type { JWTPayload } from 'jose'
 import type { Authenticator, Scope } from '../auth.js'
 import { HttpError } from '../errors.js'
 import type { AddressLimiter } from '../http/admission.js'
@@ -36,10 +37,23 @@ export type AdminDeps = {
   fullRetryAfterSeconds: number
   /** Draining: creation answers 503, every other admin route still serves. */
   readiness: Readiness
+  /** Sessions one caller may hold at once; null: no cap of its own. */
+  maxSessionsPerCaller: number | null
+  /** The token claim that names the caller. */
+  callerClaim: string
 }
 
-/** What a handler gets of the request, read before any await. */
-type AdminRequest = { id: string; address: string; query: string; body: Buffer | null; cors: Headers }
+/** What a handler gets of the request, read before any await, and who the caller is. */
+type AdminRequest = { id: string; address: string; caller: string; query: string; body: Buffer | null; cors: Headers }
+
+/**
+ * Who asks, for the per-caller cap: the token's claim, else the client address. The prefixes
+ * keep a claim that looks like an address from sharing that address's count.
+ */
+function callerOf (claims: JWTPayload | null, claim: string, address: string): string {
+  const value = claims?.[claim]
+  return typeof value === 'string' && value !== '' ? `claim:${value}` : `address:${address}`
+}
 /** Answers the request, or throws an HttpError for adminRoute to send. */
 export type AdminHandler = (res: HttpResponse, request: AdminRequest) => void
 
@@ -62,8 +76,10 @@ export function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, ha
     }
     trackAbort(res)
     const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
-    const authorized = deps.auth === null ? Promise.resolve() : deps.auth.authorize(authorization, scope)
-    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, address, query, body: bytes, cors })).catch((error: unknown) => {
+    const authorized = deps.auth === null ? Promise.resolve(null) : deps.auth.authorize(authorization, scope)
+    Promise.all([body, authorized]).then(([bytes, claims]) => {
+      handle(res, { id, address, caller: callerOf(claims, deps.callerClaim, address), query, body: bytes, cors })
+    }).catch((error: unknown) => {
       if (error instanceof HttpError) {
         if (error.status === 401) deps.authFailures.hit(address)
         return sendError(res, error, cors)

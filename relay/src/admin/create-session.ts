@@ -8,7 +8,7 @@ import type { AdminDeps, AdminHandler } from './admin-route.js'
 
 export function createSession (deps: AdminDeps): AdminHandler {
   const { table } = deps
-  return (res, { address, body, cors }) => {
+  return (res, { address, caller, body, cors }) => {
     if (body !== null && body.length > 0) requireJsonObject(body)
     // A draining relay is on its way out: the client should create on another one.
     if (deps.readiness.draining) {
@@ -25,7 +25,13 @@ export function createSession (deps: AdminDeps): AdminHandler {
       deps.metrics.adminRefused.create_rate++
       throw new HttpError(429, 'too many sessions created from this address', { 'retry-after': String(wait) })
     }
-    const created = table.create()
+    // One caller must not hold every slot of the node: behind an ingress the address limits
+    // above see one address for every caller, a token's subject does not.
+    if (deps.maxSessionsPerCaller !== null && table.heldBy(caller) >= deps.maxSessionsPerCaller) {
+      deps.metrics.adminRefused.caller_sessions++
+      throw new HttpError(429, 'too many sessions held by this caller', { 'retry-after': String(deps.fullRetryAfterSeconds) })
+    }
+    const created = table.create(caller)
     sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
       ...cors,
       'cache-control': 'no-store',

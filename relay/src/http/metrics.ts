@@ -9,7 +9,7 @@ const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_sl
 export type CloseReason = typeof CLOSE_REASONS[number]
 
 /** Admin requests refused by an admission limit: the 429s, the 503 of a full table and the 503 of a drain. */
-const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full', 'draining'] as const
+const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'caller_sessions', 'sessions_full', 'draining'] as const
 type AdminRefusal = typeof ADMIN_REFUSALS[number]
 
 export type Metrics = {

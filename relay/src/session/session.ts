@@ -48,6 +48,8 @@ export type Session = {
   bytesOut: number
   closed: boolean
   everAttached: boolean
+  /** Who created it, for the per-caller cap: `sub:<claim>` or `address:<client address>`. */
+  caller: string
   /** SHA-256 of the initiator's then the responder's token (see tokens.ts). */
   tokenDigests: Buffer
   initiator: Slot
@@ -67,7 +69,7 @@ export type SessionView = {
 }
 
 /** A new session, both slots empty and linked to each other. */
-export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>, now: number, ttlMs: number): Session {
+export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>, now: number, ttlMs: number, caller: string): Session {
   const session = {
     id,
     createdAt: now,
@@ -77,6 +79,7 @@ export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>
     bytesOut: 0,
     closed: false,
     everAttached: false,
+    caller,
     tokenDigests: digests,
   } as Session
   session.initiator = newSlot('initiator', session)

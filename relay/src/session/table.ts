@@ -35,6 +35,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     closing: new Set(),
     connections: 0,
     live: 0,
+    heldBy: new Map(),
     shuttingDown: false,
     ttlMs: opts.ttlMs,
     peerWaitMs: opts.peerWaitMs,
@@ -44,12 +45,14 @@ export function createSessionTable (opts: SessionTableOptions) {
   const { sessions } = ctx
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
 
-  function create (): CreatedSession {
+  /** A new session for `caller` (see Session.caller). */
+  function create (caller: string): CreatedSession {
     const now = Date.now()
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
-    const session = newSession(credentials, now, ctx.ttlMs)
+    const session = newSession(credentials, now, ctx.ttlMs, caller)
     sessions.set(session.id, session)
     ctx.live++
+    ctx.heldBy.set(caller, (ctx.heldBy.get(caller) ?? 0) + 1)
     ctx.metrics.sessionsCreated++
     expiry.created(session.expiresAt)
     ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
@@ -115,6 +118,8 @@ export function createSessionTable (opts: SessionTableOptions) {
     connections: () => ctx.connections,
     /** Sessions not closed yet, and closed connections still owed bytes: a drain ends when both are 0. */
     unfinished: (): number => ctx.live + ctx.closing.size,
+    /** Sessions `caller` holds that are not closed yet. */
+    heldBy: (caller: string): number => ctx.heldBy.get(caller) ?? 0,
     size: () => sessions.size,
   }
 }

@@ -52,6 +52,9 @@ export function closeSession (ctx: TableContext, session: Session, { reason, fra
   if (!session.closed) {
     session.closed = true
     ctx.live--
+    const held = (ctx.heldBy.get(session.caller) ?? 1) - 1
+    if (held === 0) ctx.heldBy.delete(session.caller)
+    else ctx.heldBy.set(session.caller, held)
     for (const slot of [session.initiator, session.responder]) {
       stopWaiting(slot)
       ctx.backlog.total -= slot.heldBytes + slot.queuedBytes
