@@ -13,6 +13,8 @@ export type Session = {
   bytes_out: number
   initiator_connected: boolean
   responder_connected: boolean
+  /** What the creator set (or the relay's defaults): null max_bytes is no byte limit. */
+  limits: { max_bytes: number | null; ttl_seconds: number }
 }
 
 export type CreatedSession = {

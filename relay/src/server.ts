@@ -104,6 +104,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     readiness,
     maxSessionsPerCaller: config.maxSessionsPerCaller,
     callerClaim: config.callerClaim,
+    limits: { defaultMaxBytes: config.defaultSessionBytes, maxMaxBytes: config.maxSessionBytes, ttlMs: config.sessionTtlMs },
   })
   registerServiceRoutes(routes, { config, auth, allowsOrigin, table, metrics, readiness })
 

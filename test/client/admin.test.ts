@@ -14,7 +14,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 const sessionTypesAgree: Same<Session, SessionView> = true
 
 // Every field of each client type, so a real answer's fields can be compared with them.
-const SESSION_FIELDS = { id: 1, state: 1, created_at: 1, expires_at: 1, last_activity: 1, bytes_in: 1, bytes_out: 1, initiator_connected: 1, responder_connected: 1 } satisfies Record<keyof Session, 1>
+const SESSION_FIELDS = { id: 1, state: 1, created_at: 1, expires_at: 1, last_activity: 1, bytes_in: 1, bytes_out: 1, initiator_connected: 1, responder_connected: 1, limits: 1 } satisfies Record<keyof Session, 1>
 const CREATED_FIELDS = { id: 1, initiator_token: 1, responder_token: 1, initiator_url: 1, responder_url: 1, created_at: 1, expires_at: 1 } satisfies Record<keyof CreatedSession, 1>
 const DISCOVERY_FIELDS = { issuer: 1, audience: 1, scopes: 1, authorization_endpoint: 1, token_endpoint: 1, device_authorization_endpoint: 1, client_id_hint: 1 } satisfies Record<keyof Discovery, 1>
 const keys = (o: object) => Object.keys(o).sort()

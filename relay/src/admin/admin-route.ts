@@ -10,13 +10,14 @@ import { corsHeaders } from '../http/cors.js'
 import type { Metrics } from '../http/metrics.js'
 import type { OriginPolicy } from '../http/origins.js'
 import type { Readiness } from '../http/readiness.js'
+import type { LimitPolicy } from './session-limits.js'
 import type { Headers } from '../http/responses.js'
 import { readBody, sendError, trackAbort } from '../http/responses.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { Logger } from '../logger.js'
 import type { SessionTable } from '../session/table.js'
 
-/** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
+/** POST /admin/sessions takes a few limits (session-limits.ts); anything bigger than this is not a request for one. */
 const MAX_ADMIN_BODY_BYTES = 16 * 1024
 
 export type AdminDeps = {
@@ -41,6 +42,8 @@ export type AdminDeps = {
   maxSessionsPerCaller: number | null
   /** The token claim that names the caller. */
   callerClaim: string
+  /** Per-session limits: the defaults and maxima a create body is held to. */
+  limits: LimitPolicy
 }
 
 /** What a handler gets of the request, read before any await, and who the caller is. */

@@ -5,11 +5,12 @@ import { sendJson } from '../http/responses.js'
 import { iso } from '../session/session.js'
 import type { CreatedSession } from '../session/table.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
+import { limitsOf } from './session-limits.js'
 
 export function createSession (deps: AdminDeps): AdminHandler {
   const { table } = deps
   return (res, { address, caller, body, cors }) => {
-    if (body !== null && body.length > 0) requireJsonObject(body)
+    const limits = limitsOf(body, deps.limits)
     // A draining relay is on its way out: the client should create on another one.
     if (deps.readiness.draining) {
       deps.metrics.adminRefused.draining++
@@ -31,24 +32,12 @@ export function createSession (deps: AdminDeps): AdminHandler {
       deps.metrics.adminRefused.caller_sessions++
       throw new HttpError(429, 'too many sessions held by this caller', { 'retry-after': String(deps.fullRetryAfterSeconds) })
     }
-    const created = table.create(caller)
+    const created = table.create(caller, limits)
     sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
       ...cors,
       'cache-control': 'no-store',
       location: `/admin/sessions/${created.session.id}`,
     })
-  }
-}
-
-function requireJsonObject (body: Buffer): void {
-  let value: unknown
-  try {
-    value = JSON.parse(body.toString('utf8'))
-  } catch {
-    throw new HttpError(400, 'request body is not valid JSON')
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new HttpError(400, 'request body must be a JSON object')
   }
 }
 

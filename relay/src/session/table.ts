@@ -3,12 +3,13 @@
 // (session.ts), its state transitions (transitions.ts), closed connections still owed bytes
 // (closing.ts), expiry and the sweep (expiry.ts), slot tokens (tokens.ts).
 import type { CloseFrame } from '../data-plane/close-codes.js'
+import { CLOSE_CODES } from '../data-plane/close-codes.js'
 import type { CloseReason, Metrics } from '../http/metrics.js'
 import type { Logger } from '../logger.js'
 import { closingDrained, closingGone, closingGrew, drop, dropLargestClosing } from './closing.js'
 import type { TableContext } from './context.js'
 import { startExpiry } from './expiry.js'
-import type { Peer, Session, SessionState, Slot } from './session.js'
+import type { Peer, Session, SessionLimits, SessionState, Slot } from './session.js'
 import { iso, newSession, stateOf } from './session.js'
 import { newCredentials, slotOfToken } from './tokens.js'
 import type { SessionClose } from './transitions.js'
@@ -45,16 +46,23 @@ export function createSessionTable (opts: SessionTableOptions) {
   const { sessions } = ctx
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
 
-  /** A new session for `caller` (see Session.caller). */
-  function create (caller: string): CreatedSession {
+  /** A new session for `caller` (see Session.caller); without limits, the node's TTL and no others. */
+  function create (caller: string, limits: SessionLimits = { maxBytes: null, ttlMs: ctx.ttlMs }): CreatedSession {
     const now = Date.now()
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
-    const session = newSession(credentials, now, ctx.ttlMs, caller)
+    const session = newSession(credentials, now, limits, caller)
     sessions.set(session.id, session)
     ctx.live++
     ctx.heldBy.set(caller, (ctx.heldBy.get(caller) ?? 0) + 1)
     ctx.metrics.sessionsCreated++
-    expiry.created(session.expiresAt)
+    // The table's one expiry timer relies on insertion order being expiry order: a session
+    // that ends sooner than the node's TTL gets a timer of its own.
+    if (limits.ttlMs < ctx.ttlMs) {
+      session.ttlTimer = setTimeout(() => closeSession(ctx, session, { reason: 'expired', frame: CLOSE_CODES.expired, remove: true }), limits.ttlMs)
+      session.ttlTimer.unref()
+    } else {
+      expiry.created(session.expiresAt)
+    }
     ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
     return { session, initiatorToken, responderToken }
   }

@@ -55,6 +55,7 @@ export function closeSession (ctx: TableContext, session: Session, { reason, fra
     const held = (ctx.heldBy.get(session.caller) ?? 1) - 1
     if (held === 0) ctx.heldBy.delete(session.caller)
     else ctx.heldBy.set(session.caller, held)
+    if (session.ttlTimer !== null) clearTimeout(session.ttlTimer)
     for (const slot of [session.initiator, session.responder]) {
       stopWaiting(slot)
       ctx.backlog.total -= slot.heldBytes + slot.queuedBytes
