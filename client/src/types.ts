@@ -17,6 +17,14 @@ export type Session = {
   limits: { max_bytes: number | null; ttl_seconds: number }
 }
 
+/** The optional body of a create: limits on the new session. */
+export type SessionLimits = {
+  /** Payload bytes both peers may send in total; past it the relay closes with 4004. */
+  max_bytes?: number
+  /** At most the relay's session TTL. */
+  ttl_seconds?: number
+}
+
 export type CreatedSession = {
   id: string
   initiator_token: string
