@@ -16,7 +16,7 @@ const RELAY_NODE_FLAGS = ['--max-semi-space-size=4']
  * One load generator on one address creates every session: the per-address creation limit and
  * the session cap are lifted, or the benchmarks would measure 429s and 503s.
  */
-const RELAY_UNLIMITED = ['--session-create-limit', 'off', '--max-sessions', '10000000']
+const RELAY_UNLIMITED = ['--session-create-limit', 'off', '--max-sessions', '10000000', '--max-sessions-per-caller', 'off']
 
 /** How each server starts; `{port}` is replaced by a free port. */
 export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {

@@ -65,7 +65,8 @@ const IMAGES: ImageSpec[] = [
     name: 'relay',
     dockerfile: 'Dockerfile.relay',
     addressVariable: 'RELAY_ADDR',
-    env: (port) => ({ RELAY_NO_AUTH: 'true', RELAY_PUBLIC_BASE_URL: `ws://127.0.0.1:${port}` }),
+    // A 1 s drain: SIGTERM then ends an open session with 1001 within the exit wait.
+    env: (port) => ({ RELAY_NO_AUTH: 'true', RELAY_PUBLIC_BASE_URL: `ws://127.0.0.1:${port}`, RELAY_DRAIN_TIMEOUT: '1s' }),
     present: ['dist/relay/src/main.js', 'dist/relay/src/healthcheck.js', `node_modules/uWebSockets.js/${UWS_BINARY}`],
     absent: ['dist/control', 'dist/scripts', 'dist/bench', ...['fastify', '@electric-sql/pglite', 'pg', '@kubernetes/client-node', 'prom-client'].map((name) => `node_modules/${name}`)],
     exercise: exerciseRelay,
@@ -392,7 +393,7 @@ async function exerciseRelay (running: Running): Promise<void> {
   const responderClosed = await withTimeout(responder.closed, 5_000, 'the responder to be closed')
   check(responderClosed.code === 1000, 'relay: a close from one peer reaches the other', responderClosed)
 
-  // Shutdown as Kubernetes does it: SIGTERM, then the grace period before SIGKILL.
+  // Shutdown as Kubernetes does it: SIGTERM drains, and at the drain timeout what is left gets 1001.
   const second = await createSession(port)
   const peers = [
     await attach(`${second.initiator_url!}?token=${second.initiator_token}`),
@@ -400,7 +401,7 @@ async function exerciseRelay (running: Running): Promise<void> {
   ]
   await stopWithSigterm(running, 'relay')
   const closes = await Promise.all(peers.map((peer) => withTimeout(peer.closed, 5_000, 'a peer to be closed on shutdown')))
-  check(closes.every((close) => close.code === 1001), 'relay: on SIGTERM both peers of an open session get 1001', closes)
+  check(closes.every((close) => close.code === 1001), 'relay: on SIGTERM both peers of an open session get 1001 at the drain timeout', closes)
   const logText = running.process.stdout()
   check(![session, second].some((s) => logText.includes(s.initiator_token) || logText.includes(s.responder_token)), 'relay: no slot token in the logs')
 }

@@ -1,7 +1,7 @@
 // The admin API: create, list (paged), get, delete. Errors are RelayErrors with the status.
 import { RelayError, httpError } from './errors.js'
 import { httpBase } from './discover.js'
-import type { CreatedSession, Session, SessionPage } from './types.js'
+import type { CreatedSession, Session, SessionLimits, SessionPage } from './types.js'
 
 export type AdminOptions = {
   /** The relay, http(s):// or ws(s)://. */
@@ -15,7 +15,8 @@ export type AdminOptions = {
 }
 
 export type AdminClient = {
-  createSession: () => Promise<CreatedSession>
+  /** A new session; `limits` within the relay's maxima (docs/relay.md, "Limits per session"). */
+  createSession: (limits?: SessionLimits) => Promise<CreatedSession>
   /** One page: at most `limit` sessions from `cursor` on. */
   listSessions: (opts?: { limit?: number; cursor?: string }) => Promise<SessionPage>
   /** Every session, page after page. */
@@ -28,13 +29,14 @@ export function adminClient (opts: AdminOptions): AdminClient {
   const base = httpBase(opts.server)
   const doFetch = opts.fetch ?? fetch
 
-  async function request (method: string, path: string, what: string): Promise<Response> {
+  async function request (method: string, path: string, what: string, body?: object): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json' }
+    if (body !== undefined) headers['content-type'] = 'application/json'
     const token = typeof opts.token === 'function' ? await opts.token() : opts.token
     if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`
     let response: Response
     try {
-      response = await doFetch(new URL(path, base), { method, headers })
+      response = await doFetch(new URL(path, base), { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
     } catch (cause) {
       throw new RelayError('network', `${what}: cannot reach ${base}`, { cause })
     }
@@ -53,7 +55,7 @@ export function adminClient (opts: AdminOptions): AdminClient {
   }
 
   return {
-    createSession: async () => await (await request('POST', 'admin/sessions', 'create session')).json() as CreatedSession,
+    createSession: async (limits) => await (await request('POST', 'admin/sessions', 'create session', limits)).json() as CreatedSession,
     listSessions,
     allSessions: async function * (o = {}) {
       let cursor: string | undefined

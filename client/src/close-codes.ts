@@ -14,9 +14,13 @@ export const RELAY_CLOSE_CODES: readonly CloseCodeInfo[] = [
   { code: 4001, name: 'expired', meaning: 'the session reached its expires_at' },
   { code: 4002, name: 'peer_wait', meaning: 'the other peer did not arrive (or come back) within the peer-wait window' },
   { code: 4003, name: 'too_slow', meaning: 'a receiver fell too far behind and the relay closed the session' },
+  { code: 4004, name: 'byte_limit', meaning: 'the peers sent the bytes the session allows (its max_bytes)' },
   { code: 1001, name: 'shutdown', meaning: 'the relay is shutting down' },
   { code: 1006, name: 'abnormal', meaning: 'the connection was lost without a close frame (a drop)' },
 ]
+
+/** The relay's "shutting down": with a way to create sessions, the client creates its session again elsewhere. */
+export const SHUTDOWN_CLOSE = 1001
 
 /** Codes the client itself reports; never sent by the relay. */
 export const NORMAL_CLOSE = 1000

@@ -1,6 +1,6 @@
 // A peer's connection to its slot: send() with flow control, an async iterator of messages,
 // close(), and reattach after a drop within the peer-wait window.
-import { NORMAL_CLOSE, describeClose } from './close-codes.js'
+import { NORMAL_CLOSE, SHUTDOWN_CLOSE, describeClose } from './close-codes.js'
 import type { CloseCodeInfo } from './close-codes.js'
 import { RelayError, httpError } from './errors.js'
 import type { Connector, Message, RawSocket } from './socket.js'
@@ -13,7 +13,12 @@ export type CloseInfo = CloseCodeInfo & {
 
 export type ConnectionEvent =
   | { type: 'drop' }
+  /** The relay is shutting down (1001): `recreate` is creating the session again elsewhere. */
+  | { type: 'recreate' }
   | { type: 'reattached'; attempts: number }
+
+/** Where the session goes on: an attach URL and the slot token for it. */
+export type Recreated = { url: string; token: string }
 
 export type AttachOptions = {
   /**
@@ -25,6 +30,14 @@ export type AttachOptions = {
   highWaterMark?: number
   /** Received bytes held for a reader that does not keep up before reading pauses (Node, default 4 MiB). */
   receiveHighWaterMark?: number
+  /**
+   * Called when the relay closes with 1001 (it is shutting down and its drain ran out): the
+   * session is to be created again on another relay, and this returns where this side
+   * attaches. The connection then attaches there as after a drop, within `reattachWindowMs`.
+   * Both peers get the 1001, so the two callbacks must agree on the new session (the one that
+   * creates it hands the other its token). Without it, 1001 ends the connection.
+   */
+  recreate?: () => Promise<Recreated>
   onEvent?: (event: ConnectionEvent) => void
 }
 
@@ -43,7 +56,10 @@ const BACKOFF_START_MS = 100
 const BACKOFF_MAX_MS = 5000
 const POLL_MS = 5
 
-export function openConnection (connect: Connector, url: string, token: string, opts: AttachOptions = {}): Promise<Connection> {
+export function openConnection (connect: Connector, firstUrl: string, firstToken: string, opts: AttachOptions = {}): Promise<Connection> {
+  // Both change when the session is created again elsewhere (opts.recreate).
+  let url = firstUrl
+  let token = firstToken
   const window = opts.reattachWindowMs ?? 120_000
   const highWater = opts.highWaterMark ?? 1024 * 1024
   const receiveHighWater = opts.receiveHighWaterMark ?? 4 * 1024 * 1024
@@ -98,9 +114,25 @@ export function openConnection (connect: Connector, url: string, token: string, 
             void reattach()
             return
           }
+          if (code === SHUTDOWN_CLOSE && opts.recreate !== undefined && !closing && final === null) {
+            up = false
+            opts.onEvent?.({ type: 'recreate' })
+            void recreateElsewhere(opts.recreate, reason)
+            return
+          }
           finish({ ...describeClose(code), reason, byUs: closing })
         },
       })
+    }
+
+    async function recreateElsewhere (recreate: () => Promise<Recreated>, reason: string) {
+      try {
+        ({ url, token } = await recreate())
+      } catch (error) {
+        finish({ ...describeClose(SHUTDOWN_CLOSE), reason: `${reason}; could not create the session again: ${(error as Error).message}`, byUs: false })
+        return
+      }
+      await reattach()
     }
 
     async function reattach () {

@@ -45,6 +45,11 @@ export type RelayConfig = {
   limitAddresses: number // addresses each of those limits tracks at most
   maxSessions: number // sessions the table holds at most, closed ones until the sweep included
   maxHeadersSize: number // bytes of a request head (request line and headers); uWS answers 431 past it
+  maxSessionsPerCaller: number | null // sessions one caller holds at once; null = no cap of its own
+  callerClaim: string // the token claim that names the caller for maxSessionsPerCaller
+  defaultSessionBytes: number | null // a session's byte limit when its create body sets none; null = --max-session-bytes
+  maxSessionBytes: number | null // the largest byte limit a create body may set; null = no maximum
+  drainTimeoutMs: number // on SIGTERM, how long existing sessions may go on before the rest get 1001
 }
 
 // Only ties each parser's return type to its key.
@@ -68,6 +73,19 @@ function parseRateLimit (text: string): RateLimit | null {
   const windowMs = parseDuration(window)
   if (windowMs < 1) throw new Error(`the window must be at least 1ms, not ${formatDuration(windowMs)}`)
   return { count, windowMs }
+}
+
+function parseCap (text: string): number | null {
+  return text === 'off' ? null : parsePositiveInteger(text)
+}
+
+function parseByteCap (text: string): number | null {
+  return text === 'off' ? null : parsePositiveBytes(text)
+}
+
+function parseClaimName (text: string): string {
+  if (text === '') throw new Error('expected a claim name such as sub')
+  return text
 }
 
 function parsePositiveInteger (text: string): number {
@@ -129,7 +147,12 @@ export const settings = [
   setting({ key: 'sessionCreateLimit', env: 'RELAY_SESSION_CREATE_LIMIT', flag: '--session-create-limit', default: '1200/1m', parse: parseRateLimit, help: 'sessions created per client address; past it creation answers 429; off disables' }),
   setting({ key: 'limitAddresses', env: 'RELAY_LIMIT_ADDRESSES', flag: '--limit-addresses', default: '100000', parse: parsePositiveInteger, help: 'client addresses each of those limits tracks at most (about 100 bytes each); the least recently seen are forgotten first' }),
   setting({ key: 'maxSessions', env: 'RELAY_MAX_SESSIONS', flag: '--max-sessions', default: '100000', parse: parsePositiveInteger, help: 'sessions held at once (closed ones count until the sweep); past it creation answers 503' }),
+  setting({ key: 'maxSessionsPerCaller', env: 'RELAY_MAX_SESSIONS_PER_CALLER', flag: '--max-sessions-per-caller', default: '1000', parse: parseCap, help: 'sessions one caller holds at once (until each is closed); past it creation answers 429. The caller is the admin token\'s --caller-claim, or with --no-auth the client address; off disables' }),
+  setting({ key: 'callerClaim', env: 'RELAY_CALLER_CLAIM', flag: '--caller-claim', default: 'sub', parse: parseClaimName, help: 'the admin token claim that names the caller for --max-sessions-per-caller (sub, or one such as client_id or azp); a token without it counts as its client address' }),
   setting({ key: 'maxHeadersSize', env: 'RELAY_MAX_HEADERS_SIZE', flag: '--max-headers-size', default: '32KiB', parse: parseHeadersSize, help: 'largest request head (request line and headers), bytes, at most 1MiB; past it uWebSockets.js answers 431 with its own HTML page. The default admits the largest token the relay reads (16 KiB) with room for the path and other headers' }),
+  setting({ key: 'defaultSessionBytes', env: 'RELAY_DEFAULT_SESSION_BYTES', flag: '--default-session-bytes', default: 'off', parse: parseByteCap, help: `payload bytes both peers of a session may send in total when POST /admin/sessions sets no max_bytes; the message past it closes the session with ${CLOSE_CODES.byteLimit.code}. off: --max-session-bytes, or none` }),
+  setting({ key: 'maxSessionBytes', env: 'RELAY_MAX_SESSION_BYTES', flag: '--max-session-bytes', default: 'off', parse: parseByteCap, help: 'the largest max_bytes a create body may ask for (400 past it), and the byte limit of sessions that set none when --default-session-bytes is off; off: no maximum' }),
+  setting({ key: 'drainTimeoutMs', env: 'RELAY_DRAIN_TIMEOUT', flag: '--drain-timeout', default: '10m', parse: parseTimerDuration, help: `on SIGTERM the relay drains: /readyz answers 503, new sessions 503 with Retry-After, existing sessions (and their reattaches) go on; it exits once none is left or after this long, closing the rest with ${CLOSE_CODES.shutdown.code}. A second SIGTERM, or SIGINT, stops at once. Keep the pod's terminationGracePeriodSeconds above it` }),
   setting({ key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `pino log level, one of ${logLevels.join(', ')}` }),
 ]
 
@@ -155,6 +178,11 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   }
   if ((config.tlsCert === '') !== (config.tlsKey === '')) {
     throw new ConfigError('--tls-cert (RELAY_TLS_CERT) and --tls-key (RELAY_TLS_KEY) must be set together')
+  }
+  if (config.defaultSessionBytes !== null && config.maxSessionBytes !== null && config.defaultSessionBytes > config.maxSessionBytes) {
+    throw new ConfigError(
+      `--default-session-bytes (RELAY_DEFAULT_SESSION_BYTES) ${config.defaultSessionBytes} must be at most --max-session-bytes (RELAY_MAX_SESSION_BYTES) ${config.maxSessionBytes}`,
+    )
   }
   if (config.maxTotalBacklog < config.maxBacklog) {
     throw new ConfigError(

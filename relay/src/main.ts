@@ -1,9 +1,10 @@
-import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
+import { exitWith } from '../../common/src/lifecycle.js'
 import { helpRequested } from '../../common/src/config/settings.js'
 import { parseConfig, relayUsage } from './config.js'
 import { ConfigError, ListenError, NativeUwsMissingError } from './errors.js'
 import { createLogger } from './logger.js'
 import { startRelay } from './server.js'
+import { stopOnSignals } from './signals.js'
 import { loadUws } from './http/uws.js'
 
 async function main (): Promise<void> {
@@ -36,7 +37,7 @@ async function main (): Promise<void> {
     process.exit(1)
   }
 
-  stopOnSignals(logger, () => relay.shutdown())
+  stopOnSignals(logger, relay, config.drainTimeoutMs)
 }
 
 await main()

@@ -14,6 +14,7 @@ import { createApp, listen } from './http/app.js'
 import { createMetrics } from './http/metrics.js'
 import { compileOriginPolicy } from './http/origins.js'
 import { guardedRoutes } from './http/request-guard.js'
+import type { Readiness } from './http/readiness.js'
 import { registerServiceRoutes } from './http/service-routes.js'
 import type { TemplatedApp } from './http/uws.js'
 import { loadUws } from './http/uws.js'
@@ -29,6 +30,11 @@ export type RelayServer = {
   backlogBytes (): number
   /** Stop accepting, close every peer with the shutdown close code, and release the port. */
   shutdown (): Promise<void>
+  /**
+   * Not ready and no new sessions, the held ones served until none is left or until
+   * --drain-timeout, then shutdown(). A shutdown() meanwhile ends it at once.
+   */
+  drain (): Promise<void>
 }
 
 export type RelayDeps = {
@@ -40,6 +46,10 @@ export type RelayDeps = {
 
 /** How long shutdown waits for peers to acknowledge their close frames. */
 const SHUTDOWN_GRACE_MS = 2_000
+/** How often a drain looks whether any session is left: the delay it adds to an exit, at most. */
+const DRAIN_POLL_MS = 100
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise<RelayServer> {
   const { logger } = deps
@@ -51,6 +61,7 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   const ownScheme = config.tlsCert !== '' || /^wss:/i.test(config.publicBaseUrl) ? 'https' : 'http'
   const allowsOrigin = compileOriginPolicy(config.allowedOrigins, ownScheme)
   const auth = authenticatorFor(config, logger, deps.auth)
+  const readiness: Readiness = { draining: false }
 
   const table = createSessionTable({
     ttlMs: config.sessionTtlMs,
@@ -90,8 +101,12 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     creates: limiter(config.sessionCreateLimit),
     maxSessions: config.maxSessions,
     fullRetryAfterSeconds: Math.ceil(config.reapIntervalMs / 1000),
+    readiness,
+    maxSessionsPerCaller: config.maxSessionsPerCaller,
+    callerClaim: config.callerClaim,
+    limits: { defaultMaxBytes: config.defaultSessionBytes, maxMaxBytes: config.maxSessionBytes, ttlMs: config.sessionTtlMs },
   })
-  registerServiceRoutes(routes, { config, auth, allowsOrigin, table, metrics })
+  registerServiceRoutes(routes, { config, auth, allowsOrigin, table, metrics, readiness })
 
   const listenSocket = await listen(uws, app, config.addr.host, config.addr.port)
   const port = uws.us_socket_local_port(listenSocket)
@@ -104,12 +119,29 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
       table.closeAll('shutdown', CLOSE_CODES.shutdown)
       auth?.close()
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
-      while (dataPlane.openSockets() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+      while (dataPlane.openSockets() > 0 && Date.now() < deadline) await pause(20)
       ;(app as TemplatedApp & { close (): void }).close()
       logger.info('relay stopped')
     })()
     return stopping
   }
 
-  return { port, sessionCount: table.size, backlogBytes: () => table.backlog.total, shutdown }
+  let draining: Promise<void> | null = null
+  function drain (): Promise<void> {
+    draining ??= (async () => {
+      readiness.draining = true
+      logger.info({ sessions: table.unfinished(), timeout_ms: config.drainTimeoutMs }, 'draining')
+      const deadline = Date.now() + config.drainTimeoutMs
+      const busy = (): boolean => table.unfinished() > 0 || dataPlane.openSockets() > 0
+      while (stopping === null && busy() && Date.now() < deadline) await pause(DRAIN_POLL_MS)
+      if (stopping === null) {
+        if (busy()) logger.info({ sessions: table.unfinished() }, 'drain timed out')
+        else logger.info('drained')
+      }
+      await shutdown()
+    })()
+    return draining
+  }
+
+  return { port, sessionCount: table.size, backlogBytes: () => table.backlog.total, shutdown, drain }
 }

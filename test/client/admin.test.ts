@@ -14,7 +14,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 const sessionTypesAgree: Same<Session, SessionView> = true
 
 // Every field of each client type, so a real answer's fields can be compared with them.
-const SESSION_FIELDS = { id: 1, state: 1, created_at: 1, expires_at: 1, last_activity: 1, bytes_in: 1, bytes_out: 1, initiator_connected: 1, responder_connected: 1 } satisfies Record<keyof Session, 1>
+const SESSION_FIELDS = { id: 1, state: 1, created_at: 1, expires_at: 1, last_activity: 1, bytes_in: 1, bytes_out: 1, initiator_connected: 1, responder_connected: 1, limits: 1 } satisfies Record<keyof Session, 1>
 const CREATED_FIELDS = { id: 1, initiator_token: 1, responder_token: 1, initiator_url: 1, responder_url: 1, created_at: 1, expires_at: 1 } satisfies Record<keyof CreatedSession, 1>
 const DISCOVERY_FIELDS = { issuer: 1, audience: 1, scopes: 1, authorization_endpoint: 1, token_endpoint: 1, device_authorization_endpoint: 1, client_id_hint: 1 } satisfies Record<keyof Discovery, 1>
 const keys = (o: object) => Object.keys(o).sort()
@@ -78,4 +78,14 @@ t.test('discover: null with auth disabled; the document cached for its max-age',
   clock += 301_000
   await discover(relay.ws, opts)
   t.equal(requests, 2, 'fetched again after it')
+})
+
+t.test('createSession with limits: the relay applies them and the session shows them', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const admin = adminClient({ server: relay.http })
+  const created = await admin.createSession({ max_bytes: 4096, ttl_seconds: 60 })
+  t.same((await admin.getSession(created.id)).limits, { max_bytes: 4096, ttl_seconds: 60 })
+  const refused = await admin.createSession({ ttl_seconds: 7200 }).then(() => null, (error: unknown) => error)
+  t.ok(refused instanceof RelayError, 'a TTL above the relay\'s: a RelayError')
+  t.match(refused, { status: 400 })
 })

@@ -128,3 +128,38 @@ t.test('a relay out of reach for the whole window: closed with the drop once the
   t.match(await a.closed, { code: 1006, name: 'abnormal', reason: /within the peer-wait window/ })
   t.match(await failure(next(a)), { code: 'closed' })
 })
+
+t.test('1001 with a way to create sessions: both peers go on in the new session, in order', async (t) => {
+  const stopping = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const other = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const s = await session(stopping)
+  // One new session for both, as the two callbacks would agree on it.
+  const moved = session(other)
+  const events: ConnectionEvent[] = []
+  const a = await attach(s.url, s.initiator_token, {
+    recreate: async () => { const n = await moved; return { url: n.url, token: n.initiator_token } },
+    onEvent: (e) => events.push(e),
+  })
+  const bEvents: ConnectionEvent[] = []
+  const b = await attach(s.url, s.responder_token, {
+    recreate: async () => { const n = await moved; return { url: n.url, token: n.responder_token } },
+    onEvent: (e) => bEvents.push(e),
+  })
+  await stopping.shutdown() // 1001 to both peers, what a drain does at its timeout
+  // Not before: what is sent to a connection the relay is closing is lost, as with a drop.
+  await until(() => [events, bEvents].every((list) => list.some((e) => e.type === 'reattached')), 60_000, 'both peers in the new session')
+  await a.send('on the new relay')
+  t.same(await next(b), { type: 'text', data: 'on the new relay' }, 'delivered through the new session')
+  t.same(events.map((e) => e.type), ['recreate', 'reattached'], 'events: recreate, then reattached')
+  await a.close()
+})
+
+t.test('1001 when the way to create sessions fails, or without one: the connection ends with 1001', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const s = await session(relay)
+  const a = await attach(s.url, s.initiator_token, { recreate: async () => { throw new Error('no relay left') } })
+  const b = await attach(s.url, s.responder_token)
+  await relay.shutdown()
+  t.match(await a.closed, { code: 1001, name: 'shutdown', reason: /could not create the session again: no relay left/ })
+  t.match(await b.closed, { code: 1001, name: 'shutdown' })
+})

@@ -294,8 +294,12 @@ t.test('the relay: shutdown fits the grace period, one public base URL per pod, 
     const relay = build.manifests.find((m) => m.kind === 'StatefulSet' && m.metadata.name === 'relay')!
     t.ok(relay, `${dir}: the relay is a StatefulSet`)
     const grace = relay.spec.template.spec.terminationGracePeriodSeconds
-    t.ok(grace * 1000 > SHUTDOWN_TIMEOUT_MS, `${dir}: terminationGracePeriodSeconds ${grace} outlasts the relay's forced exit (${SHUTDOWN_TIMEOUT_MS} ms), so peers get 1001 before any SIGKILL`)
     const container = containers(relay)[0]
+    const { drainTimeoutMs } = parseRelayConfig(container.args ?? [], containerEnv(build, relay, container, podNames(relay)[0]!))
+    const preStopMs = (container.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000
+    t.ok(preStopMs > 0, `${dir}: a preStop sleep lets the endpoints update before the drain`)
+    t.ok(grace * 1000 > preStopMs + drainTimeoutMs + SHUTDOWN_TIMEOUT_MS,
+      `${dir}: terminationGracePeriodSeconds ${grace} outlasts the preStop, the drain (${drainTimeoutMs} ms) and the forced exit (${SHUTDOWN_TIMEOUT_MS} ms), so peers get 1001 before any SIGKILL`)
     t.equal(container.resources?.requests?.cpu, '1', `${dir}: one whole core per relay process, which forwards on one thread`)
     t.equal(container.resources?.limits?.cpu, undefined, `${dir}: no CPU limit to throttle GC threads and the kernel's network work`)
     const urls = podNames(relay).map((pod) => new URL(PROCESSES.relay!.publicBaseUrl!(container.args ?? [], containerEnv(build, relay, container, pod))))
@@ -312,6 +316,7 @@ t.test('the relay: shutdown fits the grace period, one public base URL per pod, 
       const service = build.manifests.find((m) => m.kind === 'Service' && m.metadata.name === path?.backend.service.name)
       const pods = selectedWorkloads(build, service?.spec.selector).flatMap(podLabels).filter((labels) => selects(service?.spec.selector, labels))
       t.same(pods.map((labels) => labels['statefulset.kubernetes.io/pod-name']), [`relay-${ordinal}`], `${dir}: ${url.host}/relay/ reaches pod relay-${ordinal} and no other`)
+      t.equal(service?.spec.publishNotReadyAddresses, true, `${dir}: ${url.host} still reaches relay-${ordinal} while it drains (not ready)`)
     })
   }
 })

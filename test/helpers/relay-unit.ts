@@ -15,7 +15,7 @@ export function unitRelay (t: Test, maxBacklog = 1024 * 1024) {
   const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
   t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
   const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
-  const { session } = table.create()
+  const { session } = table.create('address:127.0.0.1')
   return { table, forwarder, session, metrics }
 }
 

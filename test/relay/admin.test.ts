@@ -43,7 +43,7 @@ t.test('list and get show the admin view and never a token', async (t) => {
   const { sessions } = JSON.parse(text) as { sessions: Array<Record<string, unknown>> }
   t.same(sessions.map((s) => s.id).sort(), [a.id, b.id].sort())
   for (const s of sessions) {
-    t.same(Object.keys(s).sort(), ['bytes_in', 'bytes_out', 'created_at', 'expires_at', 'id', 'initiator_connected', 'last_activity', 'responder_connected', 'state'])
+    t.same(Object.keys(s).sort(), ['bytes_in', 'bytes_out', 'created_at', 'expires_at', 'id', 'initiator_connected', 'last_activity', 'limits', 'responder_connected', 'state'])
     t.equal(s.state, 'pending')
     t.equal(s.bytes_in, 0)
     t.equal(s.initiator_connected, false)

@@ -29,6 +29,7 @@ t.test('codes and names are unique, and the contract\'s codes are the ones decis
     [4001, 'session expired'],
     [4002, 'peer did not arrive'],
     [4003, 'receiver too slow'],
+    [4004, 'session byte limit reached'],
     [1001, 'relay shutting down'],
     [1006, ''],
   ])

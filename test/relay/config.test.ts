@@ -54,6 +54,11 @@ t.test('defaults', async (t) => {
     limitAddresses: 100_000,
     maxSessions: 100_000,
     maxHeadersSize: 32_768,
+    maxSessionsPerCaller: 1000,
+    callerClaim: 'sub',
+    defaultSessionBytes: null,
+    maxSessionBytes: null,
+    drainTimeoutMs: 600_000,
   }
   t.strictSame(parseConfig([], withIssuer), expected)
 })
@@ -84,6 +89,11 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--limit-addresses', 'RELAY_LIMIT_ADDRESSES', '500', { limitAddresses: 500 }],
   ['--max-sessions', 'RELAY_MAX_SESSIONS', '7', { maxSessions: 7 }],
   ['--max-headers-size', 'RELAY_MAX_HEADERS_SIZE', '64KiB', { maxHeadersSize: 65_536 }],
+  ['--drain-timeout', 'RELAY_DRAIN_TIMEOUT', '90s', { drainTimeoutMs: 90_000 }],
+  ['--max-sessions-per-caller', 'RELAY_MAX_SESSIONS_PER_CALLER', '3', { maxSessionsPerCaller: 3 }],
+  ['--caller-claim', 'RELAY_CALLER_CLAIM', 'azp', { callerClaim: 'azp' }],
+  ['--default-session-bytes', 'RELAY_DEFAULT_SESSION_BYTES', '1GiB', { defaultSessionBytes: 1_073_741_824 }],
+  ['--max-session-bytes', 'RELAY_MAX_SESSION_BYTES', '10GiB', { maxSessionBytes: 10_737_418_240 }],
 ]
 
 t.test('admission limits: count/duration or off; bad values stop the start', async (t) => {
@@ -97,6 +107,10 @@ t.test('admission limits: count/duration or off; bad values stop the start', asy
       t.match(configError([flag, bad]), new RegExp(`^invalid value "${bad.replace(/[.]/g, '\\.')}" for ${flag}: `), `${flag} ${bad}`)
     }
   }
+  t.equal(parseConfig(['--max-sessions-per-caller', 'off'], withIssuer).maxSessionsPerCaller, null, '--max-sessions-per-caller off')
+  t.match(configError(['--max-sessions-per-caller', '0']), /^invalid value "0" for --max-sessions-per-caller: /, 'a cap of 0')
+  t.match(configError(['--default-session-bytes', '2GiB', '--max-session-bytes', '1GiB']), /--default-session-bytes .* must be at most --max-session-bytes/, 'a default above the maximum')
+  t.match(configError(['--caller-claim', '']), /^invalid value "" for --caller-claim: /, 'an empty claim name')
   t.equal(configError(['--max-headers-size', '2MiB']), 'invalid value "2MiB" for --max-headers-size: must be at most 1MiB', 'a head larger than uWS should buffer per connection')
   t.equal(configError(['--max-headers-size', '0']), 'invalid value "0" for --max-headers-size: must be greater than 0')
   for (const flag of ['--limit-addresses', '--max-sessions']) {

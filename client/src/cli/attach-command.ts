@@ -6,6 +6,7 @@ import { attach } from '../attach.js'
 import type { Connection } from '../connection.js'
 import { RelayError } from '../errors.js'
 import type { Io } from './context.js'
+import { recreateByCommand } from './recreate-command.js'
 import { drained, pipeStream, WINDOW_OVERRUN } from './stream.js'
 import { HELP, UsageError } from './usage.js'
 
@@ -15,7 +16,7 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
   const help = HELP.attach as string
   let parsed
   try {
-    parsed = parseArgs({ args, options: { server: { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, text: { type: 'boolean' } }, strict: true, allowPositionals: true })
+    parsed = parseArgs({ args, options: { server: { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, text: { type: 'boolean' }, 'recreate-command': { type: 'string' } }, strict: true, allowPositionals: true })
   } catch (error) {
     throw new UsageError((error as Error).message, help)
   }
@@ -27,9 +28,12 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
 
   const progress = progressLine(io)
   let onReattached = () => {}
+  const recreateCommand = values['recreate-command']
   const connection = await attach(url, token, {
+    ...(recreateCommand === undefined ? {} : { recreate: recreateByCommand(recreateCommand, io.env) }),
     onEvent: (event) => {
       if (event.type === 'drop') progress.note('connection dropped; reattaching')
+      else if (event.type === 'recreate') progress.note('relay shutting down; running --recreate-command')
       else { progress.note(`reattached after ${event.attempts} attempt(s)`); onReattached() }
     },
   })

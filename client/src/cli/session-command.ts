@@ -7,7 +7,7 @@ import { HELP, UsageError } from './usage.js'
 
 export async function sessionCommand (args: string[], io: Io): Promise<number> {
   const help = HELP.session as string
-  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' } }, help)
+  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, 'max-bytes': { type: 'string' }, 'ttl-seconds': { type: 'string' } }, help)
   const [verb, id, ...extra] = positionals
   if (extra.length > 0) throw new UsageError(`unexpected argument: ${extra[0]}`, help)
   const needsId = verb === 'get' || verb === 'delete'
@@ -16,12 +16,17 @@ export async function sessionCommand (args: string[], io: Io): Promise<number> {
   // Checked before the relay is asked anything: a usage error is 2 whether or not it answers.
   const limit = values.limit === undefined ? undefined : Number(values.limit)
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError('--limit: a positive integer', help)
+  const limits = {
+    ...positiveFlag(values['max-bytes'], '--max-bytes', 'max_bytes', help),
+    ...positiveFlag(values['ttl-seconds'], '--ttl-seconds', 'ttl_seconds', help),
+  }
+  if (verb !== 'create' && Object.keys(limits).length > 0) throw new UsageError('--max-bytes and --ttl-seconds are for relay session create', help)
   const server = serverOf(values.server as string | undefined, io, help)
   const json = values.json === true
   const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
   switch (verb) {
     case 'create': {
-      const created = await (await adminFor(server, io)).createSession()
+      const created = await (await adminFor(server, io)).createSession(Object.keys(limits).length > 0 ? limits : undefined)
       if (json) print(created)
       else io.stdout.write(table([createdRow(created)], ['id', 'initiator_token', 'responder_token', 'expires_at']))
       return 0
@@ -54,6 +59,14 @@ export async function sessionCommand (args: string[], io: Io): Promise<number> {
     default:
       throw new UsageError(verb === undefined ? 'relay session needs create, list, get or delete' : `unknown session command: ${verb}`, help)
   }
+}
+
+/** `{ [field]: n }` for a flag given as a positive integer, `{}` when not given. */
+function positiveFlag (text: unknown, flag: string, field: string, help: string): Record<string, number> {
+  if (text === undefined) return {}
+  const value = Number(text)
+  if (typeof text !== 'string' || !/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) throw new UsageError(`${flag}: a positive integer`, help)
+  return { [field]: value }
 }
 
 export async function pairCommand (args: string[], io: Io): Promise<number> {

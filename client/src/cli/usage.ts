@@ -19,7 +19,7 @@ export const HELP: Record<string, string> = {
 Usage:
   relay login [--issuer-from URL] [--client-id ID]   log in with the device flow
   relay session create|list|get ID|delete ID [--json]
-  relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text]
+  relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text] [--recreate-command CMD]
   relay pair                                          create a session, print two attach commands
 
 Run "relay COMMAND --help" for one command.
@@ -36,9 +36,11 @@ file mode 0600). They are refreshed without asking while the refresh token lasts
   --client-id ID     OAuth client id (default: the relay's client_id_hint)
 
 ${COMMON}`,
-  session: `Usage: relay session create|list|get ID|delete ID [--json]
+  session: `Usage: relay session create|list|get ID|delete ID [--json] [--max-bytes N] [--ttl-seconds N]
 
-  create      create a session: its id, both slot tokens (shown only now) and expiry
+  create      create a session: its id, both slot tokens (shown only now) and expiry;
+              --max-bytes N (both peers' payload in all; past it 4004) and --ttl-seconds N
+              (at most the relay's session TTL) limit it, within the relay's maxima
   list        every session (all pages), a table; --limit N for one page of N
   get ID      one session
   delete ID   end a session; connected peers get close code 4000
@@ -48,7 +50,7 @@ ${COMMON}`,
 Needs "relay login" unless the relay runs with auth disabled.
 
 ${COMMON}`,
-  attach: `Usage: relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text]
+  attach: `Usage: relay attach URL (--token=T | --token-file F | $RELAY_TOKEN) [--text] [--recreate-command CMD]
 
 Attaches to a session slot (URL: ws(s)://host/relay/ID) and pipes stdin to the other peer and
 what it sends to stdout, byte for byte. The other side must be "relay attach" too: the bytes
@@ -64,6 +66,12 @@ sender closes once the peer has written everything out; the receiver exits 0 aft
   --text           line mode, for a peer that is not relay attach (a browser, wscat): each
                    stdin line is a text message, each message received a line on stdout;
                    no acknowledgements, so no end-to-end flow control
+  --recreate-command CMD
+                   when the relay shuts down (close code 1001, its drain over), run CMD
+                   with sh -c: it prints the new session's URL and this side's slot token,
+                   separated by a space, on one line; the stream goes on there from where
+                   it was. Both sides need one, agreeing on the session. Without it, 1001
+                   ends the transfer
 
 Progress (bytes, rate) goes to stderr when it is a terminal.
 

@@ -1,6 +1,7 @@
 // What every admin route does before its handler: copy what it needs from the request (uWS
 // invalidates it at the first await), CORS, the failed-authentication limit, the body cap,
 // authentication, and the one place that turns refusals into `{"error": ...}` responses.
+import type { JWTPayload } from 'jose'
 import type { Authenticator, Scope } from '../auth.js'
 import { HttpError } from '../errors.js'
 import type { AddressLimiter } from '../http/admission.js'
@@ -8,13 +9,15 @@ import { clientAddress } from '../http/admission.js'
 import { corsHeaders } from '../http/cors.js'
 import type { Metrics } from '../http/metrics.js'
 import type { OriginPolicy } from '../http/origins.js'
+import type { Readiness } from '../http/readiness.js'
+import type { LimitPolicy } from './session-limits.js'
 import type { Headers } from '../http/responses.js'
 import { readBody, sendError, trackAbort } from '../http/responses.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { Logger } from '../logger.js'
 import type { SessionTable } from '../session/table.js'
 
-/** POST /admin/sessions takes no fields today; anything bigger than this is not a request for one. */
+/** POST /admin/sessions takes a few limits (session-limits.ts); anything bigger than this is not a request for one. */
 const MAX_ADMIN_BODY_BYTES = 16 * 1024
 
 export type AdminDeps = {
@@ -33,10 +36,27 @@ export type AdminDeps = {
   maxSessions: number
   /** What a 503 for a full table tells clients to wait: a sweep frees closed sessions. */
   fullRetryAfterSeconds: number
+  /** Draining: creation answers 503, every other admin route still serves. */
+  readiness: Readiness
+  /** Sessions one caller may hold at once; null: no cap of its own. */
+  maxSessionsPerCaller: number | null
+  /** The token claim that names the caller. */
+  callerClaim: string
+  /** Per-session limits: the defaults and maxima a create body is held to. */
+  limits: LimitPolicy
 }
 
-/** What a handler gets of the request, read before any await. */
-type AdminRequest = { id: string; address: string; query: string; body: Buffer | null; cors: Headers }
+/** What a handler gets of the request, read before any await, and who the caller is. */
+type AdminRequest = { id: string; address: string; caller: string; query: string; body: Buffer | null; cors: Headers }
+
+/**
+ * Who asks, for the per-caller cap: the token's claim, else the client address. The prefixes
+ * keep a claim that looks like an address from sharing that address's count.
+ */
+function callerOf (claims: JWTPayload | null, claim: string, address: string): string {
+  const value = claims?.[claim]
+  return typeof value === 'string' && value !== '' ? `claim:${value}` : `address:${address}`
+}
 /** Answers the request, or throws an HttpError for adminRoute to send. */
 export type AdminHandler = (res: HttpResponse, request: AdminRequest) => void
 
@@ -59,8 +79,10 @@ export function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, ha
     }
     trackAbort(res)
     const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
-    const authorized = deps.auth === null ? Promise.resolve() : deps.auth.authorize(authorization, scope)
-    Promise.all([body, authorized]).then(([bytes]) => handle(res, { id, address, query, body: bytes, cors })).catch((error: unknown) => {
+    const authorized = deps.auth === null ? Promise.resolve(null) : deps.auth.authorize(authorization, scope)
+    Promise.all([body, authorized]).then(([bytes, claims]) => {
+      handle(res, { id, address, caller: callerOf(claims, deps.callerClaim, address), query, body: bytes, cors })
+    }).catch((error: unknown) => {
       if (error instanceof HttpError) {
         if (error.status === 401) deps.authFailures.hit(address)
         return sendError(res, error, cors)

@@ -1,14 +1,21 @@
 // POST /admin/sessions: a new session and its two slot tokens, shown this once.
 import { HttpError } from '../errors.js'
+import { DRAINING_RETRY_AFTER_SECONDS } from '../http/readiness.js'
 import { sendJson } from '../http/responses.js'
 import { iso } from '../session/session.js'
 import type { CreatedSession } from '../session/table.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
+import { limitsOf } from './session-limits.js'
 
 export function createSession (deps: AdminDeps): AdminHandler {
   const { table } = deps
-  return (res, { address, body, cors }) => {
-    if (body !== null && body.length > 0) requireJsonObject(body)
+  return (res, { address, caller, body, cors }) => {
+    const limits = limitsOf(body, deps.limits)
+    // A draining relay is on its way out: the client should create on another one.
+    if (deps.readiness.draining) {
+      deps.metrics.adminRefused.draining++
+      throw new HttpError(503, 'relay draining: create the session on another relay', { 'retry-after': String(DRAINING_RETRY_AFTER_SECONDS) })
+    }
     // A full table refuses new sessions rather than evicting live ones.
     if (table.size() >= deps.maxSessions) {
       deps.metrics.adminRefused.sessions_full++
@@ -19,24 +26,18 @@ export function createSession (deps: AdminDeps): AdminHandler {
       deps.metrics.adminRefused.create_rate++
       throw new HttpError(429, 'too many sessions created from this address', { 'retry-after': String(wait) })
     }
-    const created = table.create()
+    // One caller must not hold every slot of the node: behind an ingress the address limits
+    // above see one address for every caller, a token's subject does not.
+    if (deps.maxSessionsPerCaller !== null && table.heldBy(caller) >= deps.maxSessionsPerCaller) {
+      deps.metrics.adminRefused.caller_sessions++
+      throw new HttpError(429, 'too many sessions held by this caller', { 'retry-after': String(deps.fullRetryAfterSeconds) })
+    }
+    const created = table.create(caller, limits)
     sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
       ...cors,
       'cache-control': 'no-store',
       location: `/admin/sessions/${created.session.id}`,
     })
-  }
-}
-
-function requireJsonObject (body: Buffer): void {
-  let value: unknown
-  try {
-    value = JSON.parse(body.toString('utf8'))
-  } catch {
-    throw new HttpError(400, 'request body is not valid JSON')
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new HttpError(400, 'request body must be a JSON object')
   }
 }
 

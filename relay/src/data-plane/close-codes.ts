@@ -39,6 +39,12 @@ export const CLOSE_CODES = {
     message: 'receiver too slow',
     meaning: 'a backlog passed `--max-backlog` or `--max-total-backlog`, or uWebSockets.js dropped a send; both peers get it',
   },
+  byteLimit: {
+    code: 4004,
+    name: 'byte_limit',
+    message: 'session byte limit reached',
+    meaning: 'a message would have taken the bytes both peers sent past the session\'s `max_bytes`; it is not forwarded, and both peers get it',
+  },
   shutdown: {
     code: 1001,
     name: 'shutdown',

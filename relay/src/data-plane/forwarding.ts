@@ -5,11 +5,13 @@
 // into buffers of their own, since they outlive the turn (held.ts). What a message costs is in
 // message-costs.ts, what the limits then close in backlog-limits.ts.
 import type { Metrics } from '../http/metrics.js'
-import type { Peer, Slot } from '../session/session.js'
+import type { Peer, Session, Slot } from '../session/session.js'
 import type { SessionTable } from '../session/table.js'
+import type { SessionClose } from '../session/transitions.js'
 import type { BacklogLimits } from './backlog-limits.js'
 import { enforceLimits, observeBuffered, pinged, tooSlow } from './backlog-limits.js'
 import { hold, keepQueued, takeHeld } from './held.js'
+import { CLOSE_CODES } from './close-codes.js'
 import { DIRECT_SEND_MIN_BYTES, QUEUED_MESSAGE_OVERHEAD } from './message-costs.js'
 
 export type ForwardingOptions = Pick<BacklogLimits, 'maxBacklog' | 'maxTotalBacklog' | 'metrics'>
@@ -18,6 +20,8 @@ export type ForwardingOptions = Pick<BacklogLimits, 'maxBacklog' | 'maxTotalBack
 const ARENA_BYTES = 1024 * 1024
 
 const SEND_DROPPED = 2
+
+const BYTE_LIMIT: SessionClose = { reason: 'byte_limit', frame: CLOSE_CODES.byteLimit, remove: false }
 
 export type Forwarder = ReturnType<typeof createForwarder>
 
@@ -52,7 +56,11 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function forward (from: Slot, message: ArrayBuffer, isBinary: boolean): void {
     const session = from.session
     const size = message.byteLength
-    session.bytesIn += size
+    // byteBudget is Infinity for a session without a byte limit: one compare is what an
+    // unlimited session pays for it.
+    const total = session.bytesIn + size
+    if (total > session.byteBudget) return overByteLimit(session)
+    session.bytesIn = total
     session.lastActivity = now()
     const to = from.other
     const peer = to.peer
@@ -73,6 +81,13 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     backlog.total += cost
     if (enforceLimits(limits, to)) return
     scheduleFlush(to)
+  }
+
+  /** What both peers sent before the message that passes the session's max_bytes reaches them first, then 4004. */
+  function overByteLimit (session: Session): void {
+    flushNow(session.initiator)
+    flushNow(session.responder)
+    table.close(session, BYTE_LIMIT)
   }
 
   /** A peer attached: hand it, in order, what was queued before it left and what was held while it was away. */

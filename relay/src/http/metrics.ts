@@ -5,11 +5,11 @@ import type { SessionState } from '../session/session.js'
 const ATTACH_REFUSALS = ['bad_request', 'origin', 'unauthorized', 'not_found', 'conflict', 'rate_limited'] as const
 export type AttachRefusal = typeof ATTACH_REFUSALS[number]
 
-const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_slow', 'shutdown'] as const
+const CLOSE_REASONS = ['deleted', 'expired', 'peer_closed', 'peer_wait', 'too_slow', 'byte_limit', 'shutdown'] as const
 export type CloseReason = typeof CLOSE_REASONS[number]
 
-/** Admin requests refused by an admission limit: the 429s and the 503 of a full table. */
-const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'sessions_full'] as const
+/** Admin requests refused by an admission limit: the 429s, the 503 of a full table and the 503 of a drain. */
+const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'caller_sessions', 'sessions_full', 'draining'] as const
 type AdminRefusal = typeof ADMIN_REFUSALS[number]
 
 export type Metrics = {

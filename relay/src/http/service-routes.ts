@@ -8,6 +8,8 @@ import { discoveryHandler } from './discovery.js'
 import type { Metrics } from './metrics.js'
 import { renderMetrics } from './metrics.js'
 import type { OriginPolicy } from './origins.js'
+import type { Readiness } from './readiness.js'
+import { readyzHandler } from './readiness.js'
 import type { Routes } from './request-guard.js'
 import { methodNotAllowed, send, sendError } from './responses.js'
 import type { HttpResponse } from './uws.js'
@@ -18,10 +20,11 @@ export type ServiceDeps = {
   allowsOrigin: OriginPolicy
   table: SessionTable
   metrics: Metrics
+  readiness: Readiness
 }
 
 /** Registered last: the 404 catches every path nothing before it took. */
-export function registerServiceRoutes (routes: Routes, { config, auth, allowsOrigin, table, metrics }: ServiceDeps): void {
+export function registerServiceRoutes (routes: Routes, { config, auth, allowsOrigin, table, metrics, readiness }: ServiceDeps): void {
   routes.get('/.well-known/relay-config', discoveryHandler({
     auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
   }))
@@ -30,6 +33,8 @@ export function registerServiceRoutes (routes: Routes, { config, auth, allowsOri
 
   routes.get('/healthz', (res: HttpResponse) => send(res, 200, 'ok', { 'content-type': 'text/plain; charset=utf-8' }))
   routes.any('/healthz', methodNotAllowed('GET'))
+  routes.get('/readyz', readyzHandler(readiness))
+  routes.any('/readyz', methodNotAllowed('GET'))
 
   routes.get('/metrics', (res: HttpResponse) => {
     const text = renderMetrics(metrics, {

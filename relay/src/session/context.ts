@@ -18,6 +18,10 @@ export type TableContext = {
   readonly closing: Set<Peer>
   /** Attached peers. */
   connections: number
+  /** Sessions not yet closed: what a drain waits for. */
+  live: number
+  /** Sessions not yet closed, by caller (Session.caller); a caller with none has no entry. */
+  readonly heldBy: Map<string, number>
   /** Set once shutdown has begun: connections are ended at once, whatever they owe. */
   shuttingDown: boolean
   readonly ttlMs: number

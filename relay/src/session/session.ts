@@ -39,6 +39,13 @@ export type Slot = {
   waitTimer: NodeJS.Timeout | null
 }
 
+/** What the admin caller set at creation, within the node's maxima; null: none. */
+export type SessionLimits = {
+  /** Payload bytes both peers may send in total; the message past it closes the session. */
+  maxBytes: number | null
+  ttlMs: number
+}
+
 export type Session = {
   id: string
   createdAt: number
@@ -48,6 +55,13 @@ export type Session = {
   bytesOut: number
   closed: boolean
   everAttached: boolean
+  /** Who created it, for the per-caller cap: `claim:<value>` or `address:<client address>`. */
+  caller: string
+  limits: SessionLimits
+  /** maxBytes, or Infinity: the hot path compares without a null check. */
+  byteBudget: number
+  /** Its own expiry timer, for a TTL shorter than the node's (the table's one timer serves the rest). */
+  ttlTimer: NodeJS.Timeout | null
   /** SHA-256 of the initiator's then the responder's token (see tokens.ts). */
   tokenDigests: Buffer
   initiator: Slot
@@ -64,19 +78,24 @@ export type SessionView = {
   bytes_out: number
   initiator_connected: boolean
   responder_connected: boolean
+  limits: { max_bytes: number | null; ttl_seconds: number }
 }
 
 /** A new session, both slots empty and linked to each other. */
-export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>, now: number, ttlMs: number): Session {
+export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>, now: number, limits: SessionLimits, caller: string): Session {
   const session = {
     id,
     createdAt: now,
-    expiresAt: now + ttlMs,
+    expiresAt: now + limits.ttlMs,
     lastActivity: now,
     bytesIn: 0,
     bytesOut: 0,
     closed: false,
     everAttached: false,
+    caller,
+    limits,
+    byteBudget: limits.maxBytes ?? Infinity,
+    ttlTimer: null,
     tokenDigests: digests,
   } as Session
   session.initiator = newSlot('initiator', session)
@@ -119,6 +138,10 @@ export function viewOf (session: Session): SessionView {
     bytes_out: session.bytesOut,
     initiator_connected: session.initiator.peer !== null,
     responder_connected: session.responder.peer !== null,
+    limits: {
+      max_bytes: session.limits.maxBytes,
+      ttl_seconds: session.limits.ttlMs / 1000,
+    },
   }
 }
 

@@ -3,12 +3,13 @@
 // (session.ts), its state transitions (transitions.ts), closed connections still owed bytes
 // (closing.ts), expiry and the sweep (expiry.ts), slot tokens (tokens.ts).
 import type { CloseFrame } from '../data-plane/close-codes.js'
+import { CLOSE_CODES } from '../data-plane/close-codes.js'
 import type { CloseReason, Metrics } from '../http/metrics.js'
 import type { Logger } from '../logger.js'
 import { closingDrained, closingGone, closingGrew, drop, dropLargestClosing } from './closing.js'
 import type { TableContext } from './context.js'
 import { startExpiry } from './expiry.js'
-import type { Peer, Session, SessionState, Slot } from './session.js'
+import type { Peer, Session, SessionLimits, SessionState, Slot } from './session.js'
 import { iso, newSession, stateOf } from './session.js'
 import { newCredentials, slotOfToken } from './tokens.js'
 import type { SessionClose } from './transitions.js'
@@ -34,6 +35,8 @@ export function createSessionTable (opts: SessionTableOptions) {
     backlog: { total: 0 },
     closing: new Set(),
     connections: 0,
+    live: 0,
+    heldBy: new Map(),
     shuttingDown: false,
     ttlMs: opts.ttlMs,
     peerWaitMs: opts.peerWaitMs,
@@ -43,13 +46,23 @@ export function createSessionTable (opts: SessionTableOptions) {
   const { sessions } = ctx
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
 
-  function create (): CreatedSession {
+  /** A new session for `caller` (see Session.caller); without limits, the node's TTL and no others. */
+  function create (caller: string, limits: SessionLimits = { maxBytes: null, ttlMs: ctx.ttlMs }): CreatedSession {
     const now = Date.now()
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
-    const session = newSession(credentials, now, ctx.ttlMs)
+    const session = newSession(credentials, now, limits, caller)
     sessions.set(session.id, session)
+    ctx.live++
+    ctx.heldBy.set(caller, (ctx.heldBy.get(caller) ?? 0) + 1)
     ctx.metrics.sessionsCreated++
-    expiry.created(session.expiresAt)
+    // The table's one expiry timer relies on insertion order being expiry order: a session
+    // that ends sooner than the node's TTL gets a timer of its own.
+    if (limits.ttlMs < ctx.ttlMs) {
+      session.ttlTimer = setTimeout(() => closeSession(ctx, session, { reason: 'expired', frame: CLOSE_CODES.expired, remove: true }), limits.ttlMs)
+      session.ttlTimer.unref()
+    } else {
+      expiry.created(session.expiresAt)
+    }
     ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
     return { session, initiatorToken, responderToken }
   }
@@ -111,6 +124,10 @@ export function createSessionTable (opts: SessionTableOptions) {
     countByState,
     backlog: ctx.backlog,
     connections: () => ctx.connections,
+    /** Sessions not closed yet, and closed connections still owed bytes: a drain ends when both are 0. */
+    unfinished: (): number => ctx.live + ctx.closing.size,
+    /** Sessions `caller` holds that are not closed yet. */
+    heldBy: (caller: string): number => ctx.heldBy.get(caller) ?? 0,
     size: () => sessions.size,
   }
 }

@@ -51,6 +51,11 @@ export function releasePeer (ctx: TableContext, slot: Slot): void {
 export function closeSession (ctx: TableContext, session: Session, { reason, frame, remove }: SessionClose): void {
   if (!session.closed) {
     session.closed = true
+    ctx.live--
+    const held = (ctx.heldBy.get(session.caller) ?? 1) - 1
+    if (held === 0) ctx.heldBy.delete(session.caller)
+    else ctx.heldBy.set(session.caller, held)
+    if (session.ttlTimer !== null) clearTimeout(session.ttlTimer)
     for (const slot of [session.initiator, session.responder]) {
       stopWaiting(slot)
       ctx.backlog.total -= slot.heldBytes + slot.queuedBytes
