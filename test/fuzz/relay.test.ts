@@ -15,6 +15,12 @@ const AUDIENCE = 'https://relay.test'
 /** A relay's own failure: a 5xx other than the documented 503. */
 const serverFault = (status: number | null): boolean => status !== null && status >= 500 && status !== 503
 
+// Long enough that a late answer (a 500 after a slow path) is read, not taken for silence.
+const PATIENCE_MS = 2000
+
+/** A request that promises nothing more than it sends: the relay must answer or close it, never sit on it. */
+const complete = (headers: Array<[string, string]>): boolean => !headers.some(([name]) => /^(content-length|transfer-encoding)$/i.test(name))
+
 t.test('fuzz: admin API and upgrade requests never crash the relay, answer 5xx or log a token', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
@@ -50,9 +56,10 @@ t.test('fuzz: admin API and upgrade requests never crash the relay, answer 5xx o
   const answered = new Map<string, number>()
   const tally = (status: number | null): void => { answered.set(String(status), (answered.get(String(status)) ?? 0) + 1) }
   await fc.assert(fc.asyncProperty(adminRequest, async ({ method, target, headers, body }) => {
-    const answer = await rawRequest(relay.port, rawRequestBytes(method, target.replace(/\s/g, ''), headers, body))
+    const answer = await rawRequest(relay.port, rawRequestBytes(method, target.replace(/\s/g, ''), headers, body), PATIENCE_MS)
     tally(answer.status)
     if (serverFault(answer.status)) throw new Error(`${method} ${target} answered ${answer.head}`)
+    if (answer.ended === 'waiting' && complete(headers)) throw new Error(`${method} ${target}: no answer within ${PATIENCE_MS} ms to a whole request`)
   }), fuzzOptions())
   t.pass('admin requests: no 5xx of the relay\'s own')
 
@@ -76,9 +83,10 @@ t.test('fuzz: admin API and upgrade requests never crash the relay, answer 5xx o
       ['sec-websocket-version', request.version], ['sec-websocket-key', request.key], ...request.extra,
     ]
     if (request.token !== null) list.push(['authorization', `Bearer ${request.token}`])
-    const answer = await rawRequest(relay.port, rawRequestBytes('GET', request.target.replace(/\s/g, ''), list))
+    const answer = await rawRequest(relay.port, rawRequestBytes('GET', request.target.replace(/\s/g, ''), list), PATIENCE_MS)
     tally(answer.status)
     if (serverFault(answer.status)) throw new Error(`upgrade ${JSON.stringify(request)} answered ${answer.head}`)
+    if (answer.ended === 'waiting' && complete(list)) throw new Error(`upgrade ${JSON.stringify(request)}: no answer within ${PATIENCE_MS} ms to a whole request`)
   }), fuzzOptions())
   t.pass('upgrade requests: no 5xx of the relay\'s own')
   // A stage whose requests all die unanswered would pass while testing nothing.

@@ -1,9 +1,10 @@
 // One HTTP/1.1 request written byte for byte on a fresh TCP connection: what a hostile client
 // sends, which fetch and node:http refuse to build. The answer's status line is all the fuzz
-// stage reads; a server that waits for more (a body it was promised) counts as no answer.
+// stage reads, with how the exchange ended: answered, closed without an answer, or still
+// waiting when the patience ran out (a server waiting for a body it was promised).
 import { connect } from 'node:net'
 
-export type RawAnswer = { status: number | null; head: string }
+export type RawAnswer = { status: number | null; head: string; ended: 'answered' | 'closed' | 'waiting' }
 
 /**
  * Writes `bytes` to 127.0.0.1:port and resolves with the first status line, or null when the
@@ -15,13 +16,15 @@ export function rawRequest (port: number, bytes: Buffer | string, patienceMs = 1
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     let head = ''
+    let waited = false
     const done = (): void => {
       clearTimeout(patience)
       socket.destroy()
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(head)
-      resolve({ status: match === null ? null : Number(match[1]), head: head.split('\r\n\r\n')[0] ?? '' })
+      const ended = match !== null ? 'answered' : waited ? 'waiting' : 'closed'
+      resolve({ status: match === null ? null : Number(match[1]), head: head.split('\r\n\r\n')[0] ?? '', ended })
     }
-    const patience = setTimeout(done, patienceMs)
+    const patience = setTimeout(() => { waited = true; done() }, patienceMs)
     socket.on('data', (chunk: Buffer) => {
       head += chunk.toString('latin1')
       if (head.includes('\r\n\r\n')) done()

@@ -2,13 +2,15 @@
 // routes and upgrade requests, malformed JWTs made with jose against the provider's own keys,
 // frames past the size limit, compressed frames with compression off, and Origin bypass
 // attempts. The process never crashes, each input gets its documented status, and no answer
-// or log line carries a token or a stack trace. FUZZ_SEED=<n> replays a run.
+// or log line carries a token or a stack trace. The seed is the fuzz stage's fixed one;
+// FUZZ_SEED=<n> runs or replays another.
 import { createPublicKey, randomBytes, randomUUID } from 'node:crypto'
 import type { JsonWebKey } from 'node:crypto'
 import { connect } from 'node:net'
 import t from 'tap'
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { fuzzOptions } from '../helpers/fuzz.js'
 import { frame, rawUpgrade } from '../helpers/raw-websocket.js'
 import { attach, createSession, refusalOf, startTestRelay, until } from '../helpers/relay.js'
 import type { Created, TestRelay } from '../helpers/relay.js'
@@ -59,7 +61,8 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
   })
 
   await t.test(`seeded fuzz of admin routes and upgrades (${FUZZ_REQUESTS} requests)`, async (t) => {
-    const seed = Number(process.env.FUZZ_SEED ?? randomBytes(4).readUInt32LE())
+    // The stage's fixed seed (test/helpers/fuzz.ts), so a run repeats; FUZZ_SEED picks another.
+    const { seed } = fuzzOptions()
     t.comment(`FUZZ_SEED=${seed}`)
     const random = mulberry32(seed)
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!
