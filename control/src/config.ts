@@ -50,6 +50,8 @@ export type ControlConfig = {
   kubeconfig: string
   runtime: RuntimeChoice
   localBuilds: number // builds running at once on this machine (local runtime)
+  localWorker: string // '' : the project's cargo build of worker/
+  localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
   maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -261,6 +263,8 @@ export const settings = [
   setting({ key: 'runtime', env: 'PLATFORM_RUNTIME', flag: '--runtime', default: 'auto', parse: parseRuntime, help: 'where builds and deployments run: cluster (Kubernetes with SpinKube), local (child processes on this machine, artifacts under the data directory), auto: the cluster when a kubeconfig or in-cluster account is found, else local' }),
   setting({ key: 'maxTenantBuilds', env: 'PLATFORM_MAX_TENANT_BUILDS', flag: '--max-tenant-builds', default: '6', parse: parseTenantBuilds, help: 'builds one tenant may have running and queued at once, in either runtime; past it a new build answers 429 with Retry-After' }),
   setting({ key: 'localBuilds', env: 'PLATFORM_LOCAL_BUILDS', flag: '--local-builds', default: '2', parse: parseLocalBuilds, help: 'local runtime: builds running at once (a js build takes about 600 MB); more wait in order' }),
+  setting({ key: 'localWorker', env: 'PLATFORM_LOCAL_WORKER', flag: '--local-worker', default: '', parse: anyText, help: "local runtime: the worker binary that serves every deployed application (worker/README.md); empty: the project's build in .cache/worker/target/release/worker, which npm run build makes (Rust 1.95 needed)" }),
+  setting({ key: 'localCacheDir', env: 'PLATFORM_LOCAL_CACHE_DIR', flag: '--local-cache-dir', default: '', parse: anyText, help: "local runtime: where the worker keeps applications' compiled components by digest, reused across restarts; empty: runtime/worker/compiled in the data directory" }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
   setting({ key: 'prometheusTimeoutMs', env: 'PLATFORM_PROMETHEUS_TIMEOUT', flag: '--prometheus-timeout', default: '10s', parse: parseTimerDuration, help: 'how long one query_range may take (also sent to Prometheus as its timeout); then 503' }),
