@@ -4,7 +4,7 @@
 // what was left running, missing toolchains answering 503 by name, and deployments loaded into
 // the real worker: ready, invoked, reloaded on redeploy, unloaded on delete, stopped at
 // shutdown, brought back after a restart, a crashed worker restarted.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
@@ -343,4 +343,27 @@ t.test('a worker that dies is restarted after a backoff, the deployment says so 
   t.not(workerPid(control), pid)
   t.equal((await deploymentOf(control, app.id))?.ready, true)
   t.match((await control.call('GET', `/applications/${app.id}/logs`)).text, /the worker exited \(SIGKILL\)[^]*the worker restarted/, "the application's log says so")
+})
+
+t.test('while the worker is down and cannot start, invoke answers 503 naming the worker and the deployment says why; it comes back once it can', async (t) => {
+  const binary = join(scratch(t), 'worker')
+  copyFileSync(WORKER_BIN, binary)
+  chmodSync(binary, 0o755)
+  const { control } = await startLocal(t, ['--local-worker', binary, '--invoke-timeout', '1s'])
+  const app = await jsApp(control, 'unreachable')
+  await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  t.equal((await invoke(control, app.id, app.fnId)).status, 200)
+  rmSync(binary)
+  process.kill(workerPid(control), 'SIGKILL')
+  await until(async () => (await deploymentOf(control, app.id))?.ready === false, 5_000, 'the exit noticed')
+  const refused = await control.call('POST', `/applications/${app.id}/functions/${app.fnId}/invoke`, { json: { method: 'GET', path: '/' } })
+  t.equal(refused.status, 503)
+  t.match(refused.body, { error: /^application unreachable: the worker (exited \(SIGKILL\)|could not start: the local runtime's worker is missing at .*); restarting in [0-9]+ ms/ })
+  await until(async () => /^the worker could not start: the local runtime's worker is missing at /.test((await deploymentOf(control, app.id))?.message ?? ''), 10_000, 'the failed restart said')
+  t.match(await deploymentOf(control, app.id), { ready: false, message: /\(PLATFORM_LOCAL_WORKER\); restarting in [0-9]+ ms \(restart [0-9]+\)$/ })
+
+  copyFileSync(WORKER_BIN, binary)
+  chmodSync(binary, 0o755)
+  await until(async () => (await deploymentOf(control, app.id))?.ready === true, 30_000, 'the worker back')
+  t.equal((await invoke(control, app.id, app.fnId)).status, 200, 'answered again')
 })

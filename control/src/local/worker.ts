@@ -100,27 +100,33 @@ export function createWorker (deps: WorkerDeps): Worker {
       for (const waiter of failed.values()) waiter.reject(error)
       if (closing) return
       if (Date.now() - startedAt >= STABLE_MS) restarts = 0
-      const delay = Math.min(deps.restartBackoff.maxMs, deps.restartBackoff.initialMs * 2 ** restarts)
-      restarts++
-      problem = `the worker ${why}; restarting in ${delay} ms (restart ${restarts})`
-      logger.warn({ why, delayMs: delay, restarts }, 'the local worker exited; restarting it')
-      deps.onDown(problem)
-      restartTimer = setTimeout(() => {
-        restartTimer = null
-        if (closing) return
-        try {
-          start()
-          problem = null
-          deps.onRestart()
-        } catch (error) {
-          problem = (error as Error).message
-          deps.onDown(problem)
-        }
-      }, delay)
+      scheduleRestart(`the worker ${why}`)
     }
     started.once('error', (error) => ended(`could not start: ${error.message}`))
     started.once('close', (code, signal) => ended(`exited (${signal ?? `code ${String(code)}`})`))
     return started
+  }
+
+  // Down: commands fail at once, saying why, until the restart.
+  function scheduleRestart (why: string): void {
+    const delay = Math.min(deps.restartBackoff.maxMs, deps.restartBackoff.initialMs * 2 ** restarts)
+    restarts++
+    problem = `${why}; restarting in ${delay} ms (restart ${restarts})`
+    logger.warn({ why, delayMs: delay, restarts }, 'the local worker is down; restarting it')
+    deps.onDown(problem)
+    restartTimer = setTimeout(() => {
+      restartTimer = null
+      if (closing) return
+      try {
+        start()
+      } catch (error) {
+        // The binary went away, say: tried again later, as a crash is.
+        scheduleRestart(`the worker could not start: ${(error as Error).message}`)
+        return
+      }
+      problem = null
+      deps.onRestart()
+    }, delay)
   }
 
   return {
