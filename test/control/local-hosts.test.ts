@@ -129,3 +129,34 @@ t.test('an artifact the worker refuses: the status and the url say why', async (
   t.match(String(url), /^Error: the application could not be loaded: /)
   t.match(hosts.status('app5'), { ready: false, running: false, message: /^the application could not be loaded/ })
 })
+
+t.test('scale to zero: an application without a request past the idle timeout is unloaded; the next request through url() loads it again on its port', async (t) => {
+  let clock = 1_000_000
+  const dir = t.testdir({ worker: {} })
+  const logger = createLogger('info', new Writable({ write (_chunk, _encoding, done) { done() } }))
+  // The sweep runs often; the injected clock decides what is idle.
+  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED, idle: { timeoutMs: 60_000, sweepMs: 20, now: () => clock } })
+  t.teardown(() => hosts.close())
+  const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`)
+  await hosts.deploy({ id: 'busy' }, image)
+  await hosts.deploy({ id: 'sleepy' }, image)
+  const sleepy = await answer(hosts, 'sleepy')
+  const busy = await answer(hosts, 'busy')
+
+  clock += 59_000
+  // Requests at its own URL count: the busy one is not idle when the timeout is up.
+  await fetch(`${busy.url}/`).then((response) => response.text())
+  clock += 30_000
+  await until(() => /^idle/.test(hosts.status('sleepy')?.message ?? ''), 5000, 'the idle application unloaded')
+  t.match(hosts.status('sleepy'), { ready: false, running: true, url: null, message: /^idle: unloaded after 60 s without a request; the next invoke loads it again$/ })
+  await t.rejects(fetch(`${sleepy.url}/`), 'its port is closed: its memory is given back')
+  t.match(hosts.status('busy'), { ready: true }, 'the one with a request at its URL within the timeout is still loaded')
+  t.match(await readLog(hosts, 'sleepy'), /idle for 60 s: unloaded/)
+
+  const again = await answer(hosts, 'sleepy', '/woken')
+  t.same({ url: again.url, path: again.body.path }, { url: sleepy.url, path: '/woken' }, 'loaded again on its port by the next request')
+  t.match(hosts.status('sleepy'), { ready: true, message: '1 of 1 replicas ready' })
+
+  clock += 120_000
+  await until(() => /^idle/.test(hosts.status('busy')?.message ?? ''), 5000, 'the other one idle in its turn')
+})

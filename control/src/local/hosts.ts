@@ -18,6 +18,7 @@ import { unpackSpinApp } from '../../../common/src/spin/unpack.js'
 import type { Logger } from '../logger.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
+import { createIdleTracker } from './idle.js'
 import type { WorkerLogLine } from './worker.js'
 import { createWorker } from './worker.js'
 
@@ -38,6 +39,16 @@ export type LocalHostsDeps = {
   registry?: { dockerConfigDir: string | null; insecure: boolean }
   /** The first restart's delay after the worker exits on its own, doubled per exit up to maxMs. */
   restartBackoff?: { initialMs: number; maxMs: number }
+  /** Address ranges (CIDR) functions' outgoing requests may reach although internal: the worker's --allow-private-outbound. */
+  allowPrivateOutbound?: string[]
+  /**
+   * Scale to zero: an application without a request for `timeoutMs` is unloaded (its memory
+   * given back) and loaded again by the next invoke. Checked every `sweepMs` (a quarter of the
+   * timeout, at most 30 s, by default); `now` is the clock.
+   */
+  idle?: { timeoutMs: number; sweepMs?: number; now?: () => number }
+  /** Per application, the worker's `limits` (worker/README.md); its defaults when absent. */
+  limits?: { requestTimeoutMs?: number; memoryBytes?: number; maxRequestBodyBytes?: number; maxResponseBodyBytes?: number }
 }
 
 export type LocalHosts = {
@@ -76,6 +87,8 @@ type Instance = {
   loaded: () => void
   /** The worker is down and will come back: a wait goes on. */
   waitingForWorker: boolean
+  /** Unloaded for want of requests: the next url() loads it again. */
+  idle: boolean
 }
 
 const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 30_000 }
@@ -92,7 +105,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   const worker = createWorker({
     logger,
     program: deps.worker,
-    args: ['--cache-dir', deps.cacheDir],
+    args: ['--cache-dir', deps.cacheDir, ...(deps.allowPrivateOutbound ?? []).length > 0 ? ['--allow-private-outbound', (deps.allowPrivateOutbound ?? []).join(',')] : []],
     cwd: deps.dir,
     pidFile: join(deps.dir, 'worker.pid'),
     restartBackoff: deps.restartBackoff ?? DEFAULT_BACKOFF,
@@ -111,12 +124,55 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     },
     onRestart () {
       for (const instance of instances.values()) {
+        // An idle application stays unloaded until a request wants it.
+        if (instance.idle) continue
         instance.waitingForWorker = false
         instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: 'the worker restarted; loading the application again' })}\n`))
         void enqueue(instance.appId, () => load(instance))
       }
     },
   })
+
+  const idleTimeoutMs = deps.idle?.timeoutMs ?? 0
+  const now = deps.idle?.now ?? Date.now
+  const idleTracker = createIdleTracker(idleTimeoutMs, now)
+  const sweeper = idleTimeoutMs > 0 ? setInterval(() => { void sweep() }, deps.idle?.sweepMs ?? Math.min(30_000, Math.max(1000, idleTimeoutMs / 4))) : null
+  sweeper?.unref()
+
+  async function sweep (): Promise<void> {
+    const loaded = [...instances.values()].filter((instance) => instance.url !== null)
+    if (closing || !worker.running() || loaded.length === 0) return
+    let apps: Record<string, { requests?: number } | undefined>
+    try {
+      apps = (await worker.send({ op: 'stats' })).apps as typeof apps
+    } catch {
+      return
+    }
+    const counts = new Map(loaded.map((instance) => [instance.appId, apps[instance.appId]?.requests ?? 0]))
+    for (const appId of idleTracker.idle(counts)) {
+      const instance = instances.get(appId)
+      if (instance !== undefined) void enqueue(appId, () => unloadIdle(instance))
+    }
+  }
+
+  async function unloadIdle (instance: Instance): Promise<void> {
+    if (!current(instance) || instance.url === null) return
+    instance.url = null
+    instance.idle = true
+    newLoading(instance)
+    idleTracker.forget(instance.appId)
+    // The compiled component stays on disk: the next load maps it rather than compiling.
+    await worker.send({ op: 'unload', app: instance.appId }).catch(() => {})
+    const message = `idle for ${Math.round(idleTimeoutMs / 1000)} s: unloaded; the next request through invoke loads it again`
+    instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: message })}\n`))
+    logger.info({ appId: instance.appId, idleMs: idleTimeoutMs }, 'local deployment idle: unloaded')
+  }
+
+  function wake (instance: Instance): void {
+    if (!instance.idle) return
+    instance.idle = false
+    void enqueue(instance.appId, () => load(instance))
+  }
 
   function routeLog (line: WorkerLogLine, raw: string): void {
     const instance = typeof line.app === 'string' ? instances.get(line.app) : undefined
@@ -151,11 +207,12 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       if (!current(instance)) return
       const { lockedApp, components } = instance.unpacked
       const started = Date.now()
-      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port })
+      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...deps.limits === undefined ? {} : { limits: deps.limits } })
       if (!current(instance)) return
       instance.url = String(reply.url)
       instance.port = Number(new URL(instance.url).port)
       instance.problem = null
+      idleTracker.loaded(instance.appId)
       logger.info({ appId: instance.appId, url: instance.url, ms: Date.now() - started }, 'local deployment ready')
     } catch (error) {
       // A worker that went down says so itself (onDown), and the wait goes on for its restart.
@@ -186,7 +243,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       // Registered at once, so a request that comes meanwhile waits for this load, not the old one.
       const instance: Instance = {
         appId: app.id, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
-        problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false,
+        problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false, idle: false,
       }
       newLoading(instance)
       instances.set(app.id, instance)
@@ -219,10 +276,10 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       const ready = instance.url !== null
       return {
         image: instance.image,
-        running: ready || (instance.problem === null && !closing),
+        running: ready || instance.idle || (instance.problem === null && !closing),
         ready,
         url: instance.url,
-        message: instance.problem ?? (ready ? '1 of 1 replicas ready' : 'loading the application into the worker'),
+        message: instance.problem ?? (ready ? '1 of 1 replicas ready' : instance.idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next invoke loads it again` : 'loading the application into the worker'),
       }
     },
     async url (appId, timeoutMs) {
@@ -230,6 +287,8 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       for (;;) {
         const instance = instances.get(appId)
         if (instance === undefined) return null
+        idleTracker.touch(appId)
+        wake(instance)
         if (instance.url !== null) return instance.url
         const waitMs = deadline - Date.now()
         if (waitMs <= 0) return new Error(instance.problem ?? 'the application is still loading')
@@ -283,6 +342,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     },
     async close () {
       closing = true
+      if (sweeper !== null) clearInterval(sweeper)
       for (const instance of instances.values()) {
         instance.log.end()
         instance.loaded()

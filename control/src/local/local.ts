@@ -71,6 +71,8 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     dir: workerDir,
     worker: () => workerProgram(config.localWorker),
     cacheDir: config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled'),
+    allowPrivateOutbound: config.localAllowPrivateOutbound,
+    ...config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {},
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
     ...deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff },
   })
