@@ -65,12 +65,14 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
   }
   const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
   const workerDir = join(root, 'worker')
-  mkdirSync(workerDir, { recursive: true, mode: 0o700 })
+  const compiledDir = config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled')
+  // Made here, private: the worker would create it with the process's umask.
+  for (const dir of [workerDir, compiledDir]) mkdirSync(dir, { recursive: true, mode: 0o700 })
   const hosts = createLocalHosts({
     logger,
     dir: workerDir,
     worker: () => workerProgram(config.localWorker),
-    cacheDir: config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled'),
+    cacheDir: compiledDir,
     allowPrivateOutbound: config.localAllowPrivateOutbound,
     ...config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {},
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
