@@ -10,8 +10,10 @@ import { fileURLToPath } from 'node:url'
 
 const repo = fileURLToPath(new URL('..', import.meta.url))
 const stamp = join(repo, 'dist', '.built')
-// What the build reads: the compiled folders, the console's sources, and the settings of both.
+// What the build reads: the compiled folders, the console's sources, the worker's Rust crate,
+// and the settings of each.
 const inputs = ['common/src', 'relay/src', 'control/src', 'host/src', 'builders/src', 'scripts', 'client/src', 'console',
+  'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
   'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'client/tsconfig.json']
 
 /** The newest modification time under `path`, dependencies and generated API types left out. */

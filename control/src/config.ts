@@ -13,6 +13,7 @@ import {
   readSettings,
   usage,
 } from '../../common/src/config/settings.js'
+import { isIPv6 } from 'node:net'
 import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
 import { DEFAULT_BUILDER_IMAGES } from './model/builder-images.js'
 import type { LanguageT } from './model/resources.js'
@@ -50,6 +51,10 @@ export type ControlConfig = {
   kubeconfig: string
   runtime: RuntimeChoice
   localBuilds: number // builds running at once on this machine (local runtime)
+  localWorker: string // '' : the project's cargo build of worker/
+  localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
+  localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
+  localIdleTimeoutMs: number // 0: never unload an idle application
   maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -129,6 +134,24 @@ function parseBuilderImages (text: string): Record<LanguageT, string> {
 function parseRuntime (text: string): RuntimeChoice {
   if (text !== 'auto' && text !== 'cluster' && text !== 'local') throw new Error('expected auto, cluster or local')
   return text
+}
+
+function parseIdleTimeout (text: string): number {
+  const ms = parseDuration(text)
+  return ms === 0 ? 0 : parseTimerDuration(text)
+}
+
+// The worker checks each range again; here a typo fails the start rather than the worker.
+function parseCidrList (text: string): string[] {
+  const ranges = text.split(',').map((part) => part.trim()).filter((part) => part !== '')
+  for (const range of ranges) {
+    const [address, bits, extra] = range.split('/')
+    const isV4 = /^\d{1,3}(\.\d{1,3}){3}$/.test(address ?? '') && (address ?? '').split('.').every((octet) => Number(octet) <= 255)
+    const isV6 = isIPv6(address ?? '')
+    const maxBits = isV4 ? 32 : 128
+    if ((!isV4 && !isV6) || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits))) throw new Error(`expected CIDR ranges separated by commas, got ${JSON.stringify(range)}`)
+  }
+  return ranges
 }
 
 function parseLocalBuilds (text: string): number {
@@ -261,6 +284,10 @@ export const settings = [
   setting({ key: 'runtime', env: 'PLATFORM_RUNTIME', flag: '--runtime', default: 'auto', parse: parseRuntime, help: 'where builds and deployments run: cluster (Kubernetes with SpinKube), local (child processes on this machine, artifacts under the data directory), auto: the cluster when a kubeconfig or in-cluster account is found, else local' }),
   setting({ key: 'maxTenantBuilds', env: 'PLATFORM_MAX_TENANT_BUILDS', flag: '--max-tenant-builds', default: '6', parse: parseTenantBuilds, help: 'builds one tenant may have running and queued at once, in either runtime; past it a new build answers 429 with Retry-After' }),
   setting({ key: 'localBuilds', env: 'PLATFORM_LOCAL_BUILDS', flag: '--local-builds', default: '2', parse: parseLocalBuilds, help: 'local runtime: builds running at once (a js build takes about 600 MB); more wait in order' }),
+  setting({ key: 'localWorker', env: 'PLATFORM_LOCAL_WORKER', flag: '--local-worker', default: '', parse: anyText, help: "local runtime: the worker binary that serves every deployed application (worker/README.md); empty: the project's build in .cache/worker/target/release/worker, which npm run build makes (Rust 1.95 needed)" }),
+  setting({ key: 'localCacheDir', env: 'PLATFORM_LOCAL_CACHE_DIR', flag: '--local-cache-dir', default: '', parse: anyText, help: "local runtime: where the worker keeps applications' compiled components by digest, reused across restarts; empty: runtime/worker/compiled in the data directory" }),
+  setting({ key: 'localAllowPrivateOutbound', env: 'PLATFORM_LOCAL_ALLOW_PRIVATE_OUTBOUND', flag: '--local-allow-private-outbound', default: '', parse: parseCidrList, help: "local runtime: address ranges (CIDR, comma-separated, e.g. 10.0.0.0/8,::1/128) functions' outgoing requests may reach although they are loopback, private, link-local or shared; none by default (allowed_outbound_hosts still applies)" }),
+  setting({ key: 'localIdleTimeoutMs', env: 'PLATFORM_LOCAL_IDLE_TIMEOUT', flag: '--local-idle-timeout', default: '5m', parse: parseIdleTimeout, help: "local runtime: an application without a request this long is unloaded from the worker and gives its memory back; the next invoke loads it again from its compiled file (until then its own URL refuses connections). 0: never" }),
   setting({ key: 'namespace', env: 'PLATFORM_NAMESPACE', flag: '--namespace', default: 'default', parse: parseNamespace, help: 'namespace of the build Jobs and Secrets and the SpinApps' }),
   setting({ key: 'prometheusUrl', env: 'PLATFORM_PROMETHEUS_URL', flag: '--prometheus-url', default: '', parse: (text) => withoutTrailingSlash(parseHttpUrl(text)), help: 'Prometheus HTTP API base URL, with its path prefix if any (http://prometheus:9090, https://user:pass@host/prom; credentials go as Basic auth); empty: metrics answer 503 naming this setting', secret: true }),
   setting({ key: 'prometheusTimeoutMs', env: 'PLATFORM_PROMETHEUS_TIMEOUT', flag: '--prometheus-timeout', default: '10s', parse: parseTimerDuration, help: 'how long one query_range may take (also sent to Prometheus as its timeout); then 503' }),

@@ -1,5 +1,5 @@
 // Variables and secrets on the local runtime, end to end through the HTTP API with the real
-// parts (one real build of the js template, which reads `greeting`; the real host): set a value
+// parts (one real build of the js template, which reads `greeting`; the real worker): set a value
 // and a secret, build, invoke and get the value; change it and invoke again without a rebuild;
 // then make `greeting` itself a secret, which the function shows. Every log line of the control
 // plane, the build log, the application's log, every HTTP answer and the database's files are
@@ -57,6 +57,9 @@ t.test('local: a variable and a secret reach the template; a new value without a
     return build.status === 'succeeded' || build.status === 'failed'
   }, BUILD_TIMEOUT, 'the build to end')
   t.equal(build?.status, 'succeeded', build?.error ?? '')
+  // The worker compiles a new build at its first load (7-25 s, more on a loaded machine): past
+  // the invoke timeout, an invoke would answer 503 meanwhile.
+  await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 180_000, 'the first load')
   t.match((await invoke()).body, { status: 200, body: `howdy from ${fn.name}\n` }, 'the value, through the variables interface')
 
   let since = Date.now()

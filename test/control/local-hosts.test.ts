@@ -1,105 +1,162 @@
-// The local runtime's hosts, driven directly with the stand-in host program: a host that dies
-// is started again after a backoff that doubles, and the next request reaches the new one;
-// variables reach the host over its stdin (and none through its environment) on an artifact re-locked
-// to declare them, and an artifact that cannot be re-locked leaves the running host alone.
-import { readFileSync } from 'node:fs'
+// The local runtime's deployments, driven directly against the real worker with the probe
+// function (test/helpers/worker-probe.ts): a worker killed from outside is started again after
+// a backoff that doubles, says so in the status and the application's log, and every
+// application is loaded again on its port; variables reach the function in the load command
+// (the worker's environment is empty) on an artifact re-locked to declare them, and an artifact
+// that cannot be re-locked leaves the running application alone; a removed application's port
+// closes.
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import type { Test } from 'tap'
-import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
+import { pullSpinApp } from '../../common/src/spin/artifact.js'
 import { parseRef } from '../../common/src/spin/ref.js'
 import { openStore } from '../../common/src/spin/store.js'
 import { createLocalHosts } from '../../control/src/local/hosts.js'
 import type { LocalHosts } from '../../control/src/local/hosts.js'
 import { createLogger } from '../../control/src/logger.js'
-import { writeStandIns } from '../fixtures/local-programs.js'
 import { until } from '../helpers/wait.js'
+import { SHARED_COMPILED, WORKER_BIN, ownCompiledDir, pushProbe } from '../helpers/worker-probe.js'
 
-function hostsFor (t: Test, restartBackoff: { initialMs: number; maxMs: number }): { hosts: LocalHosts; dir: string; logs: string[] } {
-  const dir = t.testdir({ hosts: {} })
-  const { hostMain } = writeStandIns(dir)
+t.setTimeout(180_000)
+
+// A removal prunes the compiled components no application of its worker uses: that test
+// takes a copy of the shared directory rather than prune it under the others.
+function hostsFor (t: Test, restartBackoff: { initialMs: number; maxMs: number }, ownCache = false): { hosts: LocalHosts; dir: string; logs: string[]; workerPid: () => number } {
+  const dir = t.testdir({ worker: {} })
   const logs: string[] = []
   const logger = createLogger('info', new Writable({ write (chunk: Buffer, _encoding, done) { logs.push(chunk.toString('utf8')); done() } }))
-  const hosts = createLocalHosts({ logger, dir: join(dir, 'hosts'), host: () => hostMain, env: {}, restartBackoff })
+  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: ownCache ? ownCompiledDir(join(dir, 'compiled')) : SHARED_COMPILED, restartBackoff })
   t.teardown(() => hosts.close())
-  return { hosts, dir, logs }
+  return { hosts, dir, logs, workerPid: () => Number(readFileSync(join(dir, 'worker', 'worker.pid'), 'utf8')) }
 }
 
-type Answer = { pid: number; ref: string; vars: Record<string, string>; environment: string[] }
+type Answer = { path: string; variable: { value?: string; error?: unknown } | null }
 
-async function answer (hosts: LocalHosts, appId: string): Promise<Answer> {
-  const url = await hosts.url(appId, 10_000)
+async function answer (hosts: LocalHosts, appId: string, path = '/'): Promise<{ url: string; body: Answer }> {
+  // The first load compiles the probe when the shared cache does not hold it yet.
+  const url = await hosts.url(appId, 120_000)
   if (typeof url !== 'string') throw new Error(`no url: ${String(url)}`)
-  return await (await fetch(`${url}/`)).json() as Answer
+  return { url, body: await (await fetch(`${url}${path}`)).json() as Answer }
 }
 
-t.test('a host killed from outside is restarted with a doubling backoff; the next request works', async (t) => {
-  const { hosts, dir } = hostsFor(t, { initialMs: 40, maxMs: 1000 })
-  await hosts.deploy({ id: 'app1' }, 'oci-layout:/images/app1:b1')
-  const first = await answer(hosts, 'app1')
-  t.equal(first.ref, 'oci-layout:/images/app1:b1')
-  t.equal(Number(readFileSync(join(dir, 'hosts', 'app1.pid'), 'utf8')), first.pid)
+function readLog (hosts: LocalHosts, appId: string): Promise<string> {
+  return new Promise((resolve) => {
+    let text = ''
+    const stream = hosts.log(appId, { follow: false })!
+    stream.on('data', (chunk: Buffer) => { text += chunk.toString('utf8') })
+    stream.on('end', () => resolve(text))
+  })
+}
 
-  process.kill(first.pid, 'SIGKILL')
-  await until(() => hosts.status('app1')?.ready === false, 5000, 'the exit noticed')
-  const second = await answer(hosts, 'app1')
-  t.not(second.pid, first.pid, 'a new host answers')
-  t.equal(second.ref, first.ref, 'on the same image')
-  t.match(hosts.status('app1'), { ready: true, running: true, message: '1 of 1 replicas ready' })
-})
+t.test('a worker killed from outside is restarted with a doubling backoff, says so, and loads every application again on its port', async (t) => {
+  const { hosts, dir, workerPid, logs } = hostsFor(t, { initialMs: 100, maxMs: 200 })
+  const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`)
+  await hosts.deploy({ id: 'app1' }, image)
+  await hosts.deploy({ id: 'app2' }, image)
+  const first = await answer(hosts, 'app1', '/first')
+  t.equal(first.body.path, '/first')
+  const other = await answer(hosts, 'app2')
+  t.match(hosts.status('app1'), { ready: true, running: true, message: '1 of 1 replicas ready', image })
 
-t.test('while it waits for the restart the status says so, and the delay doubles up to the cap', async (t) => {
-  const { hosts, logs } = hostsFor(t, { initialMs: 100, maxMs: 200 })
-  await hosts.deploy({ id: 'app2' }, 'oci-layout:/images/app2:b1')
   for (const expected of [100, 200, 200]) {
-    const { pid } = await answer(hosts, 'app2')
+    const pid = workerPid()
     process.kill(pid, 'SIGKILL')
-    await until(() => /restarting/.test(hosts.status('app2')?.message ?? ''), 5000, 'the exit noticed')
-    t.match(hosts.status('app2'), { ready: false, url: null, message: new RegExp(`^the host exited \\(SIGKILL\\); restarting in ${expected} ms`) })
+    await until(() => /restarting/.test(hosts.status('app1')?.message ?? ''), 5000, 'the exit noticed')
+    t.match(hosts.status('app1'), { ready: false, running: false, url: null, message: new RegExp(`^the worker exited \\(SIGKILL\\); restarting in ${expected} ms`) })
+    const again = await answer(hosts, 'app1', '/again')
+    t.equal(again.url, first.url, 'the same port after the restart')
+    t.not(workerPid(), pid, 'a new worker')
   }
-  await answer(hosts, 'app2')
+  t.equal((await answer(hosts, 'app2')).url, other.url, 'every application is back')
+  t.match(hosts.status('app1'), { ready: true, running: true, message: '1 of 1 replicas ready' })
+  t.match(await readLog(hosts, 'app1'), /the worker exited \(SIGKILL\); restarting in 100 ms[^]*the worker restarted/, "the application's log says so")
   t.match(logs.join(''), /"delayMs":100[^]*"delayMs":200[^]*"delayMs":200/)
 })
 
-t.test('a host that is removed is not restarted', async (t) => {
-  const { hosts } = hostsFor(t, { initialMs: 10, maxMs: 10 })
-  await hosts.deploy({ id: 'app3' }, 'oci-layout:/images/app3:b1')
-  const { pid } = await answer(hosts, 'app3')
+t.test('a removed application is not loaded again, its port closes, its compiled component is pruned', async (t) => {
+  const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 }, true)
+  await hosts.deploy({ id: 'app3' }, await pushProbe(`oci-layout:${join(dir, 'image')}:b1`))
+  const { url } = await answer(hosts, 'app3')
   await hosts.remove('app3')
   t.equal(hosts.status('app3'), null)
   t.equal(await hosts.url('app3', 100), null)
-  t.throws(() => process.kill(pid, 0), 'the host is gone')
+  await t.rejects(fetch(url), 'nothing listens on its port')
+  t.equal(hosts.log('app3', { follow: false }), null)
+  t.same(readdirSync(join(dir, 'compiled')), [], 'no compiled component is left')
+  t.same(readdirSync(join(dir, 'worker', 'wasm')), [], 'nor its pulled wasm')
 })
 
-t.test("variables: the values on the host's stdin and none in its environment, on the artifact re-locked with their names", async (t) => {
-  const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 })
+t.test("variables: the values in the load command and none in the worker's environment, on the artifact re-locked with their names", async (t) => {
+  const { hosts, dir, workerPid } = hostsFor(t, { initialMs: 10, maxMs: 10 })
   const layout = join(dir, 'image')
-  const store = await openStore(parseRef(`oci-layout:${layout}:b1`), { dockerConfigDir: null })
-  const built = await pushSpinApp(store, 'b1', {
-    lockedApp: { spin_lock_version: 1, triggers: [{ id: 'f-http-trigger', trigger_type: 'http', trigger_config: { component: 'f', route: '/...' } }], components: [{ id: 'f', source: { content_type: 'application/wasm' } }] },
-    wasm: new Map([['f', Buffer.from('\0asm stand-in')]]),
-  })
-  const image = `oci-layout:${layout}@${built.digest}`
-  process.env.SPIN_VARIABLE_INHERITED = 'from-the-control-plane'
-  t.teardown(() => { delete process.env.SPIN_VARIABLE_INHERITED })
+  const image = await pushProbe(`oci-layout:${layout}:b1`)
+  const store = await openStore(parseRef(image), { dockerConfigDir: null })
 
-  await hosts.deploy({ id: 'app4' }, image, { greeting: 'hi', api_key: 'k' })
-  const first = await answer(hosts, 'app4')
-  t.same(first.vars, { greeting: 'hi', api_key: 'k' }, 'the values, over stdin')
-  t.same(first.environment, [], "no SPIN_VARIABLE_* in the host's environment, not even the control plane's")
-  t.match(first.ref, new RegExp(`^oci-layout:${layout}@sha256:[0-9a-f]{64}$`))
-  t.not(first.ref, image, 'the host runs the re-locked artifact')
-  t.equal(hosts.status('app4')?.image, first.ref)
-  const lock = (await pullSpinApp(store, first.ref.slice(first.ref.indexOf('@') + 1))).lockedApp
+  await hosts.deploy({ id: 'app4' }, image, { greeting: 'hi-value', api_key: 'k-value' })
+  const first = await answer(hosts, 'app4', '/?name=greeting')
+  t.same(first.body.variable, { value: 'hi-value' }, 'the value, through fermyon:spin/variables')
+  t.same((await answer(hosts, 'app4', '/?name=api_key')).body.variable, { value: 'k-value' })
+  // Started with an empty environment (tap's coverage hook adds NODE_OPTIONS and _TAPJS_ settings to every child).
+  const environment = readFileSync(`/proc/${workerPid()}/environ`, 'utf8').split('\0').filter((entry) => entry !== '' && !/^(_TAPJS_|NODE_OPTIONS=)/.test(entry))
+  t.same(environment, [], 'the worker has no environment')
+  const relocked = hosts.status('app4')?.image ?? ''
+  t.match(relocked, new RegExp(`^oci-layout:${layout}@sha256:[0-9a-f]{64}$`))
+  t.not(relocked, image, 'the worker runs the re-locked artifact')
+  const lock = (await pullSpinApp(store, relocked.slice(relocked.indexOf('@') + 1))).lockedApp
   t.same(lock.variables, { api_key: {}, greeting: {} })
   t.same(lock.components[0]!.config, { api_key: '{{ api_key }}', greeting: '{{ greeting }}' })
 
   await hosts.deploy({ id: 'app4' }, image, {})
-  const plain = await answer(hosts, 'app4')
-  t.same({ ref: plain.ref, vars: plain.vars }, { ref: image, vars: {} }, 'no variables: the artifact as built')
+  const plain = await answer(hosts, 'app4', '/?name=greeting')
+  t.match(plain.body.variable, { error: { tag: 'undefined' } }, 'no variables: the artifact as built')
+  t.equal(hosts.status('app4')?.image, image)
+  t.equal(plain.url, first.url, 'a redeploy keeps the port')
 
   await t.rejects(hosts.deploy({ id: 'app4' }, `oci-layout:${layout}@sha256:${'0'.repeat(64)}`, { greeting: 'x' }), /is not in/)
-  const still = await answer(hosts, 'app4')
-  t.equal(still.ref, image, 'an artifact that cannot be re-locked leaves the running host alone')
+  t.equal(hosts.status('app4')?.image, image, 'an artifact that cannot be re-locked leaves the running application alone')
+  t.equal((await answer(hosts, 'app4')).body.path, '/')
+  t.notMatch(await readLog(hosts, 'app4'), /hi-value|k-value/, 'no value in the log')
+})
+
+t.test('an artifact the worker refuses: the status and the url say why', async (t) => {
+  const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 })
+  const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`, { allowedOutboundHosts: ['not a host'] })
+  await hosts.deploy({ id: 'app5' }, image)
+  const url = await hosts.url('app5', 120_000)
+  t.type(url, Error)
+  t.match(String(url), /^Error: the application could not be loaded: /)
+  t.match(hosts.status('app5'), { ready: false, running: false, message: /^the application could not be loaded/ })
+})
+
+t.test('scale to zero: an application without a request past the idle timeout is unloaded; the next request through url() loads it again on its port', async (t) => {
+  let clock = 1_000_000
+  const dir = t.testdir({ worker: {} })
+  const logger = createLogger('info', new Writable({ write (_chunk, _encoding, done) { done() } }))
+  // The sweep runs often; the injected clock decides what is idle.
+  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED, idle: { timeoutMs: 60_000, sweepMs: 20, now: () => clock } })
+  t.teardown(() => hosts.close())
+  const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`)
+  await hosts.deploy({ id: 'busy' }, image)
+  await hosts.deploy({ id: 'sleepy' }, image)
+  const sleepy = await answer(hosts, 'sleepy')
+  const busy = await answer(hosts, 'busy')
+
+  clock += 59_000
+  // Requests at its own URL count: the busy one is not idle when the timeout is up.
+  await fetch(`${busy.url}/`).then((response) => response.text())
+  clock += 30_000
+  await until(() => /^idle/.test(hosts.status('sleepy')?.message ?? ''), 5000, 'the idle application unloaded')
+  t.match(hosts.status('sleepy'), { ready: false, running: true, url: null, message: /^idle: unloaded after 60 s without a request; the next invoke loads it again$/ })
+  await t.rejects(fetch(`${sleepy.url}/`), 'its port is closed: its memory is given back')
+  t.match(hosts.status('busy'), { ready: true }, 'the one with a request at its URL within the timeout is still loaded')
+  t.match(await readLog(hosts, 'sleepy'), /idle for 60 s: unloaded/)
+
+  const again = await answer(hosts, 'sleepy', '/woken')
+  t.same({ url: again.url, path: again.body.path }, { url: sleepy.url, path: '/woken' }, 'loaded again on its port by the next request')
+  t.match(hosts.status('sleepy'), { ready: true, message: '1 of 1 replicas ready' })
+
+  clock += 120_000
+  await until(() => /^idle/.test(hosts.status('busy')?.message ?? ''), 5000, 'the other one idle in its turn')
 })

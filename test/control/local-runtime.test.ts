@@ -1,9 +1,10 @@
-// The runtime on one machine, with stand-ins for the builder and host programs that follow
-// their contracts: builds as child processes (environment, queue, timeout, live and stored
-// log, outcome from the termination log), a restart failing what was left running, missing
-// toolchains answering 503 by name, and deployments as host processes: ready, invoked,
-// restarted on redeploy, stopped on delete and at shutdown, brought back after a restart.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+// The runtime on one machine, with a stand-in for the builder program that follows its
+// contract and "builds" the worker's probe function: builds as child processes (environment,
+// queue, timeout, live and stored log, outcome from the termination log), a restart failing
+// what was left running, missing toolchains answering 503 by name, and deployments loaded into
+// the real worker: ready, invoked, reloaded on redeploy, unloaded on delete, stopped at
+// shutdown, brought back after a restart, a crashed worker restarted.
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
@@ -14,9 +15,14 @@ import { mkdirSync } from 'node:fs'
 import { createApp, freshStore, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { Store, TestControl } from '../helpers/control.js'
 import { writeStandIns } from '../fixtures/local-programs.js'
+import { SHARED_COMPILED, WORKER_BIN, ownCompiledDir } from '../helpers/worker-probe.js'
 import { toolchainCheck } from '../../control/src/local/programs.js'
 import { startBuild } from '../../control/src/domain/builds.js'
 import { createBuild, markRunning } from '../../control/src/store/builds.js'
+
+// Each test starts a control plane (several seconds on a loaded machine); the file takes more
+// than tap's default two minutes.
+t.setTimeout(300_000)
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
 type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; publicUrl: string | null; message: string }
@@ -27,10 +33,13 @@ function scratch (t: Test): string {
   return dir
 }
 
+// The probe compiles once into the shared directory; a test that deletes an application (which
+// prunes what its worker no longer uses) passes its own --local-cache-dir.
 async function startLocal (t: Test, flags: string[] = [], store?: Store): Promise<{ control: TestControl; dir: string }> {
   const dir = scratch(t)
   const programs = writeStandIns(dir)
-  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', ...flags],
+  const cache = flags.includes('--local-cache-dir') ? [] : ['--local-cache-dir', SHARED_COMPILED]
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', ...cache, ...flags],
     { ...(store !== undefined ? { store } : {}), deps: { local: { ...programs, toolchains: toolchainCheck('') } } })
   return { control, dir }
 }
@@ -59,17 +68,26 @@ async function deploymentOf (control: TestControl, appId: string): Promise<Deplo
   return ((await control.call('GET', `/applications/${appId}`)).body as { deployment: Deployment | null }).deployment
 }
 
-async function invoke (control: TestControl, appId: string, fnId: string, path = '/'): Promise<{ status: number; answer: { ref: string; pid: number; path: string } }> {
+type ProbeAnswer = { path: string; variable: { value?: string; error?: unknown } | null }
+
+async function invoke (control: TestControl, appId: string, fnId: string, path = '/'): Promise<{ status: number; answer: ProbeAnswer }> {
   const reply = await control.call('POST', `/applications/${appId}/functions/${fnId}/invoke`, { json: { method: 'GET', path } })
   if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
   const result = reply.body as { status: number; body: string }
-  return { status: result.status, answer: JSON.parse(result.body) as { ref: string; pid: number; path: string } }
+  return { status: result.status, answer: JSON.parse(result.body) as ProbeAnswer }
+}
+
+/** The probe writes `printed {text}` to its stdout. */
+async function print (control: TestControl, app: { id: string; fnId: string }, text: string): Promise<void> {
+  const reply = await control.call('POST', `/applications/${app.id}/functions/${app.fnId}/invoke`, { json: { method: 'GET', path: `/print?text=${text}` } })
+  if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
 }
 
 const alive = (pid: number): boolean => { try { process.kill(pid, 0); return true } catch { return false } }
+const workerPid = (control: TestControl): number => Number(readFileSync(join(control.store.dataDir, 'runtime', 'worker', 'worker.pid'), 'utf8'))
 
 t.test('a build: the builder with the Job environment, running, succeeded with the digest it wrote, log kept, deployed and invoked', async (t) => {
-  const { control, dir } = await startLocal(t)
+  const { control, dir } = await startLocal(t, ['--local-cache-dir', ownCompiledDir(join(scratch(t), 'compiled'))])
   t.equal(control.server.cluster, null)
   t.not(control.server.local, null, 'no cluster: the local runtime')
   const gate = join(dir, 'gate')
@@ -95,32 +113,36 @@ t.test('a build: the builder with the Job environment, running, succeeded with t
   t.match(stored.text, /done\n$/)
   t.notOk(existsSync(join(control.store.dataDir, 'runtime', 'builds', started.id)), 'the scratch directory is gone')
 
-  await until(async () => (await deploymentOf(control, app.id))?.ready === true, 10_000, 'deployment ready')
+  await until(async () => (await deploymentOf(control, app.id))?.ready === true, 60_000, 'deployment ready')
   const deployment = await deploymentOf(control, app.id)
   t.match(deployment, { image: done.imageRef, replicas: 1, ready: true, internalUrl: /^http:\/\/127\.0\.0\.1:[0-9]+$/, message: '1 of 1 replicas ready' })
   t.equal(deployment?.publicUrl, deployment?.internalUrl, 'the public address on this machine is the loopback one')
   const direct = await fetch(`${String(deployment?.publicUrl)}/direct`)
   t.same({ status: direct.status, path: (await direct.json() as { path: string }).path }, { status: 200, path: '/direct' }, 'and it answers')
   const first = await invoke(control, app.id, app.fnId, '/hello?x=1')
-  t.same({ status: first.status, ref: first.answer.ref, path: first.answer.path }, { status: 200, ref: done.imageRef, path: '/hello?x=1' })
-  const log = await control.call('GET', `/applications/${app.id}/logs?tail=1`)
-  t.equal(log.text, 'request GET /hello?x=1\n', "the host's output is the application log")
+  t.same({ status: first.status, path: first.answer.path }, { status: 200, path: '/hello' })
+  await print(control, app, 'one')
+  await until(async () => (await control.call('GET', `/applications/${app.id}/logs?tail=1`)).text === 'printed one\n', 5000, 'the line in the log')
+  t.pass("the function's output is the application log")
   const following = await fetch(`${control.url}/api/v1/applications/${app.id}/logs?follow=true&tail=0`)
   const lines = following.body!.getReader()
-  await invoke(control, app.id, app.fnId, '/followed')
+  await print(control, app, 'followed')
   let followed = ''
   while (!followed.includes('\n')) followed += Buffer.from((await lines.read()).value).toString('utf8')
-  t.equal(followed, 'request GET /followed\n', 'followed: what the host writes from then on')
+  t.equal(followed, 'printed followed\n', 'followed: what the function writes from then on')
   await lines.cancel()
 
-  // Redeploy: a new process; delete: none left.
+  // Redeploy: loaded again on its port; delete: unloaded, its port closed, its images gone.
+  const pid = workerPid(control)
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
-  const second = await invoke(control, app.id, app.fnId)
-  t.not(second.answer.pid, first.answer.pid, 'redeploy restarted the host')
-  t.notOk(alive(first.answer.pid), 'the old host is gone')
+  const second = await invoke(control, app.id, app.fnId, '/after')
+  t.equal(second.answer.path, '/after', 'answered after the redeploy')
+  t.equal(workerPid(control), pid, 'by the same worker')
+  t.equal((await deploymentOf(control, app.id))?.internalUrl, deployment?.internalUrl, 'on the same port')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
-  t.notOk(alive(second.answer.pid), 'deleting the application stopped its host')
+  await t.rejects(fetch(`${String(deployment?.internalUrl)}/`), 'deleting the application closed its port')
   t.notOk(existsSync(join(control.store.dataDir, 'runtime', 'images', 'hello')), '...and removed its images')
+  t.same(readdirSync(join(control.store.dataDir, 'runtime', 'worker', 'wasm')), [], '...and its pulled wasm')
 })
 
 t.test('a compile error: failed, the termination log as error, the log kept', async (t) => {
@@ -198,20 +220,23 @@ t.test('a restart fails the builds that were running and brings deployed applica
   const first = await startLocal(t)
   const app = await jsApp(first.control, 'hello')
   const ok = await untilBuild(first.control, app.id, (await build(first.control, app.id)).id, 'succeeded')
-  const before = await invoke(first.control, app.id, app.fnId)
+  t.equal((await invoke(first.control, app.id, app.fnId)).status, 200)
+  const firstWorker = workerPid(first.control)
   const stuck = await createBuild(first.control.server.db, app.id)
   await markRunning(first.control.server.db, stuck!.id)
   await first.control.close()
-  t.notOk(alive(before.answer.pid), 'shutdown stopped the host')
+  t.notOk(alive(firstWorker), 'shutdown stopped the worker')
 
   const second = await startLocal(t, [], first.control.store)
   const lost = (await second.control.call('GET', `/applications/${app.id}/builds/${stuck!.id}`)).body as Build
   t.match(lost, { status: 'failed', error: 'the control plane restarted while this build was running; start it again' })
-  const after = await invoke(second.control, app.id, app.fnId)
-  t.equal(after.answer.ref, ok.imageRef, 'the newest image runs again')
-  t.not(after.answer.pid, before.answer.pid)
+  const after = await invoke(second.control, app.id, app.fnId, '/again')
+  t.equal(after.answer.path, '/again')
+  t.equal((await deploymentOf(second.control, app.id))?.image, ok.imageRef, 'the newest image runs again')
+  const secondWorker = workerPid(second.control)
+  t.not(secondWorker, firstWorker)
   await second.control.close()
-  t.notOk(alive(after.answer.pid))
+  t.notOk(alive(secondWorker))
 })
 
 t.test('a language whose toolchain is missing answers 503 naming the tool; undeployed apps say so', async (t) => {
@@ -240,83 +265,105 @@ t.test('--runtime cluster without a cluster: every runtime endpoint answers 503 
 })
 
 
-t.test('a host a killed control plane left running is stopped at the next start; a pid file naming another process is not', async (t) => {
+t.test('a worker a killed control plane left running is stopped at the next start; a pid file naming another process is not', async (t) => {
   const store = await freshStore(t, 'pglite')
-  const hostsDir = join(store.dataDir, 'runtime', 'hosts')
-  mkdirSync(hostsDir, { recursive: true })
-  const { hostMain } = writeStandIns(scratch(t))
-  const orphan = spawn(process.execPath, [hostMain, '--ref', 'oci-layout:/nowhere:x', '--port', '0', '--host', '127.0.0.1', '--cache-dir', join(hostsDir, 'cache')],
-    { detached: true, stdio: 'ignore' })
+  const workerDir = join(store.dataDir, 'runtime', 'worker')
+  mkdirSync(workerDir, { recursive: true })
+  // Its stdin kept open, as a control plane killed outright may leave it while its pipe lingers.
+  const orphan = spawn(WORKER_BIN, ['--cache-dir', SHARED_COMPILED], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] })
   t.teardown(() => { if (orphan.exitCode === null && orphan.signalCode === null) orphan.kill('SIGKILL') })
   const exited = new Promise((resolve) => orphan.once('exit', resolve))
-  writeFileSync(join(hostsDir, 'ghost.pid'), `${orphan.pid}\n`)
-  writeFileSync(join(hostsDir, 'other.pid'), `${process.pid}\n`)
+  writeFileSync(join(workerDir, 'worker.pid'), `${orphan.pid}\n`)
+  writeFileSync(join(workerDir, 'other.pid'), `${process.pid}\n`)
   const { control } = await startLocal(t, [], store)
   await exited
-  t.ok(control.logs.some((l) => l.msg === 'stopped a host a previous control plane left running' && l.pid === orphan.pid), 'the orphan was stopped and it is said')
-  t.ok(alive(process.pid), 'a pid file naming a process that is no host of ours is only removed')
-  t.notOk(existsSync(join(hostsDir, 'other.pid')))
+  t.ok(control.logs.some((l) => l.msg === 'stopped a worker a previous control plane left running' && l.pid === orphan.pid), 'the orphan was stopped and it is said')
+  t.ok(alive(process.pid), 'a pid file naming a process that is no worker of ours is only removed')
+  t.notOk(existsSync(join(workerDir, 'other.pid')))
 })
 
 t.test('variables: a deployment gets the values variablesFor gives, on the build relocked with their names; POST deploy applies a change', async (t) => {
   const dir = scratch(t)
   const programs = writeStandIns(dir)
   const values = new Map<string, Record<string, string>>()
-  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local'],
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED],
     { deps: { local: { ...programs, toolchains: toolchainCheck(''), variablesFor: async (app) => values.get(app.id) ?? {} } } })
   const app = await jsApp(control, 'vars')
   values.set(app.id, { greeting: 'first' })
   const done = await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
-  const first = await invokeVars(control, app.id, app.fnId)
-  t.same(first.vars, { greeting: 'first' }, 'the value reaches the host at the deploy after a build')
-  t.match(first.ref, /^oci-layout:.*@sha256:[0-9a-f]{64}$/)
-  t.not(first.ref, done.imageRef, 'the build relocked to declare greeting')
-  t.equal((await deploymentOf(control, app.id))?.image, first.ref, 'the deployment shows what runs')
+  t.same(await variable(control, app, 'greeting'), { value: 'first' }, 'the value reaches the function at the deploy after a build')
+  const image = (await deploymentOf(control, app.id))?.image
+  t.match(image, /^oci-layout:.*@sha256:[0-9a-f]{64}$/)
+  t.not(image, done.imageRef, 'the build relocked to declare greeting')
 
   values.set(app.id, { greeting: 'second', colour: 'blue' })
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
-  const second = await invokeVars(control, app.id, app.fnId)
-  t.same(second.vars, { colour: 'blue', greeting: 'second' }, 'a new value and a new name, no rebuild')
-  t.not(second.pid, first.pid)
+  t.same(await variable(control, app, 'greeting'), { value: 'second' }, 'a new value, no rebuild')
+  t.same(await variable(control, app, 'colour'), { value: 'blue' }, 'and a new name')
   t.notMatch(JSON.stringify(control.logs), /"first"|"second"|blue/, 'no value in the control plane log')
 })
 
-t.test('variables through PATCH: the stored values and the unsealed secret reach the running host at once, no rebuild', async (t) => {
+t.test('variables through PATCH: the stored values and the unsealed secret reach the running function at once, no rebuild', async (t) => {
   const { control } = await startLocal(t)
   const app = await jsApp(control, 'patched')
   await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
-  const before = await invokeVars(control, app.id, app.fnId)
-  t.same(before.vars, {}, 'no variables yet')
+  t.match(await variable(control, app, 'greeting'), { error: { tag: 'undefined' } }, 'no variables yet')
 
   const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' }, token: { secret: 'sealed-value-0c4e' } } } })
   t.equal(patched.status, 200)
   t.match(patched.body, { deployment: { message: /^re-applied with the new settings/ } })
-  const after = await invokeVars(control, app.id, app.fnId)
-  t.same(after.vars, { greeting: 'hej', token: 'sealed-value-0c4e' }, 'the value and the secret, unsealed')
-  t.not(after.pid, before.pid, 'a restart')
+  t.same(await variable(control, app, 'greeting'), { value: 'hej' }, 'the value')
+  t.same(await variable(control, app, 'token'), { value: 'sealed-value-0c4e' }, 'the secret, unsealed')
 
   await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hallo' }, token: { secret: true } } } })
-  t.same((await invokeVars(control, app.id, app.fnId)).vars, { greeting: 'hallo', token: 'sealed-value-0c4e' }, 'a new value; the kept secret')
+  t.same(await variable(control, app, 'greeting'), { value: 'hallo' }, 'a new value')
+  t.same(await variable(control, app, 'token'), { value: 'sealed-value-0c4e' }, 'the kept secret')
   t.notOk(control.logText().includes('sealed-value-0c4e'), 'the secret is in no log line')
   t.notOk(patched.text.includes('sealed-value-0c4e'), 'nor in the answer')
+  const appLog = await control.call('GET', `/applications/${app.id}/logs`)
+  t.notOk(appLog.text.includes('sealed-value-0c4e'), "nor in the application's log")
 })
 
-async function invokeVars (control: TestControl, appId: string, fnId: string): Promise<{ ref: string; pid: number; vars: Record<string, string> }> {
-  const reply = await control.call('POST', `/applications/${appId}/functions/${fnId}/invoke`, { json: { method: 'GET', path: '/' } })
-  if (reply.status !== 200) throw new Error(`invoke: ${reply.status} ${reply.text}`)
-  return JSON.parse((reply.body as { body: string }).body) as { ref: string; pid: number; vars: Record<string, string> }
+/** What the probe reads for the config key `name` through fermyon:spin/variables. */
+async function variable (control: TestControl, app: { id: string; fnId: string }, name: string): Promise<unknown> {
+  return (await invoke(control, app.id, app.fnId, `/?name=${name}`)).answer.variable
 }
 
-t.test('a host that dies is restarted after a backoff, and the next invoke reaches the new one', async (t) => {
+t.test('a worker that dies is restarted after a backoff, the deployment says so meanwhile, and the next invoke reaches the new one', async (t) => {
   const { control } = await startLocal(t)
   const app = await jsApp(control, 'phoenix')
   await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
-  const first = await invoke(control, app.id, app.fnId)
-  process.kill(first.answer.pid, 'SIGKILL')
+  t.equal((await invoke(control, app.id, app.fnId)).status, 200)
+  const pid = workerPid(control)
+  process.kill(pid, 'SIGKILL')
   await until(async () => (await deploymentOf(control, app.id))?.ready === false, 5_000, 'the exit noticed')
-  t.match((await deploymentOf(control, app.id))?.message, /^the host exited \(SIGKILL\); restarting in 1000 ms/)
-  const next = await invoke(control, app.id, app.fnId)
-  t.equal(next.status, 200, 'the invoke waited for the restarted host')
-  t.not(next.answer.pid, first.answer.pid)
+  t.match(await deploymentOf(control, app.id), { ready: false, message: /^the worker exited \(SIGKILL\); restarting in 1000 ms/ })
+  const next = await invoke(control, app.id, app.fnId, '/next')
+  t.same({ status: next.status, path: next.answer.path }, { status: 200, path: '/next' }, 'the invoke waited for the restarted worker')
+  t.not(workerPid(control), pid)
   t.equal((await deploymentOf(control, app.id))?.ready, true)
+  t.match((await control.call('GET', `/applications/${app.id}/logs`)).text, /the worker exited \(SIGKILL\)[^]*the worker restarted/, "the application's log says so")
+})
+
+t.test('while the worker is down and cannot start, invoke answers 503 naming the worker and the deployment says why; it comes back once it can', async (t) => {
+  const binary = join(scratch(t), 'worker')
+  copyFileSync(WORKER_BIN, binary)
+  chmodSync(binary, 0o755)
+  const { control } = await startLocal(t, ['--local-worker', binary, '--invoke-timeout', '1s'])
+  const app = await jsApp(control, 'unreachable')
+  await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  t.equal((await invoke(control, app.id, app.fnId)).status, 200)
+  rmSync(binary)
+  process.kill(workerPid(control), 'SIGKILL')
+  await until(async () => (await deploymentOf(control, app.id))?.ready === false, 5_000, 'the exit noticed')
+  const refused = await control.call('POST', `/applications/${app.id}/functions/${app.fnId}/invoke`, { json: { method: 'GET', path: '/' } })
+  t.equal(refused.status, 503)
+  t.match(refused.body, { error: /^application unreachable: the worker (exited \(SIGKILL\)|could not start: the local runtime's worker is missing at .*); restarting in [0-9]+ ms/ })
+  await until(async () => /^the worker could not start: the local runtime's worker is missing at /.test((await deploymentOf(control, app.id))?.message ?? ''), 10_000, 'the failed restart said')
+  t.match(await deploymentOf(control, app.id), { ready: false, message: /\(PLATFORM_LOCAL_WORKER\); restarting in [0-9]+ ms \(restart [0-9]+\)$/ })
+
+  copyFileSync(WORKER_BIN, binary)
+  chmodSync(binary, 0o755)
+  await until(async () => (await deploymentOf(control, app.id))?.ready === true, 30_000, 'the worker back')
+  t.equal((await invoke(control, app.id, app.fnId)).status, 200, 'answered again')
 })

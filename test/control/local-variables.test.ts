@@ -1,19 +1,20 @@
 // Variables reach a function on the local runtime without a rebuild (one real j2w build of the
-// js template, then the real host program): deploy with a value, invoke, deploy with another
+// js template, then the real worker): deploy with a value, invoke, deploy with another
 // value and invoke again, the new value answers; a new name is declared by re-locking the same
-// compiled layers; no value appears in the control plane's log or the host's.
+// compiled layers; no value appears in the control plane's log or the worker's.
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { createLocalHosts } from '../../control/src/local/hosts.js'
 import { createLogger } from '../../control/src/logger.js'
 import { templateFiles } from '../../builders/src/templates.js'
-import { HOST, runBuilder, sourceArchive } from '../helpers/spin-processes.js'
+import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
+import { WORKER_BIN } from '../helpers/worker-probe.js'
 
 const BUILD_TIMEOUT = 240_000
 
 t.test('a new value and a new name take effect with a restart, not a rebuild', { timeout: BUILD_TIMEOUT }, async (t) => {
-  const dir = t.testdir({ image: {}, hosts: {} })
+  const dir = t.testdir({ image: {}, worker: {}, compiled: {} })
   const archive = await sourceArchive(t, { name: 'demo', language: 'js' }, [{ name: 'hello', route: '/hello/...', files: templateFiles('js', 'hello') }])
   const build = await runBuilder(t, { SOURCE_ARCHIVE: archive, IMAGE_REF: `oci-layout:${join(dir, 'image')}:b1`, APPLICATION: 'demo', LANGUAGE: 'js', BUILD_ID: 'b1' })
   t.equal(build.code, 0, build.code === 0 ? 'the template builds' : build.log)
@@ -21,7 +22,7 @@ t.test('a new value and a new name take effect with a restart, not a rebuild', {
 
   const logs: string[] = []
   const logger = createLogger('debug', new Writable({ write (chunk: Buffer, _encoding, done) { logs.push(chunk.toString('utf8')); done() } }))
-  const hosts = createLocalHosts({ logger, dir: join(dir, 'hosts'), host: () => HOST, env: { SPIN_HOST_LOG_LEVEL: 'debug' } })
+  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: join(dir, 'compiled') })
   t.teardown(() => hosts.close())
   const greet = async (): Promise<string> => {
     const url = await hosts.url('app', 60_000)

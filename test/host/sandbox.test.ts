@@ -5,6 +5,9 @@
 // with nothing to reach: no environment, no directories, no socket, `exit` fails the request
 // and not the host, and outgoing requests go only to allowed_outbound_hosts and never to a
 // loopback address, by name or literal, unless the operator allows the range.
+// No deployment runs on the host any more (the local runtime's worker does:
+// test/control/local-sandbox.test.ts); the cluster tests' fake spin-operator still serves with it,
+// so its sandbox stays tested until host/ goes.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'

@@ -27,12 +27,22 @@ export function childEnv (extra: Record<string, string>): Record<string, string>
 
 /** `node main args...` in its own process group, stdout and stderr piped, `stdin` (if any) written to its stdin. */
 export function startNode (main: string, args: string[], options: { cwd: string; env: Record<string, string>; stdin?: string }): ChildProcess {
+  return startProgram(process.execPath, [main, ...args], options)
+}
+
+/**
+ * `program args...` as startNode starts it; `openStdin` leaves its stdin open for the caller to
+ * write (the worker reads commands there until it closes).
+ */
+export function startProgram (program: string, args: string[], options: { cwd: string; env: Record<string, string>; stdin?: string; openStdin?: boolean }): ChildProcess {
   if (!hooked) {
     hooked = true
     process.on('exit', () => { for (const child of running) killGroup(child, 'SIGKILL') })
   }
-  const child = spawn(process.execPath, [main, ...args], { cwd: options.cwd, env: options.env, detached: true, stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
-  if (options.stdin !== undefined) {
+  const child = spawn(program, args, { cwd: options.cwd, env: options.env, detached: true, stdio: [options.stdin === undefined && options.openStdin !== true ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
+  if (options.openStdin === true) {
+    child.stdin?.on('error', () => {})
+  } else if (options.stdin !== undefined) {
     // A child that dies before reading it is reported by its exit, not by this pipe.
     child.stdin?.on('error', () => {})
     child.stdin?.end(options.stdin)

@@ -1,53 +1,70 @@
-// Deployments on this machine: per application, the host program serving its pulled Spin
-// application on a loopback port, as the SpinApp's pods do in a cluster. A redeploy replaces
-// the process; delete and shutdown stop it. The host prints one JSON line with its URL when it
-// listens: until then the deployment is not ready. A host that exits on its own is started
-// again after a backoff that doubles up to a cap, as a pod's container is restarted.
-// Variables reach the host over its stdin (--variables-stdin), never through an environment
-// another process could read, and the artifact is re-locked to declare exactly their names (common/src/spin/relock.ts):
-// a new value or a new name is a restart, never a rebuild. Values are never logged.
-import type { ChildProcess } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+// Deployments on this machine: every application loaded into the one worker process
+// (worker/README.md), each on its own loopback port, as the SpinApps' pods do in a cluster. A
+// deploy pulls the artifact into the worker's directory (its wasm files by digest) and loads it;
+// a redeploy loads again on the same port (the worker replaces the old one); delete unloads and
+// prunes. The worker's log lines naming an application are that application's log. A worker
+// that exits on its own is restarted after a backoff (worker.ts) and every application loaded
+// again; meanwhile each deployment says why it does not answer.
+// Variables reach the worker in the `load` command, from memory, never through an environment
+// or a file, and the artifact is re-locked to declare exactly their names
+// (common/src/spin/relock.ts): a new value or a new name is a reload, never a rebuild. Values are
+// never logged.
+import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { relockReference } from '../../../common/src/spin/relock.js'
+import type { UnpackedSpinApp } from '../../../common/src/spin/unpack.js'
+import { unpackSpinApp } from '../../../common/src/spin/unpack.js'
 import type { Logger } from '../logger.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
-import { childEnv, startNode, stopChild } from './children.js'
+import { createIdleTracker } from './idle.js'
+import type { WorkerLogLine } from './worker.js'
+import { createWorker } from './worker.js'
 
 /** A local deployment as it is now. */
 export type DeploymentStatus = { image: string; running: boolean; ready: boolean; url: string | null; message: string }
 
 const MAX_APP_LOG_BYTES = 1024 * 1024
-const STOP_GRACE_MS = 5000
 
 export type LocalHostsDeps = {
   logger: Logger
-  /** Working directory of the hosts. */
+  /** The worker's working directory, its pid file and the pulled components (wasm/). */
   dir: string
-  /** The host's main.js; a function so a missing program is reported at deploy time. */
-  host: () => string
-  env: Record<string, string>
-  /** How relocking reaches the artifact's store (the host pulls with the same settings). */
+  /** The worker binary; a function so a missing one is reported at deploy time. */
+  worker: () => string
+  /** Where the worker keeps compiled components by digest. */
+  cacheDir: string
+  /** How the artifact's store is reached (relock and pull). */
   registry?: { dockerConfigDir: string | null; insecure: boolean }
-  /** The first restart's delay after a host exits on its own, doubled per exit up to maxMs. */
+  /** The first restart's delay after the worker exits on its own, doubled per exit up to maxMs. */
   restartBackoff?: { initialMs: number; maxMs: number }
+  /** Address ranges (CIDR) functions' outgoing requests may reach although internal: the worker's --allow-private-outbound. */
+  allowPrivateOutbound?: string[]
+  /**
+   * Scale to zero: an application without a request for `timeoutMs` is unloaded (its memory
+   * given back) and loaded again by the next invoke. Checked every `sweepMs` (a quarter of the
+   * timeout, at most 30 s, by default); `now` is the clock.
+   */
+  idle?: { timeoutMs: number; sweepMs?: number; now?: () => number }
+  /** Per application, the worker's `limits` (worker/README.md); its defaults when absent. */
+  limits?: { requestTimeoutMs?: number; memoryBytes?: number; maxRequestBodyBytes?: number; maxResponseBodyBytes?: number }
 }
 
 export type LocalHosts = {
   /**
-   * Start (or restart) the application's host on `image` with these variable values (name to
-   * value); resolves once it is started, not ready. Throws when the artifact cannot be re-locked.
+   * Load (or reload) the application into the worker from `image` with these variable values
+   * (name to value); resolves once the load is under way, not done. Throws when the artifact
+   * cannot be re-locked.
    */
   deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>): Promise<void>
   /** What runs for the application now, or null when nothing was deployed in this process. */
   status (appId: string): DeploymentStatus | null
-  /** The host's URL once it listens (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
+  /** The application's URL once loaded (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
   url (appId: string, timeoutMs: number): Promise<string | null | Error>
   log (appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
   remove (appId: string): Promise<void>
-  /** Stop the hosts a previous process left running (it was killed outright), by their pid files. */
+  /** Stop a worker (or a host of old) a previous process left running (it was killed outright), by the pid files. */
   reapOrphans (): void
   close (): Promise<void>
 }
@@ -56,168 +73,202 @@ type Instance = {
   appId: string
   /** What runs: the image re-locked with the variables' names (the image itself when there are none). */
   image: string
-  env: Record<string, string>
-  /** The variables' values by name, written to the host's stdin at each start. */
   variables: Record<string, string>
-  child: ChildProcess | null
+  /** The pulled application, once pulled. */
+  unpacked: UnpackedSpinApp | null
   log: LogBuffer
   url: string | null
-  /** Why it does not run, when it does not. */
+  /** The port it had: a reload (after a redeploy or a worker restart) asks for it again, so the URL stays. */
+  port: number
+  /** Why it does not answer, when it does not. */
   problem: string | null
-  /** Settles when the current child listens or ends; replaced at each restart. */
-  listening: Promise<void>
-  listened: () => void
-  stopping: boolean
-  /** Exits in a row without staying up, which sets the next restart's delay. */
-  restarts: number
-  restartTimer: NodeJS.Timeout | null
-  readyAt: number
+  /** Settles when the current load ends (loaded or failed); replaced at each load. */
+  loading: Promise<void>
+  loaded: () => void
+  /** The worker is down and will come back: a wait goes on. */
+  waitingForWorker: boolean
+  /** Unloaded for want of requests: the next url() loads it again. */
+  idle: boolean
 }
 
 const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 30_000 }
-/** A host up this long after it listened has recovered: its next exit starts the backoff over. */
-const STABLE_MS = 10_000
-const VARIABLE_ENV_PREFIX = 'SPIN_VARIABLE_'
 
 export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   const { logger } = deps
-  const backoff = deps.restartBackoff ?? DEFAULT_BACKOFF
   const instances = new Map<string, Instance>()
+  /** Per application, the worker commands in order: the worker runs commands side by side. */
+  const queues = new Map<string, Promise<void>>()
+  const wasmDir = join(deps.dir, 'wasm')
+  const storeOptions = { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false }
   let closing = false
 
-  async function stop (appId: string): Promise<void> {
-    const instance = instances.get(appId)
-    if (instance === undefined) return
-    instances.delete(appId)
-    await stopInstance(instance)
-  }
+  const worker = createWorker({
+    logger,
+    program: deps.worker,
+    args: ['--cache-dir', deps.cacheDir, ...(deps.allowPrivateOutbound ?? []).length > 0 ? ['--allow-private-outbound', (deps.allowPrivateOutbound ?? []).join(',')] : []],
+    cwd: deps.dir,
+    pidFile: join(deps.dir, 'worker.pid'),
+    restartBackoff: deps.restartBackoff ?? DEFAULT_BACKOFF,
+    onLog: routeLog,
+    onDown (problem) {
+      for (const instance of instances.values()) {
+        instance.url = null
+        instance.problem = problem
+        instance.waitingForWorker = true
+        instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'warn', msg: problem })}\n`))
+        // Whoever waits for this load learns the worker went; a new wait covers the reload.
+        const ended = instance.loaded
+        newLoading(instance)
+        ended()
+      }
+    },
+    onRestart () {
+      for (const instance of instances.values()) {
+        // An idle application stays unloaded until a request wants it.
+        if (instance.idle) continue
+        instance.waitingForWorker = false
+        instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: 'the worker restarted; loading the application again' })}\n`))
+        void enqueue(instance.appId, () => load(instance))
+      }
+    },
+  })
 
-  async function stopInstance (instance: Instance): Promise<void> {
-    instance.stopping = true
-    if (instance.restartTimer !== null) clearTimeout(instance.restartTimer)
-    if (instance.child !== null) await stopChild(instance.child, STOP_GRACE_MS)
-    // Between a crash and its restart no child would end the followers' streams.
-    instance.log.end()
-    instance.listened()
-    if (instances.get(instance.appId) === undefined) rmSync(pidFile(instance.appId), { force: true })
-  }
+  const idleTimeoutMs = deps.idle?.timeoutMs ?? 0
+  const now = deps.idle?.now ?? Date.now
+  const idleTracker = createIdleTracker(idleTimeoutMs, now)
+  const sweeper = idleTimeoutMs > 0 ? setInterval(() => { void sweep() }, deps.idle?.sweepMs ?? Math.min(30_000, Math.max(1000, idleTimeoutMs / 4))) : null
+  sweeper?.unref()
 
-  const pidFile = (appId: string): string => join(deps.dir, `${appId}.pid`)
-  const cacheDir = join(deps.dir, 'cache')
-
-  function newListening (instance: Instance): void {
-    instance.listening = new Promise((resolve) => { instance.listened = resolve })
-  }
-
-  function start (instance: Instance): void {
-    const appId = instance.appId
-    let main: string
+  async function sweep (): Promise<void> {
+    const loaded = [...instances.values()].filter((instance) => instance.url !== null)
+    if (closing || !worker.running() || loaded.length === 0) return
+    let apps: Record<string, { requests?: number } | undefined>
     try {
-      main = deps.host()
-    } catch (error) {
-      instance.problem = (error as Error).message
-      instance.listened()
-      throw error
+      apps = (await worker.send({ op: 'stats' })).apps as typeof apps
+    } catch {
+      return
     }
-    mkdirSync(deps.dir, { recursive: true })
-    // Port 0: the host picks a free one and names it in its first line, so no two can race for one.
-    const child = startNode(main, ['--ref', instance.image, '--port', '0', '--host', '127.0.0.1', '--cache-dir', cacheDir, '--variables-stdin'], { cwd: deps.dir, env: instance.env, stdin: JSON.stringify(instance.variables) })
-    instance.child = child
-    if (child.pid !== undefined) writeFileSync(pidFile(appId), `${child.pid}\n`)
-    logger.info({ appId, image: instance.image, pid: child.pid, restarts: instance.restarts }, 'local deployment starting')
-    const { log } = instance
-    let pending = ''
-    child.stdout?.on('data', (chunk: Buffer) => {
-      log.write(chunk)
-      if (instance.url !== null || instance.child !== child) return
-      // Only the start of the output is searched: the line comes first, and memory stays bounded.
-      pending = (pending + chunk.toString('utf8')).slice(-64 * 1024)
-      for (let newline = pending.indexOf('\n'); newline !== -1 && instance.url === null; newline = pending.indexOf('\n')) {
-        const url = listeningUrl(pending.slice(0, newline))
-        pending = pending.slice(newline + 1)
-        if (url !== null) {
-          instance.url = url
-          instance.problem = null
-          instance.readyAt = Date.now()
-          logger.info({ appId, url }, 'local deployment ready')
-          instance.listened()
-        }
-      }
-    })
-    child.stderr?.on('data', (chunk: Buffer) => log.write(chunk))
-    child.once('error', (error) => {
-      instance.problem = `the host could not start: ${error.message}`
-      instance.listened()
-    })
-    child.once('close', (code, signal) => {
+    const counts = new Map(loaded.map((instance) => [instance.appId, apps[instance.appId]?.requests ?? 0]))
+    for (const appId of idleTracker.idle(counts)) {
+      const instance = instances.get(appId)
+      if (instance !== undefined) void enqueue(appId, () => unloadIdle(instance))
+    }
+  }
+
+  async function unloadIdle (instance: Instance): Promise<void> {
+    if (!current(instance) || instance.url === null) return
+    instance.url = null
+    instance.idle = true
+    newLoading(instance)
+    idleTracker.forget(instance.appId)
+    // The compiled component stays on disk: the next load maps it rather than compiling.
+    await worker.send({ op: 'unload', app: instance.appId }).catch(() => {})
+    const message = `idle for ${Math.round(idleTimeoutMs / 1000)} s: unloaded; the next request through invoke loads it again`
+    instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: message })}\n`))
+    logger.info({ appId: instance.appId, idleMs: idleTimeoutMs }, 'local deployment idle: unloaded')
+  }
+
+  function wake (instance: Instance): void {
+    if (!instance.idle) return
+    instance.idle = false
+    void enqueue(instance.appId, () => load(instance))
+  }
+
+  function routeLog (line: WorkerLogLine, raw: string): void {
+    const instance = typeof line.app === 'string' ? instances.get(line.app) : undefined
+    if (instance === undefined) {
+      if (line.level === 'error' || line.level === 'warn') logger.warn({ worker: line }, 'local worker')
+      else logger.debug({ worker: line }, 'local worker')
+      return
+    }
+    // A function's own output as it printed it; the worker's lines about it as they are.
+    const text = line.msg === 'guest output' && typeof line.line === 'string' ? line.line : raw
+    instance.log.write(Buffer.from(`${text}\n`))
+  }
+
+  function newLoading (instance: Instance): void {
+    instance.loading = new Promise((resolve) => { instance.loaded = resolve })
+  }
+
+  function enqueue (appId: string, step: () => Promise<void>): Promise<void> {
+    const next = (queues.get(appId) ?? Promise.resolve()).then(step, step)
+    const settled = next.catch(() => {})
+    queues.set(appId, settled)
+    void settled.then(() => { if (queues.get(appId) === settled) queues.delete(appId) })
+    return next
+  }
+
+  const current = (instance: Instance): boolean => instances.get(instance.appId) === instance && !closing
+
+  async function load (instance: Instance): Promise<void> {
+    if (!current(instance)) return
+    try {
+      instance.unpacked ??= await unpackSpinApp(instance.image, wasmDir, storeOptions)
+      if (!current(instance)) return
+      const { lockedApp, components } = instance.unpacked
+      const started = Date.now()
+      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...deps.limits === undefined ? {} : { limits: deps.limits } })
+      if (!current(instance)) return
+      instance.url = String(reply.url)
+      instance.port = Number(new URL(instance.url).port)
+      instance.problem = null
+      idleTracker.loaded(instance.appId)
+      logger.info({ appId: instance.appId, url: instance.url, ms: Date.now() - started }, 'local deployment ready')
+    } catch (error) {
+      // A worker that went down says so itself (onDown), and the wait goes on for its restart.
+      if (!current(instance) || instance.waitingForWorker) return
       instance.url = null
-      if (instance.stopping || closing) {
-        log.end()
-        instance.listened()
-        return
-      }
-      if (instance.readyAt !== 0 && Date.now() - instance.readyAt >= STABLE_MS) instance.restarts = 0
-      const delay = Math.min(backoff.maxMs, backoff.initialMs * 2 ** instance.restarts)
-      instance.restarts++
-      instance.readyAt = 0
-      instance.problem = `the host exited (${signal ?? `code ${String(code)}`}); restarting in ${delay} ms (restart ${instance.restarts}); its log says why`
-      logger.warn({ appId, code, signal, delayMs: delay, restarts: instance.restarts }, 'local deployment exited; restarting it')
-      // Whoever waits for this child learns it ended; a new wait covers the next one.
-      const ended = instance.listened
-      newListening(instance)
-      ended()
-      instance.restartTimer = setTimeout(() => {
-        instance.restartTimer = null
-        if (instance.stopping || closing) return
-        try {
-          start(instance)
-        } catch (error) {
-          logger.warn({ appId, reason: (error as Error).message }, 'local deployment could not restart')
-        }
-      }, delay)
-    })
+      instance.problem = `the application could not be loaded: ${(error as Error).message}`
+      instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'error', msg: instance.problem })}\n`))
+      logger.warn({ appId: instance.appId, reason: (error as Error).message }, 'local deployment could not be loaded')
+    }
+    instance.loaded()
+  }
+
+  async function unload (appId: string, paths: string[]): Promise<void> {
+    if (worker.running()) {
+      await worker.send({ op: 'unload', app: appId, prune: true }).catch((error: unknown) => {
+        logger.warn({ appId, reason: (error as Error).message }, 'the worker could not unload an application')
+      })
+    }
+    // The pulled wasm no other application uses.
+    const used = new Set([...instances.values()].flatMap((other) => Object.values(other.unpacked?.components ?? {})))
+    for (const path of paths) if (!used.has(path)) rmSync(path, { force: true })
   }
 
   return {
     async deploy (app, image, variables = {}) {
       if (closing) return
       const previous = instances.get(app.id)
-      // Registered at once, so a request that comes meanwhile waits for this host, not the old one.
+      // Registered at once, so a request that comes meanwhile waits for this load, not the old one.
       const instance: Instance = {
-        appId: app.id, image, env: {}, variables: {}, child: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, problem: null,
-        listening: Promise.resolve(), listened: () => {}, stopping: false, restarts: 0, restartTimer: null, readyAt: 0,
+        appId: app.id, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
+        problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false, idle: false,
       }
-      newListening(instance)
+      newLoading(instance)
       instances.set(app.id, instance)
       let values: Record<string, string>
-      let names: string[]
       try {
         values = await variables
-        names = Object.keys(values).sort()
-        // Relocked before the old host stops: an artifact that cannot be relocked leaves it running.
-        instance.image = await relockReference(image, names, { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false })
+        const names = Object.keys(values).sort()
+        instance.image = await relockReference(image, names, storeOptions)
+        if (names.length > 0) logger.info({ appId: app.id, image, relocked: instance.image, variables: names }, 'variables declared in the artifact')
       } catch (error) {
+        // An artifact that cannot be relocked leaves what runs alone.
         if (instances.get(app.id) === instance) {
           if (previous === undefined) instances.delete(app.id)
           else instances.set(app.id, previous)
         }
-        instance.listened()
+        instance.loaded()
         throw error
       }
-      if (previous !== undefined) await stopInstance(previous)
-      // A later deploy (or a removal) took over meanwhile: it decides what runs.
-      if (instances.get(app.id) !== instance || closing) {
-        instance.log.end()
-        instance.listened()
-        return
-      }
-      // Only the application's own values: none the control plane's environment happens to hold.
-      for (const [name, value] of Object.entries(childEnv(deps.env))) {
-        if (!name.startsWith(VARIABLE_ENV_PREFIX)) instance.env[name] = value
-      }
       instance.variables = values
-      if (names.length > 0) logger.info({ appId: app.id, image, relocked: instance.image, variables: names }, 'variables declared in the artifact')
-      start(instance)
+      if (previous !== undefined) {
+        previous.log.end()
+        previous.loaded()
+      }
+      // The worker replaces a loaded application at its load: the old one answers until then.
+      void enqueue(app.id, () => load(instance))
     },
     status (appId) {
       const instance = instances.get(appId)
@@ -225,10 +276,10 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       const ready = instance.url !== null
       return {
         image: instance.image,
-        running: instance.child !== null && instance.child.exitCode === null && instance.child.signalCode === null,
+        running: ready || instance.idle || (instance.problem === null && !closing),
         ready,
         url: instance.url,
-        message: instance.problem ?? (ready ? '1 of 1 replicas ready' : 'starting the host'),
+        message: instance.problem ?? (ready ? '1 of 1 replicas ready' : instance.idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next invoke loads it again` : 'loading the application into the worker'),
       }
     },
     async url (appId, timeoutMs) {
@@ -236,24 +287,33 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       for (;;) {
         const instance = instances.get(appId)
         if (instance === undefined) return null
+        idleTracker.touch(appId)
+        wake(instance)
         if (instance.url !== null) return instance.url
         const waitMs = deadline - Date.now()
-        if (waitMs <= 0) return new Error(instance.problem ?? 'the host is still starting')
+        if (waitMs <= 0) return new Error(instance.problem ?? 'the application is still loading')
         let timer: NodeJS.Timeout | undefined
-        const listening = instance.listening
-        const settled = await Promise.race([listening.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), waitMs) })])
+        const loading = instance.loading
+        const settled = await Promise.race([loading.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), waitMs) })])
         clearTimeout(timer)
         if (instance.url !== null) return instance.url
         // Replaced (a redeploy) or restored (a failed one): wait for whichever is current now.
         if (instances.get(appId) !== instance) continue
-        // The child ended and no restart is coming (it could not start, or it was stopped): say why.
-        if (settled && instance.restartTimer === null && instance.listening === listening) return new Error(instance.problem ?? 'the host is not running')
+        // The load failed and no worker restart is coming: say why.
+        if (settled && !instance.waitingForWorker && instance.loading === loading) return new Error(instance.problem ?? 'the application is not loaded')
       }
     },
     log (appId, options) {
       return instances.get(appId)?.log.open(options) ?? null
     },
-    remove: stop,
+    async remove (appId) {
+      const instance = instances.get(appId)
+      if (instance === undefined) return
+      instances.delete(appId)
+      instance.log.end()
+      instance.loaded()
+      await enqueue(appId, () => unload(appId, Object.values(instance.unpacked?.components ?? {})))
+    },
     reapOrphans () {
       let files: string[]
       try {
@@ -264,17 +324,17 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       for (const file of files) {
         const pid = Number(readFileSync(join(deps.dir, file), 'utf8').trim())
         rmSync(join(deps.dir, file), { force: true })
-        // Only a process whose command line is one of our hosts: the pid may have been reused.
+        // Only a process whose command line is our worker's: the pid may have been reused.
         let cmdline = ''
         try {
           cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
         } catch {
           continue
         }
-        if (!Number.isInteger(pid) || pid <= 1 || !cmdline.includes(`--cache-dir\0${cacheDir}\0`)) continue
+        if (!Number.isInteger(pid) || pid <= 1 || !cmdline.includes(`--cache-dir\0${deps.cacheDir}\0`)) continue
         try {
           process.kill(-pid, 'SIGKILL')
-          logger.warn({ pid, app: file.slice(0, -'.pid'.length) }, 'stopped a host a previous control plane left running')
+          logger.warn({ pid }, 'stopped a worker a previous control plane left running')
         } catch {
           // Gone meanwhile.
         }
@@ -282,17 +342,13 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     },
     async close () {
       closing = true
-      await Promise.all([...instances.keys()].map(stop))
+      if (sweeper !== null) clearInterval(sweeper)
+      for (const instance of instances.values()) {
+        instance.log.end()
+        instance.loaded()
+      }
+      instances.clear()
+      await worker.close()
     },
-  }
-}
-
-/** The URL in the host's "listening" line: one JSON object with a url. */
-function listeningUrl (line: string): string | null {
-  try {
-    const parsed = JSON.parse(line) as { url?: unknown }
-    return typeof parsed.url === 'string' && /^http:\/\/[^/\s]+\/?$/.test(parsed.url) ? parsed.url.replace(/\/$/, '') : null
-  } catch {
-    return null
   }
 }

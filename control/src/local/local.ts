@@ -1,7 +1,8 @@
 // The runtime on this machine, for a control plane that has no cluster: builds as child
 // processes of the builder program, artifacts in an OCI layout under the data directory (or
-// the configured registry), deployments as host processes on loopback ports. At start it fails
-// the builds a previous process left running and brings the deployed applications back up.
+// the configured registry), deployments loaded into one worker process, each on a loopback
+// port. At start it fails the builds a previous process left running and brings the deployed
+// applications back up.
 import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
@@ -16,7 +17,7 @@ import { createLocalBuilds } from './builds.js'
 import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
 import type { ToolchainCheck } from './programs.js'
-import { programPath, toolchainCheck } from './programs.js'
+import { programPath, toolchainCheck, workerProgram } from './programs.js'
 
 export type LocalRuntime = {
   builds: LocalBuilds
@@ -29,7 +30,7 @@ export type LocalRuntime = {
   builder (): string
   /** Run `image` for the application with its variables' values now (`variablesFor`): a restart. */
   deploy (app: StoredApplication, image: string): Promise<void>
-  /** Stop the application's host and drop its stored images: it is being deleted. */
+  /** Unload the application and drop its stored images: it is being deleted. */
   forget (app: { id: string; clusterName: string }): Promise<void>
   close (): Promise<void>
 }
@@ -42,7 +43,6 @@ export type LocalRuntimeDeps = {
   finish: FinishBuild
   /** Tests point these at other programs or another PATH. */
   builderMain?: string
-  hostMain?: string
   toolchains?: ToolchainCheck
   restartBackoff?: { initialMs: number; maxMs: number }
   /** The application's variable values (name to value) a deployment gets; none when absent. */
@@ -56,19 +56,24 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
   // Credentials for a configured registry, as the cluster mounts them for the builder.
   const env: Record<string, string> = {
     ...process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG },
-    // The builder's and the host's names for it.
-    ...config.registryInsecure ? { INSECURE_REGISTRY: 'true', SPIN_HOST_INSECURE_REGISTRY: 'true' } : {},
+    ...config.registryInsecure ? { INSECURE_REGISTRY: 'true' } : {},
   }
   const deploy = async (app: StoredApplication, image: string): Promise<void> => {
     // The values are looked up while the deployment already counts as starting (an invoke waits for it).
     await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {})
   }
   const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
+  const workerDir = join(root, 'worker')
+  const compiledDir = config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled')
+  // Made here, private: the worker would create it with the process's umask.
+  for (const dir of [workerDir, compiledDir]) mkdirSync(dir, { recursive: true, mode: 0o700 })
   const hosts = createLocalHosts({
     logger,
-    dir: join(root, 'hosts'),
-    host: () => programPath(deps.hostMain ?? '', 'host/src/main.js', 'the host (npm run build makes it)'),
-    env,
+    dir: workerDir,
+    worker: () => workerProgram(config.localWorker),
+    cacheDir: compiledDir,
+    allowPrivateOutbound: config.localAllowPrivateOutbound,
+    ...config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {},
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
     ...deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff },
   })

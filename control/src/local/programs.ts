@@ -1,5 +1,6 @@
 // The programs the local runtime starts and the tools a build needs on this machine. The
-// builder and the host ship beside the control plane (dist/builders, dist/host); a language
+// builder ships beside the control plane (dist/builders), the worker is the project's cargo
+// build (or a configured binary); a language
 // whose compiler is missing here is refused before a build is queued, naming the tool.
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -29,6 +30,29 @@ export function programPath (configured: string, relative: string, setting: stri
   if (!existsSync(path)) throw new UnavailableError(`the local runtime's ${relative.split('/')[0] as string} program is missing at ${path}: run npm run build, or set ${setting}`)
   return path
 }
+
+/**
+ * The worker binary: `configured`, else the project's cargo build (scripts/build-worker.sh,
+ * which npm run build runs) in the checkout's cache. Missing: a 503 naming what to do, and
+ * whether this machine has the Rust toolchain that builds it.
+ */
+export function workerProgram (configured: string, path = process.env.PATH ?? ''): string {
+  if (configured !== '') {
+    if (!existsSync(configured)) throw new UnavailableError(`the local runtime's worker is missing at ${configured} (PLATFORM_LOCAL_WORKER)`)
+    return configured
+  }
+  const root = fileURLToPath(new URL('../../../', import.meta.url))
+  // Run from sources (tests) the root is the checkout's; compiled, it is dist/ inside it.
+  const candidates = [join(root, WORKER_BUILD), join(root, '..', WORKER_BUILD)]
+  const found = candidates.find((candidate) => existsSync(candidate))
+  if (found !== undefined) return found
+  const cargo = onPath('cargo', path) || existsSync(join(process.env.HOME ?? '/nonexistent', '.cargo', 'bin', 'cargo'))
+  throw new UnavailableError(cargo
+    ? `the local runtime's worker is not built (${candidates[0] as string}): run npm run build (scripts/build-worker.sh, 10-15 minutes the first time), or set PLATFORM_LOCAL_WORKER`
+    : `the local runtime's worker needs the Rust toolchain: cargo is not on PATH (install Rust 1.95 with rustup, then npm run build), or set PLATFORM_LOCAL_WORKER to a built worker`)
+}
+
+const WORKER_BUILD = '.cache/worker/target/release/worker'
 
 function onPath (tool: string, path = process.env.PATH ?? ''): boolean {
   return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
