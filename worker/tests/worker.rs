@@ -187,6 +187,34 @@ fn memory_past_the_limit_fails_the_request_not_the_worker() {
     assert_eq!(reply["ok"], json!(false), "above the pool's slot: {reply}");
 }
 
+#[test]
+fn each_request_starts_from_the_image() {
+    let mut worker = Worker::start(&[]);
+    let url = worker.load("state", &lock_with(&[("/...", "probe")]), json!({}));
+    let expect = |mb: u32| format!("seen 1 kept {mb} sum {}\n", mb * (mb + 1) / 2);
+    // One after the other: the freed slot, its written pages reset in place, serves the next
+    // instance; 3 MiB is past what a slot keeps resident, 0 after it shows nothing stayed.
+    for mb in [3, 0, 1, 3, 0] {
+        assert_eq!(get(&url, &format!("/state?mb={mb}")).text(), expect(mb));
+    }
+    // Side by side: several slots, each reused.
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                (0..5)
+                    .map(|_| get(&url, "/state?mb=2").text())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for client in clients {
+        for answer in client.join().unwrap() {
+            assert_eq!(answer, expect(2));
+        }
+    }
+}
+
 /// A loopback server answering "pong" to anything; its port.
 fn pong_server() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
