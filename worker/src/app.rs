@@ -41,6 +41,15 @@ pub struct App {
     pub digests: Vec<String>,
 }
 
+/// The last hold on an app goes when its port and every request in flight are done, which
+/// may be after `unload` answered: what its components and instances held (tens of MB for a
+/// js component) is freed then, and given back, so an unloaded app costs nothing.
+impl Drop for App {
+    fn drop(&mut self) {
+        crate::cache::give_back_free_memory();
+    }
+}
+
 pub struct LoadRequest {
     pub app: String,
     pub lock: Value,

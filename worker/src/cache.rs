@@ -63,6 +63,13 @@ impl Compiled {
     }
 }
 
+/// Returns the heap's free memory to the kernel: malloc keeps what was freed in its arenas,
+/// so without this the worker's RSS would stay at its peak (a compile, an unloaded app).
+pub fn give_back_free_memory() {
+    // SAFETY: malloc_trim only returns free memory to the kernel.
+    unsafe { libc::malloc_trim(0) };
+}
+
 /// `sha256:<hex>`, as a lock's `source.digest` names the wasm.
 pub fn digest_of(bytes: &[u8]) -> String {
     let hash = Sha256::digest(bytes);
@@ -137,8 +144,7 @@ impl ComponentCache {
         drop(serialized);
         // Compiling a 12 MB component grows the heap by hundreds of MB that malloc would
         // keep: given back now, the worker's RSS is what its applications use.
-        // SAFETY: malloc_trim only returns free memory to the kernel.
-        unsafe { libc::malloc_trim(0) };
+        give_back_free_memory();
         // Mapped from the file rather than kept on the heap: its pages are clean, shared
         // and given back under pressure.
         let component = unsafe { Compiled::deserialize_file(&self.engine, &cached, module) }

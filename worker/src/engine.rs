@@ -2,12 +2,32 @@
 //! Instances come from a pool with copy-on-write memory images, so a fresh instance per
 //! request costs a few microseconds rather than a copy of the data segments; epoch
 //! interruption lets a deadline stop a guest that never returns to the host.
+//!
+//! A freed slot keeps the pages its instance wrote, put back to the image's bytes in place
+//! (found with Linux's PAGEMAP_SCAN), instead of handing them to `madvise`: the next instance
+//! of the same component then writes without a page fault. Faults and `madvise` were most of a
+//! js request's CPU, and with two threads in one address space each fault on a shared page and
+//! each `madvise` interrupts the other core to flush its TLB, so requests side by side cost
+//! twice the CPU each (bench/RESULTS.md). Without the ioctl (kernels before 6.7) the slot falls
+//! back to `madvise`. Instance semantics do not change: every byte is reset before reuse.
 
 use crate::config::Config;
 use crate::sandbox::Host;
 use std::time::Duration;
+use wasmtime::Enabled;
 use wasmtime::component::Linker;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Bytes of a freed memory slot kept resident, reset in place: more than the js template's
+/// instance writes per request (about 1 MiB). The pages past it, or past what one scan
+/// reports, go back to the kernel as before.
+const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
+/// The same for tables, which instantiation fills lazily (a js component's funcref tables).
+const TABLE_KEEP_RESIDENT: usize = 256 << 10;
+/// Freed slots that keep their component's image and resident pages, all applications
+/// together; past it a slot is reused for another component. This bounds what resident
+/// slots hold to about 100 x (2 MiB + tables) however many applications are loaded.
+const MAX_UNUSED_WARM_SLOTS: u32 = 100;
 
 /// How often the epoch advances: the granularity of deadlines, and of the turns a running
 /// guest gives other requests on its thread.
@@ -31,7 +51,11 @@ pub fn engine(config: &Config) -> wasmtime::Result<Engine> {
         .table_elements(100_000)
         .max_component_instance_size(4 << 20)
         .max_core_instance_size(4 << 20)
-        .max_memory_size(config.max_memory_bytes as usize);
+        .max_memory_size(config.max_memory_bytes as usize)
+        .pagemap_scan(Enabled::Auto)
+        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
+        .table_keep_resident(TABLE_KEEP_RESIDENT)
+        .max_unused_warm_slots(MAX_UNUSED_WARM_SLOTS);
     let mut wasm = wasmtime::Config::new();
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
         .memory_init_cow(true)

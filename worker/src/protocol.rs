@@ -232,6 +232,9 @@ impl Worker {
         // Awaited so the listener is closed before a new load binds the same port.
         let _ = loaded.server.await;
         self.cache.release(&self.digests_in_use());
+        // The app's components may have gone with it (its `Drop` gave the memory back) or
+        // only now, with the cache's hold on them.
+        crate::cache::give_back_free_memory();
         log::info("application unloaded", json!({"app": id}));
         true
     }

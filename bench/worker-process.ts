@@ -1,0 +1,103 @@
+// What the worker bench drives: the worker binary over its stdin/stdout protocol
+// (worker/README.md), and js template components built the way the js builder builds them.
+import { spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { scriptPath } from './servers.js'
+
+/** The repository's root, from dist/bench/ where this runs compiled. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const TARGET_DIR = join(ROOT, '.cache/worker/target')
+export const DEFAULT_WORKER = join(TARGET_DIR, 'release/worker')
+/** Built templates and the worker's compiled components: kept across runs, never committed. */
+export const CACHE = join(ROOT, '.cache/bench-worker')
+
+/** Builds the worker in release mode (a no-op when it is up to date; 10-15 min the first time). */
+export function buildWorker (): void {
+  const built = spawnSync('cargo', ['build', '--release', '--locked'], {
+    cwd: join(ROOT, 'worker'),
+    env: { ...process.env, CARGO_TARGET_DIR: TARGET_DIR },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  if (built.status !== 0) throw new Error('cargo build --release of worker/ failed (is Rust 1.95 installed?)')
+}
+
+/**
+ * The js template (builders/templates/js) as a function named `name`, built once into the
+ * cache: a distinct name is a distinct build, so ten names are ten applications that share
+ * no compiled code. Rebuilt when the template's source is newer than the component.
+ */
+export function templateComponent (name: string): string {
+  const template = join(ROOT, 'builders/templates/js')
+  const dir = join(CACHE, 'templates', name)
+  const wasm = join(dir, 'component.wasm')
+  const source = join(template, 'src/index.js')
+  if (existsSync(wasm) && statSync(wasm).mtimeMs > statSync(source).mtimeMs) return wasm
+  mkdirSync(dir, { recursive: true })
+  cpSync(template, dir, { recursive: true })
+  for (const file of ['src/index.js', 'package.json']) {
+    writeFileSync(join(dir, file), readFileSync(join(dir, file), 'utf8').replaceAll('{{function}}', name))
+  }
+  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  const built = spawnSync(process.execPath, [scriptPath('./js-template-build.js')], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
+  if (built.status !== 0) throw new Error(`building the js template as ${name} failed`)
+  return wasm
+}
+
+type Reply = { ok: boolean; error?: string; url?: string; [key: string]: unknown }
+
+export type WorkerProcess = {
+  pid: number
+  child: ChildProcess
+  send: (command: Record<string, unknown>) => Promise<Reply>
+  /** Loads `wasm` as application `app` with one component on `/...`; its URL. */
+  load: (app: string, wasm: string) => Promise<string>
+  stop: () => Promise<void>
+}
+
+const lockFor = (component: string): unknown => ({
+  spin_lock_version: 1,
+  triggers: [{ id: 't', trigger_type: 'http', trigger_config: { component, route: '/...' } }],
+  components: [{ id: component, source: { content_type: 'application/wasm' } }],
+})
+
+/** Starts the worker; its log (one line per request of the template's console.log) is dropped. */
+export function startWorker (binary: string, cacheDir: string): WorkerProcess {
+  const child = spawn(binary, ['--cache-dir', cacheDir], { stdio: ['pipe', 'pipe', 'ignore'] })
+  const waiting = new Map<number, (reply: Reply) => void>()
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const reply = JSON.parse(line) as Reply & { id: number }
+    waiting.get(reply.id)?.(reply)
+    waiting.delete(reply.id)
+  })
+  let nextId = 1
+  const send = (command: Record<string, unknown>): Promise<Reply> => new Promise((resolve) => {
+    const id = nextId++
+    waiting.set(id, resolve)
+    child.stdin.write(JSON.stringify({ ...command, id }) + '\n')
+  })
+  const load = async (app: string, wasm: string): Promise<string> => {
+    const reply = await send({ op: 'load', app, lock: lockFor('hello'), components: { hello: wasm } })
+    if (!reply.ok || reply.url === undefined) throw new Error(`load ${app}: ${reply.error}`)
+    return reply.url
+  }
+  const stop = (): Promise<void> => new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    // stdin closed: the worker exits 0 (worker/README.md).
+    child.stdin.end()
+  })
+  return { pid: child.pid as number, child, send, load, stop }
+}
+
+export type Memory = { rssMb: number; anonMb: number; fileMb: number }
+
+/** A process's resident memory: anonymous (what it costs) and file pages (mapped code, shared with the page cache). */
+export function memoryOf (pid: number): Memory {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN)
+  return { rssMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 }
+}
