@@ -13,7 +13,6 @@ import type { LockedApp } from '../../common/src/spin/format.js'
 import type { ArtifactRef } from '../../common/src/spin/ref.js'
 import { pinnedRef } from '../../common/src/spin/ref.js'
 import { openStore } from '../../common/src/spin/store.js'
-import { componentize } from './componentize.js'
 import type { DependencyDirs, Language, Toolchain } from './languages.js'
 import { buildSteps, COMPONENT_FILE, entryCandidates, rustArtifact } from './languages.js'
 import { ADAPTER_PATH, rustSandboxScript } from './toolchains.js'
@@ -140,6 +139,8 @@ async function buildComponent (request: BuildRequest, name: string, dir: string,
     }
     request.log(`==> componentize: ${module} with the WASI preview 1 adapter\n`)
     try {
+      // Loaded here: only the rust image carries jco-transpile (wasm-tools).
+      const { componentize } = await import('./componentize.js')
       await componentize(module, join(request.rustRoot, ADAPTER_PATH), join(dir, COMPONENT_FILE))
     } catch (error) {
       throw new BuildFailure(`function ${name}: componentize: ${(error as Error).message}`)
