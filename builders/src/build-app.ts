@@ -160,7 +160,7 @@ const SANDBOX_UID = 65534
 async function dependencyDirs (request: BuildRequest, dir: string): Promise<DependencyDirs> {
   const cache = request.dependencyCache
   const sandboxed = request.language === 'rust' && request.rustRoot !== '/'
-  for (const sub of ['cargo', 'target', 'home']) {
+  for (const sub of ['cargo', 'target', 'home', 'tmp']) {
     await mkdir(join(cache, sub), { recursive: true })
     if (sandboxed) await chown(join(cache, sub), SANDBOX_UID, SANDBOX_UID)
   }

@@ -82,6 +82,8 @@ function goEnv (deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
     GOFLAGS: '-mod=mod',
     GOMODCACHE: join(deps.cache, 'go', 'mod'),
     GOCACHE: join(deps.cache, 'go', 'build'),
+    // Go's work files, beside the cache rather than in /tmp (a small tmpfs in the images).
+    GOTMPDIR: join(deps.cache, 'tmp'),
     GOTELEMETRY: 'off',
   }
   for (const name of passed) if (process.env[name] !== undefined) env[name] = process.env[name]
