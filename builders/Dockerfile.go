@@ -1,8 +1,8 @@
 # The Go builder: stock Go (no TinyGo) from the Go module proxy's golang.org/toolchain module
 # (the toolchain `go` itself downloads for GOTOOLCHAIN), checked against its pinned sha256,
 # plus Node for the builder program. Builds are GOOS=wasip1 GOARCH=wasm modules for Spin's
-# WAGI executor (builders/README.md). NOT YET BUILT by npm run test:images (only its Node
-# stages are): the same steps are verified on the machine by test/builders/builder-go.test.ts.
+# WAGI executor (builders/README.md). Built and run by npm run test:images
+# (scripts/image-builder-go.ts): the template builds, pushes and answers through the worker.
 ARG BASE_IMAGE=node:24.21.0-trixie-slim
 ARG GO_VERSION=1.26.8
 ARG GO_ZIP_SHA256=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
@@ -34,8 +34,10 @@ RUN npm run build:ts
 FROM ${BASE_IMAGE} AS go
 ARG GO_VERSION
 ARG GO_ZIP_SHA256
+# The test's stand-in base lends the host's trust store (scripts/image-base.ts); else Debian's.
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl unzip \
- && curl -fsSLo /tmp/go.zip "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-go${GO_VERSION}.linux-amd64.zip" \
+ && ca=/etc/ssl/certs/ca-certificates.crt && if [ -f /usr/local/etc/host-ca-certificates.crt ]; then ca=/usr/local/etc/host-ca-certificates.crt; fi \
+ && curl -fsSL --cacert "$ca" -o /tmp/go.zip "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-go${GO_VERSION}.linux-amd64.zip" \
  && echo "${GO_ZIP_SHA256}  /tmp/go.zip" | sha256sum -c - \
  && unzip -q /tmp/go.zip -d /tmp/go && mv "/tmp/go/golang.org/toolchain@v0.0.1-go${GO_VERSION}.linux-amd64" /usr/local/go
 
