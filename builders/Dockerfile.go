@@ -1,11 +1,13 @@
-# The Go builder: TinyGo and Go with the Spin Go SDK's modules in the image's cache (builds run
-# with GOPROXY=off), plus Node for the builder program. UNVERIFIED: TinyGo and Go cannot be
-# installed on the machine this was written on; versions per the TinyGo and Spin Go SDK docs.
+# The Go builder: stock Go (no TinyGo) from the Go module proxy's golang.org/toolchain module
+# (the toolchain `go` itself downloads for GOTOOLCHAIN), checked against its pinned sha256,
+# plus Node for the builder program. Builds are GOOS=wasip1 GOARCH=wasm modules for Spin's
+# WAGI executor (builders/README.md). Built and run by npm run test:images
+# (scripts/image-builder-go.ts): the template builds, pushes and answers through the worker.
 ARG BASE_IMAGE=node:24.21.0-trixie-slim
-ARG GO_VERSION=1.24.4
-ARG TINYGO_VERSION=0.37.0
+ARG GO_VERSION=1.26.8
+ARG GO_ZIP_SHA256=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
 
-# The builder program's one run-time dependency (tar-stream, for the archive): the js toolchain
+# The builder program's run-time dependencies: tar-stream (the archive); the js toolchain
 # stays out, as do the relay's and the control plane's packages.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
@@ -29,25 +31,22 @@ COPY builders ./builders
 COPY host ./host
 RUN npm run build:ts
 
-FROM ${BASE_IMAGE}
+FROM ${BASE_IMAGE} AS go
 ARG GO_VERSION
-ARG TINYGO_VERSION
-# The runtime uid gets a passwd entry with its home in the writable /tmp, as in the js image:
-# TinyGo keeps its cache in the user's cache directory, which needs a home.
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl \
- && curl -fsSL "https://go.dev/dl/go${GO_VERSION}.linux-amd64.tar.gz" | tar -C /usr/local -xz \
- && curl -fsSLo /tmp/tinygo.deb "https://github.com/tinygo-org/tinygo/releases/download/v${TINYGO_VERSION}/tinygo_${TINYGO_VERSION}_amd64.deb" \
- && dpkg -i /tmp/tinygo.deb && rm /tmp/tinygo.deb \
- && apt-get purge -y curl && apt-get autoremove -y && rm -rf /var/lib/apt/lists/* \
- && echo 'builder:x:10001:10001:builder:/tmp:/usr/sbin/nologin' >> /etc/passwd \
+ARG GO_ZIP_SHA256
+# The test's stand-in base lends the host's trust store (scripts/image-base.ts); else Debian's.
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl unzip \
+ && ca=/etc/ssl/certs/ca-certificates.crt && if [ -f /usr/local/etc/host-ca-certificates.crt ]; then ca=/usr/local/etc/host-ca-certificates.crt; fi \
+ && curl -fsSL --cacert "$ca" -o /tmp/go.zip "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-go${GO_VERSION}.linux-amd64.zip" \
+ && echo "${GO_ZIP_SHA256}  /tmp/go.zip" | sha256sum -c - \
+ && unzip -q /tmp/go.zip -d /tmp/go && mv "/tmp/go/golang.org/toolchain@v0.0.1-go${GO_VERSION}.linux-amd64" /usr/local/go
+
+FROM ${BASE_IMAGE}
+COPY --from=go /usr/local/go /usr/local/go
+# The runtime uid gets a passwd entry with its home in the writable /tmp, as in the js image.
+RUN echo 'builder:x:10001:10001:builder:/tmp:/usr/sbin/nologin' >> /etc/passwd \
  && echo 'builder:x:10001:' >> /etc/group
-ENV PATH=/usr/local/go/bin:$PATH \
-    GOMODCACHE=/opt/go/mod \
-    GOCACHE=/tmp/go-cache
-# Fill the module cache with the template's dependencies (the SDK), the only modules builds may use.
-COPY builders/templates/go /tmp/warm
-RUN cd /tmp/warm && sed -i 's/{{function}}/warm/' go.mod main.go && go mod download all && rm -rf /tmp/warm \
- && chmod -R a+rX /opt/go
+ENV PATH=/usr/local/go/bin:$PATH
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules

@@ -4,8 +4,8 @@
 // pushed is pulled back and checked as containerd-shim-spin would (common/src/spin), then
 // served by the host program on this machine, so the component the image made really answers.
 // A source with a syntax error must fail there with exit 1 and the line in the termination log.
-// The go and rust images' toolchain stages cannot be built here (no Go, TinyGo or Rust image to
-// pull); their Node stages, the builder program and its one dependency, are built.
+// The go image is built and run by image-builder-go.ts; of the rust image only the Node stages,
+// the builder program and its dependencies, are built here yet.
 import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -104,9 +104,9 @@ export async function largest (suite: Pick<Suite, 'log'>, dir: string, what: str
   suite.log(`${what}: ${(Number(total) / 1024).toFixed(0)} MiB; largest: ${entries.join(', ')}`)
 }
 
-type Registry = { host: string; url: string }
+export type Registry = { host: string; url: string }
 
-async function startRegistry (suite: Suite, undo: UndoStack): Promise<Registry> {
+export async function startRegistry (suite: Suite, undo: UndoStack): Promise<Registry> {
   const dir = mkdtempSync(join(suite.workDir, 'registry-'))
   undo.push(`rm ${dir}`, () => removeDir(dir))
   const port = await suite.freePort()

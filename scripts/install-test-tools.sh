@@ -10,6 +10,8 @@ missing=()
 command -v openssl >/dev/null || missing+=(openssl)
 command -v yamllint >/dev/null || missing+=(yamllint)
 command -v chromium >/dev/null || missing+=(chromium)
+# debootstrap makes the rust builder's toolchain root (scripts/rust-wasm-root.sh).
+command -v debootstrap >/dev/null || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-test-tools: installing ${missing[*]} with apt" >&2
   source scripts/apt-install-quietly.sh

@@ -1,5 +1,5 @@
-// `npm run test:images`: proves that Dockerfile.relay, Dockerfile.control and
-// builders/Dockerfile.js build and run. Arguments pick some of them (`npm run test:images --
+// `npm run test:images`: proves that Dockerfile.relay, Dockerfile.control,
+// builders/Dockerfile.js and builders/Dockerfile.go build and run. Arguments pick some of them (`npm run test:images --
 // builder-js`); none runs all three.
 //
 // 1. Installs podman and debootstrap with apt when they are missing (this needs root).
@@ -16,7 +16,8 @@
 //    glibc older than 2.38 (Debian 12) it must refuse with exit 2 and one line naming it.
 //
 // 6. Runs the js builder image's entrypoint on the template's source, pushing to a registry on
-//    loopback, and checks what it pushed as the shim would (image-builder.ts).
+//    loopback, and checks what it pushed as the shim would (image-builder.ts); the same for the
+//    go builder image, served by the wasmtime worker (image-builder-go.ts).
 //
 // Prints one line per check and ends with "N passed, M failed"; exits 1 on any failure.
 // Every mount and process it made is undone on every exit path, signals included.
@@ -30,6 +31,7 @@ import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { ensureBaseImage, NODE_ABI, NODE_VERSION } from './image-base.js'
 import { largest, testBuilderImage } from './image-builder.js'
+import { testGoBuilderImage } from './image-builder-go.js'
 import { commandExists, killRunning, podmanOn, removeDir, run, undoStack } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
@@ -460,8 +462,8 @@ async function main (): Promise<number> {
     const podman = podmanOn(join(cacheDir, 'storage'), join(cacheDir, 'run'))
     const baseImage = await timed('base image', () => ensureBaseImage(podman, cacheDir, workDir, undo, log))
     const chosen = process.argv.slice(2)
-    const unknown = chosen.filter((name) => name !== 'builder-js' && !IMAGES.some((spec) => spec.name === name))
-    if (unknown.length > 0) throw new Error(`unknown image ${unknown.join(', ')}: expected ${[...IMAGES.map((spec) => spec.name), 'builder-js'].join(', ')}`)
+    const unknown = chosen.filter((name) => name !== 'builder-js' && name !== 'builder-go' && !IMAGES.some((spec) => spec.name === name))
+    if (unknown.length > 0) throw new Error(`unknown image ${unknown.join(', ')}: expected ${[...IMAGES.map((spec) => spec.name), 'builder-js', 'builder-go'].join(', ')}`)
     const wanted = (name: string): boolean => chosen.length === 0 || chosen.includes(name)
     for (const spec of IMAGES.filter((spec) => wanted(spec.name))) {
       try {
@@ -475,6 +477,13 @@ async function main (): Promise<number> {
         await testBuilderImage({ repo, cacheDir, podman, baseImage, workDir, check, log, timed, freePort, withTimeout }, undo)
       } catch (error) {
         check(false, `builder-js: ${(error as Error).message}`)
+      }
+    }
+    if (wanted('builder-go')) {
+      try {
+        await testGoBuilderImage({ repo, cacheDir, podman, baseImage, workDir, check, log, timed, freePort, withTimeout }, undo)
+      } catch (error) {
+        check(false, `builder-go: ${(error as Error).message}`)
       }
     }
   } catch (error) {

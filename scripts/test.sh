@@ -3,8 +3,9 @@
 # with apt when it is missing (scripts/install-test-tools.sh), builds the real Kubernetes API
 # server once (scripts/install-kube-apiserver.sh), starts a throwaway PostgreSQL
 # so the control-plane suite runs on both of its engines (unless TEST_DATABASE_URL already
-# names one), then lints (ESLint, knip), typechecks, builds and runs tap; the whole suite ends
-# with the worker runtime's Rust tests (scripts/test-worker.sh). Arguments go to tap.
+# names one), then lints (ESLint, knip), typechecks, builds and runs tap; the whole suite first
+# builds and tests the worker runtime (scripts/test-worker.sh), whose binary the go and rust
+# builder tests serve their builds with. Arguments go to tap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,9 @@ scripts/install-test-tools.sh
 # Go module proxy when .cache/kube/<version>/bin lacks them (minutes, once per version); with
 # them there the script returns at once.
 scripts/install-kube-apiserver.sh >/dev/null
+# The rust builder's toolchain root (Debian 13's rustc with the wasm32 standard library), made
+# once into .cache/rust-wasm (about 2 min) and reused: test/builders/builder-rust.test.ts.
+scripts/rust-wasm-root.sh >/dev/null
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   # Installs postgresql with apt when it is missing, starts it on loopback, exports TEST_DATABASE_URL.
   source scripts/test-postgres.sh
@@ -26,8 +30,8 @@ npm run --silent build:bench
 if [ $# -eq 0 ]; then
   # The whole suite: coverage below the thresholds in package.json's "tap" section fails it.
   # A few files alone cover only part of the code, so they are held to no threshold.
-  npx tap --no-allow-incomplete-coverage
   scripts/test-worker.sh
+  npx tap --no-allow-incomplete-coverage
 else
   npx tap "$@"
 fi

@@ -4,7 +4,7 @@
 // message is the short reason for the termination log.
 import { createRequire } from 'node:module'
 import { constants, createReadStream } from 'node:fs'
-import { copyFile, mkdir, readFile, symlink, writeFile, access } from 'node:fs/promises'
+import { access, chown, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { unpackArchive } from '../../control/src/source/archive.js'
@@ -13,8 +13,9 @@ import type { LockedApp } from '../../common/src/spin/format.js'
 import type { ArtifactRef } from '../../common/src/spin/ref.js'
 import { pinnedRef } from '../../common/src/spin/ref.js'
 import { openStore } from '../../common/src/spin/store.js'
-import type { Language, Toolchain } from './languages.js'
+import type { DependencyDirs, Language, Toolchain } from './languages.js'
 import { buildSteps, COMPONENT_FILE, entryCandidates, rustArtifact } from './languages.js'
+import { ADAPTER_PATH, rustSandboxScript } from './toolchains.js'
 import type { StepLimits } from './run-step.js'
 import { runStep } from './run-step.js'
 import { witPathProblem } from './source-guard.js'
@@ -32,6 +33,10 @@ export type BuildRequest = {
   dockerConfigDir: string | null
   insecureRegistry: boolean
   workDir: string
+  /** go and rust: the application's dependency cache (modules, crates, compiled output), kept between its builds; else one inside workDir. */
+  dependencyCache: string
+  /** rust: the toolchain root (toolchains.ts); '/' when the builder's own root is it. */
+  rustRoot: string
   limits: StepLimits
   log: (text: string) => void
 }
@@ -99,7 +104,7 @@ export async function buildApplication (request: BuildRequest): Promise<string> 
   }
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
   const pushStarted = Date.now()
-  const lockedApp = lockedAppOf(manifest)
+  const lockedApp = lockedAppOf(manifest, request.language)
   try {
     const store = await openStore(request.ref, { dockerConfigDir: request.dockerConfigDir, insecure: request.insecureRegistry })
     const tag = request.ref.tag ?? request.buildId
@@ -119,18 +124,56 @@ async function buildComponent (request: BuildRequest, name: string, dir: string,
     entry = await findEntry(language, dir, displayPrefix)
     await checkPackageJson(dir, displayPrefix)
   }
-  const steps = buildSteps(language, dir, { toolchain: entry === '' ? null : toolchain(), entry, displayPrefix })
+  const deps = language === 'go' || language === 'rust' ? await dependencyDirs(request, dir) : undefined
+  const steps = buildSteps(language, dir, { toolchain: entry === '' ? null : toolchain(), entry, displayPrefix, deps })
   for (const step of steps) {
     const result = await runStep(step, request.limits, request.log)
-    if (!result.ok) throw new BuildFailure(`function ${name}: ${firstError(result.output) ?? result.reason}`)
+    if (!result.ok) throw new BuildFailure(`function ${name}: ${firstError(result.output, displayPrefix) ?? result.reason}`)
   }
-  if (language === 'rust') {
-    await copyFile(join(dir, rustArtifact(await readFile(join(dir, 'Cargo.toml'), 'utf8'))), join(dir, COMPONENT_FILE))
+  if (language === 'rust' && deps !== undefined) {
+    let module: string
+    try {
+      module = join(deps.cache, 'target', rustArtifact(await readFile(join(dir, 'Cargo.toml'), 'utf8')))
+    } catch (error) {
+      throw new BuildFailure(`function ${name}: ${(error as Error).message}`)
+    }
+    request.log(`==> componentize: ${module} with the WASI preview 1 adapter\n`)
+    try {
+      // Loaded here: only the rust image carries jco-transpile (wasm-tools).
+      const { componentize } = await import('./componentize.js')
+      await componentize(module, join(request.rustRoot, ADAPTER_PATH), join(dir, COMPONENT_FILE))
+    } catch (error) {
+      throw new BuildFailure(`function ${name}: componentize: ${(error as Error).message}`)
+    }
   }
   try {
     await access(join(dir, COMPONENT_FILE))
   } catch {
     throw new BuildFailure(`function ${name}: the build left no ${COMPONENT_FILE}`)
+  }
+}
+
+// The sandboxed cargo runs as nobody (rust-build.sh): it must write the function's directory
+// (Cargo.lock) and the application's cache.
+const SANDBOX_UID = 65534
+
+async function dependencyDirs (request: BuildRequest, dir: string): Promise<DependencyDirs> {
+  const cache = request.dependencyCache
+  const sandboxed = request.language === 'rust' && request.rustRoot !== '/'
+  for (const sub of ['cargo', 'target', 'home', 'tmp']) {
+    await mkdir(join(cache, sub), { recursive: true })
+    if (sandboxed) await chown(join(cache, sub), SANDBOX_UID, SANDBOX_UID)
+  }
+  if (sandboxed) await chownTree(dir)
+  return { cache, rustRoot: request.rustRoot, rustSandbox: rustSandboxScript(), path: process.env.PATH ?? '/usr/bin:/bin' }
+}
+
+async function chownTree (dir: string): Promise<void> {
+  await chown(dir, SANDBOX_UID, SANDBOX_UID)
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) await chownTree(path)
+    else if (entry.isFile()) await chown(path, SANDBOX_UID, SANDBOX_UID)
   }
 }
 
@@ -172,21 +215,32 @@ async function checkPackageJson (dir: string, displayPrefix: string): Promise<vo
   }
 }
 
-/** The first `file:line:column: error: ...` line of a step's output, the reason a user needs. */
-export function firstError (output: string): string | null {
-  const line = output.split('\n').find((candidate) => /^\S+:\d+:\d+: error: /.test(candidate) || /^\S+:\d+:\d+: /.test(candidate))
-  return line === undefined ? null : line.slice(0, 500)
+/**
+ * The first `file:line:column: error...` line of a step's output, the reason a user needs; a
+ * plain `file:line:column: ...` line (Go's errors) when no line says error, never a warning.
+ * Paths the compiler printed relative to the function's directory (`./main.go`, `src/lib.rs`)
+ * are given the `displayPrefix` (functions/{name}/), so they name the file the user wrote.
+ */
+export function firstError (output: string, displayPrefix = ''): string | null {
+  const lines = output.split('\n')
+  const line = lines.find((candidate) => /^\S+:\d+:\d+: error(\[\w+\])?: /.test(candidate)) ??
+    lines.find((candidate) => /^\S+:\d+:\d+: /.test(candidate) && !/^\S+:\d+:\d+: (warning|note|help)\b/.test(candidate))
+  if (line === undefined) return null
+  const named = displayPrefix !== '' && !line.startsWith('/') && !line.startsWith(displayPrefix) ? displayPrefix + line.replace(/^\.\//, '') : line
+  return named.slice(0, 500)
 }
 
 /** The locked application of the manifest, as `spin build` + `spin registry push` would lock it. */
-export function lockedAppOf (manifest: SpinManifest): LockedApp {
+export function lockedAppOf (manifest: SpinManifest, language: Language = 'js'): LockedApp {
+  // A go function is a wasip1 command module: Spin's WAGI executor runs it (languages.ts).
+  const executor = language === 'go' ? { executor: { type: 'wagi' } } : {}
   return {
     spin_lock_version: 1,
     metadata: { name: manifest.name, version: manifest.version, authors: [], triggers: {}, trigger: { type: 'http' } },
     triggers: manifest.triggers.map((trigger) => ({
       id: `${trigger.component}-http-trigger`,
       trigger_type: 'http',
-      trigger_config: { component: trigger.component, route: trigger.route },
+      trigger_config: { component: trigger.component, route: trigger.route, ...executor },
     })),
     components: manifest.components.map((component) => ({
       id: component.id,

@@ -4,12 +4,15 @@
 //   js, ts: esbuild bundles the handler (stripping ts types; not a type check) with
 //     build-tools' SpinEsbuildPlugin, then j2w (componentize-js) makes the component. Both
 //     come from the builder's own node_modules: nothing is installed at build time.
-//   go: TinyGo with the Spin Go SDK (github.com/spinframework/spin-go-sdk/v2), the command of
-//     the SDK's http template; modules from the image's cache, GOPROXY off.
-//   rust: cargo for wasm32-wasip2 with the Spin Rust SDK (crate spin-sdk), offline against the
-//     image's vendored registry; the crate's .wasm is then copied to component.wasm.
-// go and rust are written against the SDKs' documentation: their toolchains do not exist on
-// the machine this was developed on (see builders/README.md).
+//   go: stock Go, GOOS=wasip1 GOARCH=wasm: a wasip1 command module that Spin's WAGI executor
+//     runs per request (the locked app says `executor = { type = "wagi" }`). `go mod tidy`
+//     fetches the modules first (Go runs no user code while fetching or compiling); the compile
+//     runs with GOPROXY=off and GOTOOLCHAIN=local.
+//   rust: the Spin Rust SDK, cargo for wasm32-wasip1 with Debian's rustc (toolchains.ts):
+//     `cargo fetch` downloads (no build script runs), then the compile runs offline with no
+//     network in a chroot of the toolchain root (builders/sandbox/rust-build.sh); the module is
+//     then made a component with the WASI preview 1 adapter (componentize.ts).
+import { join } from 'node:path'
 import type { Step } from './run-step.js'
 
 export type Language = 'js' | 'ts' | 'go' | 'rust'
@@ -23,7 +26,11 @@ export type Toolchain = {
   j2w: string
 }
 
+/** Where a go or rust build keeps what it downloads and compiles (one application's, kept between its builds). */
+export type DependencyDirs = { cache: string; rustRoot: string; rustSandbox: string; path: string }
+
 export const COMPONENT_FILE = 'component.wasm'
+const RUST_TARGET = 'wasm32-wasip1'
 const BUNDLE_FILE = 'dist/bundle.js'
 
 /** The handler's entry file, in the order a js/ts function may name it. */
@@ -36,7 +43,7 @@ export function entryCandidates (language: 'js' | 'ts'): string[] {
  * `dir`; `displayPrefix` is how the build log names `dir` (functions/{name}/) so errors point
  * at the file the user wrote.
  */
-export function buildSteps (language: Language, dir: string, options: { toolchain: Toolchain | null; entry: string; displayPrefix: string }): Step[] {
+export function buildSteps (language: Language, dir: string, options: { toolchain: Toolchain | null; entry: string; displayPrefix: string; deps?: DependencyDirs }): Step[] {
   const { toolchain } = options
   switch (language) {
     case 'js':
@@ -47,29 +54,74 @@ export function buildSteps (language: Language, dir: string, options: { toolchai
         { name: 'componentize', command: toolchain.node, args: [toolchain.j2w, '-i', BUNDLE_FILE, '-o', COMPONENT_FILE], cwd: dir },
       ]
     case 'go':
-      return [{
-        name: 'tinygo',
-        command: 'tinygo',
-        args: ['build', '-target=wasip1', '-gc=leaking', '-buildmode=c-shared', '-no-debug', '-o', COMPONENT_FILE, '.'],
-        cwd: dir,
-        // Modules come from the image's cache, verified when it was filled; nothing is fetched.
-        env: { ...process.env, GOPROXY: 'off', GOFLAGS: '-mod=mod', GOSUMDB: 'off' },
-      }]
+      if (options.deps === undefined) throw new Error('go builds need a dependency cache')
+      return [
+        { name: 'go mod tidy', command: 'go', args: ['mod', 'tidy'], cwd: dir, env: goEnv(options.deps, true) },
+        { name: 'go build', command: 'go', args: ['build', '-trimpath', '-ldflags=-s -w', '-o', COMPONENT_FILE, '.'], cwd: dir, env: goEnv(options.deps, false) },
+      ]
     case 'rust':
-      return [{
-        name: 'cargo',
-        command: 'cargo',
-        args: ['build', '--target', 'wasm32-wasip2', '--release', '--offline'],
-        cwd: dir,
-        env: { ...process.env, CARGO_NET_OFFLINE: 'true' },
-      }]
+      if (options.deps === undefined) throw new Error('rust builds need a dependency cache')
+      return [
+        cargoStep('cargo fetch', dir, options.deps, true, ['fetch']),
+        cargoStep('cargo build', dir, options.deps, false, ['build', '--release', '--offline', '--target', RUST_TARGET, '--message-format', 'short']),
+      ]
   }
 }
 
-/** Where cargo leaves the crate's component: its package name with - as _. */
+// Only what Go needs: the builder's own environment (its settings, a registry's credentials)
+// stays out of the build.
+function goEnv (deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
+  const passed = fetch ? ['GOPROXY', 'GOSUMDB', 'GONOSUMDB', 'GOPRIVATE', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'SSL_CERT_FILE'] : []
+  const env: NodeJS.ProcessEnv = {
+    PATH: deps.path,
+    HOME: join(deps.cache, 'home'),
+    GOOS: 'wasip1',
+    GOARCH: 'wasm',
+    CGO_ENABLED: '0',
+    GOTOOLCHAIN: 'local',
+    GOFLAGS: '-mod=mod',
+    GOMODCACHE: join(deps.cache, 'go', 'mod'),
+    GOCACHE: join(deps.cache, 'go', 'build'),
+    // Go's work files, beside the cache rather than in /tmp (a small tmpfs in the images).
+    GOTMPDIR: join(deps.cache, 'tmp'),
+    GOTELEMETRY: 'off',
+  }
+  for (const name of passed) if (process.env[name] !== undefined) env[name] = process.env[name]
+  if (!fetch) env.GOPROXY = 'off'
+  return env
+}
+
+function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: boolean, cargoArgs: string[]): Step {
+  const home = join(deps.cache, 'cargo')
+  const target = join(deps.cache, 'target')
+  if (deps.rustRoot === '/') {
+    // The builder image: its own root is the toolchain and the pod is the sandbox.
+    return {
+      name,
+      command: 'cargo',
+      args: cargoArgs,
+      cwd: dir,
+      env: {
+        PATH: deps.path, HOME: join(deps.cache, 'home'), CARGO_HOME: home, CARGO_TARGET_DIR: target, CARGO_TERM_COLOR: 'never',
+        CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS: 'fallback', CARGO_TARGET_WASM32_WASIP1_LINKER: 'wasm-ld',
+        ...(fetch ? {} : { CARGO_NET_OFFLINE: 'true' }),
+      },
+    }
+  }
+  const namespaces = ['--mount', '--pid', '--fork', '--ipc', '--uts', ...(fetch ? [] : ['--net'])]
+  return {
+    name,
+    command: 'unshare',
+    args: [...namespaces, '--', 'sh', deps.rustSandbox, fetch ? 'fetch' : 'offline', deps.rustRoot, dir, home, target, 'cargo', ...cargoArgs],
+    cwd: dir,
+    env: { PATH: deps.path },
+  }
+}
+
+/** Where cargo leaves the crate's module: its package name with - as _. */
 export function rustArtifact (cargoToml: string): string {
   const pkg = /^\[package\]\s*$([\s\S]*?)(?=^\[|$(?![\s\S]))/m.exec(cargoToml)
   const name = pkg === null ? null : /^name\s*=\s*"([^"]+)"/m.exec(pkg[1] as string)
   if (name === null || name === undefined) throw new Error('Cargo.toml: no [package] name')
-  return `target/wasm32-wasip2/release/${(name[1] as string).replace(/-/g, '_')}.wasm`
+  return `${RUST_TARGET}/release/${(name[1] as string).replace(/-/g, '_')}.wasm`
 }

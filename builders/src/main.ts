@@ -9,6 +9,7 @@ import { ConfigError, helpRequested, readSettings, usage } from '../../common/sr
 import { BuildFailure, buildApplication } from './build-app.js'
 import type { BuilderConfig } from './config.js'
 import { settings } from './config.js'
+import { rustRoot } from './toolchains.js'
 
 // Kubernetes keeps at most 4096 bytes of a termination message.
 const MAX_TERMINATION_MESSAGE = 4000
@@ -49,6 +50,8 @@ async function main (): Promise<number> {
       dockerConfigDir: config.dockerConfig === '' ? null : config.dockerConfig,
       insecureRegistry: config.insecureRegistry,
       workDir,
+      dependencyCache: config.dependencyCache !== '' ? config.dependencyCache : join(workDir, '.deps'),
+      rustRoot: rustRoot(config.rustRoot),
       limits: { timeoutMs: config.stepTimeoutMs, maxOutputBytes: config.maxStepOutputBytes },
       log,
     })

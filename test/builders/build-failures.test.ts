@@ -1,7 +1,7 @@
 // Every way a build fails before or after its compiler, each with the one reason the
 // termination log will carry (builders/README.md: a BuildFailure's message is the reason).
-// No real toolchain runs: go and rust builds run stand-in `tinygo` and `cargo` programs put
-// first on PATH, which do what the test needs (write the component, write nothing, print a
+// No real toolchain runs: go and rust builds run stand-in `go` and `cargo` programs put
+// first on PATH (rust with RUST_ROOT "/", the image's way: cargo runs directly), which do what the test needs (write the component, write nothing, print a
 // compiler error and fail), so the builder's own handling is what is tested.
 import { execFile } from 'node:child_process'
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -29,26 +29,27 @@ async function tempDir (t: Test): Promise<string> {
   return dir
 }
 
-// Stand-ins for the toolchains, switched by STANDIN_MODE: "ok" writes the artifact, "nothing"
+// Stand-ins for the toolchains, switched by the word in the file \`mode\` beside them (go and
+// cargo run with an environment of their own, not the builder's): "ok" writes the artifact, "nothing"
 // exits 0 and writes none, "error" prints a compiler error and exits 1.
 const STANDIN = `#!/bin/sh
-case "$STANDIN_MODE" in
-  ok) if [ "$(basename "$0")" = cargo ]; then mkdir -p target/wasm32-wasip2/release && printf 'rust wasm' > target/wasm32-wasip2/release/my_fn.wasm; else printf 'go wasm' > component.wasm; fi ;;
+case "$(cat "$(dirname "$0")/mode")" in
+  ok) if [ "$(basename "$0")" = cargo ]; then mkdir -p "$CARGO_TARGET_DIR/wasm32-wasip1/release" && printf 'rust wasm' > "$CARGO_TARGET_DIR/wasm32-wasip1/release/my_fn.wasm"; elif [ "$1" = build ]; then printf 'go wasm' > component.wasm; fi ;;
   nothing) ;;
-  error) echo "main.go:3:7: undefined: handler" >&2; echo "more detail" >&2; exit 1 ;;
+  error) echo "./main.go:3:7: undefined: handler" >&2; echo "more detail" >&2; exit 1 ;;
 esac
 `
 const bin = await mkdtemp(join(tmpdir(), 'build-failures-bin-'))
 t.teardown(() => rm(bin, { recursive: true, force: true }))
-for (const name of ['tinygo', 'cargo']) {
+for (const name of ['go', 'cargo']) {
   await writeFile(join(bin, name), STANDIN)
   await chmod(join(bin, name), 0o755)
 }
 process.env.PATH = `${bin}:${process.env.PATH ?? ''}`
 
-function mode (t: Test, value: string): void {
-  process.env.STANDIN_MODE = value
-  t.teardown(() => { delete process.env.STANDIN_MODE })
+async function mode (t: Test, value: string): Promise<void> {
+  await writeFile(join(bin, 'mode'), value)
+  t.teardown(() => writeFile(join(bin, 'mode'), ''))
 }
 
 async function archive (t: Test, files: Record<string, string>): Promise<string> {
@@ -74,6 +75,8 @@ async function build (t: Test, language: Language, archivePath: string, ref?: st
     dockerConfigDir: null,
     insecureRegistry: false,
     workDir: join(workDir, 'work'),
+    dependencyCache: join(workDir, 'deps'),
+    rustRoot: '/',
     limits: { timeoutMs: 60_000, maxOutputBytes: 100_000 },
     log: () => {},
   }
@@ -104,23 +107,25 @@ t.test('a js or ts function the builder refuses before bundling', async (t) => {
 })
 
 t.test('a compiler that fails gives its first file:line error as the reason', async (t) => {
-  mode(t, 'error')
-  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), { message: 'function f: main.go:3:7: undefined: handler' })
+  await mode(t, 'error')
+  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), { message: 'function f: functions/f/main.go:3:7: undefined: handler' })
 })
 
 t.test('a compiler that succeeds without writing the component', async (t) => {
-  mode(t, 'nothing')
+  await mode(t, 'nothing')
   await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), { message: 'function f: the build left no component.wasm' })
 })
 
-t.test('a rust crate\'s artifact becomes the component, and a push that fails says so', async (t) => {
-  mode(t, 'ok')
-  const files = appFiles('rust', { 'Cargo.toml': '[package]\nname = "my-fn"\nversion = "0.1.0"\n', 'src/lib.rs': '' })
+t.test('a go build\'s module is the layer, a rust crate\'s module goes to componentize, and a push that fails says so', async (t) => {
+  await mode(t, 'ok')
   const out = join(await tempDir(t), 'out')
-  const pinned = await build(t, 'rust', await archive(t, files), `oci-layout:${out}:b1`)
+  const pinned = await build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' })), `oci-layout:${out}:b1`)
   t.match(pinned, new RegExp(`^oci-layout:${out}@sha256:[0-9a-f]{64}$`))
   const manifest = JSON.parse((await layoutStore(out).getManifest('b1')).bytes.toString('utf8')) as { layers: Array<{ size: number }> }
-  t.equal(manifest.layers[0]?.size, 'rust wasm'.length, 'the crate\'s wasm is the layer')
+  t.equal(manifest.layers[0]?.size, 'go wasm'.length, 'the module is the layer')
+  const files = appFiles('rust', { 'Cargo.toml': '[package]\nname = "my-fn"\nversion = "0.1.0"\n', 'src/lib.rs': '' })
+  // The stand-in's bytes are no wasm module: componentize reads the crate's artifact and says so.
+  await t.rejects(build(t, 'rust', await archive(t, files)), { message: /^function f: componentize: / })
 
   const registry = http.createServer((request, response) => { request.resume(); response.writeHead(500).end('disk full') })
   t.teardown(() => new Promise<void>((resolve) => { registry.closeAllConnections(); registry.close(() => resolve()) }))

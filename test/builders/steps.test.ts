@@ -1,6 +1,5 @@
 // What the builder runs and reads, without building: the generated spin.toml read back, each
-// language's commands (go and rust cannot run on this machine: their command lines are what
-// is checked), the rust artifact path, the locked app, the reason picked from a build log,
+// language's commands (builder-go and builder-rust run them for real), the rust artifact path, the locked app, the reason picked from a build log,
 // and the templates the control plane scaffolds.
 import t from 'tap'
 import { firstError, lockedAppOf } from '../../builders/src/build-app.js'
@@ -33,19 +32,29 @@ t.test('each language\'s build steps', async (t) => {
     ['/usr/bin/node', '/b/js-bundle.js', 'src/index.ts', 'dist/bundle.js', 'functions/f/'],
     ['/usr/bin/node', '/b/j2w.js', '-i', 'dist/bundle.js', '-o', 'component.wasm'],
   ])
-  const [go] = buildSteps('go', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '' })
-  t.same([go?.command, ...(go?.args ?? [])], ['tinygo', 'build', '-target=wasip1', '-gc=leaking', '-buildmode=c-shared', '-no-debug', '-o', 'component.wasm', '.'])
-  t.equal(go?.env?.GOPROXY, 'off', 'go builds are offline')
-  const [rust] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '' })
+  const deps = { cache: '/c', rustRoot: '/r', rustSandbox: '/b/rust-build.sh', path: '/usr/bin' }
+  const [tidy, go] = buildSteps('go', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps })
+  t.same([go?.command, ...(go?.args ?? [])], ['go', 'build', '-trimpath', '-ldflags=-s -w', '-o', 'component.wasm', '.'])
+  t.same([go?.env?.GOOS, go?.env?.GOARCH, go?.env?.GOPROXY, go?.env?.GOTOOLCHAIN, go?.env?.GOMODCACHE], ['wasip1', 'wasm', 'off', 'local', '/c/go/mod'], 'go compiles offline for wasip1 with the local toolchain')
+  t.not(tidy?.env?.GOPROXY, 'off', 'go mod tidy may fetch')
+  const [fetch, rust] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps })
   t.throws(() => buildSteps('js', '/w', { toolchain: null, entry: 'src/index.js', displayPrefix: '' }), /js builds need the js toolchain/)
-  t.same([rust?.command, ...(rust?.args ?? [])], ['cargo', 'build', '--target', 'wasm32-wasip2', '--release', '--offline'])
-  t.equal(rustArtifact(templateFiles('rust', 'my-fn')['Cargo.toml'] as string), 'target/wasm32-wasip2/release/my_fn.wasm')
+  t.throws(() => buildSteps('rust', '/w', { toolchain: null, entry: '', displayPrefix: '' }), /rust builds need a dependency cache/)
+  t.same([fetch?.command, ...(fetch?.args ?? [])], ['unshare', '--mount', '--pid', '--fork', '--ipc', '--uts', '--', 'sh', '/b/rust-build.sh', 'fetch', '/r', '/w/functions/f', '/c/cargo', '/c/target', 'cargo', 'fetch'])
+  t.same([rust?.command, ...(rust?.args ?? [])], ['unshare', '--mount', '--pid', '--fork', '--ipc', '--uts', '--net', '--', 'sh', '/b/rust-build.sh', 'offline', '/r', '/w/functions/f', '/c/cargo', '/c/target',
+    'cargo', 'build', '--release', '--offline', '--target', 'wasm32-wasip1', '--message-format', 'short'])
+  const [, image] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps: { ...deps, rustRoot: '/' } })
+  t.equal(image?.command, 'cargo', 'in the rust image cargo runs in the image\'s own root')
+  t.equal(image?.env?.CARGO_NET_OFFLINE, 'true')
+  t.equal(rustArtifact(templateFiles('rust', 'my-fn')['Cargo.toml'] as string), 'wasm32-wasip1/release/my_fn.wasm')
   t.throws(() => rustArtifact('[lib]\nname = "x"\n'), /no \[package\] name/)
 })
 
 t.test('the locked app names every trigger and component as Spin locks them', async (t) => {
-  const app = lockedAppOf({ name: 'shop', version: '0.1.0', triggers: [{ route: '/cart/...', component: 'cart' }], components: [{ id: 'cart', source: 'functions/cart/component.wasm', allowedOutboundHosts: [], workdir: null }] })
+  const manifest = { name: 'shop', version: '0.1.0', triggers: [{ route: '/cart/...', component: 'cart' }], components: [{ id: 'cart', source: 'functions/cart/component.wasm', allowedOutboundHosts: [], workdir: null }] }
+  const app = lockedAppOf(manifest)
   t.same(app.triggers, [{ id: 'cart-http-trigger', trigger_type: 'http', trigger_config: { component: 'cart', route: '/cart/...' } }])
+  t.same(lockedAppOf(manifest, 'go').triggers[0]?.trigger_config, { component: 'cart', route: '/cart/...', executor: { type: 'wagi' } }, 'go runs on the WAGI executor')
   t.same(app.components[0]?.metadata, { allowed_outbound_hosts: [] })
   t.equal(app.spin_lock_version, 1)
 })
@@ -53,6 +62,9 @@ t.test('the locked app names every trigger and component as Spin locks them', as
 t.test('the failure reason is the first file:line error of the log', async (t) => {
   t.equal(firstError('==> bundle\nfunctions/a/src/index.ts:3:7: error: Expected ";"\nfunctions/a/src/index.ts:9:1: error: later\n'), 'functions/a/src/index.ts:3:7: error: Expected ";"')
   t.equal(firstError('nothing useful\n'), null)
+  t.equal(firstError('# example.com/f\n./main.go:18:18: undefined: x\n', 'functions/f/'), 'functions/f/main.go:18:18: undefined: x', 'go: relative to the function')
+  t.equal(firstError('src/lib.rs:1:5: warning: unused import\nsrc/lib.rs:9:17: error[E0425]: cannot find value `x`\n', 'functions/f/'), 'functions/f/src/lib.rs:9:17: error[E0425]: cannot find value `x`', 'rust: the error, not the warning before it')
+  t.equal(firstError('src/lib.rs:1:5: warning: unused import\n', 'functions/f/'), null, 'a warning is no reason')
 })
 
 t.test('a step that overruns its time or output is stopped with the reason', async (t) => {

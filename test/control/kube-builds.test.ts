@@ -100,7 +100,7 @@ eachEngine(t, 'a build: Job and Secret, running, succeeded with the pushed image
   t.match(files['spin.toml'], /spin_manifest_version = 2/)
   t.match(files['spin.toml'], /\[\[trigger\.http\]\]\nroute = "\/api\/\.\.\."\ncomponent = "api"/)
   t.match(files['spin.toml'], /\[component\.hello\]\nsource = "functions\/hello\/component\.wasm"/)
-  t.match(files['spin.toml'], /command = "tinygo build/)
+  t.match(files['spin.toml'], /command = "GOOS=wasip1 GOARCH=wasm go build/)
 
   const pod = await real.runJob(kube, jobName)
   await untilStatus(control, app.id, build.id, 'running')

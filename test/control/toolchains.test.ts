@@ -18,3 +18,15 @@ t.test('in a checkout after npm ci both resolve: js and ts can build', async (t)
   t.equal(await check('js'), null)
   t.equal(await check('ts'), null)
 })
+
+t.test('go needs go on PATH; rust needs the toolchain root, and root with unshare to sandbox it', async (t) => {
+  const { toolchainProblem } = await import('../../builders/src/toolchains.js')
+  const dir = t.testdir({ bin: { go: '', unshare: '' }, root: { usr: { bin: { cargo: '' } }, opt: { adapter: { 'wasi_snapshot_preview1.reactor.wasm': '' } } }, empty: {} })
+  const [bin, root, empty] = ['bin', 'root', 'empty'].map((name) => `${dir}/${name}`) as [string, string, string]
+  t.equal(toolchainProblem('go', { path: bin, rustRoot: root, isRoot: true }), null)
+  t.equal(toolchainProblem('go', { path: empty, rustRoot: root, isRoot: true }), 'go builds need Go 1.21 or later: go is not on PATH (install Go, or build in a cluster)')
+  t.equal(toolchainProblem('rust', { path: bin, rustRoot: root, isRoot: true }), null)
+  t.equal(toolchainProblem('rust', { path: bin, rustRoot: empty, isRoot: true }), `rust builds need the wasm32 Rust toolchain root: none at ${empty} (run scripts/rust-wasm-root.sh, or build in a cluster)`)
+  t.match(toolchainProblem('rust', { path: bin, rustRoot: root, isRoot: false }), /^rust builds need root and unshare here/)
+  t.match(toolchainProblem('rust', { path: empty, rustRoot: root, isRoot: true }), /^rust builds need root and unshare here/)
+})

@@ -1,19 +1,26 @@
-// The function's handler: Spin calls it for every request on the function's route.
+// The function's handler: a plain net/http handler. The program runs once per request as a
+// CGI script (Spin's WAGI executor): the request arrives in the environment and on stdin,
+// cgi.Serve writes the response to stdout. Build: GOOS=wasip1 GOARCH=wasm go build.
 package main
 
 import (
 	"fmt"
 	"net/http"
-
-	spinhttp "github.com/spinframework/spin-go-sdk/v2/http"
+	"net/http/cgi"
+	"os"
 )
 
-func init() {
-	spinhttp.Handle(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Header().Set("X-Request-Path", r.URL.Path)
-		fmt.Fprintln(w, "hello from {{function}}")
-	})
+func handle(w http.ResponseWriter, r *http.Request) {
+	// stderr is the application's log.
+	fmt.Fprintf(os.Stderr, "{{function}}: %s %s\n", r.Method, r.URL.Path)
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("X-Request-Path", r.URL.Path)
+	fmt.Fprintln(w, "hello from {{function}}")
 }
 
-func main() {}
+func main() {
+	if err := cgi.Serve(http.HandlerFunc(handle)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

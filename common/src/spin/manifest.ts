@@ -6,7 +6,9 @@ import type { Language } from './languages.js'
 // What each language's component builds with, from the function's directory; every command
 // leaves component.wasm there, which spin.toml names as the component's source.
 const BUILD_COMMANDS: Record<Language, string> = {
-  go: 'tinygo build -target=wasip1 -gc=leaking -buildmode=c-shared -no-debug -o component.wasm .',
+  // A wasip1 command module for Spin's WAGI executor (the builder's locked app names it).
+  go: 'GOOS=wasip1 GOARCH=wasm go build -o component.wasm .',
+  // Spin componentizes the wasip1 module at load; the builder does it before pushing.
   rust: 'cargo build --target wasm32-wasip1 --release && cp target/wasm32-wasip1/release/*.wasm component.wasm',
   js: 'npm install && npm run build',
   ts: 'npm install && npm run build',

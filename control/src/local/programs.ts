@@ -1,17 +1,14 @@
 // The programs the local runtime starts and the tools a build needs on this machine. The
 // builder ships beside the control plane (dist/builders), the worker is the project's cargo
-// build (or a configured binary); a language
-// whose compiler is missing here is refused before a build is queued, naming the tool.
-import { execFile } from 'node:child_process'
+// build (or a configured binary); a language whose compiler is missing here is refused before
+// a build is queued, naming the tool.
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import { UnavailableError } from '../../../common/src/errors.js'
 import type { LanguageT } from '../model/resources.js'
-
-const run = promisify(execFile)
+import { rustRoot, toolchainProblem } from '../../../builders/src/toolchains.js'
 
 /**
  * `relative` (e.g. builders/src/main.js) under the compiled tree: beside this file's tree when
@@ -77,13 +74,9 @@ const JS_TOOLCHAIN = ['@spinframework/build-tools', 'esbuild']
 
 export function toolchainCheck (path = process.env.PATH ?? '', isInstalled: (name: string) => boolean = installed): ToolchainCheck {
   const known = new Map<LanguageT, Promise<string | null>>()
-  const check = async (language: LanguageT): Promise<string | null> => {
-    if (language === 'go') return onPath('tinygo', path) ? null : 'go builds need TinyGo: tinygo is not on PATH (install TinyGo 0.34 or later, or build in a cluster)'
-    if (language === 'rust') {
-      if (!onPath('cargo', path)) return 'rust builds need cargo: it is not on PATH (install Rust with rustup, then rustup target add wasm32-wasip2, or build in a cluster)'
-      const installed = await run('rustup', ['target', 'list', '--installed'], { env: { ...process.env, PATH: path }, timeout: 10_000 }).then((r) => r.stdout, () => '')
-      return installed.split('\n').includes('wasm32-wasip2') ? null : 'rust builds need the wasm32-wasip2 target: run rustup target add wasm32-wasip2 (or build in a cluster)'
-    }
+  // RUST_ROOT: the same setting the builder reads (builders/src/config.ts), so both find one root.
+  const check = (language: LanguageT): string | null => {
+    if (language === 'go' || language === 'rust') return toolchainProblem(language, { path, rustRoot: rustRoot(process.env.RUST_ROOT ?? ''), isRoot: process.getuid?.() === 0 })
     // js and ts build with Node, which runs this process, and the builder's npm packages.
     const missing = JS_TOOLCHAIN.filter((name) => !isInstalled(name))
     if (missing.length > 0) return `${language} builds need the js toolchain: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not installed here (the control image leaves it out; run the control plane from a checkout after npm ci, or build in a cluster)`
@@ -91,7 +84,7 @@ export function toolchainCheck (path = process.env.PATH ?? '', isInstalled: (nam
   }
   return (language) => {
     let answer = known.get(language)
-    if (answer === undefined) known.set(language, answer = check(language))
+    if (answer === undefined) known.set(language, answer = Promise.resolve(check(language)))
     return answer
   }
 }

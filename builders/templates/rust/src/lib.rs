@@ -4,6 +4,8 @@ use spin_sdk::http_component;
 
 #[http_component]
 fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
+    // stderr is the application's log.
+    eprintln!("{{function}}: {}", req.path());
     Ok(Response::builder()
         .status(200)
         .header("content-type", "text/plain")

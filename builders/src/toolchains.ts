@@ -1,0 +1,49 @@
+// Where the go and rust toolchains are and what a machine lacks to run them. The builder
+// reads them to build; the control plane asks `toolchainProblem` before queueing a local
+// build, so a machine without a toolchain answers 503 naming it.
+//   go: the `go` on PATH (Go 1.21 or later builds GOOS=wasip1; 1.26 here), nothing else.
+//   rust: a root directory holding Debian 13's rustc, cargo, wasm32 standard library and
+//     wasm-ld plus the WASI preview 1 adapter at /opt/adapter (scripts/rust-wasm-root.sh makes
+//     it under .cache/rust-wasm/current). Outside an image the build runs in it with chroot, so
+//     it needs root (mount namespaces and chroot) and unshare; in the rust builder image the
+//     image's own root is the toolchain ('/') and the pod is the sandbox.
+import { existsSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ADAPTER_PATH = 'opt/adapter/wasi_snapshot_preview1.reactor.wasm'
+
+// Found from this module in the source tree (builders/src) and compiled (dist/builders/src).
+function checkoutDir (): string {
+  const here = fileURLToPath(new URL('.', import.meta.url))
+  return here.includes(join('dist', 'builders')) ? join(here, '..', '..', '..') : join(here, '..', '..')
+}
+
+/** The rust toolchain root: `configured` when set, else the one scripts/rust-wasm-root.sh made in this checkout. */
+export function rustRoot (configured: string): string {
+  return configured !== '' ? configured : join(checkoutDir(), '.cache', 'rust-wasm', 'current')
+}
+
+/** The script that runs one cargo command inside the root (builders/sandbox/rust-build.sh). */
+export function rustSandboxScript (): string {
+  return join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh')
+}
+
+function onPath (tool: string, path: string): boolean {
+  return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
+}
+
+/** Why this machine cannot build go or rust, naming what is missing; null when it can. */
+export function toolchainProblem (language: 'go' | 'rust', options: { path: string; rustRoot: string; isRoot: boolean }): string | null {
+  if (language === 'go') {
+    return onPath('go', options.path) ? null : 'go builds need Go 1.21 or later: go is not on PATH (install Go, or build in a cluster)'
+  }
+  const root = options.rustRoot
+  if (!existsSync(join(root, 'usr', 'bin', 'cargo')) || !existsSync(join(root, ADAPTER_PATH))) {
+    return `rust builds need the wasm32 Rust toolchain root: none at ${root} (run scripts/rust-wasm-root.sh, or build in a cluster)`
+  }
+  if (root !== '/' && (!options.isRoot || !onPath('unshare', options.path))) {
+    return 'rust builds need root and unshare here: build.rs and proc-macros run in a chroot of the toolchain root (or build in a cluster)'
+  }
+  return null
+}
