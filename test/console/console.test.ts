@@ -107,6 +107,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   await page.keyboard.type(PROGRAM[0] as string)
   await page.keyboard.press('Enter')
   await page.keyboard.type(PROGRAM[1] as string)
+  t.equal(await page.getByLabel('New file').getAttribute('placeholder'), 'src/util.js', "the example file name is in the application's language")
   await page.getByLabel('New file').fill('README.md')
   await page.getByRole('button', { name: 'Add file' }).click()
   await page.locator('.editor[data-file="README.md"] .cm-content').click()
