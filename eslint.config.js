@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint'
 export default tseslint.config(
   // console/ is type-checked by its own build (strict tsc over the API types it generates first);
   // worker/ is Rust, its js is a test fixture and a measuring script run by hand.
-  { ignores: ['dist/', 'client/dist/', 'client/bin/', 'coverage/', '.tap/', 'node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*', 'console/', '.cache/', 'worker/'] },
+  { ignores: ['dist/', 'client/dist/', 'client/bin/', 'wasmkube/dist/', 'wasmkube/bin/', 'coverage/', '.tap/', 'node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*', 'console/', '.cache/', 'worker/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

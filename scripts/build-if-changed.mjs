@@ -13,8 +13,8 @@ const stamp = join(repo, 'dist', '.built')
 // What the build reads: the compiled folders, the console's sources, the worker's Rust crate,
 // and the settings of each.
 const inputs = ['common/src', 'relay/src', 'control/src', 'host/src', 'builders/src', 'scripts', 'client/src', 'console',
-  'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
-  'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'client/tsconfig.json']
+  'wasmkube/src', 'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
+  'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'client/tsconfig.json', 'wasmkube/tsconfig.json']
 
 /** The newest modification time under `path`, dependencies and generated API types left out. */
 function newest (path) {

@@ -1,6 +1,7 @@
 // relay login, relay session and relay pair as processes: tokens stored 0600 and refreshed
 // without asking, a table or JSON, auth-disabled relays without a login.
-import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, readFile, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -9,6 +10,7 @@ import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { collect, runCli } from '../helpers/client-cli.js'
 import { actAsUser } from '../helpers/device-user.js'
 import { startTestRelay, until } from '../helpers/relay.js'
+import { stopChild } from '../helpers/stop-child.js'
 
 async function relayCli (t: Test, args: string[], env: Record<string, string>) {
   const cli = runCli(t, args, env)
@@ -74,20 +76,34 @@ t.test('against a relay with auth disabled: no login; pair prints two attach com
   const loginResult = await relayCli(t, ['login', '--server', relay.http], env)
   t.equal(loginResult.code, 0)
   t.match(loginResult.err, /auth disabled/)
-  const pair = await relayCli(t, ['pair', '--server', relay.http], env)
+  // Without this checkout's relay on PATH the commands name Node and the script by absolute
+  // path: run as printed, by a shell in another directory (npx relay fails there).
+  const pair = await relayCli(t, ['pair', '--server', relay.http], { ...env, PATH: '/usr/bin:/bin' })
   t.equal(pair.code, 0, pair.err)
   const commands = pair.out.split('\n').filter((line) => line.startsWith('RELAY_TOKEN='))
   t.equal(commands.length, 2)
-  const [initiator, responder] = commands.map((line) => /^RELAY_TOKEN=(\S+) npx relay attach (\S+)$/.exec(line))
-  t.ok(initiator && responder, pair.out)
-  const a = runCli(t, ['attach', initiator?.[2] as string], { RELAY_TOKEN: initiator?.[1] as string })
-  const b = runCli(t, ['attach', responder?.[2] as string], { RELAY_TOKEN: responder?.[1] as string })
+  t.notMatch(pair.out, 'npx')
+  t.ok(commands.every((line) => line.includes(` ${process.execPath} /`)), pair.out)
+  const elsewhere = await mkdtemp(join(tmpdir(), 'relay-elsewhere-'))
+  const shell = (line: string) => {
+    const child = spawn('sh', ['-c', line], { cwd: elsewhere, env: { PATH: '/usr/bin:/bin' }, stdio: ['pipe', 'pipe', 'inherit'] })
+    t.teardown(() => stopChild(child))
+    return { child, exited: new Promise<number | null>((resolve) => child.once('close', resolve)) }
+  }
+  const a = shell(commands[0] as string)
+  const b = shell(commands[1] as string)
   a.child.stdin.end('from a')
   b.child.stdin.end('from b')
   const [outA, outB, codeA, codeB] = await Promise.all([collect(a.child.stdout), collect(b.child.stdout), a.exited, b.exited])
   t.equal(outA.toString(), 'from b')
   t.equal(outB.toString(), 'from a')
   t.same([codeA, codeB], [0, 0])
+  // Installed (npm install -g, or npm's .bin on PATH): the bare name.
+  const bin = join(elsewhere, 'bin')
+  await mkdir(bin)
+  await symlink(new URL('../../client/bin/relay.js', import.meta.url).pathname, join(bin, 'relay'))
+  const installed = await relayCli(t, ['pair', '--server', relay.http], { ...env, PATH: `/usr/bin:${bin}` })
+  t.match(installed.out, /^RELAY_TOKEN=\S+ relay attach ws:\/\/\S+$/m)
   const listed = await relayCli(t, ['session', 'list', '--server', relay.http], env)
   t.match(listed.out, /closed/)
   const usage = await relayCli(t, ['session', 'frobnicate', '--server', relay.http], env)

@@ -15,7 +15,6 @@ import { filesOf, tgzOf } from '../fixtures/tarballs.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
 import { startClusterControl } from '../helpers/cluster.js'
 import { checkPage, pageProblems, startConsoleControl } from '../helpers/console.js'
-import { until } from '../helpers/control.js'
 import { freePort } from '../helpers/ports.js'
 
 const WAIT = { timeout: 15_000 }
@@ -107,6 +106,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   await page.keyboard.type(PROGRAM[0] as string)
   await page.keyboard.press('Enter')
   await page.keyboard.type(PROGRAM[1] as string)
+  t.equal(await page.getByLabel('New file').getAttribute('placeholder'), 'src/util.js', "the example file name is in the application's language")
   await page.getByLabel('New file').fill('README.md')
   await page.getByRole('button', { name: 'Add file' }).click()
   await page.locator('.editor[data-file="README.md"] .cm-content').click()
@@ -165,11 +165,8 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   t.equal(await page.locator('[data-testid=build-status]').textContent(), 'succeeded', `the build succeeded (its log ends: ${logText.slice(-400)})`)
   await page.getByText('The log is complete.').waitFor(WAIT)
   t.ok(logText.length > 0, 'the build log was shown')
-  // The host starts once the build is recorded: refreshed until the deployment is ready.
-  await until(async () => {
-    await page.getByRole('button', { name: 'Refresh' }).click()
-    return await page.locator('dl.facts span.ok', { hasText: /^ready$/ }).count() === 1
-  }, 60_000, 'the deployment ready')
+  // The host starts once the build is recorded: the page follows it to ready, no Refresh clicked.
+  await page.locator('dl.facts span.ok', { hasText: /^ready$/ }).waitFor({ timeout: 60_000 })
   t.match(await page.locator('dl.facts').textContent(), /oci-layout:\/.*\/hello@sha256:[0-9a-f]{64}/, 'the deployment shows the image the build made')
   const imageSize = ((await api('GET', `/applications/${appId}`)).body as { deployment: { imageSizeBytes: number | null } }).deployment.imageSizeBytes ?? 0
   t.ok(imageSize > 0, `the API knows the image's size (${imageSize} bytes)`)

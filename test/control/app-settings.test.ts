@@ -135,3 +135,22 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
   t.equal(replaced.status, 200)
   t.same(replaced.body.resources, { cpuRequest: '250m', cpuLimit: '1', memoryLimit: '1Gi' }, 'forced: the answer shows the values in force')
 })
+
+t.test('autoscaling with a CPU limit and no request: Kubernetes takes the request from the limit', async (t) => {
+  const autoscaling = { minReplicas: 1, maxReplicas: 3, targetCpuPercent: 60 }
+  const open = await startTestControl(t, 'pglite', LOCAL)
+  const own = await createApp(open, 'hello')
+  const limited = await patch(open, own.id, { autoscaling, resources: { cpuLimit: '750m', memoryLimit: '256Mi' } })
+  t.equal(limited.status, 200, JSON.stringify(limited.body))
+  t.match(limited.body, { autoscaling, resources: { cpuLimit: '750m', memoryLimit: '256Mi' } })
+  const neither = await patch(open, own.id, { resources: { memoryLimit: '256Mi' } })
+  t.equal(neither.status, 400, 'taking the CPU limit away from an autoscaled application is refused')
+  t.match(neither.body, { error: /^autoscaling: needs resources.cpuRequest or resources.cpuLimit/ })
+
+  // Under forced, the platform's limit alone is what is in force, whatever the PATCH sets.
+  const forced = await startTestControl(t, 'pglite', [...LOCAL, '--resource-policy', 'forced', '--resource-cpu-limit', '1', '--resource-memory-limit', '256Mi'])
+  const app = await createApp(forced, 'hello')
+  const onlyLimits = await patch(forced, app.id, { autoscaling, resources: { cpuLimit: '750m', memoryLimit: '256Mi' } })
+  t.equal(onlyLimits.status, 200, JSON.stringify(onlyLimits.body))
+  t.match(onlyLimits.body, { autoscaling, resources: { cpuLimit: '1', memoryLimit: '256Mi' } })
+})

@@ -66,7 +66,8 @@ eachEngine(t, 'application fields are validated: 400 {error} saying what is wron
     ['an unknown language', { ...valid, language: 'python' }, /^language: expected one of go, js, ts, rust/],
     ['no language', { name: 'ok', runtime: 'wasmkube' }, /^missing property language/],
     ['an unknown runtime', { ...valid, runtime: 'docker' }, /^runtime: expected wasmkube/],
-    ['no runtime', { name: 'ok', language: 'go' }, /^missing property runtime/],
+    ['no name, an unknown language, a null description: every field at once', { language: 'python', runtime: 'wasmkube', description: null },
+      /^missing property name; language: expected one of go, js, ts, rust; description: expected a string$/],
     ['a 1001-character description', { ...valid, description: 'x'.repeat(1001) }, /^description: expected free text of at most 1000 characters/],
     ['a null description', { ...valid, description: null }, /^description: expected a string/],
     ['an unknown property', { ...valid, owner: 'me' }, /^unknown property owner/],
@@ -86,7 +87,10 @@ eachEngine(t, 'application fields are validated: 400 {error} saying what is wron
     t.equal((await control.call('POST', '/applications', { json: { ...valid, name: `lang-${language}`, language } })).status, 201, `${language} is a language`)
   }
   t.equal((await control.call('POST', '/applications', { json: { ...valid, name: 'long', description: 'x'.repeat(1000) } })).status, 201, '1000 characters of description')
-  t.equal(((await control.call('GET', '/applications')).body as App[]).length, 10, 'none of the refused ones was stored')
+  const noRuntime = await control.call('POST', '/applications', { json: { name: 'no-runtime', language: 'js' } })
+  t.equal(noRuntime.status, 201, 'runtime may be left out')
+  t.match(noRuntime.body, { runtime: 'wasmkube' }, 'it defaults to the only one')
+  t.equal(((await control.call('GET', '/applications')).body as App[]).length, 11, 'none of the refused ones was stored')
 })
 
 eachEngine(t, 'bad JSON and other bodies: 400, 415 and 413 with {error}', async (t, engine) => {

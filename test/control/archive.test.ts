@@ -68,6 +68,19 @@ t.test('unpack: what tar and git make, "./" prefixes, directories, pax headers, 
   t.same(await unpack(gzipSync(Buffer.alloc(1024))), {}, 'an empty tar (just the end blocks)')
 })
 
+t.test('unpack: one top-level folder with a manifest in it is dropped from the paths; other layouts are kept', async (t) => {
+  const project = { 'package.json': '{}', 'src/index.js': 'x' }
+  const inFolder = { 'hello/package.json': '{}', 'hello/src/index.js': 'x' }
+  t.same(await unpack(gnuTarOf(inFolder)), project, 'tar -czf x.tgz -C build hello')
+  t.same(await unpack(await tgzOf([{ name: 'hello/', type: 'directory' }, { name: 'hello/go.mod', content: 'module x' }, { name: 'hello/main.go', content: 'package main' }])), { 'go.mod': 'module x', 'main.go': 'package main' }, 'with its directory entry, go')
+  t.same(await unpack(gnuTarOf({ 'r/Cargo.toml': '', 'r/src/lib.rs': '' })), { 'Cargo.toml': '', 'src/lib.rs': '' }, 'rust')
+  const sourcesOnly = { 'src/index.js': 'x', 'src/util.js': 'y' }
+  t.same(await unpack(gnuTarOf(sourcesOnly)), sourcesOnly, 'a folder without a manifest stays')
+  const twoFolders = { 'a/package.json': '{}', 'b/x.js': '' }
+  t.same(await unpack(gnuTarOf(twoFolders)), twoFolders, 'two top-level folders stay')
+  t.same(await unpack(gnuTarOf(project)), project, 'a manifest at the root: as is')
+})
+
 t.test('unpack refuses links, devices and paths that leave the directory: 400', async (t) => {
   const cases: Array<[string, Parameters<typeof tgzOf>[0], RegExp]> = [
     ['a parent-directory path', [{ name: '../evil.sh', content: 'x' }], /invalid path "..\/evil.sh" in the archive: the path contains ".."/],

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 import type { CreatedSession, Session } from '../types.js'
 import type { Io } from './context.js'
 import { adminFor, serverOf } from './context.js'
+import { relayLauncher } from './launcher.js'
 import { HELP, UsageError } from './usage.js'
 
 export async function sessionCommand (args: string[], io: Io): Promise<number> {
@@ -77,10 +78,11 @@ export async function pairCommand (args: string[], io: Io): Promise<number> {
   const created = await (await adminFor(server, io)).createSession()
   const initiator = created.initiator_url ?? relayUrl(server, created.id)
   const responder = created.responder_url ?? relayUrl(server, created.id)
+  const relay = relayLauncher(io.env)
   io.stdout.write([
-    `# session ${created.id}, until ${created.expires_at}; one command per terminal:`,
-    `RELAY_TOKEN=${created.initiator_token} npx relay attach ${initiator}`,
-    `RELAY_TOKEN=${created.responder_token} npx relay attach ${responder}`,
+    `# session ${created.id}, until ${created.expires_at}; one command per terminal, from any directory:`,
+    `RELAY_TOKEN=${created.initiator_token} ${relay} attach ${initiator}`,
+    `RELAY_TOKEN=${created.responder_token} ${relay} attach ${responder}`,
     '',
   ].join('\n'))
   return 0

@@ -7,6 +7,7 @@ import { useAccess } from './access'
 import { ErrorText, Notice } from './status'
 
 const FINISHED = new Set(['succeeded', 'failed'])
+const DEPLOYMENT_POLL_MS = 2000
 
 /** An image's size as people read it, with the exact count for comparing with the registry. */
 function ImageSize ({ bytes }: { bytes: number | null }) {
@@ -111,6 +112,14 @@ function DeploymentCard ({ app, onChanged }: { app: Application; onChanged: () =
   const [busy, setBusy] = useState(false)
   const { canWrite } = useAccess()
   const d = app.deployment
+  // A deployment starting (after a build, a deploy or a settings change) becomes ready on its
+  // own: the application is read again until it is, so the card follows without a Refresh.
+  const starting = d !== null && !d.ready
+  useEffect(() => {
+    if (!starting) return
+    const timer = setTimeout(onChanged, DEPLOYMENT_POLL_MS)
+    return () => clearTimeout(timer)
+  }, [app, starting])
   return (
     <section aria-labelledby="deployment">
       <h2 id="deployment">Deployment</h2>

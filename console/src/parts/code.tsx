@@ -29,12 +29,15 @@ export function CodePanel ({ app, selected, onSelect, onChanged }: { app: Applic
   return (
     <>
       <FunctionsSection app={app} selected={selected} onSelect={onSelect} onChanged={onChanged} />
-      {selected !== null && <SourceEditor key={selected.id} appId={app.id} fn={selected} />}
+      {selected !== null && <SourceEditor key={selected.id} appId={app.id} fn={selected} language={app.language} />}
     </>
   )
 }
 
-function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
+// A new file's example name in the application's language, where its template keeps sources.
+const NEW_FILE_EXAMPLE: Record<string, string> = { js: 'src/util.js', ts: 'src/util.ts', go: 'util.go', rust: 'src/util.rs' }
+
+function SourceEditor ({ appId, fn, language }: { appId: string; fn: Fn; language: string }) {
   const base = `/applications/${appId}/functions/${fn.id}`
   const [files, setFiles] = useState<Record<string, string> | null>(null)
   const [saved, setSaved] = useState<Record<string, string>>({})
@@ -125,7 +128,7 @@ function SourceEditor ({ appId, fn }: { appId: string; fn: Fn }) {
             setCurrent(name)
             setNewName('')
           }}>
-            <label>New file <input name="new-file" value={newName} placeholder="src/main.go" onInput={(e) => setNewName(e.currentTarget.value)} autoComplete="off" /></label>
+            <label>New file <input name="new-file" value={newName} placeholder={NEW_FILE_EXAMPLE[language] ?? 'README.md'} onInput={(e) => setNewName(e.currentTarget.value)} autoComplete="off" /></label>
             <button type="submit">Add file</button>
           </form>}
         </div>

@@ -38,9 +38,11 @@ export async function configureApplication (deps: DomainDeps, appId: string, pat
     change.autoscaling = autoscaling
   }
   // The autoscaler measures CPU use against the request: without one it could never act.
+  // Kubernetes makes a container's request its limit when only the limit is set, so a limit will do.
   const autoscaling = change.autoscaling !== undefined ? change.autoscaling : application.settings.autoscaling
-  if (autoscaling !== null && resourcesInForce(config, change.resources ?? application.settings.resources).cpuRequest === undefined) {
-    throw new InvalidInputError('autoscaling: needs resources.cpuRequest (or the platform\'s --resource-cpu-request): CPU use is measured against it')
+  const cpu = resourcesInForce(config, change.resources ?? application.settings.resources)
+  if (autoscaling !== null && cpu.cpuRequest === undefined && cpu.cpuLimit === undefined) {
+    throw new InvalidInputError('autoscaling: needs resources.cpuRequest or resources.cpuLimit (or the platform\'s --resource-cpu-request or --resource-cpu-limit): CPU use is measured against the request, which Kubernetes takes from the limit when only that is set')
   }
   // Last: this writes secret values to the cluster, which only a valid request should do.
   if (patch.variables !== undefined) change.variables = await storeVariables(deps, application, patch.variables)

@@ -29,7 +29,23 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
 // Keywords that only summarise failures reported more precisely elsewhere in the list.
 const SUMMARIES = new Set(['anyOf', 'oneOf', 'allOf', 'boolean', 'if', 'then', 'else'])
 
+// Every field's failure at once, one reason per field in the order found, so a caller fixes
+// them in one round; a root-level failure (missing or unknown properties) is a reason of its own.
 function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
+  const groups = new Map<string, TypeBoxError[]>()
+  errors.forEach((error, index) => {
+    const top = error.instancePath.split('/')[1]
+    const key = top === undefined ? (SUMMARIES.has(error.keyword) ? '' : `#${index}`) : `/${top}`
+    groups.set(key, [...groups.get(key) ?? [], error])
+  })
+  const reasons = [...groups.entries()]
+    // A group of summaries alone (an extra property's "schema is false") restates a reason given elsewhere.
+    .filter(([, group]) => groups.size === 1 || group.some((e) => !SUMMARIES.has(e.keyword)))
+    .map(([, group]) => describeOne(schema, part, group))
+  return [...new Set(reasons)].join('; ')
+}
+
+function describeOne (schema: TSchema, part: string, errors: TypeBoxError[]): string {
   const error = chooseError(errors)
   if (error === undefined) return `invalid ${part}`
   const field = error.instancePath.slice(1).split('/').map(unescapePointer).join('.')

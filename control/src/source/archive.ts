@@ -110,7 +110,7 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
     extract.on('finish', () => {
       if (settled) return
       settled = true
-      resolve(Object.fromEntries(files))
+      resolve(withoutTopFolder(Object.fromEntries(files)))
     })
 
     extract.on('error', (error: Error) => fail(new InvalidInputError(`not a valid tar archive: ${error.message}`)))
@@ -127,6 +127,23 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
 
     input.pipe(compressed).pipe(gunzip).pipe(inflated).pipe(extract)
   })
+}
+
+// A build reads its manifest at the function's root.
+const MANIFESTS = ['package.json', 'go.mod', 'Cargo.toml']
+
+/**
+ * An archive made of a project's folder (`tar -czf x.tgz -C build hello`, `git archive
+ * --prefix=hello/`) holds every file under one folder, and the build would find no manifest at
+ * the root: such a folder is dropped from the paths when a manifest is directly in it, and the
+ * files are kept as they are otherwise (a folder of sources alone is a layout the user chose).
+ */
+function withoutTopFolder (files: Record<string, string>): Record<string, string> {
+  const paths = Object.keys(files)
+  const top = paths[0]?.split('/')[0]
+  if (top === undefined || !paths.every((path) => path.startsWith(`${top}/`))) return files
+  if (!MANIFESTS.some((name) => `${top}/${name}` in files)) return files
+  return Object.fromEntries(paths.map((path) => [path.slice(top.length + 1), files[path] as string]))
 }
 
 type TarHeader = tar.Header

@@ -41,13 +41,14 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
       tags: ['applications'],
       operationId: 'createApplication',
       summary: 'Create an application and its first function (same name, route "/...", the language\'s hello-world source) in the caller\'s tenant',
-      description: 'tenant defaults to the caller\'s only tenant: 400 when the caller is in several and names none, 403 when the caller is not in the one named (admins may name any).',
+      description: 'runtime defaults to wasmkube (the only one). tenant defaults to the caller\'s only tenant: 400 when the caller is in several and names none, 403 when the caller is not in the one named (admins may name any). A refusal names every field in error at once, separated by "; ".',
       body: CreateApplication,
       response: { 201: Application, ...errors(400, 409, 413, 415) },
     },
   }, async (request, reply) => {
-    const { tenant, ...fields } = request.body
-    const created = await createApplication(db, { ...fields, tenant: tenantForNew(callerOf(request), tenant) }, templateFiles)
+    const { tenant, runtime, ...fields } = request.body
+    // wasmkube is the only runtime: a caller need not name it.
+    const created = await createApplication(db, { ...fields, runtime: runtime ?? 'wasmkube', tenant: tenantForNew(callerOf(request), tenant) }, templateFiles)
     reply.code(201)
     return applicationView(deps.config, created, null)
   })

@@ -5,7 +5,7 @@ import { Description, Language, Name, Runtime, Tenant } from '../../model/resour
 export const CreateApplication = Type.Object({
   name: Name,
   language: Language,
-  runtime: Runtime,
+  runtime: Type.Optional(Runtime),
   description: Type.Optional(Description),
   tenant: Type.Optional(Tenant),
 }, { additionalProperties: false })
