@@ -4,7 +4,7 @@
 // what was left running, missing toolchains answering 503 by name, and deployments loaded into
 // the real worker: ready, invoked, reloaded on redeploy, unloaded on delete, stopped at
 // shutdown, brought back after a restart, a crashed worker restarted.
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
@@ -157,6 +157,26 @@ t.test('a compile error: failed, the termination log as error, the log kept', as
   const crashed = await jsApp(control, 'crash', 'MODE:crash')
   const lastWords = await untilBuild(control, crashed.id, (await build(control, crashed.id)).id, 'failed')
   t.match(lastWords.error, /last words$/, 'no termination log: the end of the log, as in a cluster')
+})
+
+t.test("each application's builds share a dependency cache of its own, private, gone with the application", async (t) => {
+  const { control } = await startLocal(t)
+  const cacheOf = async (appId: string): Promise<string> => {
+    const failed = await untilBuild(control, appId, (await build(control, appId)).id, 'failed')
+    const log = await control.call('GET', `/applications/${appId}/builds/${failed.id}/logs`)
+    return /^dependency cache (.*)$/m.exec(log.text)?.[1] ?? ''
+  }
+  const shop = await jsApp(control, 'shop', 'MODE:fail')
+  const blog = await jsApp(control, 'blog', 'MODE:fail')
+  const first = await cacheOf(shop.id)
+  t.equal(first, join(control.store.dataDir, 'runtime', 'dependencies', 'shop'), "the builder is told the application's own directory")
+  t.equal(await cacheOf(shop.id), first, 'the next build of the application gets the same one')
+  const other = await cacheOf(blog.id)
+  t.not(other, first, 'another application gets another')
+  t.equal(statSync(first).mode & 0o777, 0o700, 'readable by the control plane alone')
+  t.equal((await control.call('DELETE', `/applications/${shop.id}`)).status, 204)
+  t.notOk(existsSync(first), 'deleted with its application')
+  t.ok(existsSync(other), "another application's stays")
 })
 
 t.test('at most --local-builds at once, the rest pending in order; past --build-timeout a build fails', async (t) => {

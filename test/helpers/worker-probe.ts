@@ -48,6 +48,8 @@ export const WORKER_BIN = join(root, '.cache', 'worker', 'target', 'release', 'w
 /** A compiled-components directory of its own (a test that prunes it), filled from the shared one so nothing compiles again. */
 export function ownCompiledDir (dir: string): string {
   mkdirSync(dir, { recursive: true })
+  // The first test of a fresh checkout finds nothing compiled yet: its worker compiles.
+  mkdirSync(SHARED_COMPILED, { recursive: true })
   for (const name of readdirSync(SHARED_COMPILED)) {
     if (name.endsWith('.cwasm')) copyFileSync(join(SHARED_COMPILED, name), join(dir, name))
   }

@@ -29,6 +29,11 @@ export type LocalBuildsDeps = {
   logger: Logger
   /** Scratch space of running builds: {dir}/{build id}/. */
   dir: string
+  /**
+   * Each application's dependency cache, kept between its builds (go modules, cargo registry
+   * and target): {cacheDir}/{clusterName}/, one per application so no tenant reads another's.
+   */
+  cacheDir: string
   /** The builder's main.js (resolved per build, so a missing program is reported then). */
   builder: () => string
   concurrency: number
@@ -116,6 +121,8 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
       return
     }
     const terminationLog = join(workDir, 'termination-log')
+    const dependencyCache = join(deps.cacheDir, app.clusterName)
+    mkdirSync(dependencyCache, { recursive: true, mode: 0o700 })
     const child = startNode(main, [], {
       cwd: workDir,
       env: childEnv({
@@ -126,6 +133,7 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
         LANGUAGE: app.language,
         BUILD_ID: buildId,
         TERMINATION_LOG: terminationLog,
+        DEPENDENCY_CACHE: dependencyCache,
       }),
     })
     running.set(buildId, child)

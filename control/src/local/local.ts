@@ -81,6 +81,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     db,
     logger,
     dir: join(root, 'builds'),
+    cacheDir: join(root, 'dependencies'),
     builder,
     concurrency: config.localBuilds,
     timeoutMs: config.buildTimeoutMs,
@@ -109,6 +110,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     async forget (app) {
       await hosts.remove(app.id)
       rmSync(join(root, 'images', app.clusterName), { recursive: true, force: true })
+      rmSync(join(root, 'dependencies', app.clusterName), { recursive: true, force: true })
     },
     async close () {
       await builds.close()
