@@ -1,4 +1,4 @@
-// npm run bench:cpu -- [--builds this,old=/usr/bin/node:/path/to/old/dist/relay/src/main.js]
+// npm run bench:cpu -- [--builds this,uws,old=/usr/bin/node:/path/to/old/dist/relay/src/main.js]
 //   [--size 16] [--pairs 1] [--rounds 5] [--duration 3s] [--json]
 //
 // The relay's CPU time per forwarded message, for one or more builds of it taking turns: the
@@ -6,14 +6,17 @@
 // CPU the relay spends per message barely does, so this answers "did the code get slower"
 // on a busy machine too. Each round starts every build afresh, drives it with the frame
 // generator of `bench:relay`, and divides the relay's utime + stime (/proc) by the messages
-// its /metrics says it forwarded meanwhile. `this` is this checkout's build on this Node.
+// its /metrics says it forwarded meanwhile. `this` is this checkout's build on this Node;
+// `uws` is the bare uWebSockets.js relay of bench:relay (bench/baselines/uws-relay.ts), the
+// floor: the same stack with nothing on top. Both by default.
 import { readFlags } from './flags.js'
 import { runGenerator } from './generator-process.js'
 import { cpuTicks, machineInfo, TICKS_PER_SECOND } from './proc.js'
 import type { Build } from './servers.js'
 import { parseBuild, startServer } from './servers.js'
 
-type Options = { builds: Array<{ name: string; build: Build | undefined }>; size: number; pairs: number; rounds: number; durationMs: number }
+/** `build` undefined: this checkout's relay, or with `bare`, the bare uWS relay. */
+type Options = { builds: Array<{ name: string; build: Build | undefined; bare?: boolean }>; size: number; pairs: number; rounds: number; durationMs: number }
 
 type Round = { cpuMsPerThousand: number; messages: number; messagesPerSec: number }
 
@@ -24,8 +27,8 @@ async function forwarded (port: number): Promise<number> {
   return Number(match[1])
 }
 
-async function measure (options: Options, build: Build | undefined): Promise<Round> {
-  const server = await startServer('relay', [], build)
+async function measure (options: Options, { build, bare }: Options['builds'][number]): Promise<Round> {
+  const server = await startServer(bare === true ? 'uws' : 'relay', [], build)
   try {
     const messagesBefore = await forwarded(server.port)
     const ticksBefore = cpuTicks(server.pid)
@@ -53,7 +56,11 @@ async function measure (options: Options, build: Build | undefined): Promise<Rou
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 function parseBuilds (value: string): Options['builds'] {
-  return value.split(',').map((entry) => entry === 'this' ? { name: 'this', build: undefined } : parseBuild(entry))
+  return value.split(',').map((entry) => {
+    if (entry === 'this') return { name: 'this', build: undefined }
+    if (entry === 'uws') return { name: 'uws', build: undefined, bare: true }
+    return parseBuild(entry)
+  })
 }
 
 function parseDuration (value: string): number {
@@ -63,7 +70,7 @@ function parseDuration (value: string): number {
 }
 
 async function main (): Promise<void> {
-  const options: Options = { builds: parseBuilds('this'), size: 16, pairs: 1, rounds: 5, durationMs: 3000 }
+  const options: Options = { builds: parseBuilds('this,uws'), size: 16, pairs: 1, rounds: 5, durationMs: 3000 }
   const { json } = readFlags(process.argv.slice(2), {
     '--builds': (value) => { options.builds = parseBuilds(value) },
     '--size': (value) => { options.size = Number(value) },
@@ -73,8 +80,8 @@ async function main (): Promise<void> {
   })
   const rounds = new Map<string, Round[]>(options.builds.map(({ name }) => [name, []]))
   for (let r = 0; r < options.rounds; r++) {
-    for (const { name, build } of options.builds) {
-      rounds.get(name)!.push(await measure(options, build))
+    for (const entry of options.builds) {
+      rounds.get(entry.name)!.push(await measure(options, entry))
       if (!json) process.stderr.write('.')
     }
   }

@@ -1,8 +1,9 @@
-// npm run bench:relay -- [--sizes 16,1024,65536,1048576] [--pairs 1,100] [--targets relay,ws,tcp]
+// npm run bench:relay -- [--sizes 16,1024,65536,1048576] [--pairs 1,100] [--targets relay,uws,ws,tcp]
 //   [--relay-builds NAME=NODE:MAIN_JS[,...]] [--writes batched,single] [--warmup 1s] [--duration 3s] [--latency 2s] [--repetitions 3]
 //   [--window-bytes 1MiB] [--window-messages 1024] [--latency-rate moderate|half|N[,N...]] [--json]
 //
-// Frame throughput of the relay against two baselines in the same run, each target in its
+// Frame throughput of the relay against three baselines in the same run (`uws`: the bare
+// uWebSockets.js relay, the same stack with nothing on top, the floor the relay is held to), each target in its
 // own process and the load generator in another, on loopback. Each case runs `repetitions`
 // times per target, the targets taking turns, and reports medians. `--writes single` has the
 // clients write one frame per write call, as browsers send. `--relay-builds` adds other builds
@@ -42,7 +43,7 @@ export function moderateRate (size: number): number {
   return Math.max(1, Math.min(50_000, Math.floor(200e6 / size)))
 }
 
-/** `relay`, `ws`, `tcp`, or `relay@NAME` for a build given by `--relay-builds`. */
+/** `relay`, `uws`, `ws`, `tcp`, or `relay@NAME` for a build given by `--relay-builds`. */
 type TargetName = ServerName | `relay@${string}`
 
 export type CaseResult = {
@@ -149,10 +150,11 @@ function table (results: CaseResult[], machine: Machine): string {
   const find = (target: TargetName, r: CaseResult) => results.find((o) => o.target === target && o.size === r.size && o.pairs === r.pairs && o.writes === r.writes)
   const caseOf = (r: CaseResult): string => `${bytes(r.size)} x ${r.pairs}${r.writes === 'single' ? ', single writes' : ''}`
   const label = (target: TargetName): string => target.startsWith('relay@') ? `${SERVERS.relay.label} ${target.slice('relay'.length)}` : SERVERS[target as ServerName].label
-  const throughput: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'server CPU', 'server RSS', 'gen. CPU', 'vs ws', 'vs tcp']]
+  const throughput: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'server CPU', 'server RSS', 'gen. CPU', 'vs uWS', 'vs ws', 'vs tcp']]
   const latency: string[][] = [['case', 'target', 'rate/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'pacer p99', 'server CPU', 'p99 vs tcp']]
   for (const r of results) {
     const m = r.median
+    const uws = find('uws', r)
     const ws = find('ws', r)
     const tcp = find('tcp', r)
     throughput.push([
@@ -163,6 +165,7 @@ function table (results: CaseResult[], machine: Machine): string {
       `${Math.round(m.serverCpuPercent)}%`,
       `${(m.serverRssBytes / 2 ** 20).toFixed(0)} MiB`,
       `${Math.round(m.generatorCpuPercent)}%`,
+      r.target !== 'uws' && uws !== undefined ? `${(m.messagesPerSec / uws.median.messagesPerSec).toFixed(2)}x` : '',
       r.target !== 'ws' && ws !== undefined ? `${(m.messagesPerSec / ws.median.messagesPerSec).toFixed(2)}x` : '',
       r.target !== 'tcp' && tcp !== undefined ? `${Math.round((m.mbPerSec / tcp.median.mbPerSec) * 100)}%` : '',
     ])
@@ -203,7 +206,7 @@ function parseOptions (argv: string[]): Options {
   const options: Options = {
     sizes: [16, 1024, 65536, 1048576],
     pairs: [1, 100],
-    targets: ['relay', 'ws', 'tcp'],
+    targets: ['relay', 'uws', 'ws', 'tcp'],
     writes: ['batched'],
     relayBuilds: new Map(),
     warmupMs: 1000,

@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 
-export type ServerName = 'relay' | 'ws' | 'tcp'
+export type ServerName = 'relay' | 'uws' | 'ws' | 'tcp'
 export type RunningServer = { process: ChildProcess; port: number; pid: number }
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
@@ -21,6 +21,8 @@ const RELAY_UNLIMITED = ['--session-create-limit', 'off', '--max-sessions', '100
 /** How each server starts; `{port}` is replaced by a free port. */
 export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
   relay: { label: 'relay (uWS)', argv: [...RELAY_NODE_FLAGS, here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn', ...RELAY_UNLIMITED] },
+  // The relay's Node flags too: the ratio to it is then what the relay's code costs.
+  uws: { label: 'bare uWS relay', argv: [...RELAY_NODE_FLAGS, here('./baselines/uws-relay.js'), '{port}'] },
   ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
   tcp: { label: 'raw TCP pipe', argv: [here('./baselines/tcp-forwarder.js'), '{port}'] },
 }
