@@ -135,7 +135,8 @@ t.test('scale to zero: an application without a request past the idle timeout is
   const dir = t.testdir({ worker: {} })
   const logger = createLogger('info', new Writable({ write (_chunk, _encoding, done) { done() } }))
   // The sweep runs often; the injected clock decides what is idle.
-  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED, idle: { timeoutMs: 60_000, sweepMs: 20, now: () => clock } })
+  let counted = new Map<string, number>()
+  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED, idle: { timeoutMs: 60_000, sweepMs: 20, now: () => clock, swept: (counts) => { counted = new Map(counts) } } })
   t.teardown(() => hosts.close())
   const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`)
   await hosts.deploy({ id: 'busy' }, image)
@@ -143,9 +144,14 @@ t.test('scale to zero: an application without a request past the idle timeout is
   const sleepy = await answer(hosts, 'sleepy')
   const busy = await answer(hosts, 'busy')
 
+  // The clock moves only once a sweep has read the requests so far: a count read late would
+  // restart an application's idle time at the moved clock.
+  await until(() => (counted.get('sleepy') ?? 0) >= 1 && (counted.get('busy') ?? 0) >= 1, 5000, 'a sweep that read both first requests')
   clock += 59_000
   // Requests at its own URL count: the busy one is not idle when the timeout is up.
+  const before = counted.get('busy') ?? 0
   await fetch(`${busy.url}/`).then((response) => response.text())
+  await until(() => (counted.get('busy') ?? 0) > before, 5000, "a sweep that read the busy one's request")
   clock += 30_000
   await until(() => /^idle/.test(hosts.status('sleepy')?.message ?? ''), 5000, 'the idle application unloaded')
   t.match(hosts.status('sleepy'), { ready: false, running: true, url: null, message: /^idle: unloaded after 60 s without a request; the next invoke loads it again$/ })

@@ -44,9 +44,10 @@ export type LocalHostsDeps = {
   /**
    * Scale to zero: an application without a request for `timeoutMs` is unloaded (its memory
    * given back) and loaded again by the next invoke. Checked every `sweepMs` (a quarter of the
-   * timeout, at most 30 s, by default); `now` is the clock.
+   * timeout, at most 30 s, by default); `now` is the clock; `swept` is told the request counts
+   * each sweep read (tests wait for a count rather than a time).
    */
-  idle?: { timeoutMs: number; sweepMs?: number; now?: () => number }
+  idle?: { timeoutMs: number; sweepMs?: number; now?: () => number; swept?: (counts: ReadonlyMap<string, number>) => void }
   /** Per application, the worker's `limits` (worker/README.md); its defaults when absent. */
   limits?: { requestTimeoutMs?: number; memoryBytes?: number; maxRequestBodyBytes?: number; maxResponseBodyBytes?: number }
 }
@@ -153,6 +154,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       const instance = instances.get(appId)
       if (instance !== undefined) void enqueue(appId, () => unloadIdle(instance))
     }
+    deps.idle?.swept?.(counts)
   }
 
   async function unloadIdle (instance: Instance): Promise<void> {
