@@ -8,139 +8,14 @@
 // No deployment runs on the host any more (the local runtime's worker does:
 // test/control/local-sandbox.test.ts); the cluster tests' fake spin-operator still serves with it,
 // so its sandbox stays tested until host/ goes.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { mkdir, symlink, writeFile, readFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
-import type { AddressInfo, Server, Socket } from 'node:net'
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import t from 'tap'
-import type { Test } from 'tap'
 import { pushSpinApp } from '../../common/src/spin/artifact.js'
 import { layoutStore } from '../../common/src/spin/layout.js'
-import { templateFiles } from '../../builders/src/templates.js'
-import { childEnv, runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
-import { stopAtTeardown } from '../helpers/stop-child.js'
+import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
+import { listener, probeComponent, probeFiles } from '../fixtures/sandbox-probe.js'
 
 t.setTimeout(300_000)
-
-const require = createRequire(import.meta.url)
-const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
-// Every WASI package at 0.2.3, as the http world's package ships them.
-const WASI_WIT = readFileSync(join(dirname(require.resolve('@spinframework/wasi-http-proxy/package.json')), 'wit', 'wasi-http@0.2.3.wit'), 'utf8')
-
-const PROBE_WORLD = `package probe:sandbox@0.1.0;
-
-world probe {
-  import wasi:cli/environment@0.2.3;
-  import wasi:cli/exit@0.2.3;
-  import wasi:filesystem/preopens@0.2.3;
-  import wasi:sockets/instance-network@0.2.3;
-  import wasi:sockets/tcp-create-socket@0.2.3;
-}
-`
-
-const PROBE = `import { getEnvironment } from 'wasi:cli/environment@0.2.3'
-import { exit } from 'wasi:cli/exit@0.2.3'
-import { getDirectories } from 'wasi:filesystem/preopens@0.2.3'
-import { instanceNetwork } from 'wasi:sockets/instance-network@0.2.3'
-import { createTcpSocket } from 'wasi:sockets/tcp-create-socket@0.2.3'
-addEventListener('fetch', (event) => { event.respondWith(handle(event.request)) })
-const json = (value) => new Response(JSON.stringify(value), { headers: { 'content-type': 'application/json' } })
-async function handle (request) {
-  const query = new URL(request.url).searchParams
-  try {
-    switch (query.get('probe')) {
-      case 'environment': return json({ entries: getEnvironment() })
-      case 'directories': return json({ paths: getDirectories().map((entry) => entry[1]) })
-      case 'socket': {
-        const socket = createTcpSocket('ipv4')
-        socket.startConnect(instanceNetwork(), { tag: 'ipv4', val: { port: Number(query.get('port')), address: [127, 0, 0, 1] } })
-        return json({ connecting: true })
-      }
-      case 'exit': exit({ tag: 'ok' }); return json({ exited: false })
-      case 'spin': for (;;) {}
-      case 'fetch': {
-        const answer = await fetch(query.get('url'))
-        return json({ status: answer.status, body: await answer.text() })
-      }
-    }
-    return json({ unknown: true })
-  } catch (error) {
-    return json({ error: String(error.payload ?? error) })
-  }
-}
-`
-
-function probeFiles (): Record<string, string> {
-  const files = templateFiles('js', 'probe')
-  const pkg = JSON.parse(files['package.json'] as string) as { config: { witDependencies: unknown[] } }
-  pkg.config.witDependencies.push({ witPath: './probe-wit', package: 'probe:sandbox@0.1.0', world: 'probe' })
-  files['package.json'] = JSON.stringify(pkg, null, 2)
-  files['probe-wit/probe.wit'] = PROBE_WORLD
-  files['probe-wit/deps/wasi.wit'] = WASI_WIT
-  files['src/index.js'] = PROBE
-  return files
-}
-
-/** A TCP listener counting the connections it gets; HTTP requests are answered "reached". */
-async function listener (t: Test): Promise<{ port: number; hits: () => number }> {
-  let hits = 0
-  const sockets = new Set<Socket>()
-  const server: Server = createServer((socket) => {
-    hits++
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
-    socket.end('HTTP/1.1 200 OK\r\ncontent-length: 7\r\nconnection: close\r\n\r\nreached')
-  })
-  // A client that keeps its end open would hold close() forever.
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.close(() => resolve())
-    for (const socket of sockets) socket.destroy()
-  }))
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return { port: (server.address() as AddressInfo).port, hits: () => hits }
-}
-
-async function run (t: Test, command: string, args: string[], cwd: string): Promise<void> {
-  const child = spawn(command, args, { cwd, env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] })
-  stopAtTeardown(t, child)
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const [code] = await once(child, 'close') as [number | null]
-  if (code !== 0) throw new Error(`${args.join(' ')} failed (${String(code)}): ${output}`)
-}
-
-/** What the builder would make without its check: the same bundler plugin, then j2w. */
-async function buildByHand (t: Test, dir: string): Promise<Buffer> {
-  for (const [path, content] of Object.entries(probeFiles())) {
-    await mkdir(dirname(join(dir, path)), { recursive: true })
-    await writeFile(join(dir, path), content)
-  }
-  await symlink(dirname(dirname(buildTools)), join(dir, 'node_modules'), 'dir')
-  await writeFile(join(dir, 'bundle.mjs'), `import { build } from 'esbuild'
-import { SpinEsbuildPlugin } from '@spinframework/build-tools/plugins/esbuild/index.js'
-await build({ entryPoints: ['src/index.js'], outfile: 'bundle.js', bundle: true, format: 'esm', platform: 'node', target: 'es2020', plugins: [await SpinEsbuildPlugin()] })
-`)
-  await run(t, process.execPath, ['bundle.mjs'], dir)
-  await run(t, process.execPath, [join(buildTools, 'dist', 'index.js'), '-i', 'bundle.js', '-o', 'component.wasm'], dir)
-  return readFile(join(dir, 'component.wasm'))
-}
-
-// Built once for the file (7-15 s and ~600 MB each time).
-const probeDir = mkdtempSync(join(tmpdir(), 'sandbox-probe-'))
-t.teardown(() => rmSync(probeDir, { recursive: true, force: true }))
-let probeBuilt: Promise<Buffer> | null = null
-function probeComponent (t: Test): Promise<Buffer> {
-  probeBuilt ??= buildByHand(t, probeDir)
-  return probeBuilt
-}
 
 async function ask (url: string, query: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${url}/?${new URLSearchParams(query).toString()}`)
