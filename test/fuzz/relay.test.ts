@@ -1,7 +1,7 @@
 // Fuzz stage, relay: generated admin-API requests and WebSocket upgrade requests, written byte
 // for byte on raw connections to one relay with real OIDC auth. Whatever arrives, the relay
-// answers without a 5xx of its own making (503 is a documented answer), keeps serving a live
-// pair, and writes no token into its logs. Bounded: seed and run count from test/helpers/fuzz.ts.
+// answers without a 5xx of its own making (503 is a documented answer, 505 uWS's to a broken
+// request line), keeps serving a live pair, and writes no token into its logs. Bounded: seed and run count from test/helpers/fuzz.ts.
 import { randomBytes } from 'node:crypto'
 import fc from 'fast-check'
 import t from 'tap'
@@ -12,8 +12,12 @@ import { attach, createSession, startTestRelay } from '../helpers/relay.js'
 
 const AUDIENCE = 'https://relay.test'
 
-/** A relay's own failure: a 5xx other than the documented 503. */
-const serverFault = (status: number | null): boolean => status !== null && status >= 500 && status !== 503
+/**
+ * A relay's own failure: a 5xx other than the documented 503 and uWebSockets.js's 505, its
+ * answer to a request line that is not HTTP/1.1 (what a CR LF inside a header value makes of
+ * the next line: "This server does not support HTTP/1.0", before any relay code runs).
+ */
+const serverFault = (status: number | null): boolean => status !== null && status >= 500 && status !== 503 && status !== 505
 
 // Long enough that a late answer (a 500 after a slow path) is read, not taken for silence.
 const PATIENCE_MS = 2000
