@@ -52,7 +52,6 @@ COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist/common/src ./dist/common/src
 COPY --from=build /app/dist/control/src/source ./dist/control/src/source
-COPY --from=build /app/dist/control/src/errors.js ./dist/control/src/errors.js
 COPY --from=build /app/dist/builders/src ./dist/builders/src
 USER 10001:10001
 ENTRYPOINT ["node", "dist/builders/src/main.js"]

@@ -57,7 +57,6 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist/common/src ./dist/common/src
 # The builder reuses the control plane's guarded archive unpacking.
 COPY --from=build /app/dist/control/src/source ./dist/control/src/source
-COPY --from=build /app/dist/control/src/errors.js ./dist/control/src/errors.js
 COPY --from=build /app/dist/builders/src ./dist/builders/src
 # A fixed numeric uid, so Kubernetes can verify runAsNonRoot without a passwd lookup.
 USER 10001:10001
