@@ -52,11 +52,18 @@ t.test('a new value and a new name take effect with a restart, not a rebuild', {
   t.equal(await greet(), 'hola-value-three from hello\n', 'a new name declared without a rebuild')
   t.not(hosts.status('app')?.image, relocked)
 
+  // The guest's output reaches the log through the worker's stderr, after its answer: followed
+  // until the line arrives rather than read once.
   const appLog = await new Promise<string>((resolve) => {
     let text = ''
-    const stream = hosts.log('app', { follow: false })!
-    stream.on('data', (chunk: Buffer) => { text += chunk.toString('utf8') })
-    stream.on('end', () => resolve(text))
+    const stream = hosts.log('app', { follow: true })!
+    const done = (): void => { stream.destroy(); resolve(text) }
+    const timer = setTimeout(done, 30_000)
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8')
+      if (/hello: GET \/hello/.test(text)) { clearTimeout(timer); done() }
+    })
+    stream.on('end', () => { clearTimeout(timer); resolve(text) })
   })
   t.match(appLog, /hello: GET \/hello/, "the application's log is captured")
   const everything = logs.join('') + appLog
