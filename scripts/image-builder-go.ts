@@ -5,26 +5,23 @@
 // served by the wasmtime worker (.cache/worker/target/release/worker, scripts/test-worker.sh),
 // since the Node host runs components only. A compile error must fail with its file and line.
 import { spawn } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pullSpinApp } from '../common/src/spin/artifact.js'
 import { parseRef } from '../common/src/spin/ref.js'
 import { openStore } from '../common/src/spin/store.js'
 import { templateFiles } from '../builders/src/templates.js'
-import { spinManifest } from '../common/src/spin/manifest.js'
-import { packArchive } from '../control/src/source/archive.js'
 import { removeDir } from './image-host.js'
 import type { UndoStack } from './image-host.js'
-import { startRegistry } from './image-builder.js'
-import type { Registry, Suite } from './image-builder.js'
-import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
-import type { ImageConfig, ImageRoot } from './image-root.js'
+import { runBuild, startRegistry } from './image-builder.js'
+import type { BuildOptions, Registry, Suite } from './image-builder.js'
+import { inspectImage, mountImageRoot, numericUser } from './image-root.js'
 
 const TAG = 'localhost/session-relay/builder-go:test'
 const FUNCTION = 'smoke'
-const BUILD_TIMEOUT_MS = 10 * 60_000
-type Owner = { uid: number; gid: number }
+// Go's standard library for wasip1 compiles in the first build: longer than a js build.
+const GO_BUILD: BuildOptions = { language: 'go', timeoutMs: 10 * 60_000 }
 
 export async function testGoBuilderImage (suite: Suite, parentUndo: UndoStack): Promise<void> {
   const { check, podman } = suite
@@ -41,42 +38,22 @@ export async function testGoBuilderImage (suite: Suite, parentUndo: UndoStack): 
   try {
     const root = await mountImageRoot(podman, TAG, config, owner!, suite.workDir, undo)
     const registry = await startRegistry(suite, undo)
-    const ok = await runBuild(suite, root, config, owner!, `${registry.host}/apps/smoke:b1`, templateFiles('go', FUNCTION), undo)
-    writeFileSync(join(suite.cacheDir, 'logs', 'builder-go-run.log'), ok.log)
+    const ok = await runBuild(suite, root, config, owner!, `${registry.host}/apps/smoke:b1`, templateFiles('go', FUNCTION), undo, GO_BUILD)
+    const okLog = ok.stdout + ok.stderr
+    writeFileSync(join(suite.cacheDir, 'logs', 'builder-go-run.log'), okLog)
     suite.log(`builder-go: template build and push in the image root: ${(ok.ms / 1000).toFixed(1)} s`)
-    if (check(ok.code === 0 && ok.termination.startsWith(`${registry.host}/apps/smoke@sha256:`), 'builder-go: the template builds and pushes; exit 0, the pinned reference', { code: ok.code, log: ok.log.slice(-1_500) })) {
+    if (check(ok.code === 0 && ok.termination.startsWith(`${registry.host}/apps/smoke@sha256:`), 'builder-go: the template builds and pushes; exit 0, the pinned reference', { code: ok.code, log: okLog.slice(-1_500) })) {
       await checkAndServe(suite, registry, ok.termination, undo)
     }
     const files = templateFiles('go', FUNCTION)
     files['main.go'] = (files['main.go'] as string).replace(`fmt.Fprintln(w, "hello from ${FUNCTION}")`, 'fmt.Fprintln(w, undefinedName)')
-    const bad = await runBuild(suite, root, config, owner!, `${registry.host}/apps/smoke:b2`, files, undo)
+    const bad = await runBuild(suite, root, config, owner!, `${registry.host}/apps/smoke:b2`, files, undo, GO_BUILD)
     check(bad.code === 1 && bad.termination === `function ${FUNCTION}: functions/${FUNCTION}/main.go:18:18: undefined: undefinedName`,
       'builder-go: a compile error fails with exit 1 and file:line:column in the termination log', { code: bad.code, termination: bad.termination })
   } finally {
     const failures = undo.unwind()
     check(failures.length === 0, 'builder-go: every mount and process undone', failures)
   }
-}
-
-async function runBuild (suite: Suite, root: ImageRoot, config: ImageConfig, owner: Owner, imageRef: string, files: Record<string, string>, undo: UndoStack): Promise<{ code: number | null; termination: string; log: string; ms: number }> {
-  const hostDir = mkdtempSync(join(suite.workDir, 'build-go-'))
-  undo.push(`rm ${hostDir}`, () => removeDir(hostDir))
-  mkdirSync(join(hostDir, 'tmp'))
-  chownSync(hostDir, owner.uid, owner.gid)
-  chownSync(join(hostDir, 'tmp'), owner.uid, owner.gid)
-  const sources: Record<string, string> = { 'spin.toml': spinManifest({ name: 'smoke', language: 'go' }, [{ name: FUNCTION, route: `/${FUNCTION}/...` }]) }
-  for (const [path, content] of Object.entries(files)) sources[`functions/${FUNCTION}/${path}`] = content
-  writeFileSync(join(hostDir, 'source.tar.gz'), await packArchive(sources, new Date(0)))
-  const inside = bindInto(root, hostDir, `/tmp/build-go-${Date.now()}`, undo).slice(root.dir.length)
-  const env = imageEnv(config, {
-    SOURCE_ARCHIVE: `${inside}/source.tar.gz`, IMAGE_REF: imageRef, APPLICATION: 'smoke', LANGUAGE: 'go', BUILD_ID: 'b1',
-    TERMINATION_LOG: `${inside}/termination-log`, TMPDIR: `${inside}/tmp`,
-  })
-  const started = Date.now()
-  const build = startInRoot(root, config, owner, [...config.entrypoint, ...config.cmd], env, undo)
-  const exit = await suite.withTimeout(build.exited, BUILD_TIMEOUT_MS, 'the go builder image\'s build')
-  const file = join(hostDir, 'termination-log')
-  return { code: exit.code, termination: existsSync(file) ? readFileSync(file, 'utf8') : '', log: build.stdout() + build.stderr(), ms: Date.now() - started }
 }
 
 async function checkAndServe (suite: Suite, registry: Registry, reference: string, undo: UndoStack): Promise<void> {

@@ -14,6 +14,7 @@ import { LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE } from '../common/src/spin
 import { parseRef } from '../common/src/spin/ref.js'
 import { openStore } from '../common/src/spin/store.js'
 import { templateFiles } from '../builders/src/templates.js'
+import type { Language } from '../common/src/spin/languages.js'
 import { spinManifest } from '../common/src/spin/manifest.js'
 import { packArchive } from '../control/src/source/archive.js'
 import { removeDir, run } from './image-host.js'
@@ -134,26 +135,30 @@ export async function startRegistry (suite: Suite, undo: UndoStack): Promise<Reg
 
 type BuildRun = { code: number | null; termination: string; stdout: string; stderr: string; ms: number }
 
+/** Which builder image runs (its language) and how long one build in it may take. */
+export type BuildOptions = { language: Language; timeoutMs: number }
+
+const JS_BUILD: BuildOptions = { language: 'js', timeoutMs: BUILD_TIMEOUT_MS }
+
 /** The image's entrypoint on `files` as the function's source, the way a build Job runs it. */
-async function runBuild (suite: Suite, root: ImageRoot, config: ImageConfig, owner: { uid: number; gid: number }, imageRef: string, files: Record<string, string>, undo: UndoStack): Promise<BuildRun> {
+export async function runBuild (suite: Suite, root: ImageRoot, config: ImageConfig, owner: { uid: number; gid: number }, imageRef: string, files: Record<string, string>, undo: UndoStack, options: BuildOptions = JS_BUILD): Promise<BuildRun> {
   // The writable scratch space a build needs (a Job's container layer, or an emptyDir on /tmp).
-  const hostDir = mkdtempSync(join(suite.workDir, 'build-'))
+  const hostDir = mkdtempSync(join(suite.workDir, `build-${options.language}-`))
   undo.push(`rm ${hostDir}`, () => removeDir(hostDir))
   mkdirSync(join(hostDir, 'tmp'))
   chownSync(hostDir, owner.uid, owner.gid)
   chownSync(join(hostDir, 'tmp'), owner.uid, owner.gid)
-  const archive = { 'spin.toml': spinManifest({ name: 'smoke', language: 'js' }, [{ name: FUNCTION, route: `/${FUNCTION}/...` }]) }
-  const sources: Record<string, string> = { ...archive }
+  const sources: Record<string, string> = { 'spin.toml': spinManifest({ name: 'smoke', language: options.language }, [{ name: FUNCTION, route: `/${FUNCTION}/...` }]) }
   for (const [path, content] of Object.entries(files)) sources[`functions/${FUNCTION}/${path}`] = content
   writeFileSync(join(hostDir, 'source.tar.gz'), await packArchive(sources, new Date(0)))
-  const inside = bindInto(root, hostDir, `/tmp/build-${Date.now()}`, undo).slice(root.dir.length)
+  const inside = bindInto(root, hostDir, `/tmp/build-${options.language}-${Date.now()}`, undo).slice(root.dir.length)
   const env = imageEnv(config, {
-    SOURCE_ARCHIVE: `${inside}/source.tar.gz`, IMAGE_REF: imageRef, APPLICATION: 'smoke', LANGUAGE: 'js', BUILD_ID: 'b1',
+    SOURCE_ARCHIVE: `${inside}/source.tar.gz`, IMAGE_REF: imageRef, APPLICATION: 'smoke', LANGUAGE: options.language, BUILD_ID: 'b1',
     TERMINATION_LOG: `${inside}/termination-log`, TMPDIR: `${inside}/tmp`,
   })
   const started = Date.now()
   const build = startInRoot(root, config, owner, [...config.entrypoint, ...config.cmd], env, undo)
-  const exit = await suite.withTimeout(build.exited, BUILD_TIMEOUT_MS, 'the builder image\'s build')
+  const exit = await suite.withTimeout(build.exited, options.timeoutMs, `the ${options.language} builder image's build`)
   const terminationFile = join(hostDir, 'termination-log')
   const termination = existsSync(terminationFile) ? readFileSync(terminationFile, 'utf8') : ''
   return { code: exit.code, termination, stdout: build.stdout(), stderr: build.stderr(), ms: Date.now() - started }
