@@ -29,7 +29,8 @@ export function rustSandboxScript (): string {
   return join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh')
 }
 
-function onPath (tool: string, path: string): boolean {
+/** Whether `tool` is an existing file in one of `path`'s directories. */
+export function onPath (tool: string, path: string): boolean {
   return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
 }
 

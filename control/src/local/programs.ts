@@ -4,11 +4,11 @@
 // a build is queued, naming the tool.
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UnavailableError } from '../../../common/src/errors.js'
 import type { LanguageT } from '../model/resources.js'
-import { rustRoot, toolchainProblem } from '../../../builders/src/toolchains.js'
+import { onPath, rustRoot, toolchainProblem } from '../../../builders/src/toolchains.js'
 
 /**
  * `relative` (e.g. builders/src/main.js) under the compiled tree: beside this file's tree when
@@ -50,10 +50,6 @@ export function workerProgram (configured: string, path = process.env.PATH ?? ''
 }
 
 const WORKER_BUILD = '.cache/worker/target/release/worker'
-
-function onPath (tool: string, path = process.env.PATH ?? ''): boolean {
-  return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
-}
 
 /** Why this machine cannot build `language`, or null; asked once per language and remembered. */
 export type ToolchainCheck = (language: LanguageT) => Promise<string | null>
