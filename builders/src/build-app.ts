@@ -15,7 +15,7 @@ import { pinnedRef } from '../../common/src/spin/ref.js'
 import { openStore } from '../../common/src/spin/store.js'
 import type { DependencyDirs, Language, Toolchain } from './languages.js'
 import { buildSteps, COMPONENT_FILE, entryCandidates, rustArtifact } from './languages.js'
-import { ADAPTER_PATH, rustSandboxScript } from './toolchains.js'
+import { ADAPTER_PATH, checkoutDir } from '../../common/src/toolchains.js'
 import type { StepLimits } from './run-step.js'
 import { runStep } from './run-step.js'
 import { witPathProblem } from './source-guard.js'
@@ -165,7 +165,7 @@ async function dependencyDirs (request: BuildRequest, dir: string): Promise<Depe
     if (sandboxed) await chown(join(cache, sub), SANDBOX_UID, SANDBOX_UID)
   }
   if (sandboxed) await chownTree(dir)
-  return { cache, rustRoot: request.rustRoot, rustSandbox: rustSandboxScript(), path: process.env.PATH ?? '/usr/bin:/bin' }
+  return { cache, rustRoot: request.rustRoot, rustSandbox: join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh'), path: process.env.PATH ?? '/usr/bin:/bin' }
 }
 
 async function chownTree (dir: string): Promise<void> {

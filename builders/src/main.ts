@@ -9,7 +9,7 @@ import { ConfigError, helpRequested, readSettings, usage } from '../../common/sr
 import { BuildFailure, buildApplication } from './build-app.js'
 import type { BuilderConfig } from './config.js'
 import { settings } from './config.js'
-import { rustRoot } from './toolchains.js'
+import { rustRoot } from '../../common/src/toolchains.js'
 
 // Kubernetes keeps at most 4096 bytes of a termination message.
 const MAX_TERMINATION_MESSAGE = 4000

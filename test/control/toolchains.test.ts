@@ -20,7 +20,7 @@ t.test('in a checkout after npm ci both resolve: js and ts can build', async (t)
 })
 
 t.test('go needs go on PATH; rust needs the toolchain root, and root with unshare to sandbox it', async (t) => {
-  const { toolchainProblem } = await import('../../builders/src/toolchains.js')
+  const { toolchainProblem } = await import('../../common/src/toolchains.js')
   const dir = t.testdir({ bin: { go: '', unshare: '' }, root: { usr: { bin: { cargo: '' } }, opt: { adapter: { 'wasi_snapshot_preview1.reactor.wasm': '' } } }, empty: {} })
   const [bin, root, empty] = ['bin', 'root', 'empty'].map((name) => `${dir}/${name}`) as [string, string, string]
   t.equal(toolchainProblem('go', { path: bin, rustRoot: root, isRoot: true }), null)

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UnavailableError } from '../../../common/src/errors.js'
 import type { LanguageT } from '../model/resources.js'
-import { onPath, rustRoot, toolchainProblem } from '../../../builders/src/toolchains.js'
+import { onPath, rustRoot, toolchainProblem } from '../../../common/src/toolchains.js'
 
 /**
  * `relative` (e.g. builders/src/main.js) under the compiled tree: beside this file's tree when

@@ -1,6 +1,7 @@
-// Where the go and rust toolchains are and what a machine lacks to run them. The builder
-// reads them to build; the control plane asks `toolchainProblem` before queueing a local
-// build, so a machine without a toolchain answers 503 naming it.
+// Where the go and rust toolchains are and what a machine lacks to run them, shared by the two
+// deployables that need it: the builder reads them to build; the control plane asks
+// `toolchainProblem` before queueing a local build, so a machine without a toolchain answers
+// 503 naming it.
 //   go: the `go` on PATH (Go 1.21 or later builds GOOS=wasip1; 1.26 here), nothing else.
 //   rust: a root directory holding Debian 13's rustc, cargo, wasm32 standard library and
 //     wasm-ld plus the WASI preview 1 adapter at /opt/adapter (scripts/rust-wasm-root.sh makes
@@ -13,20 +14,15 @@ import { fileURLToPath } from 'node:url'
 
 export const ADAPTER_PATH = 'opt/adapter/wasi_snapshot_preview1.reactor.wasm'
 
-// Found from this module in the source tree (builders/src) and compiled (dist/builders/src).
-function checkoutDir (): string {
+/** The checkout (or image) this runs from: found from this module in the source tree (common/src) and compiled (dist/common/src). */
+export function checkoutDir (): string {
   const here = fileURLToPath(new URL('.', import.meta.url))
-  return here.includes(join('dist', 'builders')) ? join(here, '..', '..', '..') : join(here, '..', '..')
+  return here.includes(join('dist', 'common')) ? join(here, '..', '..', '..') : join(here, '..', '..')
 }
 
 /** The rust toolchain root: `configured` when set, else the one scripts/rust-wasm-root.sh made in this checkout. */
 export function rustRoot (configured: string): string {
   return configured !== '' ? configured : join(checkoutDir(), '.cache', 'rust-wasm', 'current')
-}
-
-/** The script that runs one cargo command inside the root (builders/sandbox/rust-build.sh). */
-export function rustSandboxScript (): string {
-  return join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh')
 }
 
 /** Whether `tool` is an existing file in one of `path`'s directories. */
