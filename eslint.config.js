@@ -29,10 +29,13 @@ export default tseslint.config(
     }
   },
   {
-    // The one plain-JavaScript script: it runs before anything is compiled, outside the typecheck.
+    // Plain-JavaScript scripts: they run before anything is compiled, outside the typecheck.
     files: ['scripts/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', URL: 'readonly' } }
+    languageOptions: {
+      parserOptions: { projectService: false },
+      globals: { process: 'readonly', URL: 'readonly', console: 'readonly' }
+    }
   },
   {
     // Fastify route plugins are async functions by its contract (FastifyPluginAsync); one that

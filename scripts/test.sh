@@ -31,7 +31,19 @@ if [ $# -eq 0 ]; then
   # The whole suite: coverage below the thresholds in package.json's "tap" section fails it.
   # A few files alone cover only part of the code, so they are held to no threshold.
   scripts/test-worker.sh
-  npx tap --no-allow-incomplete-coverage
+  if [ -t 1 ]; then
+    npx tap --no-allow-incomplete-coverage
+  else
+    # Not a terminal (CI): keep tap's output and, after a failure, end the log with what failed,
+    # since a CI summary shows only the log's end.
+    mkdir -p .cache/test-output
+    status=0
+    npx tap --no-allow-incomplete-coverage 2>&1 | tee .cache/test-output/tap.log || status=$?
+    if [ "$status" -ne 0 ]; then
+      node scripts/tap-failures.mjs .cache/test-output/tap.log
+      exit "$status"
+    fi
+  fi
 else
   npx tap "$@"
 fi
