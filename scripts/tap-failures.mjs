@@ -29,7 +29,8 @@ for (let i = 0; i < lines.length; i++) {
     continue
   }
   const failed = /^not ok \d+ - (.*?)(?: # time=.*)?$/.exec(text)
-  if (!failed) continue
+  // A todo is expected to fail and does not fail the run.
+  if (!failed || / # (TODO|SKIP)\b/i.test(text)) continue
   const diag = []
   if (lines[i + 1]?.trimStart() === '---') {
     for (let j = i + 2; j < lines.length && lines[j].trimStart() !== '...'; j++) {
@@ -40,13 +41,15 @@ for (let i = 0; i < lines.length; i++) {
   const owner = path.slice(0, depth / 4)
   const name = failed[1]
   const isSubtestSummary = path.length > depth / 4 && path[depth / 4] === name
-  if (!isSubtestSummary || diag.some((l) => /^(error|message|diff|found|wanted):/.test(l))) {
+  // A file killed (tap's timeout: SIGALRM) or crashed says so only in its own summary.
+  const killed = diag.some((l) => /^signal: (?!null)/.test(l) || /^exitCode: (?!null|0$)/.test(l))
+  if (!isSubtestSummary || killed || diag.some((l) => /^(error|message|diff|found|wanted):/.test(l))) {
     failures.push({ where: [...owner, name].join(' > '), diag })
   }
 }
 
 if (failures.length === 0) {
-  console.log('# no failed assertion in the TAP output (a crash, a timeout or coverage?)')
+  console.log('# no failed assertion in the TAP output: look above for a crash, a timeout or coverage')
 } else {
   console.log(`\n# ${failures.length} failed:`)
   for (const { where, diag } of failures) {
