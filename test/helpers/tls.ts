@@ -1,12 +1,15 @@
 // A self-signed certificate for 127.0.0.1, made at test time with the openssl CLI.
 import { execFile } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { Test } from 'tap'
 
 export async function selfSignedCertificate (t: Test): Promise<{ certPath: string; keyPath: string; certPem: string }> {
-  const dir = t.testdir()
+  // A directory of its own, so two certificates of one test (or a test's own t.testdir) never collide.
+  const dir = await mkdtemp(join(tmpdir(), 'test-tls-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
   const certPath = join(dir, 'cert.pem')
   const keyPath = join(dir, 'key.pem')
   try {
