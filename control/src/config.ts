@@ -68,6 +68,8 @@ export type ControlConfig = {
   imagePullSecret: string // the SpinApps' imagePullSecrets entry
   builderRegistrySecret: string // '' : the builder gets no push credentials
   registryInsecure: boolean // the registry speaks plain HTTP
+  registryTokenKey: string // '' : the control plane is no token server for the registry
+  registryTokenService: string // the registry's auth.token.service
   buildTimeoutMs: number
   buildTtlMs: number
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
@@ -300,6 +302,8 @@ export const settings = [
   setting({ key: 'imagePullSecret', env: 'PLATFORM_IMAGE_PULL_SECRET', flag: '--image-pull-secret', default: '', parse: parseSecretName, help: "Secret (kubernetes.io/dockerconfigjson) the SpinApps' pods pull their image with; empty: none" }),
   setting({ key: 'builderRegistrySecret', env: 'PLATFORM_BUILDER_REGISTRY_SECRET', flag: '--builder-registry-secret', default: '', parse: anyText, help: 'kubernetes.io/dockerconfigjson Secret in --namespace with the push credentials of --image-repository; mounted into every build as DOCKER_CONFIG, and read by the control plane to push an image re-locked with an application\'s variable names. Empty: builds push without credentials, the control plane with its own $DOCKER_CONFIG if set' }),
   setting({ key: 'registryInsecure', env: 'PLATFORM_REGISTRY_INSECURE', flag: '--registry-insecure', default: 'false', parse: parseBoolean, help: 'the registry of --image-repository speaks plain HTTP (an in-cluster registry behind its Service): builders and the local host get INSECURE_REGISTRY' }),
+  setting({ key: 'registryTokenKey', env: 'PLATFORM_REGISTRY_TOKEN_KEY', flag: '--registry-token-key', default: '', parse: anyText, help: "PEM file: a private key (RSA 2048+ or EC P-256) and after it its certificate, which the registry trusts (auth.token.rootcertbundle). Set: the control plane is the registry's token server at GET /registry/token (the registry's auth.token.realm; issuer wasmkube-control): each build Job gets a credential for its own application's repository only while it runs, SpinApps pull with a Secret registry-pull-{tenant} good for their tenant's repositories, and --builder-registry-secret is not used. Empty: off" }),
+  setting({ key: 'registryTokenService', env: 'PLATFORM_REGISTRY_TOKEN_SERVICE', flag: '--registry-token-service', default: 'registry', parse: anyText, help: "with --registry-token-key: the registry's auth.token.service, the audience of the tokens signed for it" }),
   setting({ key: 'buildTimeoutMs', env: 'PLATFORM_BUILD_TIMEOUT', flag: '--build-timeout', default: '15m', parse: parseSeconds, help: "the build Job's activeDeadlineSeconds; past it the build fails (DeadlineExceeded: ...)" }),
   setting({ key: 'buildTtlMs', env: 'PLATFORM_BUILD_TTL', flag: '--build-ttl', default: '1h', parse: parseSeconds, help: "the Job's ttlSecondsAfterFinished: how long a finished Job, its pod and Secret stay (the log stays in the database)" }),
   setting({ key: 'buildCpu', env: 'PLATFORM_BUILD_CPU', flag: '--build-cpu', default: '1', parse: parseQuantity, help: 'CPU request and limit of the build container (Kubernetes quantity)' }),

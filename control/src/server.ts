@@ -19,6 +19,8 @@ import type { LocalRuntime, LocalRuntimeDeps } from './local/local.js'
 import { startLocalRuntime } from './local/local.js'
 import { localRuntime } from './local/runtime.js'
 import type { Logger } from './logger.js'
+import type { RegistrySigner } from './registry/signing-key.js'
+import { loadRegistrySigner } from './registry/signing-key.js'
 import type { ControlMetrics } from './metrics/control-metrics.js'
 import { createControlMetrics } from './metrics/control-metrics.js'
 import type { BuildT } from './model/resources.js'
@@ -66,6 +68,8 @@ export type ServerDeps = {
 
 export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
   const { logger } = deps
+  // Read first: a bad key file stops the start before anything opens, not a later build.
+  const registrySigner = loadRegistrySigner(config)
   const db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, logger })
   let auth: Authenticator | null = null
   let cluster: Cluster | null = null
@@ -80,7 +84,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     logger,
     notApplied,
     runtime: () => runtime,
-    measureImage: deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef)),
+    measureImage: deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef, registrySigner)),
     onFinished (build, tenant) {
       metrics.recordBuildFinished(build, tenant)
       deps.onBuildFinished?.(build)
@@ -90,7 +94,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     const applied = await migrate(db)
     logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
     auth = authenticatorFor(config, deps)
-    cluster = clusterFor(config, db, deps, finisher.finish)
+    cluster = clusterFor(config, db, deps, finisher.finish, registrySigner)
     if (cluster !== null) {
       runtime = clusterRuntime(config, db, cluster)
     } else if (config.runtime !== 'cluster') {
@@ -100,7 +104,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
       secretBox(config)
     }
     const draining = createDraining()
-    const app = await buildApp(config, { db, logger, auth, metrics, runtime, notApplied, draining })
+    const app = await buildApp(config, { db, logger, auth, metrics, runtime, notApplied, draining, registrySigner })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
@@ -164,7 +168,7 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
 
 // The build watcher starts with the process: its first list resumes the builds a restart
 // interrupted. It never blocks the start: an unreachable cluster is retried in the background.
-function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Cluster | null {
+function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild, registrySigner: RegistrySigner | null): Cluster | null {
   const { logger } = deps
   const kube = config.runtime === 'local' ? null : connectKube(config)
   if (kube === null) {
@@ -174,7 +178,7 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, fini
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
   const watcher = startBuildWatcher({ kube, db, logger, retryMs: deps.cluster?.retryMs, finish })
-  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock }
+  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner }
 }
 
 function localFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Promise<LocalRuntime> {

@@ -13,18 +13,20 @@ const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
 // What each layer may import from control/src, besides its own folder.
 const ALLOWED: Record<string, readonly string[]> = {
   'main.ts': ['server.ts', 'config.ts', 'logger.ts'],
-  'server.ts': ['http', 'domain', 'runtime', 'store', 'cluster', 'local', 'source', 'metrics', 'model', 'config.ts', 'logger.ts'],
-  http: ['domain', 'runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  'server.ts': ['http', 'domain', 'runtime', 'store', 'cluster', 'local', 'source', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  http: ['domain', 'runtime', 'store', 'source', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
   // The domain knows the runtime interface only, never which implementation runs.
-  domain: ['runtime', 'store', 'source', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  domain: ['runtime', 'store', 'source', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
   // The two implementations of the runtime interface stand side by side: neither knows the other.
-  cluster: ['runtime', 'store', 'source', 'model', 'config.ts', 'logger.ts'],
+  cluster: ['runtime', 'store', 'source', 'registry', 'model', 'config.ts', 'logger.ts'],
   local: ['runtime', 'store', 'source', 'model', 'config.ts', 'logger.ts'],
   // The interface, the none runtime and what both implementations share (outcomes, sending an invoke).
   runtime: ['store', 'model', 'config.ts', 'logger.ts'],
   // The lower layers may use each other (the build watcher records outcomes), never a layer above.
   store: ['source', 'model', 'config.ts', 'logger.ts'],
   source: ['model'],
+  // Registry credentials and tokens: what they grant, signed; no state of their own.
+  registry: ['config.ts'],
   metrics: ['model', 'config.ts', 'logger.ts'],
   model: [],
   'config.ts': ['model'],

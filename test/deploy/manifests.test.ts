@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { SHUTDOWN_TIMEOUT_MS } from '../../common/src/lifecycle.js'
 import { parseConfig as parseControlConfig } from '../../control/src/config.js'
+import { REGISTRY_TOKEN_ISSUER } from '../../control/src/registry/signing-key.js'
 import { parseConfig as parseRelayConfig } from '../../relay/src/config.js'
 import { startTestControl } from '../helpers/control.js'
 import { buildKustomization } from '../helpers/manifests.js'
@@ -332,17 +333,20 @@ t.test('overlays/registry: the control plane pushes to the registry by its Servi
   t.equal(config.imageRepository, `registry.${service.metadata.namespace}.svc.cluster.local:${port.port}/apps`, 'builders push to the Service')
   t.equal(config.imagePullRepository, `localhost:${port.nodePort}/apps`, "the nodes' containerd pulls through the NodePort")
   t.equal(config.registryInsecure, true, 'plain HTTP inside the cluster')
-  t.equal(config.builderRegistrySecret, 'registry-credentials')
-  t.equal(config.imagePullSecret, 'registry-credentials')
+  // The control plane is the token server: no shared credential for builds or pods.
+  t.equal(config.builderRegistrySecret, '')
+  t.equal(config.imagePullSecret, '')
+  const keyMount = containers(control)[0].volumeMounts.find((m: any) => config.registryTokenKey.startsWith(`${m.mountPath}/`))
+  t.match(control.spec.template.spec.volumes.find((v: any) => v.name === keyMount?.name), { secret: { secretName: 'registry-token', items: [{ key: 'token.pem', path: config.registryTokenKey.split('/').pop() }] } }, "the control plane's token key from its Secret")
   const container = containers(registry[0]!)[0]
   const env = containerEnv(build, registry[0]!, container, 'registry-abc12')
-  const authDir = (env.REGISTRY_AUTH_HTPASSWD_PATH ?? '').replace(/\/[^/]+$/, '')
+  t.match(env, { REGISTRY_AUTH: 'token', REGISTRY_AUTH_TOKEN_SERVICE: config.registryTokenService, REGISTRY_AUTH_TOKEN_ISSUER: REGISTRY_TOKEN_ISSUER, REGISTRY_AUTH_TOKEN_REALM: /\/registry\/token$/ }, "the registry trusts the control plane's tokens")
+  const authDir = (env.REGISTRY_AUTH_TOKEN_ROOTCERTBUNDLE ?? '').replace(/\/[^/]+$/, '')
   const mount = container.volumeMounts.find((m: any) => m.mountPath === authDir)
-  t.match(registry[0]!.spec.template.spec.volumes.find((v: any) => v.name === mount?.name), { secret: { secretName: 'registry-htpasswd' } }, 'htpasswd from its Secret')
-  t.equal(env.REGISTRY_AUTH, 'htpasswd')
+  t.match(registry[0]!.spec.template.spec.volumes.find((v: any) => v.name === mount?.name), { secret: { secretName: 'registry-token', items: [{ key: 'token.crt' }] } }, 'only the certificate, not the key, in the registry')
   const storage = container.volumeMounts.find((m: any) => m.mountPath === env.REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY)
   const claim = registry[0]!.spec.template.spec.volumes.find((v: any) => v.name === storage?.name)?.persistentVolumeClaim?.claimName
   t.ok(build.manifests.some((m) => m.kind === 'PersistentVolumeClaim' && m.metadata.name === claim), 'images on the PersistentVolumeClaim')
   const docs = readFileSync(join(repo, 'docs', 'control-plane.md'), 'utf8')
-  for (const secret of ['registry-htpasswd', 'registry-credentials', 'control-database']) t.ok(docs.includes(`create secret generic ${secret}`), `docs/control-plane.md says how to create ${secret}`)
+  for (const secret of ['registry-token', 'control-database']) t.ok(docs.includes(`create secret generic ${secret}`), `docs/control-plane.md says how to create ${secret}`)
 })

@@ -28,10 +28,11 @@ const START_TIMEOUT_MS = 15_000
 /** Token authentication: the registry trusts tokens from `issuer` signed by the key of `certPath`. */
 export type TokenAuth = { realm: string; service: string; issuer: string; certPath: string }
 
-export async function startRegistry (t: Test, options: { auth?: boolean; token?: TokenAuth } = {}): Promise<TestRegistry> {
+/** `port`: one picked earlier (freePort), when something started before must name the registry. */
+export async function startRegistry (t: Test, options: { auth?: boolean; token?: TokenAuth; port?: number } = {}): Promise<TestRegistry> {
   const dir = await mkdtemp(join(tmpdir(), 'test-registry-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const port = await freePort()
+  const port = options.port ?? await freePort()
   const auth = options.auth === true
   if (auth) await writeFile(join(dir, 'htpasswd'), TEST_HTPASSWD)
   const config = [

@@ -4,7 +4,7 @@
 // /workspace/source/source.tar.gz; the builder builds every function, pushes the Spin artifact
 // to $IMAGE_REF (with the credentials of $DOCKER_CONFIG when a registry Secret is configured)
 // and writes the digest-pinned reference to /dev/termination-log; on failure the reason.
-import type { V1Job, V1Secret } from '@kubernetes/client-node'
+import type { V1Job, V1Secret, V1Volume } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { TooLargeError } from '../../../common/src/errors.js'
 import type { BuildApplication } from '../runtime/runtime.js'
@@ -18,6 +18,8 @@ export const BUILD_CONTAINER = 'build'
 const SOURCE_ARCHIVE = 'source.tar.gz'
 // Where the registry Secret's config.json is mounted: the builder's DOCKER_CONFIG.
 const REGISTRY_CONFIG_DIR = '/var/run/secrets/registry'
+// The key of the build's own Secret that holds its registry credential, when it has one.
+const REGISTRY_CONFIG_KEY = 'registry-config.json'
 
 // A Secret holds at most 1 MiB; the rest of the object needs a little of it.
 const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
@@ -40,11 +42,22 @@ function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: str
   return `${config.imageRepository}/${app.clusterName}:${buildId}`
 }
 
-function buildJob (config: ControlConfig, app: BuildApplication, buildId: string): V1Job {
+/** Where the build's config.json comes from: its own Secret (the token server's credential), the shared Secret, or nowhere. */
+type RegistryConfigSource = 'own' | 'shared' | 'none'
+
+function registryVolume (config: ControlConfig, source: RegistryConfigSource, name: string): V1Volume[] {
+  switch (source) {
+    case 'own': return [{ name: 'registry', secret: { secretName: name, items: [{ key: REGISTRY_CONFIG_KEY, path: 'config.json' }] } }]
+    case 'shared': return [{ name: 'registry', secret: { secretName: config.builderRegistrySecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }]
+    case 'none': return []
+  }
+}
+
+function buildJob (config: ControlConfig, app: BuildApplication, buildId: string, registry: RegistryConfigSource): V1Job {
   const labels = buildLabels(app.id, buildId)
   const name = buildJobName(buildId)
   const resources = { cpu: config.buildCpu, memory: config.buildMemory }
-  const withRegistry = config.builderRegistrySecret !== ''
+  const withRegistry = registry !== 'none'
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -80,8 +93,8 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
             terminationMessagePolicy: 'FallbackToLogsOnError',
           }],
           volumes: [
-            { name: 'source', secret: { secretName: name } },
-            ...(withRegistry ? [{ name: 'registry', secret: { secretName: config.builderRegistrySecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }] : []),
+            { name: 'source', secret: { secretName: name, items: [{ key: SOURCE_ARCHIVE, path: SOURCE_ARCHIVE }] } },
+            ...registryVolume(config, registry, name),
           ],
         },
       },
@@ -90,15 +103,17 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
 }
 
 /**
- * Create the build's Job, then its source Secret owned by the Job (so the Job's TTL removes
- * both; the pod waits for the Secret to mount). On failure nothing is left behind and the
- * mapped error is thrown.
+ * Create the build's Job, then its Secret owned by the Job (so the Job's TTL removes both; the
+ * pod waits for the Secret to mount): the source archive and, with the token server, the
+ * build's own registry config.json. On failure nothing is left behind and the mapped error is
+ * thrown.
  */
-export async function createBuildJob (kube: Kube, config: ControlConfig, app: BuildApplication, buildId: string, archive: Buffer): Promise<void> {
+export async function createBuildJob (kube: Kube, config: ControlConfig, app: BuildApplication, buildId: string, archive: Buffer, registryConfig: string | null): Promise<void> {
   refuseLargeArchive(archive.length)
+  const registry: RegistryConfigSource = registryConfig !== null ? 'own' : config.builderRegistrySecret !== '' ? 'shared' : 'none'
   let job: V1Job
   try {
-    job = await kube.batch.createNamespacedJob({ namespace: kube.namespace, body: buildJob(config, app, buildId) })
+    job = await kube.batch.createNamespacedJob({ namespace: kube.namespace, body: buildJob(config, app, buildId, registry) })
   } catch (error) {
     throw clusterError(error, 'create batch jobs')
   }
@@ -111,7 +126,10 @@ export async function createBuildJob (kube: Kube, config: ControlConfig, app: Bu
       ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.metadata?.name ?? buildJobName(buildId), uid: job.metadata?.uid ?? '' }],
     },
     type: 'Opaque',
-    data: { [SOURCE_ARCHIVE]: archive.toString('base64') },
+    data: {
+      [SOURCE_ARCHIVE]: archive.toString('base64'),
+      ...(registryConfig !== null ? { [REGISTRY_CONFIG_KEY]: Buffer.from(registryConfig).toString('base64') } : {}),
+    },
   }
   try {
     await kube.core.createNamespacedSecret({ namespace: kube.namespace, body: secret })

@@ -2,13 +2,17 @@
 // spin-operator makes (the autoscaler, the public route), so they go when it goes.
 import type { ControlConfig } from '../config.js'
 import { syncAutoscaler } from './autoscaler.js'
+import type { RegistrySigner } from '../registry/signing-key.js'
 import type { Kube } from './kube.js'
+import { writeTenantPullSecret } from './pull-secret.js'
 import { applyPublicRoute } from './public-route.js'
 import type { SpinAppInput } from './spinapps.js'
 import { applySpinApp, SPINAPP_API_VERSION } from './spinapps.js'
 
-export async function deployToCluster (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string): Promise<void> {
-  const uid = await applySpinApp(kube, config, app, image)
+export async function deployToCluster (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string, signer: RegistrySigner | null): Promise<void> {
+  // With the token server, the tenant's own pull credential; else the one of --image-pull-secret.
+  const pullSecret = signer !== null ? await writeTenantPullSecret(kube, config, signer, app.tenant) : config.imagePullSecret
+  const uid = await applySpinApp(kube, config, app, image, pullSecret)
   const owner = { apiVersion: SPINAPP_API_VERSION, kind: 'SpinApp', name: app.clusterName, uid }
   await syncAutoscaler(kube, app, app.settings.autoscaling, owner)
   await applyPublicRoute(kube, config, app, owner)

@@ -8,6 +8,7 @@ import type { StoreOptions } from '../../../common/src/spin/store.js'
 import type { ControlConfig } from '../config.js'
 import { HttpError, UnavailableError } from '../../../common/src/errors.js'
 import type { AppSettings } from '../model/app-settings.js'
+import type { RegistrySigner } from '../registry/signing-key.js'
 import type { Kube } from './kube.js'
 import { withRegistryCredentials } from './registry-credentials.js'
 
@@ -22,12 +23,13 @@ export type Relock = (image: string, names: readonly string[], options: StoreOpt
  * (no credential is read). A failure is a 503 naming the reason, before anything is applied, so
  * the running SpinApp stays as it is.
  */
-export async function relockedImage (kube: Kube, config: ControlConfig, image: string, settings: AppSettings, relock: Relock = relockReference): Promise<string> {
+export async function relockedImage (kube: Kube, config: ControlConfig, image: string, settings: AppSettings, options: { relock?: Relock | undefined; signer: RegistrySigner | null }): Promise<string> {
+  const relock = options.relock ?? relockReference
   const names = Object.keys(settings.variables).sort()
   if (names.length === 0) return image
   // Spin keeps a secret variable's value out of its own logs.
   const secret = new Set(names.filter((name) => !('value' in (settings.variables[name] as object))))
-  return withRegistryCredentials(kube, config, async (dockerConfigDir) => {
+  return withRegistryCredentials(kube, config, options.signer, image, async (dockerConfigDir) => {
     try {
       return await relock(image, names, { dockerConfigDir, insecure: config.registryInsecure, secret, timeoutMs: RELOCK_TIMEOUT_MS })
     } catch (error) {

@@ -10,7 +10,9 @@ import { MAX_STORED_LOG_BYTES } from '../runtime/build-outcome.js'
 import { sendInvoke } from '../runtime/send-invoke.js'
 import { hasBuilds, markJobCreated } from '../store/builds.js'
 import type { Database } from '../store/db.js'
+import type { RegistrySigner } from '../registry/signing-key.js'
 import { APPLICATION_LABEL, BUILD_LABEL, createBuildJob, deleteBuildResources, refuseLargeArchive } from './build-jobs.js'
+import { buildRegistryConfig } from './registry-credentials.js'
 import type { BuildWatcher } from './build-watcher.js'
 import { deployToCluster } from './deploy.js'
 import { serviceCarrier } from './invoke.js'
@@ -28,6 +30,8 @@ export type Cluster = {
   pollMs: number
   /** How a deploy re-locks the image with the variables' names; relockReference unless a test replaces it. */
   relock?: Relock | undefined
+  /** The registry token key, when the control plane is the registry's token server. */
+  registrySigner?: RegistrySigner | null | undefined
 }
 
 /** Why this configuration cannot build `language`, or null. */
@@ -48,7 +52,7 @@ export function clusterRuntime (config: ControlConfig, db: Database, cluster: Cl
     async startBuild (app, buildId, archive) {
       // The row says its Job is not created yet, so no replica's resync takes it for lost until
       // markJobCreated (or the grace in store/builds.ts, should this process die in between).
-      await createBuildJob(kube, config, app, buildId, archive)
+      await createBuildJob(kube, config, app, buildId, archive, await buildRegistryConfig(config, cluster.registrySigner ?? null, app.clusterName, buildId))
       await markJobCreated(db, buildId)
     },
     async buildLog (buildId, finished, options) {
@@ -61,8 +65,8 @@ export function clusterRuntime (config: ControlConfig, db: Database, cluster: Cl
     logPollMs: cluster.pollMs,
     checkDeploy: () => {},
     async deploy (app, image) {
-      const running = await relockedImage(kube, config, image, app.settings, cluster.relock)
-      await deployToCluster(kube, config, app, running)
+      const running = await relockedImage(kube, config, image, app.settings, { relock: cluster.relock, signer: cluster.registrySigner ?? null })
+      await deployToCluster(kube, config, app, running, cluster.registrySigner ?? null)
     },
     appliesChanges: () => true,
     deployment: (app, image) => readDeployment(kube, config, { name: app.clusterName, replicas: app.settings.replicas ?? config.replicas }, image),

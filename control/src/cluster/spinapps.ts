@@ -36,7 +36,7 @@ function pulledImage (config: ControlConfig, image: string): string {
 }
 
 /** What the SpinApp is made from: the application, its settings, and the resources in force under the policy. */
-export type SpinAppInput = { id: string; clusterName: string; settings: AppSettings; resources: ResourcesT }
+export type SpinAppInput = { id: string; clusterName: string; tenant: string; settings: AppSettings; resources: ResourcesT }
 
 function resourceList (cpu: string | undefined, memory: string | undefined): Record<string, string> | undefined {
   const list = { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) }
@@ -52,7 +52,7 @@ function spinVariables (app: SpinAppInput): object[] {
   })
 }
 
-function spinApp (config: ControlConfig, app: SpinAppInput, image: string): object {
+function spinApp (config: ControlConfig, app: SpinAppInput, image: string, pullSecret: string): object {
   const limits = resourceList(app.resources.cpuLimit, app.resources.memoryLimit)
   const requests = resourceList(app.resources.cpuRequest, app.resources.memoryRequest)
   const variables = spinVariables(app)
@@ -67,13 +67,16 @@ function spinApp (config: ControlConfig, app: SpinAppInput, image: string): obje
       ...(app.settings.autoscaling !== null ? { enableAutoscaling: true } : { replicas: app.settings.replicas ?? config.replicas }),
       ...(limits !== undefined || requests !== undefined ? { resources: { ...(limits !== undefined ? { limits } : {}), ...(requests !== undefined ? { requests } : {}) } } : {}),
       ...(variables.length > 0 ? { variables } : {}),
-      ...(config.imagePullSecret !== '' ? { imagePullSecrets: [{ name: config.imagePullSecret }] } : {}),
+      ...(pullSecret !== '' ? { imagePullSecrets: [{ name: pullSecret }] } : {}),
     },
   }
 }
 
-/** Create or update the SpinApp; the control plane owns its fields (force on conflicts). Resolves with its uid, for the objects it owns. */
-export async function applySpinApp (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string): Promise<string> {
+/**
+ * Create or update the SpinApp, its pods pulling with the Secret `pullSecret` ('' : none); the
+ * control plane owns its fields (force on conflicts). Resolves with its uid, for the objects it owns.
+ */
+export async function applySpinApp (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string, pullSecret: string): Promise<string> {
   try {
     const applied = await kube.custom.patchNamespacedCustomObject({
       group: GROUP,
@@ -81,7 +84,7 @@ export async function applySpinApp (kube: Kube, config: ControlConfig, app: Spin
       namespace: kube.namespace,
       plural: PLURAL,
       name: app.clusterName,
-      body: spinApp(config, app, image),
+      body: spinApp(config, app, image, pullSecret),
       fieldManager: FIELD_MANAGER,
       force: true,
     }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)) as { metadata?: { uid?: string } }

@@ -12,6 +12,7 @@ import type { ControlMetrics } from '../metrics/control-metrics.js'
 import { createControlMetrics } from '../metrics/control-metrics.js'
 import { noRuntime } from '../runtime/none.js'
 import type { Runtime } from '../runtime/runtime.js'
+import type { RegistrySigner } from '../registry/signing-key.js'
 import type { Database } from '../store/db.js'
 import type { Authenticator } from './auth.js'
 import { callerOf, requireToken } from './auth.js'
@@ -26,6 +27,7 @@ import { applicationRoutes } from './routes/applications.js'
 import { buildRoutes } from './routes/builds.js'
 import { functionRoutes } from './routes/functions.js'
 import { meRoutes } from './routes/me.js'
+import { registryTokenRoutes } from './routes/registry-token.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { runtimeRoutes } from './routes/runtime.js'
 import { sourceRoutes } from './routes/sources.js'
@@ -47,6 +49,8 @@ export type ControlDeps = {
   notApplied?: Map<string, string>
   /** Set by whoever stops the process; a fresh one (never draining) when absent. */
   draining?: Draining
+  /** The registry token key (--registry-token-key): GET /registry/token is served with it. */
+  registrySigner?: RegistrySigner | null
 }
 
 export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -120,6 +124,8 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
       response: { 200: { content: { 'text/plain': { schema: Type.String() } } } },
     },
   }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.render()))
+
+  if (deps.registrySigner != null) await app.register(registryTokenRoutes, { db: deps.db, config, signer: deps.registrySigner })
 
   let openApiText: string | undefined
   await app.register(async (api) => {

@@ -90,6 +90,12 @@ export async function clusterName (db: Database, id: string): Promise<string | n
   return row?.cluster_name ?? null
 }
 
+/** The tenant of the application with this cluster name; null when there is none. */
+export async function tenantOfClusterName (db: Database, name: string): Promise<string | null> {
+  const [row] = await db.query<{ tenant: string }>('SELECT tenant FROM applications WHERE cluster_name = $1', [name])
+  return row?.tenant ?? null
+}
+
 export async function createApplication (db: Database, input: NewApplication, scaffold?: Scaffold): Promise<StoredApplicationDetail> {
   const id = randomUUID()
   try {
