@@ -162,12 +162,10 @@ t.test('a gzip bomb is refused after inflating little more than the limit, readi
   t.ok(bomb.length < 512 * 1024, `precondition: 256 MiB compress to ${bomb.length} bytes`)
   const limits = { ...LIMITS, maxArchiveBytes: 1024 * 1024 }
   const input = countedStream(bomb, 1024)
-  const started = process.hrtime.bigint()
   const refused = await refusal(unpackArchive(input.stream, limits))
-  const ms = Number(process.hrtime.bigint() - started) / 1e6
   t.match(refused, { status: 413, message: 'archive unpacks to more than 65536 bytes' })
-  t.ok(input.taken() < bomb.length / 4, `stopped reading the upload early: ${input.taken()} of ${bomb.length} bytes`)
-  t.ok(ms < 2_000, `in ${ms.toFixed(0)} ms: it never inflated the 256 MiB`)
+  // Reading a quarter of the input at most means inflating at most a quarter of the 256 MiB.
+  t.ok(input.taken() < bomb.length / 4, `stopped reading the upload early, so never inflated the 256 MiB: ${input.taken()} of ${bomb.length} bytes`)
   t.equal(input.stream.isPaused(), true, 'the input is left paused, not drained')
 
   // tar readers skip zero blocks: a small archive trailed by 256 MiB of them would keep the

@@ -185,11 +185,9 @@ t.test('a registry that never answers: the PATCH answers within the relock timeo
   const image = `${host}/apps/mute@sha256:${'d'.repeat(64)}`
   await succeedJob(kube, `build-${build.id}`, image)
   await until(() => finished.some((b) => b.id === build.id), 20_000, 'deployed without variables: no registry request')
-  const since = Date.now()
   const reply = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' } } } })
-  const elapsed = Date.now() - since
   t.equal(reply.status, 200)
-  t.match(reply.body, { deployment: { message: /^saved but not applied \(the image could not be re-locked with the variables' names/ } })
-  t.ok(elapsed < 30_000, `answered after ${elapsed} ms (10 s per registry request)`)
+  // The relock's own per-request timeout ended the wait, not the test's or the client's.
+  t.match(reply.body, { deployment: { message: /^saved but not applied \(the image could not be re-locked with the variables' names \([^)]*timeout/ } })
   t.equal((await specOf(kube, 'mute'))?.image, image, 'the SpinApp kept its image')
 })

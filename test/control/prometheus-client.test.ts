@@ -76,12 +76,10 @@ t.test('a Prometheus that does not answer in time, or answers something else: 50
   const prometheus = await standIn(t, (_body, _request, response) => { answer?.(response) })
   const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--prometheus-url', `http://127.0.0.1:${prometheus.port}`, '--prometheus-timeout', '300.5ms'])
 
-  const started = Date.now()
   const slow = await control.call('GET', '/overview/metrics') // nobody answers
   t.equal(slow.status, 503)
   t.same(slow.body, { error: 'metrics unavailable: Prometheus did not answer within 300.5ms' })
   t.same(prometheus.requests.map((r) => r.body.get('timeout')), ['301ms', '301ms'], 'Prometheus gets whole milliseconds, rounded up')
-  t.ok(Date.now() - started < 3_000, `answered after ${Date.now() - started} ms`)
 
   for (const [status, contentType, text, reason] of [
     [502, 'text/html', '<html><body>Bad Gateway</body></html>', 'metrics unavailable: Prometheus answered 502'],
