@@ -14,7 +14,7 @@ export type SpinManifest = {
 }
 
 /** Spin's http executors: `http` (a component, the default) or `wagi` (a wasip1 command module). */
-export type Executor = { type: 'http' | 'wagi' }
+type Executor = { type: 'http' | 'wagi' }
 
 type Table = Record<string, unknown>
 
