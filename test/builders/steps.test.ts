@@ -66,9 +66,16 @@ t.test('each language\'s build steps', async (t) => {
   t.same([fetch?.command, ...(fetch?.args ?? [])], ['unshare', '--mount', '--pid', '--fork', '--ipc', '--uts', '--', 'sh', '/b/rust-build.sh', 'fetch', '/r', '/w/functions/f', '/c/cargo', '/c/target', 'cargo', 'fetch'])
   t.same([rust?.command, ...(rust?.args ?? [])], ['unshare', '--mount', '--pid', '--fork', '--ipc', '--uts', '--net', '--', 'sh', '/b/rust-build.sh', 'offline', '/r', '/w/functions/f', '/c/cargo', '/c/target',
     'cargo', 'build', '--release', '--offline', '--target', 'wasm32-wasip1', '--message-format', 'short'])
-  const [, image] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps: { ...deps, rustRoot: '/' } })
+  const saved = { SSL_CERT_FILE: process.env.SSL_CERT_FILE, CARGO_HTTP_CAINFO: process.env.CARGO_HTTP_CAINFO, HTTPS_PROXY: process.env.HTTPS_PROXY, DOCKER_CONFIG: process.env.DOCKER_CONFIG }
+  t.teardown(() => { for (const [name, value] of Object.entries(saved)) if (value === undefined) delete process.env[name]; else process.env[name] = value })
+  Object.assign(process.env, { SSL_CERT_FILE: '/pod/ca.crt', HTTPS_PROXY: 'http://proxy:3128', DOCKER_CONFIG: '/secret/docker' })
+  delete process.env.CARGO_HTTP_CAINFO
+  const [imageFetch, image] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps: { ...deps, rustRoot: '/' } })
   t.equal(image?.command, 'cargo', 'in the rust image cargo runs in the image\'s own root')
   t.equal(image?.env?.CARGO_NET_OFFLINE, 'true')
+  t.match(imageFetch?.env, { CARGO_HTTP_CAINFO: '/pod/ca.crt', HTTPS_PROXY: 'http://proxy:3128' }, 'cargo fetch in the image trusts the pod\'s store and takes its proxy')
+  t.equal(imageFetch?.env?.DOCKER_CONFIG, undefined, 'and nothing else of the builder\'s environment')
+  t.equal(image?.env?.HTTPS_PROXY, undefined, 'the compile gets no network settings')
   t.equal(rustArtifact(templateFiles('rust', 'my-fn')['Cargo.toml'] as string), 'wasm32-wasip1/release/my_fn.wasm')
   t.throws(() => rustArtifact('[lib]\nname = "x"\n'), /no \[package\] name/)
 })
