@@ -64,8 +64,9 @@ for (const language of ['go', 'rust'] as const) {
     // The default tenant's application keeps its name in the runtime; its cache is linked in.
     const cache = join(repo, '.cache', `test-${language}-deps`)
     mkdirSync(cache, { recursive: true })
-    mkdirSync(join(control.store.dataDir, 'runtime', 'dependencies'), { recursive: true })
-    symlinkSync(cache, join(control.store.dataDir, 'runtime', 'dependencies', name))
+    const dependencies = join(control.store.dataDir, 'runtime', 'dependencies')
+    mkdirSync(dependencies, { recursive: true })
+    symlinkSync(cache, join(dependencies, name))
 
     // What a user who wrote the function on their machine uploads: the template's files.
     const files = templateFiles(language, fn.name)
@@ -77,7 +78,7 @@ for (const language of ['go', 'rust'] as const) {
     t.equal(build.status, 'succeeded', build.error ?? '')
     t.match(build.imageRef, new RegExp(`^oci-layout:/.*/runtime/images/${name}@sha256:[0-9a-f]{64}$`))
     t.comment(`${language} template build: ${Date.now() - started} ms`)
-    t.ok(readdirSync(cache).includes(language === 'go' ? 'go' : 'cargo'), "the build used the application's dependency cache")
+    t.same(readdirSync(dependencies), [name], "the build used the application's dependency cache, the linked one")
     const loadStarted = Date.now()
     await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, LOAD_TIMEOUT, 'the first load')
     t.comment(`${language} first load (compile included): ${Date.now() - loadStarted} ms`)
