@@ -4,8 +4,7 @@
 // pushed is pulled back and checked as containerd-shim-spin would (common/src/spin), then
 // served by the host program on this machine, so the component the image made really answers.
 // A source with a syntax error must fail there with exit 1 and the line in the termination log.
-// The go image is built and run by image-builder-go.ts; of the rust image only the Node stages,
-// the builder program and its dependencies, are built here yet.
+// The go and rust images are built and run by image-builder-compiled.ts, with runBuild.
 import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -46,20 +45,6 @@ const FOREIGN = ['uWebSockets.js', 'fastify', '@electric-sql/pglite', 'pg', '@ku
 
 export async function testBuilderImage (suite: Suite, parentUndo: UndoStack): Promise<void> {
   const { check, log, podman } = suite
-  for (const language of ['go', 'rust']) {
-    const what = `builder-${language}: its Node stages build (deps, build); the toolchain stage is verified only where Go/TinyGo or Rust images can be pulled`
-    try {
-      for (const target of ['deps', 'build']) {
-        await suite.timed(`build builder-${language} --target ${target}`, () => podman([
-          'build', '--isolation=chroot', '--format=docker', '--pull=never', '--target', target,
-          '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', `builders/Dockerfile.${language}`, '-t', `localhost/session-relay/builder-${language}-${target}:test`, '.',
-        ], { cwd: suite.repo, logFile: join(suite.cacheDir, 'logs', `build-builder-${language}.log`) }))
-      }
-      check(true, what)
-    } catch (error) {
-      check(false, `${what}: ${(error as Error).message}`)
-    }
-  }
   await suite.timed('build builder-js', () => podman([
     'build', '--isolation=chroot', '--format=docker', '--pull=never',
     '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', 'builders/Dockerfile.js', '-t', TAG, '.',
@@ -135,8 +120,8 @@ export async function startRegistry (suite: Suite, undo: UndoStack): Promise<Reg
 
 type BuildRun = { code: number | null; termination: string; stdout: string; stderr: string; ms: number }
 
-/** Which builder image runs (its language) and how long one build in it may take. */
-export type BuildOptions = { language: Language; timeoutMs: number }
+/** Which builder image runs (its language), how long one build in it may take, and settings beyond the contract's. */
+type BuildOptions = { language: Language; timeoutMs: number; env?: Record<string, string> }
 
 const JS_BUILD: BuildOptions = { language: 'js', timeoutMs: BUILD_TIMEOUT_MS }
 
@@ -154,7 +139,7 @@ export async function runBuild (suite: Suite, root: ImageRoot, config: ImageConf
   const inside = bindInto(root, hostDir, `/tmp/build-${options.language}-${Date.now()}`, undo).slice(root.dir.length)
   const env = imageEnv(config, {
     SOURCE_ARCHIVE: `${inside}/source.tar.gz`, IMAGE_REF: imageRef, APPLICATION: 'smoke', LANGUAGE: options.language, BUILD_ID: 'b1',
-    TERMINATION_LOG: `${inside}/termination-log`, TMPDIR: `${inside}/tmp`,
+    TERMINATION_LOG: `${inside}/termination-log`, TMPDIR: `${inside}/tmp`, ...options.env,
   })
   const started = Date.now()
   const build = startInRoot(root, config, owner, [...config.entrypoint, ...config.cmd], env, undo)

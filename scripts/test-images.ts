@@ -1,6 +1,6 @@
-// `npm run test:images`: proves that Dockerfile.relay, Dockerfile.control,
-// builders/Dockerfile.js and builders/Dockerfile.go build and run. Arguments pick some of them (`npm run test:images --
-// builder-js`); none runs all three.
+// `npm run test:images`: proves that Dockerfile.relay, Dockerfile.control and
+// builders/Dockerfile.{js,go,rust} build and run. Arguments pick some of them (`npm run
+// test:images -- builder-js builder-rust`); none runs them all.
 //
 // 1. Installs podman and debootstrap with apt when they are missing (this needs root).
 // 2. Makes (or finds cached) a local stand-in for node:24-trixie-slim (image-base.ts).
@@ -17,7 +17,7 @@
 //
 // 6. Runs the js builder image's entrypoint on the template's source, pushing to a registry on
 //    loopback, and checks what it pushed as the shim would (image-builder.ts); the same for the
-//    go builder image, served by the wasmtime worker (image-builder-go.ts).
+//    go and rust builder images, served by the wasmtime worker (image-builder-compiled.ts).
 //
 // Prints one line per check and ends with "N passed, M failed"; exits 1 on any failure.
 // Every mount and process it made is undone on every exit path, signals included.
@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { ensureBaseImage, NODE_ABI, NODE_VERSION } from './image-base.js'
 import { largest, testBuilderImage } from './image-builder.js'
-import { testGoBuilderImage } from './image-builder-go.js'
+import { testCompiledBuilderImage } from './image-builder-compiled.js'
 import { commandExists, killRunning, podmanOn, removeDir, run, undoStack } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
@@ -462,8 +462,9 @@ async function main (): Promise<number> {
     const podman = podmanOn(join(cacheDir, 'storage'), join(cacheDir, 'run'))
     const baseImage = await timed('base image', () => ensureBaseImage(podman, cacheDir, workDir, undo, log))
     const chosen = process.argv.slice(2)
-    const unknown = chosen.filter((name) => name !== 'builder-js' && name !== 'builder-go' && !IMAGES.some((spec) => spec.name === name))
-    if (unknown.length > 0) throw new Error(`unknown image ${unknown.join(', ')}: expected ${[...IMAGES.map((spec) => spec.name), 'builder-js', 'builder-go'].join(', ')}`)
+    const builders = ['builder-js', 'builder-go', 'builder-rust']
+    const unknown = chosen.filter((name) => !builders.includes(name) && !IMAGES.some((spec) => spec.name === name))
+    if (unknown.length > 0) throw new Error(`unknown image ${unknown.join(', ')}: expected ${[...IMAGES.map((spec) => spec.name), ...builders].join(', ')}`)
     const wanted = (name: string): boolean => chosen.length === 0 || chosen.includes(name)
     for (const spec of IMAGES.filter((spec) => wanted(spec.name))) {
       try {
@@ -479,11 +480,12 @@ async function main (): Promise<number> {
         check(false, `builder-js: ${(error as Error).message}`)
       }
     }
-    if (wanted('builder-go')) {
+    for (const language of ['go', 'rust'] as const) {
+      if (!wanted(`builder-${language}`)) continue
       try {
-        await testGoBuilderImage({ repo, cacheDir, podman, baseImage, workDir, check, log, timed, freePort, withTimeout }, undo)
+        await testCompiledBuilderImage(language, { repo, cacheDir, podman, baseImage, workDir, check, log, timed, freePort, withTimeout }, undo)
       } catch (error) {
-        check(false, `builder-go: ${(error as Error).message}`)
+        check(false, `builder-${language}: ${(error as Error).message}`)
       }
     }
   } catch (error) {

@@ -104,7 +104,7 @@ export async function buildApplication (request: BuildRequest): Promise<string> 
   }
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
   const pushStarted = Date.now()
-  const lockedApp = lockedAppOf(manifest, request.language)
+  const lockedApp = lockedAppOf(manifest)
   try {
     const store = await openStore(request.ref, { dockerConfigDir: request.dockerConfigDir, insecure: request.insecureRegistry })
     const tag = request.ref.tag ?? request.buildId
@@ -231,16 +231,15 @@ export function firstError (output: string, displayPrefix = ''): string | null {
 }
 
 /** The locked application of the manifest, as `spin build` + `spin registry push` would lock it. */
-export function lockedAppOf (manifest: SpinManifest, language: Language = 'js'): LockedApp {
-  // A go function is a wasip1 command module: Spin's WAGI executor runs it (languages.ts).
-  const executor = language === 'go' ? { executor: { type: 'wagi' } } : {}
+export function lockedAppOf (manifest: SpinManifest): LockedApp {
   return {
     spin_lock_version: 1,
     metadata: { name: manifest.name, version: manifest.version, authors: [], triggers: {}, trigger: { type: 'http' } },
     triggers: manifest.triggers.map((trigger) => ({
       id: `${trigger.component}-http-trigger`,
       trigger_type: 'http',
-      trigger_config: { component: trigger.component, route: trigger.route, ...executor },
+      // The manifest's executor as written: go's spin.toml names WAGI (common/src/spin/manifest.ts).
+      trigger_config: { component: trigger.component, route: trigger.route, ...trigger.executor === undefined ? {} : { executor: trigger.executor } },
     })),
     components: manifest.components.map((component) => ({
       id: component.id,

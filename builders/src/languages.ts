@@ -68,10 +68,13 @@ export function buildSteps (language: Language, dir: string, options: { toolchai
   }
 }
 
+// What a download step may see of the builder's environment: how to reach the network.
+const NETWORK_ENV = ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'SSL_CERT_FILE']
+
 // Only what Go needs: the builder's own environment (its settings, a registry's credentials)
 // stays out of the build.
 function goEnv (deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
-  const passed = fetch ? ['GOPROXY', 'GOSUMDB', 'GONOSUMDB', 'GOPRIVATE', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'SSL_CERT_FILE'] : []
+  const passed = fetch ? ['GOPROXY', 'GOSUMDB', 'GONOSUMDB', 'GOPRIVATE', ...NETWORK_ENV] : []
   const env: NodeJS.ProcessEnv = {
     PATH: deps.path,
     HOME: join(deps.cache, 'home'),
@@ -104,7 +107,7 @@ function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: bool
       env: {
         PATH: deps.path, HOME: join(deps.cache, 'home'), CARGO_HOME: home, CARGO_TARGET_DIR: target, CARGO_TERM_COLOR: 'never',
         CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS: 'fallback', CARGO_TARGET_WASM32_WASIP1_LINKER: 'wasm-ld',
-        ...(fetch ? {} : { CARGO_NET_OFFLINE: 'true' }),
+        ...(fetch ? cargoNetworkEnv() : { CARGO_NET_OFFLINE: 'true' }),
       },
     }
   }
@@ -116,6 +119,15 @@ function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: bool
     cwd: dir,
     env: { PATH: deps.path },
   }
+}
+
+// cargo fetch in the image: the proxy, and the trust store as cargo reads it (its libcurl takes
+// no SSL_CERT_FILE), for a registry reached through a proxy whose authority the pod is given.
+function cargoNetworkEnv (): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const name of [...NETWORK_ENV, 'CARGO_HTTP_CAINFO']) if (process.env[name] !== undefined) env[name] = process.env[name]
+  if (env.CARGO_HTTP_CAINFO === undefined && env.SSL_CERT_FILE !== undefined) env.CARGO_HTTP_CAINFO = env.SSL_CERT_FILE
+  return env
 }
 
 /** Where cargo leaves the crate's module: its package name with - as _. */

@@ -1,17 +1,20 @@
 // The Spin manifest the control plane generates (common/src/spin/manifest.ts,
 // `spinManifest`) read back into what the builder needs: the application's name and version,
-// each http trigger's route and component, each component's source path and outbound hosts.
-// Only that generated subset of TOML is read (tables, arrays of tables, `key = value` with
-// JSON-compatible strings, numbers, booleans and arrays of strings); anything else is refused
-// rather than guessed at.
+// each http trigger's route, component and executor, each component's source path and outbound
+// hosts. Only that generated subset of TOML is read (tables, arrays of tables, `key = value`
+// with JSON-compatible strings, numbers, booleans, arrays of strings and one-line inline tables
+// of those, as `executor = { type = "wagi" }`); anything else is refused rather than guessed at.
 import { isAbsolute, normalize } from 'node:path'
 
 export type SpinManifest = {
   name: string
   version: string
-  triggers: Array<{ route: string; component: string }>
+  triggers: Array<{ route: string; component: string; executor?: Executor }>
   components: Array<{ id: string; source: string; allowedOutboundHosts: string[]; workdir: string | null }>
 }
+
+/** Spin's http executors: `http` (a component, the default) or `wagi` (a wasip1 command module). */
+type Executor = { type: 'http' | 'wagi' }
 
 type Table = Record<string, unknown>
 
@@ -41,15 +44,33 @@ export function parseSpinToml (text: string): SpinManifest {
     }
     match = /^([A-Za-z0-9_-]+)\s*=\s*(.+)$/.exec(line)
     if (match === null) throw new Error(`${where}: not a line of the generated manifest`)
-    let value: unknown
-    try {
-      value = JSON.parse(match[2] as string)
-    } catch {
-      throw new Error(`${where}: the value is not a plain string, number, boolean or array`)
-    }
-    current[match[1] as string] = value
+    current[match[1] as string] = valueOf(match[2] as string, where)
   })
   return manifestOf(root)
+}
+
+function valueOf (text: string, where: string): unknown {
+  const inline = /^\{\s*(.*?)\s*\}$/.exec(text)
+  if (inline !== null) return inlineTable(inline[1] as string, where)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new Error(`${where}: the value is not a plain string, number, boolean or array`)
+  }
+}
+
+// `key = value, key = value` between the braces, each value a plain string, number or boolean.
+function inlineTable (text: string, where: string): Table {
+  const table: Table = {}
+  const pair = /^([A-Za-z0-9_-]+)\s*=\s*("(?:[^"\\]|\\.)*"|true|false|-?[0-9]+)\s*(?:,\s*|$)/
+  let rest = text
+  while (rest !== '') {
+    const match = pair.exec(rest)
+    if (match === null) throw new Error(`${where}: not an inline table of the generated manifest`)
+    table[match[1] as string] = JSON.parse(match[2] as string) as unknown
+    rest = rest.slice(match[0].length)
+  }
+  return table
 }
 
 function tableAt (root: Table, path: string[], where: string): Table {
@@ -62,6 +83,12 @@ function tableAt (root: Table, path: string[], where: string): Table {
   return table
 }
 
+function executorOf (value: unknown, index: number): Executor {
+  const { type, ...rest } = (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}) as Table
+  if ((type !== 'http' && type !== 'wagi') || Object.keys(rest).length > 0) throw new Error(`spin.toml: trigger.http #${index + 1}: executor must be { type = "http" } or { type = "wagi" }`)
+  return { type }
+}
+
 function manifestOf (root: Table): SpinManifest {
   if (root.spin_manifest_version !== 2) throw new Error('spin.toml: spin_manifest_version must be 2')
   const application = (root.application ?? {}) as Table
@@ -69,7 +96,8 @@ function manifestOf (root: Table): SpinManifest {
   const http = ((root.trigger as Table | undefined)?.http ?? []) as Table[]
   const triggers = http.map((trigger, index) => {
     if (typeof trigger.route !== 'string' || typeof trigger.component !== 'string') throw new Error(`spin.toml: trigger.http #${index + 1} needs a route and a component`)
-    return { route: trigger.route, component: trigger.component }
+    if (trigger.executor === undefined) return { route: trigger.route, component: trigger.component }
+    return { route: trigger.route, component: trigger.component, executor: executorOf(trigger.executor, index) }
   })
   const componentTables = (root.component ?? {}) as Record<string, Table>
   const components = Object.entries(componentTables).map(([id, component]) => {

@@ -13,6 +13,15 @@ import { until } from '../helpers/wait.js'
 
 t.setTimeout(400_000)
 
+// Node's WebAssembly.Module, typed here: the project's TypeScript libs leave out the DOM's.
+type ModuleApi = {
+  new (bytes: Uint8Array): object
+  exports (module: object): Array<{ name: string }>
+  imports (module: object): Array<{ module: string }>
+  customSections (module: object, name: string): ArrayBuffer[]
+}
+const WasmModule = (globalThis as unknown as { WebAssembly: { Module: ModuleApi } }).WebAssembly.Module
+
 const deps = join(fileURLToPath(new URL('../../', import.meta.url)), '.cache', 'test-go-deps')
 
 t.test('the go template builds, pushes in the Spin format and answers through the worker', async (t) => {
@@ -21,6 +30,16 @@ t.test('the go template builds, pushes in the Spin format and answers through th
   t.comment(`go template build + push: ${build.ms} ms, module ${built.wasm.length} bytes`)
   checkSpinFormat(t, built, { type: 'wagi' })
   t.equal(built.wasm.subarray(0, 8).toString('hex'), '0061736d01000000', 'a core module (WAGI runs wasip1 commands)')
+  // What makes containerd-shim-spin's precompile (spin_componentize::componentize_if_necessary)
+  // wrap it with the command adapter, which the WAGI executor runs: a `_start` export, no sign
+  // of wit-bindgen (cabi_realloc) and no clang older than 15.0.7 among its producers.
+  const module = new WasmModule(built.wasm)
+  const exports = WasmModule.exports(module).map((entry) => entry.name)
+  t.ok(exports.includes('_start'), 'a wasip1 command: it exports _start')
+  t.notOk(exports.includes('cabi_realloc'), 'no wit-bindgen export')
+  const producers = WasmModule.customSections(module, 'producers').map((section) => Buffer.from(section).toString('latin1'))
+  t.notMatch(producers.join(''), /clang/, 'no clang among its producers (wasi-libc bug 377 check)')
+  t.same(WasmModule.imports(module).map((entry) => entry.module).filter((name, index, all) => all.indexOf(name) === index), ['wasi_snapshot_preview1'], 'it imports WASI preview 1 only')
   const answer = await invokeThroughWorker(t, built, '/hello/deeper?x=1')
   t.equal(answer.status, 200)
   t.equal(answer.text, 'hello from hello\n')

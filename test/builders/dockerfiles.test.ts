@@ -1,7 +1,6 @@
-// The builder Dockerfiles, read: the go and rust images cannot be built on the development
-// machine (no TinyGo, no wasm32-wasip2, base images not reachable; podman 4.3 has no `build
-// --dry-run`, and there is no hadolint), so these checks are what they get here; the js one is
-// also built and run by `npm run test:images`. The checks: every base image and toolchain
+// The builder Dockerfiles, read (podman 4.3 has no `build --dry-run`, and there is no
+// hadolint); all three are also built and run by `npm run test:images`, which `npm test` does
+// not run, so these checks are what every change gets. The checks: every base image and toolchain
 // pinned to a full version (never `latest`), COPY and never ADD, a numeric non-root USER with
 // a passwd entry (tools find their cache directory through it), and the same builder program as
 // an exec-form ENTRYPOINT.

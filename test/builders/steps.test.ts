@@ -27,6 +27,29 @@ t.test('the control plane\'s generated spin.toml reads back into routes and comp
   t.throws(() => parseSpinToml('spin_manifest_version = 2\n[application]\nname = "x"\n[[trigger.http]]\nroute = "/"\ncomponent = "nope"\n'), /names no component nope/)
 })
 
+t.test('a go application\'s spin.toml names the WAGI executor on each trigger; the locked app carries it', async (t) => {
+  const text = spinManifest({ name: 'shop', language: 'go' }, [{ name: 'cart', route: '/cart/...' }, { name: 'home', route: '/' }])
+  t.match(text, '[[trigger.http]]\nroute = "/cart/..."\ncomponent = "cart"\nexecutor = { type = "wagi" }\n', 'as Spin reads it (spin up of the downloaded source)')
+  const manifest = parseSpinToml(text)
+  t.same(manifest.triggers, [{ route: '/cart/...', component: 'cart', executor: { type: 'wagi' } }, { route: '/', component: 'home', executor: { type: 'wagi' } }])
+  t.same(lockedAppOf(manifest).triggers.map((trigger) => trigger.trigger_config), [
+    { component: 'cart', route: '/cart/...', executor: { type: 'wagi' } },
+    { component: 'home', route: '/', executor: { type: 'wagi' } },
+  ])
+  for (const language of ['js', 'ts', 'rust'] as const) {
+    const other = spinManifest({ name: 'shop', language }, [{ name: 'cart', route: '/cart/...' }])
+    t.notMatch(other, 'executor', `${language}: a component, Spin's default executor`)
+    t.same(lockedAppOf(parseSpinToml(other)).triggers[0]?.trigger_config, { component: 'cart', route: '/cart/...' })
+  }
+  const withExecutor = (line: string): string => `spin_manifest_version = 2\n[application]\nname = "x"\n[[trigger.http]]\nroute = "/"\ncomponent = "c"\n${line}\n[component.c]\nsource = "c.wasm"\n`
+  t.same(parseSpinToml(withExecutor('executor = {type="http"}')).triggers[0]?.executor, { type: 'http' })
+  t.throws(() => parseSpinToml(withExecutor('executor = { type = "spin" }')), /trigger\.http #1: executor must be/)
+  t.throws(() => parseSpinToml(withExecutor('executor = { type = "wagi", entrypoint = "main" }')), /trigger\.http #1: executor must be/)
+  t.throws(() => parseSpinToml(withExecutor('executor = "wagi"')), /trigger\.http #1: executor must be/)
+  t.throws(() => parseSpinToml(withExecutor('executor = { type = wagi }')), /spin\.toml:7: not an inline table of the generated manifest/)
+  t.throws(() => parseSpinToml(withExecutor('executor = { type = "wagi" nested = { a = 1 } }')), /spin\.toml:7: not an inline table/)
+})
+
 t.test('each language\'s build steps', async (t) => {
   t.same(buildSteps('ts', '/w/functions/f', { toolchain, entry: 'src/index.ts', displayPrefix: 'functions/f/' }).map((step) => [step.command, ...step.args]), [
     ['/usr/bin/node', '/b/js-bundle.js', 'src/index.ts', 'dist/bundle.js', 'functions/f/'],
@@ -43,9 +66,16 @@ t.test('each language\'s build steps', async (t) => {
   t.same([fetch?.command, ...(fetch?.args ?? [])], ['unshare', '--mount', '--pid', '--fork', '--ipc', '--uts', '--', 'sh', '/b/rust-build.sh', 'fetch', '/r', '/w/functions/f', '/c/cargo', '/c/target', 'cargo', 'fetch'])
   t.same([rust?.command, ...(rust?.args ?? [])], ['unshare', '--mount', '--pid', '--fork', '--ipc', '--uts', '--net', '--', 'sh', '/b/rust-build.sh', 'offline', '/r', '/w/functions/f', '/c/cargo', '/c/target',
     'cargo', 'build', '--release', '--offline', '--target', 'wasm32-wasip1', '--message-format', 'short'])
-  const [, image] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps: { ...deps, rustRoot: '/' } })
+  const saved = { SSL_CERT_FILE: process.env.SSL_CERT_FILE, CARGO_HTTP_CAINFO: process.env.CARGO_HTTP_CAINFO, HTTPS_PROXY: process.env.HTTPS_PROXY, DOCKER_CONFIG: process.env.DOCKER_CONFIG }
+  t.teardown(() => { for (const [name, value] of Object.entries(saved)) if (value === undefined) delete process.env[name]; else process.env[name] = value })
+  Object.assign(process.env, { SSL_CERT_FILE: '/pod/ca.crt', HTTPS_PROXY: 'http://proxy:3128', DOCKER_CONFIG: '/secret/docker' })
+  delete process.env.CARGO_HTTP_CAINFO
+  const [imageFetch, image] = buildSteps('rust', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps: { ...deps, rustRoot: '/' } })
   t.equal(image?.command, 'cargo', 'in the rust image cargo runs in the image\'s own root')
   t.equal(image?.env?.CARGO_NET_OFFLINE, 'true')
+  t.match(imageFetch?.env, { CARGO_HTTP_CAINFO: '/pod/ca.crt', HTTPS_PROXY: 'http://proxy:3128' }, 'cargo fetch in the image trusts the pod\'s store and takes its proxy')
+  t.equal(imageFetch?.env?.DOCKER_CONFIG, undefined, 'and nothing else of the builder\'s environment')
+  t.equal(image?.env?.HTTPS_PROXY, undefined, 'the compile gets no network settings')
   t.equal(rustArtifact(templateFiles('rust', 'my-fn')['Cargo.toml'] as string), 'wasm32-wasip1/release/my_fn.wasm')
   t.throws(() => rustArtifact('[lib]\nname = "x"\n'), /no \[package\] name/)
 })
@@ -54,7 +84,6 @@ t.test('the locked app names every trigger and component as Spin locks them', as
   const manifest = { name: 'shop', version: '0.1.0', triggers: [{ route: '/cart/...', component: 'cart' }], components: [{ id: 'cart', source: 'functions/cart/component.wasm', allowedOutboundHosts: [], workdir: null }] }
   const app = lockedAppOf(manifest)
   t.same(app.triggers, [{ id: 'cart-http-trigger', trigger_type: 'http', trigger_config: { component: 'cart', route: '/cart/...' } }])
-  t.same(lockedAppOf(manifest, 'go').triggers[0]?.trigger_config, { component: 'cart', route: '/cart/...', executor: { type: 'wagi' } }, 'go runs on the WAGI executor')
   t.same(app.components[0]?.metadata, { allowed_outbound_hosts: [] })
   t.equal(app.spin_lock_version, 1)
 })

@@ -1,0 +1,64 @@
+// What a go or rust build Job gives the builder image, on the fake Kubernetes API (the Job's
+// spec is all this reads; `npm run test:images` runs each builder image's entrypoint with the
+// same settings): the language's builder image; the contract's settings and nothing that
+// overrides the image's own (RUST_ROOT=/ and PATH come from builders/Dockerfile.rust and .go;
+// no DEPENDENCY_CACHE, so the builder keeps one in its work directory for the build); a
+// writable root filesystem, where go's build cache and cargo's registry and target go (under
+// /tmp); the resources and deadline a cold build fits in (docs/builders.md); and a source
+// archive the builder reads back, with the template's files and, for go, the WAGI executor.
+import { Readable } from 'node:stream'
+import t from 'tap'
+import { lockedAppOf } from '../../builders/src/build-app.js'
+import { parseSpinToml } from '../../builders/src/spin-toml.js'
+import { templateFiles } from '../../builders/src/templates.js'
+import { unpackArchive } from '../../control/src/source/archive.js'
+import { JOBS } from '../fixtures/kube-jobs.js'
+import { SECRETS } from '../fixtures/kube-secrets.js'
+import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import { createApp, firstFunction } from '../helpers/control.js'
+
+type Container = {
+  image: string
+  env: Array<{ name: string; value: string }>
+  resources: unknown
+  securityContext?: { readOnlyRootFilesystem?: boolean }
+}
+type JobSpec = { activeDeadlineSeconds: number; template: { spec: { containers: Container[] } } }
+
+const LIMITS = { maxArchiveBytes: 1024 * 1024, maxFiles: 100, maxBytes: 8 * 1024 * 1024 }
+
+for (const language of ['go', 'rust'] as const) {
+  t.test(`a ${language} build Job carries what the ${language} builder image needs`, async (t) => {
+    const { control, fake } = await startClusterControl(t, 'pglite')
+    const name = `hello-${language}`
+    const app = await createApp(control, name, { language })
+    const fn = firstFunction(app)
+    const started = await control.call('POST', `/applications/${app.id}/builds`)
+    t.equal(started.status, 202)
+    const buildId = (started.body as { id: string }).id
+    const job = fake.get(JOBS, `build-${buildId}`)
+    if (job === undefined) return t.fail('no Job')
+    const spec = job.spec as JobSpec
+    const container = spec.template.spec.containers[0] as Container
+    t.equal(container.image, `builders.test/${language}:1`, "the language's builder image")
+    t.same(Object.fromEntries(container.env.map((variable) => [variable.name, variable.value])), {
+      IMAGE_REF: `${REPOSITORY}/${name}:${buildId}`,
+      APPLICATION: name,
+      LANGUAGE: language,
+      BUILD_ID: buildId,
+      SOURCE_ARCHIVE: '/workspace/source/source.tar.gz',
+    }, "the contract's settings only: the image's RUST_ROOT and PATH stand, the cache is the build's own")
+    t.not(container.securityContext?.readOnlyRootFilesystem, true, "a writable root: the build's caches go under /tmp")
+    t.same(container.resources, { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } })
+    t.equal(spec.activeDeadlineSeconds, 900, 'the default deadline, past a cold build of the template in the image')
+
+    const secret = fake.get(SECRETS, `build-${buildId}`)
+    const archive = Buffer.from((secret?.data as Record<string, string>)['source.tar.gz'] as string, 'base64')
+    const files = await unpackArchive(Readable.from([archive]), LIMITS)
+    const template = templateFiles(language, fn.name)
+    t.same(Object.keys(files).sort(), ['spin.toml', ...Object.keys(template).map((path) => `functions/${fn.name}/${path}`)].sort(), "the template's files")
+    const trigger = lockedAppOf(parseSpinToml(files['spin.toml'] as string)).triggers[0]?.trigger_config
+    t.same(trigger, { component: fn.name, route: '/...', ...language === 'go' ? { executor: { type: 'wagi' } } : {} },
+      language === 'go' ? 'go: the WAGI executor, which the shim\'s http trigger carries' : 'rust: a component, the default executor')
+  })
+}
