@@ -3,8 +3,8 @@
 // of its turn, in one corked write per peer; the arena is then reused, so forwarding small
 // messages allocates no buffers of its own. Only messages for a peer that is away are copied
 // into buffers of their own, since they outlive the turn (held.ts). What a message costs is in
-// message-costs.ts, what the limits then close in backlog-limits.ts.
-import type { Metrics } from '../http/metrics.js'
+// message-costs.ts, what the limits then close in backlog-limits.ts, the rate limit in
+// rate-limit.ts.
 import type { Peer, Session, Slot } from '../session/session.js'
 import type { SessionTable } from '../session/table.js'
 import type { SessionClose } from '../session/transitions.js'
@@ -13,6 +13,8 @@ import { enforceLimits, observeBuffered, pinged, tooSlow } from './backlog-limit
 import { hold, keepQueued, takeHeld } from './held.js'
 import { CLOSE_CODES } from './close-codes.js'
 import { DIRECT_SEND_MIN_BYTES, QUEUED_MESSAGE_OVERHEAD } from './message-costs.js'
+import { createRateLimit } from './rate-limit.js'
+import { sent } from './sent.js'
 
 export type ForwardingOptions = Pick<BacklogLimits, 'maxBacklog' | 'maxTotalBacklog' | 'metrics'>
 
@@ -34,12 +36,6 @@ function unfilledBytes (size: number): Uint8Array {
   return new Uint8Array(Buffer.allocUnsafeSlow(size).buffer, 0, size)
 }
 
-function sent (metrics: Metrics, to: Slot, size: number): void {
-  to.session.bytesOut += size
-  metrics.messagesForwarded++
-  metrics.bytesForwarded += size
-}
-
 export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   const { metrics } = opts
   const backlog = table.backlog
@@ -51,6 +47,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   // The clock is read once per event-loop turn: every message of a turn arrived within
   // microseconds, and one syscall-free read per message still showed in profiles.
   let turnClock = 0
+  const rate = createRateLimit(limits, sendQueued)
 
   /** A message from `from`'s peer, bound for the other slot. */
   function forward (from: Slot, message: ArrayBuffer, isBinary: boolean): void {
@@ -63,6 +60,8 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     session.bytesIn = total
     session.lastActivity = now()
     const to = from.other
+    // One compare is all an unlimited session pays for the rate limit.
+    if (to.bucket !== null && !rate.admits(to, size, turnClock)) return rate.holdForRate(to, message, isBinary)
     const peer = to.peer
     if (peer === null) return hold(limits, to, message, isBinary)
     if (to.queued.length === 0 && size >= DIRECT_SEND_MIN_BYTES) {
@@ -94,6 +93,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function deliverHeld (slot: Slot): void {
     const peer = slot.peer
     if (peer === null || (slot.held.length === 0 && slot.queued.length === 0)) return
+    if (slot.bucket !== null) return rate.attached(slot)
     const held = takeHeld(backlog, slot)
     let dropped = false
     peer.cork(() => {

@@ -1,0 +1,10 @@
+// What the relay counts for every message it hands a peer: the session's bytes out and the
+// process's forwarded counters.
+import type { Metrics } from '../http/metrics.js'
+import type { Slot } from '../session/session.js'
+
+export function sent (metrics: Metrics, to: Slot, size: number): void {
+  to.session.bytesOut += size
+  metrics.messagesForwarded++
+  metrics.bytesForwarded += size
+}
