@@ -8,3 +8,10 @@ export function sent (metrics: Metrics, to: Slot, size: number): void {
   metrics.messagesForwarded++
   metrics.bytesForwarded += size
 }
+
+/** The same for `count` messages of `bytes` in all, counted once for a whole flush. */
+export function sentMany (metrics: Metrics, to: Slot, count: number, bytes: number): void {
+  to.session.bytesOut += bytes
+  metrics.messagesForwarded += count
+  metrics.bytesForwarded += bytes
+}
