@@ -58,13 +58,19 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     const total = session.bytesIn + size
     if (total > session.byteBudget) return overByteLimit(session)
     session.bytesIn = total
-    session.lastActivity = now()
     const to = from.other
     // One compare is all an unlimited session pays for the rate limit.
-    if (to.bucket !== null && !rate.admits(to, size, turnClock)) return rate.holdForRate(to, message, isBinary)
+    if (to.bucket !== null && !rate.admits(to, size, now())) {
+      session.lastActivity = turnClock
+      return rate.holdForRate(to, message, isBinary)
+    }
     const peer = to.peer
-    if (peer === null) return hold(limits, to, message, isBinary)
-    if (to.queued.length === 0 && size >= DIRECT_SEND_MIN_BYTES) {
+    if (peer === null) {
+      session.lastActivity = now()
+      return hold(limits, to, message, isBinary)
+    }
+    if (size >= DIRECT_SEND_MIN_BYTES && to.queued.length === 0) {
+      session.lastActivity = now()
       if (peer.send(message, isBinary, false) === SEND_DROPPED) return tooSlow(limits, to)
       sent(metrics, to, size)
       observeBuffered(limits, to)
@@ -140,6 +146,9 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function scheduleFlush (slot: Slot): void {
     if (slot.flushQueued) return
     slot.flushQueued = true
+    // lastActivity has the turn's granularity: the first small message of a turn to a slot
+    // stamps it, the rest of the turn's would write the same value again.
+    slot.session.lastActivity = now()
     toFlush.push(slot)
     endOfTurn()
   }
