@@ -135,6 +135,23 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     return i === queued.length
   }
 
+  // One function corks every flush, its slot and result passed beside it: a closure per
+  // flush and peer was two allocations per write, a share of the GC small messages cause.
+  let corkSlot: Slot | null = null
+  let corkOk = true
+  function sendCorkSlot (): void {
+    corkOk = sendQueued(corkSlot!)
+  }
+
+  /** sendQueued() inside the peer's cork. */
+  function sendCorked (peer: Peer, slot: Slot): boolean {
+    corkSlot = slot
+    corkOk = true
+    peer.cork(sendCorkSlot)
+    corkSlot = null
+    return corkOk
+  }
+
   function now (): number {
     if (turnClock === 0) {
       turnClock = Date.now()
@@ -174,9 +191,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
         enforceLimits(limits, slot) // a held copy costs more than its place in the arena
         continue
       }
-      let ok = true
-      peer.cork(() => { ok = sendQueued(slot) })
-      if (!ok) tooSlow(limits, slot)
+      if (!sendCorked(peer, slot)) tooSlow(limits, slot)
       else observeBuffered(limits, slot)
     }
     toFlush.length = 0
@@ -200,9 +215,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function flushNow (slot: Slot): void {
     const peer = slot.peer
     if (peer === null || slot.queued.length === 0 || slot.session.closed) return
-    let ok = true
-    peer.cork(() => { ok = sendQueued(slot) })
-    if (!ok) tooSlow(limits, slot)
+    if (!sendCorked(peer, slot)) tooSlow(limits, slot)
     else observeBuffered(limits, slot)
   }
 
