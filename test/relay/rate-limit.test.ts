@@ -97,6 +97,23 @@ t.test('a sender that ignores flow control is held up to --max-backlog, and clos
   t.equal(relay.backlogBytes(), 0, 'what was held is freed')
 })
 
+t.test('what was held while the peer was away goes at the rate when it reattaches, not at once', async (t) => {
+  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+  const session = await create(t, relay, { bytes_per_second: 1 })
+  const url = `${relay.ws}/relay/${session.id}`
+  const initiator = await attach(url, { token: session.initiator_token })
+  const away = await attach(url, { token: session.responder_token })
+  away.socket.terminate()
+  await until(async () => (await getSession(relay, session.id)).body.responder_connected === false, 10_000, 'the relay to see the drop')
+
+  for (let i = 0; i < 3; i++) initiator.socket.send(Buffer.alloc(100, i))
+  await until(() => relay.backlogBytes() === 3 * (100 + HELD_MESSAGE_OVERHEAD), 10_000, 'the relay to hold the three messages')
+  const back = await attach(url, { token: session.responder_token })
+  t.equal((await back.receive(1))[0]!.data[0], 0, 'the first goes at once: the bucket held a second\'s worth')
+  t.equal(relay.backlogBytes(), 2 * (100 + HELD_MESSAGE_OVERHEAD), 'the other two stay held: the first left the bucket in debt')
+  t.equal(await metric(relay, 'relay_sessions_rate_held{direction="initiator_to_responder"}'), 1, 'the session counts as rate-held')
+})
+
 t.test('a rate above the node\'s maximum answers 400; the node\'s default applies to a body without one', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn', '--default-session-rate', '1KiB', '--max-session-rate', '1MiB'])
   const plain = await create(t, relay, {})
