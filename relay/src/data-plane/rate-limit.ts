@@ -27,9 +27,12 @@ export function createRateLimit (limits: BacklogLimits, sendQueued: (slot: Slot)
 
   /** Hold a message the bucket did not admit, and make sure the session's timer will release it. */
   function holdForRate (to: Slot, message: ArrayBuffer, isBinary: boolean): void {
-    if (to.peer !== null && to.held.length === 0) metrics.rateHeld[to.name]++
+    // Only the first held message arms the timer: while any is held for an attached peer, the
+    // timer runs for the oldest, and a flood must not re-arm it per message.
+    const first = to.peer !== null && to.held.length === 0
+    if (first) metrics.rateHeld[to.name]++
     hold(limits, to, message, isBinary)
-    if (to.peer !== null && !to.session.closed) arm(to.session, waitMs(to.bucket!, message.byteLength))
+    if (first && !to.session.closed) arm(to.session, waitMs(to.bucket!, message.byteLength))
   }
 
   /** Run the session's timer in `ms`, or sooner if it is already due sooner: the other direction may wait longer. */
