@@ -13,14 +13,16 @@ export type Session = {
   bytes_out: number
   initiator_connected: boolean
   responder_connected: boolean
-  /** What the creator set (or the relay's defaults): null max_bytes is no byte limit. */
-  limits: { max_bytes: number | null; ttl_seconds: number }
+  /** What the creator set (or the relay's defaults): null is no such limit. */
+  limits: { max_bytes: number | null; bytes_per_second: number | null; ttl_seconds: number }
 }
 
 /** The optional body of a create: limits on the new session. */
 export type SessionLimits = {
   /** Payload bytes both peers may send in total; past it the relay closes with 4004. */
   max_bytes?: number
+  /** Each direction's rate; faster is held by the relay, past its backlog limit 4003. */
+  bytes_per_second?: number
   /** At most the relay's session TTL. */
   ttl_seconds?: number
 }

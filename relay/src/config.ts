@@ -49,6 +49,8 @@ export type RelayConfig = {
   callerClaim: string // the token claim that names the caller for maxSessionsPerCaller
   defaultSessionBytes: number | null // a session's byte limit when its create body sets none; null = --max-session-bytes
   maxSessionBytes: number | null // the largest byte limit a create body may set; null = no maximum
+  defaultSessionRate: number | null // bytes per second per direction when a create body sets none; null = --max-session-rate
+  maxSessionRate: number | null // the highest rate a create body may set; null = no maximum
   drainTimeoutMs: number // on SIGTERM, how long existing sessions may go on before the rest get 1001
 }
 
@@ -152,6 +154,8 @@ export const settings = [
   setting({ key: 'maxHeadersSize', env: 'RELAY_MAX_HEADERS_SIZE', flag: '--max-headers-size', default: '32KiB', parse: parseHeadersSize, help: 'largest request head (request line and headers), bytes, at most 1MiB; past it uWebSockets.js answers 431 with its own HTML page. The default admits the largest token the relay reads (16 KiB) with room for the path and other headers' }),
   setting({ key: 'defaultSessionBytes', env: 'RELAY_DEFAULT_SESSION_BYTES', flag: '--default-session-bytes', default: 'off', parse: parseByteCap, help: `payload bytes both peers of a session may send in total when POST /admin/sessions sets no max_bytes; the message past it closes the session with ${CLOSE_CODES.byteLimit.code}. off: --max-session-bytes, or none` }),
   setting({ key: 'maxSessionBytes', env: 'RELAY_MAX_SESSION_BYTES', flag: '--max-session-bytes', default: 'off', parse: parseByteCap, help: 'the largest max_bytes a create body may ask for (400 past it), and the byte limit of sessions that set none when --default-session-bytes is off; off: no maximum' }),
+  setting({ key: 'defaultSessionRate', env: 'RELAY_DEFAULT_SESSION_RATE', flag: '--default-session-rate', default: 'off', parse: parseByteCap, help: `bytes per second each direction of a session may carry when POST /admin/sessions sets no bytes_per_second (a burst of one second's worth); what a peer sends faster is held and passed on at the rate, and past --max-backlog held the session closes with ${CLOSE_CODES.tooSlow.code}. off: --max-session-rate, or none` }),
+  setting({ key: 'maxSessionRate', env: 'RELAY_MAX_SESSION_RATE', flag: '--max-session-rate', default: 'off', parse: parseByteCap, help: 'the highest bytes_per_second a create body may ask for (400 past it), and the rate of sessions that set none when --default-session-rate is off; off: no maximum' }),
   setting({ key: 'drainTimeoutMs', env: 'RELAY_DRAIN_TIMEOUT', flag: '--drain-timeout', default: '10m', parse: parseTimerDuration, help: `on SIGTERM the relay drains: /readyz answers 503, new sessions 503 with Retry-After, existing sessions (and their reattaches) go on; it exits once none is left or after this long, closing the rest with ${CLOSE_CODES.shutdown.code}. A second SIGTERM, or SIGINT, stops at once. Keep the pod's terminationGracePeriodSeconds above it` }),
   setting({ key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: `pino log level, one of ${logLevels.join(', ')}` }),
 ]
@@ -182,6 +186,11 @@ export function parseConfig (argv: string[], env: Record<string, string | undefi
   if (config.defaultSessionBytes !== null && config.maxSessionBytes !== null && config.defaultSessionBytes > config.maxSessionBytes) {
     throw new ConfigError(
       `--default-session-bytes (RELAY_DEFAULT_SESSION_BYTES) ${config.defaultSessionBytes} must be at most --max-session-bytes (RELAY_MAX_SESSION_BYTES) ${config.maxSessionBytes}`,
+    )
+  }
+  if (config.defaultSessionRate !== null && config.maxSessionRate !== null && config.defaultSessionRate > config.maxSessionRate) {
+    throw new ConfigError(
+      `--default-session-rate (RELAY_DEFAULT_SESSION_RATE) ${config.defaultSessionRate} must be at most --max-session-rate (RELAY_MAX_SESSION_RATE) ${config.maxSessionRate}`,
     )
   }
   if (config.maxTotalBacklog < config.maxBacklog) {

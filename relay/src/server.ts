@@ -104,7 +104,13 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
     readiness,
     maxSessionsPerCaller: config.maxSessionsPerCaller,
     callerClaim: config.callerClaim,
-    limits: { defaultMaxBytes: config.defaultSessionBytes, maxMaxBytes: config.maxSessionBytes, ttlMs: config.sessionTtlMs },
+    limits: {
+      defaultMaxBytes: config.defaultSessionBytes,
+      maxMaxBytes: config.maxSessionBytes,
+      defaultRate: config.defaultSessionRate,
+      maxRate: config.maxSessionRate,
+      ttlMs: config.sessionTtlMs,
+    },
   })
   registerServiceRoutes(routes, { config, auth, allowsOrigin, table, metrics, readiness })
 

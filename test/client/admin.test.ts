@@ -83,8 +83,8 @@ t.test('discover: null with auth disabled; the document cached for its max-age',
 t.test('createSession with limits: the relay applies them and the session shows them', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const admin = adminClient({ server: relay.http })
-  const created = await admin.createSession({ max_bytes: 4096, ttl_seconds: 60 })
-  t.same((await admin.getSession(created.id)).limits, { max_bytes: 4096, ttl_seconds: 60 })
+  const created = await admin.createSession({ max_bytes: 4096, bytes_per_second: 2048, ttl_seconds: 60 })
+  t.same((await admin.getSession(created.id)).limits, { max_bytes: 4096, bytes_per_second: 2048, ttl_seconds: 60 })
   const refused = await admin.createSession({ ttl_seconds: 7200 }).then(() => null, (error: unknown) => error)
   t.ok(refused instanceof RelayError, 'a TTL above the relay\'s: a RelayError')
   t.match(refused, { status: 400 })

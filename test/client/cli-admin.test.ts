@@ -43,10 +43,10 @@ t.test('login with the device flow, then session commands with the stored token,
   const created = await relayCli(t, ['session', 'create', '--json'], env)
   t.equal(created.code, 0, created.err)
   const id = (JSON.parse(created.out) as { id: string }).id
-  const limited = await relayCli(t, ['session', 'create', '--json', '--max-bytes', '4096', '--ttl-seconds', '60'], env)
+  const limited = await relayCli(t, ['session', 'create', '--json', '--max-bytes', '4096', '--bytes-per-second', '1000', '--ttl-seconds', '60'], env)
   t.equal(limited.code, 0, limited.err)
   const limitedId = (JSON.parse(limited.out) as { id: string }).id
-  t.match(JSON.parse((await relayCli(t, ['session', 'get', limitedId, '--json'], env)).out), { limits: { max_bytes: 4096, ttl_seconds: 60 } }, 'session create --max-bytes --ttl-seconds')
+  t.match(JSON.parse((await relayCli(t, ['session', 'get', limitedId, '--json'], env)).out), { limits: { max_bytes: 4096, bytes_per_second: 1000, ttl_seconds: 60 } }, 'session create --max-bytes --bytes-per-second --ttl-seconds')
   t.equal((await relayCli(t, ['session', 'create', '--max-bytes', '0'], env)).code, 2, '--max-bytes 0: a usage error')
 
   // the stored access token has expired: the next command refreshes it silently

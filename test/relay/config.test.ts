@@ -58,6 +58,8 @@ t.test('defaults', async (t) => {
     callerClaim: 'sub',
     defaultSessionBytes: null,
     maxSessionBytes: null,
+    defaultSessionRate: null,
+    maxSessionRate: null,
     drainTimeoutMs: 600_000,
   }
   t.strictSame(parseConfig([], withIssuer), expected)
@@ -94,6 +96,8 @@ const cases: [string, string, string, Partial<RelayConfig>][] = [
   ['--caller-claim', 'RELAY_CALLER_CLAIM', 'azp', { callerClaim: 'azp' }],
   ['--default-session-bytes', 'RELAY_DEFAULT_SESSION_BYTES', '1GiB', { defaultSessionBytes: 1_073_741_824 }],
   ['--max-session-bytes', 'RELAY_MAX_SESSION_BYTES', '10GiB', { maxSessionBytes: 10_737_418_240 }],
+  ['--default-session-rate', 'RELAY_DEFAULT_SESSION_RATE', '1MiB', { defaultSessionRate: 1_048_576 }],
+  ['--max-session-rate', 'RELAY_MAX_SESSION_RATE', '100MiB', { maxSessionRate: 104_857_600 }],
 ]
 
 t.test('admission limits: count/duration or off; bad values stop the start', async (t) => {
@@ -110,6 +114,7 @@ t.test('admission limits: count/duration or off; bad values stop the start', asy
   t.equal(parseConfig(['--max-sessions-per-caller', 'off'], withIssuer).maxSessionsPerCaller, null, '--max-sessions-per-caller off')
   t.match(configError(['--max-sessions-per-caller', '0']), /^invalid value "0" for --max-sessions-per-caller: /, 'a cap of 0')
   t.match(configError(['--default-session-bytes', '2GiB', '--max-session-bytes', '1GiB']), /--default-session-bytes .* must be at most --max-session-bytes/, 'a default above the maximum')
+  t.match(configError(['--default-session-rate', '2MiB', '--max-session-rate', '1MiB']), /--default-session-rate .* must be at most --max-session-rate/, 'a default rate above the maximum')
   t.match(configError(['--caller-claim', '']), /^invalid value "" for --caller-claim: /, 'an empty claim name')
   t.equal(configError(['--max-headers-size', '2MiB']), 'invalid value "2MiB" for --max-headers-size: must be at most 1MiB', 'a head larger than uWS should buffer per connection')
   t.equal(configError(['--max-headers-size', '0']), 'invalid value "0" for --max-headers-size: must be greater than 0')

@@ -83,10 +83,10 @@ t.test('defaults and maxima: the node\'s settings fill in and bound what a body 
 })
 
 t.test('any body: limits within the policy, or a 400', async (t) => {
-  const policy = { defaultMaxBytes: 1000, maxMaxBytes: 10_000, ttlMs: 60_000 }
+  const policy = { defaultMaxBytes: 1000, maxMaxBytes: 10_000, defaultRate: 500, maxRate: 5000, ttlMs: 60_000 }
   const field = fc.oneof(fc.integer({ min: -5, max: 20_000 }), fc.double(), fc.string(), fc.constant(null), fc.boolean(), fc.constant(undefined))
   const body = fc.oneof(
-    fc.record({ max_bytes: field, ttl_seconds: field }, { requiredKeys: [] }).map((value) => JSON.stringify(value)),
+    fc.record({ max_bytes: field, bytes_per_second: field, ttl_seconds: field }, { requiredKeys: [] }).map((value) => JSON.stringify(value)),
     fc.json(),
     fc.string(),
   )
@@ -98,6 +98,7 @@ t.test('any body: limits within the policy, or a 400', async (t) => {
       return error instanceof HttpError && error.status === 400
     }
     return limits.maxBytes !== null && limits.maxBytes > 0 && limits.maxBytes <= policy.maxMaxBytes &&
+      limits.bytesPerSecond !== null && limits.bytesPerSecond > 0 && limits.bytesPerSecond <= policy.maxRate &&
       limits.ttlMs > 0 && limits.ttlMs <= policy.ttlMs
   }), { numRuns: 2000 })
   t.pass('2000 bodies')

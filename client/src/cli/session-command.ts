@@ -8,7 +8,7 @@ import { HELP, UsageError } from './usage.js'
 
 export async function sessionCommand (args: string[], io: Io): Promise<number> {
   const help = HELP.session as string
-  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, 'max-bytes': { type: 'string' }, 'ttl-seconds': { type: 'string' } }, help)
+  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, 'max-bytes': { type: 'string' }, 'bytes-per-second': { type: 'string' }, 'ttl-seconds': { type: 'string' } }, help)
   const [verb, id, ...extra] = positionals
   if (extra.length > 0) throw new UsageError(`unexpected argument: ${extra[0]}`, help)
   const needsId = verb === 'get' || verb === 'delete'
@@ -19,9 +19,10 @@ export async function sessionCommand (args: string[], io: Io): Promise<number> {
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError('--limit: a positive integer', help)
   const limits = {
     ...positiveFlag(values['max-bytes'], '--max-bytes', 'max_bytes', help),
+    ...positiveFlag(values['bytes-per-second'], '--bytes-per-second', 'bytes_per_second', help),
     ...positiveFlag(values['ttl-seconds'], '--ttl-seconds', 'ttl_seconds', help),
   }
-  if (verb !== 'create' && Object.keys(limits).length > 0) throw new UsageError('--max-bytes and --ttl-seconds are for relay session create', help)
+  if (verb !== 'create' && Object.keys(limits).length > 0) throw new UsageError('--max-bytes, --bytes-per-second and --ttl-seconds are for relay session create', help)
   const server = serverOf(values.server as string | undefined, io, help)
   const json = values.json === true
   const print = (value: unknown) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`)

@@ -36,11 +36,12 @@ file mode 0600). They are refreshed without asking while the refresh token lasts
   --client-id ID     OAuth client id (default: the relay's client_id_hint)
 
 ${COMMON}`,
-  session: `Usage: relay session create|list|get ID|delete ID [--json] [--max-bytes N] [--ttl-seconds N]
+  session: `Usage: relay session create|list|get ID|delete ID [--json] [--max-bytes N] [--bytes-per-second N] [--ttl-seconds N]
 
   create      create a session: its id, both slot tokens (shown only now) and expiry;
-              --max-bytes N (both peers' payload in all; past it 4004) and --ttl-seconds N
-              (at most the relay's session TTL) limit it, within the relay's maxima
+              --max-bytes N (both peers' payload in all; past it 4004), --bytes-per-second N
+              (each direction's rate) and --ttl-seconds N (at most the relay's session TTL)
+              limit it, within the relay's maxima
   list        every session (all pages), a table; --limit N for one page of N
   get ID      one session
   delete ID   end a session; connected peers get close code 4000

@@ -8,6 +8,10 @@ export type LimitPolicy = {
   defaultMaxBytes: number | null
   /** The most a body may ask for; null: no maximum. */
   maxMaxBytes: number | null
+  /** Bytes per second per direction when the body sets none; null: unlimited (or maxRate, when that is set). */
+  defaultRate: number | null
+  /** The highest rate a body may ask for; null: no maximum. */
+  maxRate: number | null
   /** The node's session TTL: the default, and the longest a body may ask for. */
   ttlMs: number
 }
@@ -15,17 +19,21 @@ export type LimitPolicy = {
 /** The session's limits from the request body (null or empty: the defaults); a 400 names what is wrong. */
 export function limitsOf (body: Buffer | null, policy: LimitPolicy): SessionLimits {
   const fields = body === null || body.length === 0 ? {} : jsonObject(body)
-  const defaultBytes = policy.defaultMaxBytes ?? policy.maxMaxBytes
-  const maxBytes = fields.max_bytes === undefined ? defaultBytes : positiveInteger(fields.max_bytes, 'max_bytes')
-  if (maxBytes !== null && policy.maxMaxBytes !== null && maxBytes > policy.maxMaxBytes) {
-    throw new HttpError(400, `max_bytes ${maxBytes} is above this relay's maximum, ${policy.maxMaxBytes}`)
-  }
+  const maxBytes = bounded(fields.max_bytes, 'max_bytes', policy.defaultMaxBytes, policy.maxMaxBytes)
+  const bytesPerSecond = bounded(fields.bytes_per_second, 'bytes_per_second', policy.defaultRate, policy.maxRate)
   let ttlMs = policy.ttlMs
   if (fields.ttl_seconds !== undefined) {
     ttlMs = positiveInteger(fields.ttl_seconds, 'ttl_seconds') * 1000
     if (ttlMs > policy.ttlMs) throw new HttpError(400, `ttl_seconds ${ttlMs / 1000} is above this relay's session TTL, ${policy.ttlMs / 1000} s`)
   }
-  return { maxBytes, ttlMs }
+  return { maxBytes, bytesPerSecond, ttlMs }
+}
+
+/** A field the node gives a default and a maximum: the default when absent, else at most the maximum. */
+function bounded (value: unknown, name: string, defaultValue: number | null, max: number | null): number | null {
+  const chosen = value === undefined ? defaultValue ?? max : positiveInteger(value, name)
+  if (chosen !== null && max !== null && chosen > max) throw new HttpError(400, `${name} ${chosen} is above this relay's maximum, ${max}`)
+  return chosen
 }
 
 function jsonObject (body: Buffer): Record<string, unknown> {

@@ -3,8 +3,8 @@
 // of its turn, in one corked write per peer; the arena is then reused, so forwarding small
 // messages allocates no buffers of its own. Only messages for a peer that is away are copied
 // into buffers of their own, since they outlive the turn (held.ts). What a message costs is in
-// message-costs.ts, what the limits then close in backlog-limits.ts.
-import type { Metrics } from '../http/metrics.js'
+// message-costs.ts, what the limits then close in backlog-limits.ts, the rate limit in
+// rate-limit.ts.
 import type { Peer, Session, Slot } from '../session/session.js'
 import type { SessionTable } from '../session/table.js'
 import type { SessionClose } from '../session/transitions.js'
@@ -13,6 +13,8 @@ import { enforceLimits, observeBuffered, pinged, tooSlow } from './backlog-limit
 import { hold, keepQueued, takeHeld } from './held.js'
 import { CLOSE_CODES } from './close-codes.js'
 import { DIRECT_SEND_MIN_BYTES, QUEUED_MESSAGE_OVERHEAD } from './message-costs.js'
+import { createRateLimit } from './rate-limit.js'
+import { sent, sentMany } from './sent.js'
 
 export type ForwardingOptions = Pick<BacklogLimits, 'maxBacklog' | 'maxTotalBacklog' | 'metrics'>
 
@@ -34,12 +36,6 @@ function unfilledBytes (size: number): Uint8Array {
   return new Uint8Array(Buffer.allocUnsafeSlow(size).buffer, 0, size)
 }
 
-function sent (metrics: Metrics, to: Slot, size: number): void {
-  to.session.bytesOut += size
-  metrics.messagesForwarded++
-  metrics.bytesForwarded += size
-}
-
 export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   const { metrics } = opts
   const backlog = table.backlog
@@ -51,6 +47,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   // The clock is read once per event-loop turn: every message of a turn arrived within
   // microseconds, and one syscall-free read per message still showed in profiles.
   let turnClock = 0
+  const rate = createRateLimit(limits, sendQueued)
 
   /** A message from `from`'s peer, bound for the other slot. */
   function forward (from: Slot, message: ArrayBuffer, isBinary: boolean): void {
@@ -61,11 +58,19 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     const total = session.bytesIn + size
     if (total > session.byteBudget) return overByteLimit(session)
     session.bytesIn = total
-    session.lastActivity = now()
     const to = from.other
+    // One compare is all an unlimited session pays for the rate limit.
+    if (to.bucket !== null && !rate.admits(to, size, now())) {
+      session.lastActivity = turnClock
+      return rate.holdForRate(to, message, isBinary)
+    }
     const peer = to.peer
-    if (peer === null) return hold(limits, to, message, isBinary)
-    if (to.queued.length === 0 && size >= DIRECT_SEND_MIN_BYTES) {
+    if (peer === null) {
+      session.lastActivity = now()
+      return hold(limits, to, message, isBinary)
+    }
+    if (size >= DIRECT_SEND_MIN_BYTES && to.queued.length === 0) {
+      session.lastActivity = now()
       if (peer.send(message, isBinary, false) === SEND_DROPPED) return tooSlow(limits, to)
       sent(metrics, to, size)
       observeBuffered(limits, to)
@@ -94,6 +99,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function deliverHeld (slot: Slot): void {
     const peer = slot.peer
     if (peer === null || (slot.held.length === 0 && slot.queued.length === 0)) return
+    if (slot.bucket !== null) return rate.attached(slot)
     const held = takeHeld(backlog, slot)
     let dropped = false
     peer.cork(() => {
@@ -116,13 +122,34 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     backlog.total -= slot.queuedBytes
     slot.queued = []
     slot.queuedBytes = 0
-    for (let i = 0; i < queued.length; i += 3) {
+    // Counted once for the flush, not per message: at 16 B a message costs under a microsecond.
+    let bytes = 0
+    let i = 0
+    for (; i < queued.length; i += 3) {
       const offset = queued[i]!
       const size = queued[i + 1]!
-      if (peer.send(arena.subarray(offset, offset + size), queued[i + 2] === 1, false) === SEND_DROPPED) return false
-      sent(metrics, slot, size)
+      if (peer.send(arena.subarray(offset, offset + size), queued[i + 2] === 1, false) === SEND_DROPPED) break
+      bytes += size
     }
-    return true
+    sentMany(metrics, slot, i / 3, bytes)
+    return i === queued.length
+  }
+
+  // One function corks every flush, its slot and result passed beside it: a closure per
+  // flush and peer was two allocations per write, a share of the GC small messages cause.
+  let corkSlot: Slot | null = null
+  let corkOk = true
+  function sendCorkSlot (): void {
+    corkOk = sendQueued(corkSlot!)
+  }
+
+  /** sendQueued() inside the peer's cork. */
+  function sendCorked (peer: Peer, slot: Slot): boolean {
+    corkSlot = slot
+    corkOk = true
+    peer.cork(sendCorkSlot)
+    corkSlot = null
+    return corkOk
   }
 
   function now (): number {
@@ -136,6 +163,9 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function scheduleFlush (slot: Slot): void {
     if (slot.flushQueued) return
     slot.flushQueued = true
+    // lastActivity has the turn's granularity: the first small message of a turn to a slot
+    // stamps it, the rest of the turn's would write the same value again.
+    slot.session.lastActivity = now()
     toFlush.push(slot)
     endOfTurn()
   }
@@ -161,9 +191,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
         enforceLimits(limits, slot) // a held copy costs more than its place in the arena
         continue
       }
-      let ok = true
-      peer.cork(() => { ok = sendQueued(slot) })
-      if (!ok) tooSlow(limits, slot)
+      if (!sendCorked(peer, slot)) tooSlow(limits, slot)
       else observeBuffered(limits, slot)
     }
     toFlush.length = 0
@@ -187,9 +215,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   function flushNow (slot: Slot): void {
     const peer = slot.peer
     if (peer === null || slot.queued.length === 0 || slot.session.closed) return
-    let ok = true
-    peer.cork(() => { ok = sendQueued(slot) })
-    if (!ok) tooSlow(limits, slot)
+    if (!sendCorked(peer, slot)) tooSlow(limits, slot)
     else observeBuffered(limits, slot)
   }
 

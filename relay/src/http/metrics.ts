@@ -12,6 +12,10 @@ export type CloseReason = typeof CLOSE_REASONS[number]
 const ADMIN_REFUSALS = ['auth_failures', 'create_rate', 'caller_sessions', 'sessions_full', 'draining'] as const
 type AdminRefusal = typeof ADMIN_REFUSALS[number]
 
+/** A session's two directions, named by the slot their messages are bound for. */
+type Directions = { initiator: number; responder: number }
+const DIRECTION_LABELS = { responder: 'initiator_to_responder', initiator: 'responder_to_initiator' } as const
+
 export type Metrics = {
   sessionsCreated: number
   attachRefused: Record<AttachRefusal, number>
@@ -20,6 +24,8 @@ export type Metrics = {
   messagesForwarded: number
   bytesForwarded: number
   framesTooBig: number
+  /** Times a direction of a rate-limited session began holding messages for its rate. */
+  rateHeld: Directions
 }
 
 export function createMetrics (): Metrics {
@@ -31,6 +37,7 @@ export function createMetrics (): Metrics {
     messagesForwarded: 0,
     bytesForwarded: 0,
     framesTooBig: 0,
+    rateHeld: { initiator: 0, responder: 0 },
   }
 }
 
@@ -38,6 +45,8 @@ export type Gauges = {
   sessionsByState: Record<SessionState, number>
   backlogBytes: number
   connections: number
+  /** Sessions whose direction holds messages for its rate limit right now. */
+  rateHeld: Directions
 }
 
 export function renderMetrics (m: Metrics, g: Gauges): string {
@@ -58,6 +67,10 @@ export function renderMetrics (m: Metrics, g: Gauges): string {
   family('relay_messages_forwarded_total', 'counter', 'Messages handed to a peer.', [['', m.messagesForwarded]])
   family('relay_bytes_forwarded_total', 'counter', 'Payload bytes handed to a peer.', [['', m.bytesForwarded]])
   family('relay_frames_too_big_total', 'counter', 'Connections closed for a message above the frame size limit.', [['', m.framesTooBig]])
+  const directions = (values: Directions): Array<[string, number]> =>
+    (['responder', 'initiator'] as const).map((slot) => [`{direction="${DIRECTION_LABELS[slot]}"}`, values[slot]])
+  family('relay_sessions_rate_held', 'gauge', 'Sessions holding messages of a direction for its rate limit (bytes_per_second) right now: paused by it.', directions(g.rateHeld))
+  family('relay_rate_held_total', 'counter', 'Times a direction of a session began holding messages for its rate limit.', directions(m.rateHeld))
   family('relay_outgoing_backlog_bytes', 'gauge', 'Bytes waiting to be written to peers: socket buffers, and messages the relay holds or queues at what they cost in memory (payload plus per-message overhead).', [['', g.backlogBytes]])
   return lines.join('\n') + '\n'
 }

@@ -41,6 +41,7 @@ export function registerServiceRoutes (routes: Routes, { config, auth, allowsOri
       sessionsByState: table.countByState(),
       backlogBytes: table.backlog.total,
       connections: table.connections(),
+      rateHeld: table.countRateHeld(),
     })
     send(res, 200, text, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   })

@@ -1,5 +1,7 @@
 // A session and its two slots: the data the table, the state transitions and the forwarder
 // share, and the state and admin view derived from it.
+import type { Bucket } from '../data-plane/token-bucket.js'
+import { newBucket } from '../data-plane/token-bucket.js'
 import type { WebSocket } from '../http/uws.js'
 import type { Credentials } from './tokens.js'
 
@@ -37,12 +39,16 @@ export type Slot = {
   flushQueued: boolean
   /** Runs while this slot is empty after the session has had a peer: peer-wait. */
   waitTimer: NodeJS.Timeout | null
+  /** The rate limit of messages bound for this slot (data-plane/rate-limit.ts); null: none. */
+  bucket: Bucket | null
 }
 
 /** What the admin caller set at creation, within the node's maxima; null: none. */
 export type SessionLimits = {
   /** Payload bytes both peers may send in total; the message past it closes the session. */
   maxBytes: number | null
+  /** Bytes per second each direction may carry, a second's worth at once; faster is held. */
+  bytesPerSecond: number | null
   ttlMs: number
 }
 
@@ -62,6 +68,10 @@ export type Session = {
   byteBudget: number
   /** Its own expiry timer, for a TTL shorter than the node's (the table's one timer serves the rest). */
   ttlTimer: NodeJS.Timeout | null
+  /** Releases messages held for the rate limit, in both directions: one timer per limited session. */
+  rateTimer: NodeJS.Timeout | null
+  /** When rateTimer runs, ms. */
+  rateDue: number
   /** SHA-256 of the initiator's then the responder's token (see tokens.ts). */
   tokenDigests: Buffer
   initiator: Slot
@@ -78,7 +88,7 @@ export type SessionView = {
   bytes_out: number
   initiator_connected: boolean
   responder_connected: boolean
-  limits: { max_bytes: number | null; ttl_seconds: number }
+  limits: { max_bytes: number | null; bytes_per_second: number | null; ttl_seconds: number }
 }
 
 /** A new session, both slots empty and linked to each other. */
@@ -96,16 +106,19 @@ export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>
     limits,
     byteBudget: limits.maxBytes ?? Infinity,
     ttlTimer: null,
+    rateTimer: null,
+    rateDue: 0,
     tokenDigests: digests,
   } as Session
-  session.initiator = newSlot('initiator', session)
-  session.responder = newSlot('responder', session)
+  session.initiator = newSlot('initiator', session, now)
+  session.responder = newSlot('responder', session, now)
   session.initiator.other = session.responder
   session.responder.other = session.initiator
   return session
 }
 
-function newSlot (name: SlotName, session: Session): Slot {
+function newSlot (name: SlotName, session: Session, now: number): Slot {
+  const rate = session.limits.bytesPerSecond
   return {
     name,
     session,
@@ -118,6 +131,7 @@ function newSlot (name: SlotName, session: Session): Slot {
     buffered: 0,
     flushQueued: false,
     waitTimer: null,
+    bucket: rate === null ? null : newBucket(rate, rate, now),
   }
 }
 
@@ -140,6 +154,7 @@ export function viewOf (session: Session): SessionView {
     responder_connected: session.responder.peer !== null,
     limits: {
       max_bytes: session.limits.maxBytes,
+      bytes_per_second: session.limits.bytesPerSecond,
       ttl_seconds: session.limits.ttlMs / 1000,
     },
   }

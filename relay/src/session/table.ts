@@ -47,7 +47,7 @@ export function createSessionTable (opts: SessionTableOptions) {
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
 
   /** A new session for `caller` (see Session.caller); without limits, the node's TTL and no others. */
-  function create (caller: string, limits: SessionLimits = { maxBytes: null, ttlMs: ctx.ttlMs }): CreatedSession {
+  function create (caller: string, limits: SessionLimits = { maxBytes: null, bytesPerSecond: null, ttlMs: ctx.ttlMs }): CreatedSession {
     const now = Date.now()
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
     const session = newSession(credentials, now, limits, caller)
@@ -101,6 +101,16 @@ export function createSessionTable (opts: SessionTableOptions) {
     return counts
   }
 
+  /** Sessions that hold messages for their rate limit right now, by the slot those are bound for. */
+  function countRateHeld (): { initiator: number; responder: number } {
+    const counts = { initiator: 0, responder: 0 }
+    for (const session of sessions.values()) {
+      if (session.closed || session.limits.bytesPerSecond === null) continue
+      for (const slot of [session.initiator, session.responder]) if (slot.peer !== null && slot.held.length > 0) counts[slot.name]++
+    }
+    return counts
+  }
+
   return {
     create,
     find,
@@ -122,6 +132,7 @@ export function createSessionTable (opts: SessionTableOptions) {
     dropClosing: (peer: Peer, why: string): void => drop(ctx, peer, why),
     stop: () => expiry.stop(),
     countByState,
+    countRateHeld,
     backlog: ctx.backlog,
     connections: () => ctx.connections,
     /** Sessions not closed yet, and closed connections still owed bytes: a drain ends when both are 0. */

@@ -56,6 +56,8 @@ export function closeSession (ctx: TableContext, session: Session, { reason, fra
     if (held === 0) ctx.heldBy.delete(session.caller)
     else ctx.heldBy.set(session.caller, held)
     if (session.ttlTimer !== null) clearTimeout(session.ttlTimer)
+    if (session.rateTimer !== null) clearTimeout(session.rateTimer)
+    session.rateTimer = null
     for (const slot of [session.initiator, session.responder]) {
       stopWaiting(slot)
       ctx.backlog.total -= slot.heldBytes + slot.queuedBytes
