@@ -65,10 +65,10 @@ export type LocalHostsDeps = {
 export type LocalHosts = {
   /**
    * Load (or reload) the application into the worker from `image` with these variable values
-   * (name to value); resolves once the load is under way, not done. Throws when the artifact
+   * (name to value) and its own limits (over `limits`); resolves once the load is under way, not done. Throws when the artifact
    * cannot be re-locked.
    */
-  deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>): Promise<void>
+  deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>, own?: AppLimits): Promise<void>
   /** What runs for the application now, or null when nothing was deployed in this process. */
   status (appId: string): DeploymentStatus | null
   /** The application's URL once loaded (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
@@ -80,8 +80,12 @@ export type LocalHosts = {
   close (): Promise<void>
 }
 
+/** What an application sets for itself: the memory each of its instances may grow to. */
+export type AppLimits = { memoryBytes?: number | undefined }
+
 type Instance = {
   appId: string
+  own: AppLimits
   /** What runs: the image re-locked with the variables' names (the image itself when there are none). */
   image: string
   variables: Record<string, string>
@@ -222,7 +226,8 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       if (!current(instance)) return
       const { lockedApp, components } = instance.unpacked
       const started = Date.now()
-      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...deps.limits === undefined ? {} : { limits: deps.limits } })
+      const limits = { ...deps.limits, ...instance.own.memoryBytes === undefined ? {} : { memoryBytes: instance.own.memoryBytes } }
+      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...Object.keys(limits).length === 0 ? {} : { limits } })
       if (!current(instance)) return
       instance.url = String(reply.url)
       instance.port = Number(new URL(instance.url).port)
@@ -254,12 +259,12 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   }
 
   return {
-    async deploy (app, image, variables = {}) {
+    async deploy (app, image, variables = {}, own = {}) {
       if (closing) return
       const previous = instances.get(app.id)
       // Registered at once, so a request that comes meanwhile waits for this load, not the old one.
       const instance: Instance = {
-        appId: app.id, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
+        appId: app.id, own, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
         problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false, idle: false,
       }
       newLoading(instance)
