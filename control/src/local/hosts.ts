@@ -81,7 +81,7 @@ export type LocalHosts = {
 }
 
 /** What an application sets for itself: the memory each of its instances may grow to. */
-export type AppLimits = { memoryBytes?: number | undefined }
+type AppLimits = { memoryBytes?: number | undefined }
 
 type Instance = {
   appId: string
