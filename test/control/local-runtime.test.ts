@@ -389,13 +389,14 @@ t.test('while the worker is down and cannot start, invoke answers 503 naming the
 })
 
 t.test('scaled to zero: the deployment shows it ready with no replica running, its URL answers and it runs again', async (t) => {
-  // The sweep runs each second against the real clock: the application goes idle within seconds.
-  const { control } = await startLocal(t, ['--local-idle-timeout', '1s'])
+  // The sweep runs each second against the real clock: the application goes idle within
+  // seconds, and stays running for 3 s after a request, however slow the machine answers.
+  const { control } = await startLocal(t, ['--local-idle-timeout', '3s'])
   const app = await jsApp(control, 'sleepy')
   await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
   let deployment: Deployment | null = null
-  await until(async () => /^idle/.test((deployment = await deploymentOf(control, app.id))?.message ?? ''), 20_000, 'the application idle')
-  t.match(deployment, { ready: true, replicas: 1, observedReplicas: 0, message: 'idle: unloaded after 1 s without a request; the next request loads it again' })
+  await until(async () => /^idle/.test((deployment = await deploymentOf(control, app.id))?.message ?? ''), 30_000, 'the application idle')
+  t.match(deployment, { ready: true, replicas: 1, observedReplicas: 0, message: 'idle: unloaded after 3 s without a request; the next request loads it again' })
   const url = (deployment as unknown as Deployment).publicUrl ?? ''
   t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, 'its URL is still shown')
   const answer = await fetch(`${url}/woken`)
