@@ -7,7 +7,8 @@
 // 3. Builds both images with `podman build --isolation=chroot` on that base.
 // 4. Runs each image's entrypoint in its own read-only root as its USER (image-root.ts) and
 //    checks it from outside: /healthz, the image's HEALTHCHECK, a session round trip through
-//    the relay, the control plane on embedded PGlite in its volume, a clean exit on SIGTERM,
+//    the relay, the control plane on embedded PGlite in its volume and the worker it carries
+//    (its Rust stage replaced by the checkout's build: no Rust image here), a clean exit on SIGTERM,
 //    the uid it really runs as, and what the image holds: no dev dependencies, tests, sources,
 //    benchmarks or scripts.
 // 5. Runs the relay's test files inside the relay image's root on its Node 24 (the checkout
@@ -58,6 +59,8 @@ type ImageSpec = {
   env: (port: number) => Record<string, string>
   /** Paths under /app that must be there, and ones that belong to the other image. */
   present: string[]
+  /** Named build contexts (`--build-context name=dir`), made before the build. */
+  buildContexts?: (workDir: string) => Record<string, string>
   absent: string[]
   exercise: Exercise
 }
@@ -78,7 +81,10 @@ const IMAGES: ImageSpec[] = [
     dockerfile: 'Dockerfile.control',
     addressVariable: 'PLATFORM_ADDR',
     env: () => ({ PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }),
-    present: ['dist/control/src/main.js', 'dist/control/src/healthcheck.js', 'node_modules/@electric-sql/pglite'],
+    present: ['dist/control/src/main.js', 'dist/control/src/healthcheck.js', 'node_modules/@electric-sql/pglite', 'bin/worker'],
+    // The worker stage is the checkout's cargo build (npm run build made it): its own cargo build
+    // would take 10-15 minutes of two cores, and its Rust image cannot be pulled here.
+    buildContexts: (workDir) => ({ worker: builtWorker(workDir) }),
     // The wasm toolchain too: builds run in Jobs with the builder images (builders/).
     absent: ['dist/relay', 'dist/scripts', 'dist/bench', ...['uWebSockets.js', '@spinframework/build-tools', '@bytecodealliance/componentize-js', '@bytecodealliance/jco', 'binaryen', 'esbuild'].map((name) => `node_modules/${name}`)],
     exercise: exerciseControl,
@@ -212,10 +218,19 @@ function checkContents (spec: ImageSpec, root: ImageRoot, config: ImageConfig): 
   check(main.uid === 0 && (main.mode & 0o022) === 0, `${spec.name}: its code belongs to root and is not writable by the runtime user`, { uid: main.uid, mode: (main.mode & 0o777).toString(8) })
 }
 
+/** A directory holding the checkout's worker binary as `worker`, what Dockerfile.control's worker stage makes. */
+function builtWorker (workDir: string): string {
+  const dir = join(workDir, 'worker-context')
+  mkdirSync(dir, { recursive: true })
+  copyFileSync(join(repo, '.cache', 'worker', 'target', 'release', 'worker'), join(dir, 'worker'))
+  return dir
+}
+
 async function testImage (spec: ImageSpec, podman: Podman, baseImage: string, workDir: string, parentUndo: UndoStack): Promise<void> {
   const tag = `localhost/session-relay/${spec.name}:test`
+  const contexts = Object.entries(spec.buildContexts?.(workDir) ?? {}).flatMap(([name, dir]) => ['--build-context', `${name}=${dir}`])
   await timed(`build ${spec.name}`, () => podman([
-    'build', '--isolation=chroot', '--format=docker', '--pull=never',
+    'build', '--isolation=chroot', '--format=docker', '--pull=never', ...contexts,
     '--build-arg', `BASE_IMAGE=${baseImage}`, '-f', spec.dockerfile, '-t', tag, '.',
   ], { cwd: repo, logFile: join(cacheDir, 'logs', `build-${spec.name}.log`) }))
   check(true, `${spec.name}: podman build --isolation=chroot -f ${spec.dockerfile}`)
@@ -427,6 +442,13 @@ async function exerciseControl (running: Running): Promise<void> {
   const stored = hostDir === undefined ? [] : readdirSync(hostDir)
   const foreign = stored.filter((file) => statSync(join(hostDir!, file)).uid !== running.owner.uid)
   check(volume !== undefined && stored.length > 0 && foreign.length === 0, `control: the database is in the declared volume ${volume}, written as uid ${running.owner.uid}`, { stored, foreign })
+
+  // The worker the local runtime starts (PLATFORM_LOCAL_WORKER): it runs in the image's root as
+  // its user, compiled cache in the volume; stdin closed, it exits 0 (worker/README.md).
+  const workerPath = running.config.env.find((entry) => entry.startsWith('PLATFORM_LOCAL_WORKER='))?.slice('PLATFORM_LOCAL_WORKER='.length) ?? ''
+  const worker = startInRoot(running.root, running.config, running.owner, [workerPath, '--cache-dir', `${volume ?? '/data'}/worker-check`], [], running.undo)
+  const ended = await worker.exited
+  check(workerPath !== '' && ended.code === 0 && worker.stderr().includes('"worker ready"'), `control: the worker ${workerPath} starts in the image as uid ${running.owner.uid} and exits when its parent goes`, { ...ended, stderr: worker.stderr().slice(0, 400) })
   await stopWithSigterm(running, 'control')
 
   // The same volume under a new process: what a pod restart with a persistent volume sees.

@@ -43,3 +43,31 @@ t.test('a running application is reloaded by a PATCH, and says so; no secret in 
   await control.close()
   t.notMatch(control.logText(), SECRET, 'the secret value is in no log line')
 })
+
+t.test("memoryLimit bounds each instance of its application: past it a request fails, another application's larger limit serves it", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'local-memory-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  // The platform's limit applies to an application that sets none.
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED, '--resource-memory-limit', '64Mi'],
+    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } })
+  const deployed = async (name: string): Promise<{ id: string; fnId: string }> => {
+    const app = await createApp(control, name, { language: 'js' })
+    await control.call('POST', `/applications/${app.id}/builds`)
+    await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 20_000, `${name} deployed`)
+    return { id: app.id, fnId: firstFunction(app).id }
+  }
+  // The probe allocates `mb` MiB in 1 MiB arrays and says so.
+  const allocate = async (app: { id: string; fnId: string }, mb: number): Promise<{ status: number; body: string }> => {
+    const reply = await control.call('POST', `/applications/${app.id}/functions/${app.fnId}/invoke`, { json: { method: 'GET', path: `/alloc?mb=${mb}` } })
+    return reply.body as { status: number; body: string }
+  }
+  const small = await deployed('small')
+  const large = await deployed('large')
+  const patched = await control.call('PATCH', `/applications/${large.id}`, { json: { resources: { memoryLimit: '256Mi' } } })
+  t.match(patched.body, { resources: { memoryLimit: '256Mi' }, deployment: { message: /^re-applied with the new settings; / } })
+  await until(async () => ((await control.call('GET', `/applications/${large.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 20_000, 'large loaded again')
+
+  t.match(await allocate(small, 100), { status: 500, body: 'the function failed\n' }, 'past 64Mi: the documented 500')
+  t.match(await allocate(small, 8), { status: 200, body: 'allocated 8 MiB\n' }, 'within it: served')
+  t.match(await allocate(large, 100), { status: 200, body: 'allocated 100 MiB\n' }, 'the other application, at 256Mi, is served the same request')
+})

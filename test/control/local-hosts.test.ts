@@ -130,13 +130,13 @@ t.test('an artifact the worker refuses: the status and the url say why', async (
   t.match(hosts.status('app5'), { ready: false, running: false, message: /^the application could not be loaded/ })
 })
 
-t.test('scale to zero: an application without a request past the idle timeout is unloaded; the next request through url() loads it again on its port', async (t) => {
+t.test('scale to zero: an application without a request past the idle timeout is unloaded, its URL still answering; the first request there loads it again', async (t) => {
   let clock = 1_000_000
   const dir = t.testdir({ worker: {} })
   const logger = createLogger('info', new Writable({ write (_chunk, _encoding, done) { done() } }))
   // The sweep runs often; the injected clock decides what is idle.
   let counted = new Map<string, number>()
-  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED, idle: { timeoutMs: 60_000, sweepMs: 20, now: () => clock, swept: (counts) => { counted = new Map(counts) } } })
+  const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED, idle: { timeoutMs: 60_000, sweepMs: 20, now: () => clock, swept: (counts) => { counted = new Map(counts) } }, restartBackoff: { initialMs: 10, maxMs: 10 } })
   t.teardown(() => hosts.close())
   const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`)
   await hosts.deploy({ id: 'busy' }, image)
@@ -154,15 +154,29 @@ t.test('scale to zero: an application without a request past the idle timeout is
   await until(() => (counted.get('busy') ?? 0) > before, 5000, "a sweep that read the busy one's request")
   clock += 30_000
   await until(() => /^idle/.test(hosts.status('sleepy')?.message ?? ''), 5000, 'the idle application unloaded')
-  t.match(hosts.status('sleepy'), { ready: false, running: true, url: null, message: /^idle: unloaded after 60 s without a request; the next invoke loads it again$/ })
-  await t.rejects(fetch(`${sleepy.url}/`), 'its port is closed: its memory is given back')
-  t.match(hosts.status('busy'), { ready: true }, 'the one with a request at its URL within the timeout is still loaded')
-  t.match(await readLog(hosts, 'sleepy'), /idle for 60 s: unloaded/)
+  t.match(hosts.status('sleepy'), { ready: true, idle: true, running: true, url: sleepy.url, message: /^idle: unloaded after 60 s without a request; the next request loads it again$/ })
+  t.match(hosts.status('busy'), { ready: true, idle: false }, 'the one with a request at its URL within the timeout is still loaded')
+  await until(async () => ((await readLog(hosts, 'sleepy')).match(/idle for 60 s: unloaded/) ?? []).length > 0, 5000, 'the worker let it go')
 
-  const again = await answer(hosts, 'sleepy', '/woken')
-  t.same({ url: again.url, path: again.body.path }, { url: sleepy.url, path: '/woken' }, 'loaded again on its port by the next request')
+  // At its own URL, not through url(): the worker loads it again and answers.
+  const woken = await fetch(`${sleepy.url}/woken`)
+  t.same({ status: woken.status, path: ((await woken.json()) as Answer).path }, { status: 200, path: '/woken' }, 'its URL answers the first request')
+  await until(() => hosts.status('sleepy')?.idle === false, 5000, "the worker's awake event")
   t.match(hosts.status('sleepy'), { ready: true, message: '1 of 1 replicas ready' })
+  t.match(await readLog(hosts, 'sleepy'), /loaded again by a request at its URL/)
 
+  // Idle again, then through url() (invoke): the same port answers. As above, the clock moves
+  // once a sweep has counted the woken one.
+  await until(() => counted.has('sleepy'), 5000, 'a sweep that counted the woken application')
   clock += 120_000
-  await until(() => /^idle/.test(hosts.status('busy')?.message ?? ''), 5000, 'the other one idle in its turn')
+  await until(() => hosts.status('sleepy')?.idle === true && hosts.status('busy')?.idle === true, 5000, 'both idle in their turn')
+  const again = await answer(hosts, 'sleepy', '/invoked')
+  t.same({ url: again.url, path: again.body.path }, { url: sleepy.url, path: '/invoked' })
+
+  // A worker restart brings the idle one back on its port, idle: its URL answers.
+  process.kill(Number(readFileSync(join(dir, 'worker', 'worker.pid'), 'utf8')), 'SIGKILL')
+  await until(() => hosts.status('busy')?.url === null, 5000, 'the exit noticed')
+  await until(() => hosts.status('busy')?.url === busy.url, 10_000, 'the idle one back on its port')
+  t.match(hosts.status('busy'), { ready: true, idle: true })
+  t.equal((await fetch(`${busy.url}/`)).status, 200, 'and answering')
 })

@@ -3,7 +3,7 @@
 // queue, timeout, live and stored log, outcome from the termination log), a restart failing
 // what was left running, missing toolchains answering 503 by name, and deployments loaded into
 // the real worker: ready, invoked, reloaded on redeploy, unloaded on delete, stopped at
-// shutdown, brought back after a restart, a crashed worker restarted.
+// shutdown, brought back after a restart, a crashed worker restarted, scaled to zero.
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,7 +25,7 @@ import { createBuild, markRunning } from '../../control/src/store/builds.js'
 t.setTimeout(300_000)
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
-type Deployment = { image: string; replicas: number; ready: boolean; internalUrl: string; publicUrl: string | null; message: string }
+type Deployment = { image: string; replicas: number; observedReplicas: number; ready: boolean; internalUrl: string; publicUrl: string | null; message: string }
 
 function scratch (t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'local-runtime-'))
@@ -386,4 +386,22 @@ t.test('while the worker is down and cannot start, invoke answers 503 naming the
   chmodSync(binary, 0o755)
   await until(async () => (await deploymentOf(control, app.id))?.ready === true, 30_000, 'the worker back')
   t.equal((await invoke(control, app.id, app.fnId)).status, 200, 'answered again')
+})
+
+t.test('scaled to zero: the deployment shows it ready with no replica running, its URL answers and it runs again', async (t) => {
+  // The sweep runs each second against the real clock: the application goes idle within
+  // seconds, and stays running for 3 s after a request, however slow the machine answers.
+  const { control } = await startLocal(t, ['--local-idle-timeout', '3s'])
+  const app = await jsApp(control, 'sleepy')
+  await untilBuild(control, app.id, (await build(control, app.id)).id, 'succeeded')
+  let deployment: Deployment | null = null
+  await until(async () => /^idle/.test((deployment = await deploymentOf(control, app.id))?.message ?? ''), 30_000, 'the application idle')
+  t.match(deployment, { ready: true, replicas: 1, observedReplicas: 0, message: 'idle: unloaded after 3 s without a request; the next request loads it again' })
+  const url = (deployment as unknown as Deployment).publicUrl ?? ''
+  t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, 'its URL is still shown')
+  const answer = await fetch(`${url}/woken`)
+  t.same({ status: answer.status, path: ((await answer.json()) as ProbeAnswer).path }, { status: 200, path: '/woken' }, 'and answers')
+  // Read once: a second later it may be idle again.
+  await until(async () => (deployment = await deploymentOf(control, app.id))?.message === '1 of 1 replicas ready', 5000, 'running again')
+  t.match(deployment, { ready: true, observedReplicas: 1, publicUrl: url })
 })

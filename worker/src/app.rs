@@ -16,6 +16,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use wasmtime::component::Linker;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
@@ -46,10 +47,20 @@ pub struct App {
 /// js component) is freed then, and given back, so an unloaded app costs nothing.
 impl Drop for App {
     fn drop(&mut self) {
+        IN_MEMORY.fetch_sub(1, Ordering::Relaxed);
         crate::cache::give_back_free_memory();
     }
 }
 
+/// Apps built and not yet dropped, loaded or on their way out (`stats`' `appsInMemory`): an
+/// idle or unloaded app leaves it once its last request is done.
+static IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
+
+pub fn in_memory() -> usize {
+    IN_MEMORY.load(Ordering::Relaxed)
+}
+
+#[derive(Clone)]
 pub struct LoadRequest {
     pub app: String,
     pub lock: Value,
@@ -65,6 +76,7 @@ pub fn build(
     linker: &Linker<Host>,
     wagi_linker: &wasmtime::Linker<WagiHost>,
     policy: Arc<AddressPolicy>,
+    stats: Arc<Stats>,
 ) -> Result<App, String> {
     let lock = LockedApp::from_value(request.lock)?;
     let routes = lock.http_routes()?;
@@ -155,13 +167,14 @@ pub fn build(
             "route {route} names component {missing:?}, which the lock lacks"
         ));
     }
+    IN_MEMORY.fetch_add(1, Ordering::Relaxed);
     Ok(App {
         id: request.app.as_str().into(),
         router,
         components,
         limits: request.limits,
         policy,
-        stats: Arc::new(Stats::default()),
+        stats,
         digests,
     })
 }

@@ -15,6 +15,7 @@ mod protocol;
 mod routes;
 mod sandbox;
 mod server;
+mod slot;
 mod spin_variables;
 mod stats;
 mod variables;
@@ -41,6 +42,8 @@ fn main() {
 }
 
 async fn run(config: config::Config) -> i32 {
+    // Replies and events, one line each, written to stdout in the order they come.
+    let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
     let setup = || -> Result<protocol::Worker, String> {
         let engine = engine::engine(&config).map_err(|e| format!("engine: {e}"))?;
         engine::start_ticker(&engine);
@@ -48,13 +51,14 @@ async fn run(config: config::Config) -> i32 {
         let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine)
             .map_err(|e| format!("{}: {e}", config.cache_dir.display()))?;
-        Ok(protocol::Worker::new(
+        let loader = slot::Loader {
             linker,
             wagi_linker,
-            cache,
-            config.address_policy.clone(),
-            config.max_memory_bytes,
-        ))
+            cache: Arc::new(cache),
+            policy: Arc::new(config.address_policy.clone()),
+            events: replies.downgrade(),
+        };
+        Ok(protocol::Worker::new(loader, config.max_memory_bytes))
     };
     let worker = match setup() {
         Ok(w) => Arc::new(w),
@@ -65,7 +69,6 @@ async fn run(config: config::Config) -> i32 {
     };
     log::info("worker ready", json!({"pid": std::process::id()}));
 
-    let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(mut line) = outgoing.recv().await {

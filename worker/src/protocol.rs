@@ -2,16 +2,16 @@
 //! on stdout with the same `id`:
 //!   load   {app, lock, components: {id: path}, variables, limits, port} -> {url}
 //!   unload {app, prune?}                                               -> {}
-//!   stats                                                              -> {apps: {id: {...}}}
+//!   idle   {app}                                                       -> {}
+//!   stats                                                              -> {apps: {id: {...}}, appsInMemory}
 //!   prune                                                              -> {removed: [digest]}
-//! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on.
+//! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on. Lines without an `id`
+//! are events: `{"event":"awake","app":ID}` when a request loaded an idle application again.
 
-use crate::app::{self, App, LoadRequest};
-use crate::cache::ComponentCache;
+use crate::app::LoadRequest;
 use crate::limits::Limits;
 use crate::log;
-use crate::outbound::address::AddressPolicy;
-use crate::sandbox::Host;
+use crate::slot::{Loader, Slot};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use wasmtime::component::Linker;
 
 #[derive(Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
@@ -41,6 +40,9 @@ enum Op {
         #[serde(default)]
         prune: bool,
     },
+    Idle {
+        app: String,
+    },
     Stats,
     Prune,
 }
@@ -60,33 +62,21 @@ const DEFAULT_MAX_REQUEST_BODY: u64 = 10 << 20;
 const DEFAULT_MAX_RESPONSE_BODY: u64 = 32 << 20;
 
 struct Loaded {
-    app: Arc<App>,
+    slot: Arc<Slot>,
     port: u16,
     server: JoinHandle<()>,
 }
 
 pub struct Worker {
-    pub linker: Linker<Host>,
-    pub wagi_linker: wasmtime::Linker<crate::wagi::WagiHost>,
-    pub cache: Arc<ComponentCache>,
-    pub policy: Arc<AddressPolicy>,
+    loader: Arc<Loader>,
     pub max_memory_bytes: u64,
     apps: Mutex<HashMap<String, Loaded>>,
 }
 
 impl Worker {
-    pub fn new(
-        linker: Linker<Host>,
-        wagi_linker: wasmtime::Linker<crate::wagi::WagiHost>,
-        cache: ComponentCache,
-        policy: AddressPolicy,
-        max_memory_bytes: u64,
-    ) -> Self {
+    pub fn new(loader: Loader, max_memory_bytes: u64) -> Self {
         Worker {
-            linker,
-            wagi_linker,
-            cache: Arc::new(cache),
-            policy: Arc::new(policy),
+            loader: Arc::new(loader),
             max_memory_bytes,
             apps: Mutex::new(HashMap::new()),
         }
@@ -147,17 +137,34 @@ impl Worker {
                 }
                 Ok(json!({"removed": removed}))
             }
+            Op::Idle { app } => {
+                let slot = self.apps.lock().unwrap().get(&app).map(|l| l.slot.clone());
+                let Some(slot) = slot else {
+                    return Err(format!("no application {app:?} is loaded"));
+                };
+                slot.idle().await;
+                self.cache_release();
+                // What the app held goes with its last request in flight (`App`'s drop);
+                // given back now too, for what went with the cache's hold.
+                crate::cache::give_back_free_memory();
+                log::info(
+                    "application idle: unloaded, its port kept",
+                    json!({"app": app}),
+                );
+                Ok(json!({}))
+            }
             Op::Stats => {
                 let apps = self.apps.lock().unwrap();
                 let stats: serde_json::Map<String, Value> = apps
                     .iter()
                     .map(|(id, loaded)| {
-                        let mut s = loaded.app.stats.to_json();
+                        let mut s = loaded.slot.stats.to_json();
                         s["port"] = json!(loaded.port);
+                        s["idle"] = json!(!loaded.slot.is_loaded());
                         (id.clone(), s)
                     })
                     .collect();
-                Ok(json!({"apps": stats}))
+                Ok(json!({"apps": stats, "appsInMemory": crate::app::in_memory()}))
             }
             Op::Prune => Ok(json!({"removed": self.prune()})),
         }
@@ -190,18 +197,7 @@ impl Worker {
     async fn load(self: Arc<Self>, request: LoadRequest, port: u16) -> Result<Value, String> {
         let id = request.app.clone();
         let started = std::time::Instant::now();
-        let worker = self.clone();
-        let built = tokio::task::spawn_blocking(move || {
-            app::build(
-                request,
-                &worker.cache,
-                &worker.linker,
-                &worker.wagi_linker,
-                worker.policy.clone(),
-            )
-        })
-        .await
-        .map_err(|e| format!("loading failed: {e}"))??;
+        let slot = Arc::new(Slot::load(&self.loader, request).await?);
         // A load of a loaded application replaces it; its port is free again first, so a
         // redeploy can keep it.
         self.unload(&id).await;
@@ -209,12 +205,11 @@ impl Worker {
             .await
             .map_err(|e| format!("127.0.0.1:{port}: {e}"))?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        let app = Arc::new(built);
-        let server = tokio::spawn(crate::server::serve(listener, app.clone()));
+        let server = tokio::spawn(crate::server::serve(listener, slot.clone()));
         self.apps
             .lock()
             .unwrap()
-            .insert(id.clone(), Loaded { app, port, server });
+            .insert(id.clone(), Loaded { slot, port, server });
         log::info(
             "application loaded",
             json!({"app": id, "port": port, "ms": started.elapsed().as_millis() as u64}),
@@ -231,7 +226,7 @@ impl Worker {
         loaded.server.abort();
         // Awaited so the listener is closed before a new load binds the same port.
         let _ = loaded.server.await;
-        self.cache.release(&self.digests_in_use());
+        self.cache_release();
         // The app's components may have gone with it (its `Drop` gave the memory back) or
         // only now, with the cache's hold on them.
         crate::cache::give_back_free_memory();
@@ -239,17 +234,29 @@ impl Worker {
         true
     }
 
-    fn digests_in_use(&self) -> HashSet<String> {
-        self.apps
+    /// The cache lets go of the components no loaded application uses; their files stay.
+    fn cache_release(&self) {
+        let in_memory = self
+            .apps
             .lock()
             .unwrap()
             .values()
-            .flat_map(|l| l.app.digests.iter().cloned())
-            .collect()
+            .filter(|l| l.slot.is_loaded())
+            .flat_map(|l| l.slot.digests.iter().cloned())
+            .collect();
+        self.loader.cache.release(&in_memory);
     }
 
+    /// Deletes the compiled files no application uses, loaded or idle.
     fn prune(&self) -> Vec<String> {
-        let removed = self.cache.prune(&self.digests_in_use());
+        let on_disk: HashSet<String> = self
+            .apps
+            .lock()
+            .unwrap()
+            .values()
+            .flat_map(|l| l.slot.digests.iter().cloned())
+            .collect();
+        let removed = self.loader.cache.prune(&on_disk);
         if !removed.is_empty() {
             log::info("compiled components pruned", json!({"digests": removed}));
         }

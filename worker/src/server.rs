@@ -8,6 +8,7 @@ use crate::log;
 use crate::outbound::OutboundHooks;
 use crate::routes::RouteMatch;
 use crate::sandbox::Host;
+use crate::slot::Slot;
 use crate::stats::{CpuCharged, Stats};
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
@@ -29,18 +30,26 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Accepts until the task is aborted (`unload`); aborting drops the connections with it.
-pub async fn serve(listener: TcpListener, app: Arc<App>) {
+/// Each request takes the application from the slot, loading it again when it is idle: a
+/// kept-alive connection does not keep an idle application in memory.
+pub async fn serve(listener: TcpListener, slot: Arc<Slot>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, client)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
-                let app = app.clone();
+                let slot = slot.clone();
                 connections.spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
-                        let app = app.clone();
-                        async move { Ok::<_, std::convert::Infallible>(handle(app, request, client).await) }
+                        let slot = slot.clone();
+                        async move {
+                            let answer = match slot.app().await {
+                                Ok(app) => handle(app, request, client).await,
+                                Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "the application could not be loaded\n"),
+                            };
+                            Ok::<_, std::convert::Infallible>(answer)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)

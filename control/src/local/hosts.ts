@@ -8,7 +8,8 @@
 // Variables reach the worker in the `load` command, from memory, never through an environment
 // or a file, and the artifact is re-locked to declare exactly their names
 // (common/src/spin/relock.ts): a new value or a new name is a reload, never a rebuild. Values are
-// never logged.
+// never logged. An application idle past the timeout is let go by the worker, which keeps its
+// port and loads it again at the next request (its `awake` event says so).
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -23,7 +24,15 @@ import type { WorkerLogLine } from './worker.js'
 import { createWorker } from './worker.js'
 
 /** A local deployment as it is now. */
-export type DeploymentStatus = { image: string; running: boolean; ready: boolean; url: string | null; message: string }
+export type DeploymentStatus = {
+  image: string
+  running: boolean
+  ready: boolean
+  /** Unloaded for want of requests; its URL answers still, loading it again at the first request. */
+  idle: boolean
+  url: string | null
+  message: string
+}
 
 const MAX_APP_LOG_BYTES = 1024 * 1024
 
@@ -43,7 +52,8 @@ export type LocalHostsDeps = {
   allowPrivateOutbound?: string[]
   /**
    * Scale to zero: an application without a request for `timeoutMs` is unloaded (its memory
-   * given back) and loaded again by the next invoke. Checked every `sweepMs` (a quarter of the
+   * given back) with its port kept: the next request there, or through invoke, loads it again.
+   * Checked every `sweepMs` (a quarter of the
    * timeout, at most 30 s, by default); `now` is the clock; `swept` is told the request counts
    * each sweep read (tests wait for a count rather than a time).
    */
@@ -55,10 +65,10 @@ export type LocalHostsDeps = {
 export type LocalHosts = {
   /**
    * Load (or reload) the application into the worker from `image` with these variable values
-   * (name to value); resolves once the load is under way, not done. Throws when the artifact
+   * (name to value) and its own limits (over `limits`); resolves once the load is under way, not done. Throws when the artifact
    * cannot be re-locked.
    */
-  deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>): Promise<void>
+  deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>, own?: AppLimits): Promise<void>
   /** What runs for the application now, or null when nothing was deployed in this process. */
   status (appId: string): DeploymentStatus | null
   /** The application's URL once loaded (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
@@ -70,8 +80,12 @@ export type LocalHosts = {
   close (): Promise<void>
 }
 
+/** What an application sets for itself: the memory each of its instances may grow to. */
+type AppLimits = { memoryBytes?: number | undefined }
+
 type Instance = {
   appId: string
+  own: AppLimits
   /** What runs: the image re-locked with the variables' names (the image itself when there are none). */
   image: string
   variables: Record<string, string>
@@ -88,7 +102,7 @@ type Instance = {
   loaded: () => void
   /** The worker is down and will come back: a wait goes on. */
   waitingForWorker: boolean
-  /** Unloaded for want of requests: the next url() loads it again. */
+  /** Unloaded for want of requests (the worker's `idle`): its port stays, the worker loads it at the next request. */
   idle: boolean
 }
 
@@ -111,6 +125,13 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     pidFile: join(deps.dir, 'worker.pid'),
     restartBackoff: deps.restartBackoff ?? DEFAULT_BACKOFF,
     onLog: routeLog,
+    onEvent (event) {
+      const instance = typeof event.app === 'string' ? instances.get(event.app) : undefined
+      if (event.event !== 'awake' || instance === undefined || !instance.idle) return
+      instance.idle = false
+      idleTracker.loaded(instance.appId)
+      instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: 'loaded again by a request at its URL' })}\n`))
+    },
     onDown (problem) {
       for (const instance of instances.values()) {
         instance.url = null
@@ -125,8 +146,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     },
     onRestart () {
       for (const instance of instances.values()) {
-        // An idle application stays unloaded until a request wants it.
-        if (instance.idle) continue
+        // An idle application is loaded (its port answers again) and let go at once (load()).
         instance.waitingForWorker = false
         instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: 'the worker restarted; loading the application again' })}\n`))
         void enqueue(instance.appId, () => load(instance))
@@ -140,14 +160,19 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   const sweeper = idleTimeoutMs > 0 ? setInterval(() => { void sweep() }, deps.idle?.sweepMs ?? Math.min(30_000, Math.max(1000, idleTimeoutMs / 4))) : null
   sweeper?.unref()
 
+  // One sweep at a time: a slow one ending after a newer one would hand the tracker old counts.
+  let sweeping = false
   async function sweep (): Promise<void> {
-    const loaded = [...instances.values()].filter((instance) => instance.url !== null)
-    if (closing || !worker.running() || loaded.length === 0) return
+    const loaded = [...instances.values()].filter((instance) => instance.url !== null && !instance.idle)
+    if (sweeping || closing || !worker.running() || loaded.length === 0) return
     let apps: Record<string, { requests?: number } | undefined>
+    sweeping = true
     try {
       apps = (await worker.send({ op: 'stats' })).apps as typeof apps
     } catch {
       return
+    } finally {
+      sweeping = false
     }
     const counts = new Map(loaded.map((instance) => [instance.appId, apps[instance.appId]?.requests ?? 0]))
     for (const appId of idleTracker.idle(counts)) {
@@ -158,22 +183,14 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   }
 
   async function unloadIdle (instance: Instance): Promise<void> {
-    if (!current(instance) || instance.url === null) return
-    instance.url = null
+    if (!current(instance) || instance.url === null || instance.idle) return
     instance.idle = true
-    newLoading(instance)
     idleTracker.forget(instance.appId)
-    // The compiled component stays on disk: the next load maps it rather than compiling.
-    await worker.send({ op: 'unload', app: instance.appId }).catch(() => {})
-    const message = `idle for ${Math.round(idleTimeoutMs / 1000)} s: unloaded; the next request through invoke loads it again`
+    // The worker keeps the port and the compiled file: the next request there loads it again.
+    await worker.send({ op: 'idle', app: instance.appId }).catch(() => {})
+    const message = `idle for ${Math.round(idleTimeoutMs / 1000)} s: unloaded; the next request loads it again`
     instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: message })}\n`))
     logger.info({ appId: instance.appId, idleMs: idleTimeoutMs }, 'local deployment idle: unloaded')
-  }
-
-  function wake (instance: Instance): void {
-    if (!instance.idle) return
-    instance.idle = false
-    void enqueue(instance.appId, () => load(instance))
   }
 
   function routeLog (line: WorkerLogLine, raw: string): void {
@@ -209,12 +226,15 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       if (!current(instance)) return
       const { lockedApp, components } = instance.unpacked
       const started = Date.now()
-      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...deps.limits === undefined ? {} : { limits: deps.limits } })
+      const limits = { ...deps.limits, ...instance.own.memoryBytes === undefined ? {} : { memoryBytes: instance.own.memoryBytes } }
+      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...Object.keys(limits).length === 0 ? {} : { limits } })
       if (!current(instance)) return
       instance.url = String(reply.url)
       instance.port = Number(new URL(instance.url).port)
       instance.problem = null
-      idleTracker.loaded(instance.appId)
+      // Idle before a worker restart: its port answers again, what it holds goes again.
+      if (instance.idle) await worker.send({ op: 'idle', app: instance.appId })
+      else idleTracker.loaded(instance.appId)
       logger.info({ appId: instance.appId, url: instance.url, ms: Date.now() - started }, 'local deployment ready')
     } catch (error) {
       // A worker that went down says so itself (onDown), and the wait goes on for its restart.
@@ -239,12 +259,12 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   }
 
   return {
-    async deploy (app, image, variables = {}) {
+    async deploy (app, image, variables = {}, own = {}) {
       if (closing) return
       const previous = instances.get(app.id)
       // Registered at once, so a request that comes meanwhile waits for this load, not the old one.
       const instance: Instance = {
-        appId: app.id, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
+        appId: app.id, own, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
         problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false, idle: false,
       }
       newLoading(instance)
@@ -276,12 +296,14 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       const instance = instances.get(appId)
       if (instance === undefined) return null
       const ready = instance.url !== null
+      const idle = ready && instance.idle
       return {
         image: instance.image,
-        running: ready || instance.idle || (instance.problem === null && !closing),
+        running: ready || (instance.problem === null && !closing),
         ready,
+        idle,
         url: instance.url,
-        message: instance.problem ?? (ready ? '1 of 1 replicas ready' : instance.idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next invoke loads it again` : 'loading the application into the worker'),
+        message: instance.problem ?? (idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next request loads it again` : ready ? '1 of 1 replicas ready' : 'loading the application into the worker'),
       }
     },
     async url (appId, timeoutMs) {
@@ -290,7 +312,6 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         const instance = instances.get(appId)
         if (instance === undefined) return null
         idleTracker.touch(appId)
-        wake(instance)
         if (instance.url !== null) return instance.url
         const waitMs = deadline - Date.now()
         if (waitMs <= 0) return new Error(instance.problem ?? 'the application is still loading')

@@ -6,6 +6,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
+import type { ResourcesT } from '../model/app-settings.js'
 import type { Logger } from '../logger.js'
 import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { StoredApplication } from '../store/applications.js'
@@ -16,6 +17,7 @@ import type { LocalBuilds } from './builds.js'
 import { createLocalBuilds } from './builds.js'
 import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
+import { instanceMemoryBytes } from './memory-limit.js'
 import type { ToolchainCheck } from './programs.js'
 import { programPath, toolchainCheck, workerProgram } from './programs.js'
 
@@ -28,8 +30,8 @@ export type LocalRuntime = {
   imageRefFor (app: BuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
   builder (): string
-  /** Run `image` for the application with its variables' values now (`variablesFor`): a restart. */
-  deploy (app: StoredApplication, image: string): Promise<void>
+  /** Run `image` for the application with its variables' values now (`variablesFor`) and its resources in force: a restart. */
+  deploy (app: DeployTarget, image: string): Promise<void>
   /** Unload the application and drop its stored images: it is being deleted. */
   forget (app: { id: string; clusterName: string }): Promise<void>
   close (): Promise<void>
@@ -47,7 +49,11 @@ export type LocalRuntimeDeps = {
   restartBackoff?: { initialMs: number; maxMs: number }
   /** The application's variable values (name to value) a deployment gets; none when absent. */
   variablesFor?: (app: StoredApplication) => Promise<Record<string, string>>
+  /** The resources in force for the application under the platform's policy (its stored ones when absent): what a restart brings it back with. */
+  resourcesFor?: (app: StoredApplication) => ResourcesT
 }
+
+type DeployTarget = StoredApplication & { resources: ResourcesT }
 
 export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalRuntime> {
   const { config, db, logger } = deps
@@ -58,9 +64,9 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     ...process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG },
     ...config.registryInsecure ? { INSECURE_REGISTRY: 'true' } : {},
   }
-  const deploy = async (app: StoredApplication, image: string): Promise<void> => {
+  const deploy = async (app: DeployTarget, image: string): Promise<void> => {
     // The values are looked up while the deployment already counts as starting (an invoke waits for it).
-    await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {})
+    await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {}, { memoryBytes: instanceMemoryBytes(app.resources.memoryLimit) })
   }
   const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
   const workerDir = join(root, 'worker')
@@ -93,7 +99,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
   for (const deployed of await deployedImages(db)) {
     const app = await findApplication(db, deployed.id)
     if (app === null) continue
-    await deploy(app, deployed.image).catch((error: unknown) => {
+    await deploy({ ...app, resources: deps.resourcesFor?.(app) ?? app.settings.resources }, deployed.image).catch((error: unknown) => {
       logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
     })
   }

@@ -76,7 +76,9 @@ function localDeployment (name: string, image: string, status: DeploymentStatus 
     image: status?.image ?? image,
     imageSizeBytes: null,
     replicas: 1,
-    observedReplicas: status?.running === true ? 1 : 0,
+    // Scaled to zero: nothing runs, yet it answers (the first request loads it), as Knative
+    // shows a service scaled to zero ready.
+    observedReplicas: status?.running === true && !status.idle ? 1 : 0,
     ready: status?.ready ?? false,
     namespace: '',
     serviceName: name,

@@ -1,9 +1,10 @@
 // The worker process (worker/README.md) as the local runtime drives it: started at the first
 // command, one JSON command per line on its stdin and one reply per line on its stdout, matched
-// by id; its log, JSON lines on stderr, handed on line by line. A worker that exits on its own
-// fails the commands it had not answered and is started again after a backoff that doubles up
-// to a cap (reset once it stayed up a while); whoever loaded applications into it is told when
-// it is down and when it is back, to load them again. It reads no environment: it gets none.
+// by id (a line without an id is an event); its log, JSON lines on stderr, handed on line by
+// line. A worker that exits on its own fails the commands it had not answered and is started
+// again after a backoff that doubles up to a cap (reset once it stayed up a while); whoever
+// loaded applications into it is told when it is down and when it is back, to load them again.
+// It reads no environment: it gets none.
 import type { ChildProcess } from 'node:child_process'
 import { writeFileSync, rmSync } from 'node:fs'
 import { UnavailableError } from '../../../common/src/errors.js'
@@ -25,6 +26,8 @@ export type WorkerDeps = {
   pidFile: string
   restartBackoff: { initialMs: number; maxMs: number }
   onLog: (line: WorkerLogLine, raw: string) => void
+  /** A line the worker wrote on its own (no `id`): `{event: "awake", app}` (worker/README.md). */
+  onEvent: (event: Record<string, unknown>) => void
   /** The worker exited on its own: why, and when it comes back. */
   onDown: (problem: string) => void
   /** A worker (re)started after onDown: what it held is gone. */
@@ -73,6 +76,10 @@ export function createWorker (deps: WorkerDeps): Worker {
         reply = JSON.parse(line) as WorkerReply
       } catch {
         logger.warn({ line: line.slice(0, 200) }, 'the worker wrote a line that is not JSON on stdout')
+        return
+      }
+      if (reply.id === undefined && typeof reply.event === 'string') {
+        deps.onEvent(reply)
         return
       }
       const waiter = pending.get(reply.id as number)

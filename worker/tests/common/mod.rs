@@ -18,6 +18,8 @@ pub struct Worker {
     stdout: BufReader<ChildStdout>,
     pub log: Arc<Mutex<String>>,
     next_id: u64,
+    /// The event lines (no `id`) read from stdout so far.
+    pub events: Vec<Value>,
 }
 
 /// The compiled components of every test share one directory: the probe compiles once.
@@ -59,6 +61,7 @@ impl Worker {
             stdout,
             log,
             next_id: 1,
+            events: Vec::new(),
         }
     }
 
@@ -70,19 +73,29 @@ impl Worker {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{command}").unwrap();
         stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("a reply line");
-        let reply: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("reply {line:?}: {e}; log:\n{}", self.log()));
+        let reply = self.read_reply();
         assert_eq!(reply["id"], json!(id), "{reply}");
         reply
     }
 
+    /// The next reply on stdout; the event lines before it go to `events`.
+    fn read_reply(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).expect("a reply line");
+            let reply: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("reply {line:?}: {e}; log:\n{}", self.log()));
+            if reply.get("event").is_some() && reply.get("id").is_none() {
+                self.events.push(reply);
+                continue;
+            }
+            return reply;
+        }
+    }
+
     pub fn send_raw(&mut self, line: &str) -> Value {
         writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
-        let mut reply = String::new();
-        self.stdout.read_line(&mut reply).unwrap();
-        serde_json::from_str(&reply).unwrap()
+        self.read_reply()
     }
 
     /// Loads `lock` with every component from the probe's wasm; returns the app's URL.

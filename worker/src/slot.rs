@@ -1,0 +1,135 @@
+//! An application at its port, loaded or idle. `idle` drops what the application holds in
+//! memory (its components, instances, slots' pages) but keeps its port and what `load` was
+//! given: the next request at the port loads it again (from the compiled file: milliseconds)
+//! and is answered, so a client of the application's own URL never sees it gone.
+
+use crate::app::{self, App, LoadRequest};
+use crate::cache::ComponentCache;
+use crate::log;
+use crate::outbound::address::AddressPolicy;
+use crate::sandbox::Host;
+use crate::stats::Stats;
+use crate::wagi::WagiHost;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::WeakUnboundedSender;
+use wasmtime::component::Linker;
+
+/// What loading an application needs, shared by every application of the worker.
+pub struct Loader {
+    pub linker: Linker<Host>,
+    pub wagi_linker: wasmtime::Linker<WagiHost>,
+    pub cache: Arc<ComponentCache>,
+    pub policy: Arc<AddressPolicy>,
+    /// Unsolicited lines for stdout (`{"event": ...}`); weak, so it never keeps stdout open.
+    pub events: WeakUnboundedSender<String>,
+}
+
+impl Loader {
+    /// Compiles or maps the components: blocks, so it runs off the async threads.
+    pub async fn build(
+        self: &Arc<Self>,
+        request: LoadRequest,
+        stats: Arc<Stats>,
+    ) -> Result<App, String> {
+        let loader = self.clone();
+        tokio::task::spawn_blocking(move || {
+            app::build(
+                request,
+                &loader.cache,
+                &loader.linker,
+                &loader.wagi_linker,
+                loader.policy.clone(),
+                stats,
+            )
+        })
+        .await
+        .map_err(|e| format!("loading failed: {e}"))?
+    }
+
+    fn event(&self, event: serde_json::Value) {
+        if let Some(events) = self.events.upgrade() {
+            let _ = events.send(event.to_string());
+        }
+    }
+}
+
+pub struct Slot {
+    pub id: Arc<str>,
+    /// Counted across idle periods: the control plane reads idleness from them.
+    pub stats: Arc<Stats>,
+    /// The compiled files the application uses: kept on disk while it is idle.
+    pub digests: Vec<String>,
+    request: LoadRequest,
+    loaded: Mutex<Option<Arc<App>>>,
+    /// One load at a time: the requests that find the application idle wait for it.
+    waking: tokio::sync::Mutex<()>,
+    loader: Arc<Loader>,
+}
+
+impl Slot {
+    /// Loads the application (everything that can fail fails here) into a new slot.
+    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Slot, String> {
+        let stats = Arc::new(Stats::default());
+        let app = loader.build(request.clone(), stats.clone()).await?;
+        Ok(Slot {
+            id: app.id.clone(),
+            stats,
+            digests: app.digests.clone(),
+            request,
+            loaded: Mutex::new(Some(Arc::new(app))),
+            waking: tokio::sync::Mutex::new(()),
+            loader: loader.clone(),
+        })
+    }
+
+    /// The application for a request, loaded again first when it is idle.
+    pub async fn app(&self) -> Result<Arc<App>, String> {
+        if let Some(app) = self.current() {
+            return Ok(app);
+        }
+        let _waking = self.waking.lock().await;
+        // Another request may have loaded it meanwhile.
+        if let Some(app) = self.current() {
+            return Ok(app);
+        }
+        let started = std::time::Instant::now();
+        let app = match self
+            .loader
+            .build(self.request.clone(), self.stats.clone())
+            .await
+        {
+            Ok(app) => Arc::new(app),
+            Err(e) => {
+                log::error(
+                    "the idle application could not be loaded again",
+                    json!({"app": &*self.id, "err": e}),
+                );
+                return Err(e);
+            }
+        };
+        *self.loaded.lock().unwrap() = Some(app.clone());
+        log::info(
+            "idle application loaded again by a request",
+            json!({"app": &*self.id, "ms": started.elapsed().as_millis() as u64}),
+        );
+        self.loader
+            .event(json!({"event": "awake", "app": &*self.id}));
+        Ok(app)
+    }
+
+    /// Lets go of the application: what it holds is freed once its requests in flight end.
+    pub async fn idle(&self) {
+        // After a load under way, not under it.
+        let _waking = self.waking.lock().await;
+        self.loaded.lock().unwrap().take();
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.lock().unwrap().is_some()
+    }
+
+    fn current(&self) -> Option<Arc<App>> {
+        self.loaded.lock().unwrap().clone()
+    }
+}
