@@ -51,7 +51,7 @@ async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promi
   return { app, image }
 }
 
-/** The function's pods: echoes the request, or answers /big, /binary, /latin1, /slow as named. */
+/** The function's pods: echoes the request, or answers /big, /binary, /latin1, /slow, /unavailable as named. */
 async function startFunction (t: Test): Promise<{ url: string; seen: IncomingMessage[] }> {
   const seen: IncomingMessage[] = []
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -71,6 +71,10 @@ async function startFunction (t: Test): Promise<{ url: string; seen: IncomingMes
         response.end(Buffer.from([0x63, 0x61, 0x66, 0xe9]))
       } else if (path.startsWith('/slow')) {
         // never answers
+      } else if (path.startsWith('/unavailable')) {
+        // What a HEAD of the API server's own "no endpoints" looks like too: 503, JSON, no body.
+        response.writeHead(503, { 'content-type': 'application/json' })
+        response.end(JSON.stringify({ busy: true }))
       } else {
         response.writeHead(418, { 'content-type': 'application/json', 'x-fn': ['a', 'b'] })
         response.end(JSON.stringify({ method: request.method, url: path, headers: request.headers, body: Buffer.concat(chunks).toString('base64') }))
@@ -159,9 +163,13 @@ eachEngine(t, 'invoke: through the service proxy, the envelope, base64, limits, 
   const notReady = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
   t.equal(notReady.status, 503, 'no pod behind the Service')
   t.same(notReady.body, { error: 'application unreachable: no pod of it is ready' })
+  const headNotReady = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/' } })
+  t.same([headNotReady.status, headNotReady.body], [503, { error: 'application unreachable: no pod of it is ready' }], 'a HEAD too, though its answer has no Status body')
 
   const fnServer = await startFunction(t)
   setServiceBackend(fake, 'hello', fnServer.url)
+  const headBusy = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/unavailable' } })
+  t.match(headBusy.body, { status: 503, body: '', truncated: false }, "a function's own 503 to a HEAD, with a pod ready, is its answer")
   const echo = await control.call('POST', invokePath, {
     token: 'caller-secret',
     json: {

@@ -1,6 +1,8 @@
 // An invoke in the cluster: to the application's Service through the API server's service
 // proxy, or straight to the Service when the control plane runs in the cluster. Through the
-// proxy the API server may answer for itself (a v1 Status): those answers become ours.
+// proxy the API server may answer for itself (a v1 Status): those answers become ours. A HEAD's
+// answer has no body to read that Status from, so for one that may be the API server's "no
+// endpoints" the EndpointSlices the proxy chose from are read to tell.
 import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
 import type { Carrier } from '../runtime/send-invoke.js'
 import { direct } from '../runtime/send-invoke.js'
@@ -14,9 +16,16 @@ export function serviceCarrier (kube: Kube, serviceName: string, method: string)
   return {
     send: (request, signal) => kube.request(request.method, proxy + request.path, { headers: request.headers, body: request.body, signal, within: proxy + '/' }),
     unanswered: (error) => clusterError(error, `${proxyVerb(method)} services/proxy`),
-    check: (status, contentType, body) => refuseApiServerStatus(status, contentType, body, method),
+    check: async (status, contentType, body) => {
+      refuseApiServerStatus(status, contentType, body, method)
+      if (method.toUpperCase() === 'HEAD' && mayBeProxyFailure(status, contentType, body) && !await hasReadyEndpoint(kube, serviceName)) {
+        throw new UnavailableError(NO_POD_READY)
+      }
+    },
   }
 }
+
+const NO_POD_READY = 'application unreachable: no pod of it is ready'
 
 const PROXY_VERBS: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }
 
@@ -42,6 +51,26 @@ function refuseApiServerStatus (status: number, contentType: string | undefined,
   if (status === 401 || status === 403) throw clusterError({ statusCode: status }, `${proxyVerb(method)} services/proxy`)
   if (status >= 500) {
     const noEndpoints = typeof parsed.message === 'string' && parsed.message.startsWith('no endpoints available')
-    throw new UnavailableError(`application unreachable: ${noEndpoints ? 'no pod of it is ready' : 'the cluster could not reach it'}`)
+    throw new UnavailableError(noEndpoints ? NO_POD_READY : 'application unreachable: the cluster could not reach it')
+  }
+}
+
+/** An answer without a body that the API server may have given itself: a 5xx it types as JSON. */
+function mayBeProxyFailure (status: number, contentType: string | undefined, body: Buffer): boolean {
+  return status >= 500 && body.length === 0 && contentType?.startsWith('application/json') === true
+}
+
+/**
+ * Whether the service proxy has a pod to send to, as the API server picks one: a ready endpoint
+ * that targets a pod, under the Service's unnamed port (the proxy path names none), in one of
+ * the Service's EndpointSlices.
+ */
+async function hasReadyEndpoint (kube: Kube, serviceName: string): Promise<boolean> {
+  try {
+    const slices = await kube.discovery.listNamespacedEndpointSlice({ namespace: kube.namespace, labelSelector: `kubernetes.io/service-name=${serviceName}` })
+    return slices.items.some((slice) => slice.ports?.some((port) => port.name === '' && port.port !== undefined) === true &&
+      (slice.endpoints ?? []).some((endpoint) => endpoint.conditions?.ready !== false && endpoint.targetRef !== undefined))
+  } catch (error) {
+    throw clusterError(error, 'list discovery.k8s.io endpointslices')
   }
 }
