@@ -1,6 +1,7 @@
 // An HTTPS proxy on loopback in front of the real API server (test/helpers/kube-apiserver.ts)
 // that can end the watches going through it and nothing else, as the API server ends a watch at
 // its timeout or a load balancer drains a connection: every other request in flight finishes.
+// It can also refuse watches while lists go through, as a proxy that cannot hold a stream would.
 // A TCP proxy (test/helpers/tcp-proxy.ts) cuts whatever is in flight with the watch, which is a
 // different test. It terminates TLS with a certificate of its own, so the kubeconfig it writes
 // names it as the server and trusts that certificate; the bearer token goes through unchanged.
@@ -20,6 +21,8 @@ export type WatchProxy = {
   watches (): number
   /** End every open watch cleanly (the client sees its stream end and lists again). */
   endWatches (): void
+  /** While true, a watch is answered 500 with a Status; every other request goes through. */
+  refuseWatches: boolean
 }
 
 const isWatch = (request: IncomingMessage): boolean => /[?&]watch=(true|1)(&|$)/.test(request.url ?? '')
@@ -29,6 +32,12 @@ export async function kubeWatchProxy (t: Test, kube: KubeNamespace, dir: string)
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)
   const open = new Set<{ response: ServerResponse; upstream: IncomingMessage }>()
   const server = createServer({ cert: readFileSync(certPath), key: readFileSync(keyPath) }, (request, response) => {
+    if (proxy.refuseWatches && isWatch(request)) {
+      request.resume()
+      const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'watches are refused by this test', reason: 'InternalError', code: 500 }
+      response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify(status))
+      return
+    }
     const forwarded = httpsRequest({
       hostname: upstream.hostname, port: upstream.port, path: request.url, method: request.method,
       headers: request.headers, ca: kube.server.ca,
@@ -61,8 +70,9 @@ export async function kubeWatchProxy (t: Test, kube: KubeNamespace, dir: string)
     cluster['certificate-authority-data'] = Buffer.from(certPem).toString('base64')
   }
   writeFileSync(kubeconfig, JSON.stringify(config), { mode: 0o600 })
-  return {
+  const proxy: WatchProxy = {
     kubeconfig,
+    refuseWatches: false,
     watches: () => open.size,
     endWatches () {
       for (const entry of open) {
@@ -73,4 +83,5 @@ export async function kubeWatchProxy (t: Test, kube: KubeNamespace, dir: string)
       open.clear()
     },
   }
+  return proxy
 }
