@@ -5,7 +5,8 @@
 // its deployment, settings with a secret, autoscaling on and off, the public route of either
 // kind, invoke with every method, application logs, delete). The API server's audit log holds
 // every request it made, as RBAC decided it: none may have been refused (403), and every verb of
-// every rule must have been used. Build and application logs come from the kubelet stand-in
+// every rule must have been used (each verb removed in turn fails this file: checked one by one,
+// docs/testing.md). Build and application logs come from the kubelet stand-in
 // (test/fixtures/kube-real.ts) through pods/log; invoke reaches no pod here (no endpoints): the
 // API server authorizes it before it finds that out, which is what this test reads.
 import { readFileSync } from 'node:fs'
