@@ -2,10 +2,11 @@
 // deploy again, invoke through the service proxy with the limits of control-plane.md §8,
 // application logs, deleting everything, and a cluster without the SpinApp CRD. On the real API
 // server (test/helpers/kube-apiserver.ts; spin-operator, the kubelet's log endpoint and the
-// garbage collector played by test/fixtures/kube-real.ts) except invoke, which stays on the
-// fake API: the service proxy goes to an endpoint, and the API server refuses loopback
-// endpoints (the test's function server is on 127.0.0.1); and a cluster without the CRD or gone
-// away, which need the fake's switches.
+// garbage collector played by test/fixtures/kube-real.ts) except invoke answered by a function,
+// which stays on the fake API: the service proxy goes to an endpoint, and the API server refuses
+// loopback endpoints (the test's function server is on 127.0.0.1); the proxy's own answers (no
+// pod, no Service) are on the real one. And a cluster without the CRD or gone away, which need
+// the fake's switches.
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -136,6 +137,23 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
   const reapplied = await kube.get(real.SPINAPP, 'hello')
   t.match(reapplied, { spec: { image, replicas: 2, executor: 'containerd-shim-spin' } }, 're-applied')
   t.same(reapplied?.metadata.managedFields?.map((f) => [f.manager, f.operation]), [['platform-control', 'Apply']], 'by server-side apply')
+})
+
+eachEngine(t, 'invoke on the real API server: its own answers when no pod is ready, and when the Service is gone', async (t, engine) => {
+  const cluster = await startRealClusterControl(t, engine)
+  const { control, kube } = cluster
+  const { app } = await deployedReal(cluster)
+  const invokePath = `/applications/${app.id}/functions/${firstFunction(app).id}/invoke`
+  for (const method of ['GET', 'HEAD']) {
+    const noPod = await control.call('POST', invokePath, { json: { method, path: '/' } })
+    t.same([noPod.status, noPod.body], [503, { error: 'application unreachable: no pod of it is ready' }], `${method}: a Service without endpoints`)
+  }
+  // The proxy answers "no endpoints" for a Service that does not exist too: it never reads it.
+  await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
+  for (const method of ['GET', 'HEAD']) {
+    const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
+    t.same([gone.status, gone.body], [404, { error: 'application is not deployed: its Service does not exist' }], `${method}: no Service`)
+  }
 })
 
 eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away', async (t, engine) => {

@@ -3,11 +3,12 @@
 // proxy the API server may answer for itself (a v1 Status): those answers become ours. A HEAD's
 // answer has no body to read that Status from, so for one that may be the API server's "no
 // endpoints" the EndpointSlices the proxy chose from are read to tell.
+import type { HttpError } from '../../../common/src/errors.js'
 import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
 import type { Carrier } from '../runtime/send-invoke.js'
 import { direct } from '../runtime/send-invoke.js'
 import type { Kube } from './kube.js'
-import { clusterError } from './kube.js'
+import { clusterError, statusOf } from './kube.js'
 
 /** The carrier of one request with `method` to the Service `serviceName`. */
 export function serviceCarrier (kube: Kube, serviceName: string, method: string): Carrier {
@@ -17,10 +18,9 @@ export function serviceCarrier (kube: Kube, serviceName: string, method: string)
     send: (request, signal) => kube.request(request.method, proxy + request.path, { headers: request.headers, body: request.body, signal, within: proxy + '/' }),
     unanswered: (error) => clusterError(error, `${proxyVerb(method)} services/proxy`),
     check: async (status, contentType, body) => {
-      refuseApiServerStatus(status, contentType, body, method)
-      if (method.toUpperCase() === 'HEAD' && mayBeProxyFailure(status, contentType, body) && !await hasReadyEndpoint(kube, serviceName)) {
-        throw new UnavailableError(NO_POD_READY)
-      }
+      const noEndpoints = refuseApiServerStatus(status, contentType, body, method) ||
+        (method.toUpperCase() === 'HEAD' && mayBeProxyFailure(status, contentType, body) && !await hasReadyEndpoint(kube, serviceName))
+      if (noEndpoints) throw await withoutEndpoints(kube, serviceName)
     },
   }
 }
@@ -35,24 +35,38 @@ function proxyVerb (method: string): string {
 
 /**
  * The API server answers for itself, with a v1 Status, when it cannot proxy: the Service is
- * gone (404), no pod is ready (503), or the control plane may not proxy (403). Those are not
- * the function's answers and become ours.
+ * gone (404), no endpoint (503), or the control plane may not proxy (403). Those are not the
+ * function's answers and become ours; "no endpoints" comes back true, for the caller to say why.
  */
-function refuseApiServerStatus (status: number, contentType: string | undefined, body: Buffer, method: string): void {
-  if (status < 400 || contentType?.startsWith('application/json') !== true || body.length > 64 * 1024) return
+function refuseApiServerStatus (status: number, contentType: string | undefined, body: Buffer, method: string): boolean {
+  if (status < 400 || contentType?.startsWith('application/json') !== true || body.length > 64 * 1024) return false
   let parsed: { kind?: unknown; apiVersion?: unknown; message?: unknown; details?: { kind?: unknown } }
   try {
     parsed = JSON.parse(body.toString('utf8')) as typeof parsed
   } catch {
-    return
+    return false
   }
-  if (parsed.kind !== 'Status' || parsed.apiVersion !== 'v1') return
-  if (status === 404 && parsed.details?.kind === 'services') throw new NotFoundError('application is not deployed: its Service does not exist')
+  if (parsed.kind !== 'Status' || parsed.apiVersion !== 'v1') return false
+  if (status === 404 && parsed.details?.kind === 'services') throw notDeployed()
   if (status === 401 || status === 403) throw clusterError({ statusCode: status }, `${proxyVerb(method)} services/proxy`)
-  if (status >= 500) {
-    const noEndpoints = typeof parsed.message === 'string' && parsed.message.startsWith('no endpoints available')
-    throw new UnavailableError(noEndpoints ? NO_POD_READY : 'application unreachable: the cluster could not reach it')
+  if (status < 500) return false
+  if (typeof parsed.message === 'string' && parsed.message.startsWith('no endpoints available')) return true
+  throw new UnavailableError('application unreachable: the cluster could not reach it')
+}
+
+const notDeployed = (): NotFoundError => new NotFoundError('application is not deployed: its Service does not exist')
+
+/**
+ * Why the proxy found no endpoint. It never reads the Service (it picks from the EndpointSlices
+ * named after it), so a Service that is gone says "no endpoints" too: reading it tells.
+ */
+async function withoutEndpoints (kube: Kube, serviceName: string): Promise<HttpError> {
+  try {
+    await kube.core.readNamespacedService({ namespace: kube.namespace, name: serviceName })
+  } catch (error) {
+    if (statusOf(error) === 404) return notDeployed()
   }
+  return new UnavailableError(NO_POD_READY)
 }
 
 /** An answer without a body that the API server may have given itself: a 5xx it types as JSON. */
