@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes API server and etcd for the cluster tests (test/helpers/kube-apiserver.ts),
-# and kustomize for the manifests test, from the Go module proxy at the pinned versions below, into
+# and kustomize for the manifest tests, from the Go module proxy at the pinned versions below, into
 # .cache/kube/<version>/bin/. A second
 # run finds the binaries there and does nothing, so `npm test` (scripts/test.sh) pays once per
 # version. Prints the bin directory on stdout; the build's own output goes to stderr.
@@ -101,7 +101,7 @@ if [ ! -x "$bin/etcd" ] || [ "$(cat "$bin/etcd.version" 2>/dev/null)" != "$ETCD_
   build_etcd
 fi
 if [ ! -x "$bin/kustomize" ] || [ "$(cat "$bin/kustomize.version" 2>/dev/null)" != "$KUSTOMIZE_VERSION" ]; then
-  # The manifests test renders deploy/ with it. Its module has no replace directives: go install works.
+  # The manifest tests render deploy/ with it. Its module has no replace directives: go install works.
   echo "install-kube-apiserver: building kustomize $KUSTOMIZE_VERSION" >&2
   GOBIN="$root/$bin" nice -n 10 "$go" install -trimpath -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" >&2
   echo "$KUSTOMIZE_VERSION" > "$bin/kustomize.version"

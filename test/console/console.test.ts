@@ -13,7 +13,7 @@ import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { startPrometheus } from '../fixtures/prometheus.js'
 import { filesOf, tgzOf } from '../fixtures/tarballs.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
-import { startClusterControl } from '../helpers/cluster.js'
+import { startRealClusterControl } from '../helpers/cluster.js'
 import { checkPage, pageProblems, startConsoleControl } from '../helpers/console.js'
 import { freePort } from '../helpers/ports.js'
 
@@ -294,7 +294,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
 })
 
 t.test('metrics without Prometheus: the page says so in words', async (t) => {
-  const { control } = await startClusterControl(t, 'pglite', { flags: ['--log-level', 'warn'] })
+  const { control } = await startRealClusterControl(t, 'pglite', { flags: ['--log-level', 'warn'] })
   const browser = await launchBrowser(t)
   const page = await (await newContext(t, browser)).newPage()
   await page.goto(`${control.url}/`)
@@ -309,7 +309,7 @@ t.test('an id token about to expire is refreshed with the refresh token before i
   // 30 s tokens: inside the minute before expiry the console refreshes, so at once here.
   const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/` }, idTokenTtlSeconds: 30 })
   t.teardown(() => oidc.close())
-  const control = (await startClusterControl(t, 'pglite', {
+  const control = (await startRealClusterControl(t, 'pglite', {
     flags: ['--addr', `127.0.0.1:${port}`, '--dev-insecure-skip-auth=false', '--log-level', 'warn', '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId, '--console-client-id', oidc.browserClientId],
   })).control
   const browser = await launchBrowser(t)

@@ -4,7 +4,8 @@
 // reconnect, and what the caller sees when the cluster refuses. On the real API server
 // (test/helpers/kube-apiserver.ts, the test playing the Job controller, the kubelet and its log
 // endpoint: test/fixtures/kube-real.ts; the network cut by a TCP proxy; refusals by editing the
-// Role) except a watch refused while lists work, which only the fake can do.
+// Role; a watch ended or refused while lists work by an HTTPS proxy in front of it,
+// test/helpers/kube-watch-proxy.ts).
 import type { ClientRequest, IncomingMessage } from 'node:http'
 import { get as httpGet } from 'node:http'
 import { randomBytes } from 'node:crypto'
@@ -13,10 +14,9 @@ import { createGunzip } from 'node:zlib'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import tar from 'tar-stream'
-import { succeedJob } from '../fixtures/kube-jobs.js'
 import { createApp, eachEngine, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
-import { REPOSITORY, startClusterControl, startRealClusterControl, tempDir } from '../helpers/cluster.js'
+import { REPOSITORY, startRealClusterControl, tempDir } from '../helpers/cluster.js'
 import * as real from '../fixtures/kube-real.js'
 import type { RealObject } from '../fixtures/kube-real.js'
 
@@ -240,23 +240,23 @@ eachEngine(t, 'after the watch breaks, a new list catches up with what changed m
   t.pass('watching again from the new list')
 })
 
-eachEngine(t, 'a watch the API server refuses while lists work: builds still end, through lists', async (t, engine) => {
-  // Only the fake can refuse watches and still serve lists.
-  const { control, fake } = await startClusterControl(t, engine)
+eachEngine(t, 'a watch refused while lists work: builds still end, through lists', async (t, engine) => {
+  const { control, kube, watches } = await startRealClusterControl(t, engine, { watchProxy: true })
+  const proxy = watches!
   const app = await createApp(control, 'relist')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  await until(() => fake.watcherCount() === 1, 2000, 'watching')
-  const lists = (): number => fake.accesses.filter((a) => a.resource === 'jobs' && a.verb === 'list').length
+  await until(() => proxy.watches() === 1, 20_000, 'watching')
+  const lists = (): number => kube.server.audit().filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'jobs' && a.verb === 'list').length
   const listed = lists()
-  fake.refuseWatches = true
-  fake.dropWatches()
-  succeedJob(fake, `build-${build.id}`, '')
+  proxy.refuseWatches = true
+  proxy.endWatches()
+  await real.succeedJob(kube, `build-${build.id}`, '')
   await untilStatus(control, app.id, build.id, 'succeeded')
   t.ok(lists() > listed, 'seen through a list, no watch being possible')
-  await until(() => control.logs.some((l) => l.msg === 'build watch failed; listing again'), 5000, 'the failed watch logged')
-  fake.refuseWatches = false
-  await until(() => fake.watcherCount() === 1, 5000, 'watching again')
-  t.pass('watching again once the API server allows it')
+  await until(() => control.logs.some((l) => l.msg === 'build watch failed; listing again'), 20_000, 'the failed watch logged')
+  proxy.refuseWatches = false
+  await until(() => proxy.watches() === 1, 40_000, 'watching again')
+  t.pass('watching again once watches go through')
 })
 
 eachEngine(t, 'the cluster refusing: 503 with a reason that is safe to show; nothing half-made', async (t, engine) => {

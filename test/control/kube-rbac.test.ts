@@ -5,7 +5,8 @@
 // its deployment, settings with a secret, autoscaling on and off, the public route of either
 // kind, invoke with every method, application logs, delete). The API server's audit log holds
 // every request it made, as RBAC decided it: none may have been refused (403), and every verb of
-// every rule must have been used. Build and application logs come from the kubelet stand-in
+// every rule must have been used (each verb removed in turn fails this file: checked one by one,
+// docs/testing.md). Build and application logs come from the kubelet stand-in
 // (test/fixtures/kube-real.ts) through pods/log; invoke reaches no pod here (no endpoints): the
 // API server authorizes it before it finds that out, which is what this test reads.
 import { readFileSync } from 'node:fs'
@@ -75,12 +76,10 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
   await ingress.control.close()
 
   for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']) {
-    // No endpoints behind the Service here: the proxy is authorized, then finds no pod.
+    // No endpoints behind the Service here: the proxy is authorized, then finds no pod. A
+    // HEAD's 503 has no Status body: the EndpointSlices tell it from a function's 503.
     const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method, path: '/' } })
-    // A HEAD's answer has no body, so the API server's own 503 Status cannot be told from a
-    // function's 503 and is passed on as the function's answer (the fake does the same).
-    t.same(reply.body, { error: 'application unreachable: no pod of it is ready' }, `invoke ${method} reached the proxy`,
-      method === 'HEAD' ? { todo: 'the API server\'s Status of a HEAD through the proxy is not recognised' } : {})
+    t.same(reply.body, { error: 'application unreachable: no pod of it is ready' }, `invoke ${method} reached the proxy`)
   }
   kubeletOf(kube).write('hello-pod-0', 'serving\n')
   t.equal((await control.call('GET', `/applications/${app.id}/logs?tail=10`)).text, 'serving\n')

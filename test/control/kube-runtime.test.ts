@@ -2,10 +2,11 @@
 // deploy again, invoke through the service proxy with the limits of control-plane.md §8,
 // application logs, deleting everything, and a cluster without the SpinApp CRD. On the real API
 // server (test/helpers/kube-apiserver.ts; spin-operator, the kubelet's log endpoint and the
-// garbage collector played by test/fixtures/kube-real.ts) except invoke, which stays on the
-// fake API: the service proxy goes to an endpoint, and the API server refuses loopback
-// endpoints (the test's function server is on 127.0.0.1); and a cluster without the CRD or gone
-// away, which need the fake's switches.
+// garbage collector played by test/fixtures/kube-real.ts) except invoke answered by a function,
+// which stays on the fake API: the service proxy goes to an endpoint, and the API server refuses
+// loopback endpoints (the test's function server is on 127.0.0.1); the proxy's own answers (no
+// pod, no Service) are on the real one. And a cluster without the CRD or gone away, which need
+// the fake's switches.
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -51,7 +52,7 @@ async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promi
   return { app, image }
 }
 
-/** The function's pods: echoes the request, or answers /big, /binary, /latin1, /slow as named. */
+/** The function's pods: echoes the request, or answers /big, /binary, /latin1, /slow, /unavailable as named. */
 async function startFunction (t: Test): Promise<{ url: string; seen: IncomingMessage[] }> {
   const seen: IncomingMessage[] = []
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -71,6 +72,10 @@ async function startFunction (t: Test): Promise<{ url: string; seen: IncomingMes
         response.end(Buffer.from([0x63, 0x61, 0x66, 0xe9]))
       } else if (path.startsWith('/slow')) {
         // never answers
+      } else if (path.startsWith('/unavailable')) {
+        // What a HEAD of the API server's own "no endpoints" looks like too: 503, JSON, no body.
+        response.writeHead(503, { 'content-type': 'application/json' })
+        response.end(JSON.stringify({ busy: true }))
       } else {
         response.writeHead(418, { 'content-type': 'application/json', 'x-fn': ['a', 'b'] })
         response.end(JSON.stringify({ method: request.method, url: path, headers: request.headers, body: Buffer.concat(chunks).toString('base64') }))
@@ -134,6 +139,23 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
   t.same(reapplied?.metadata.managedFields?.map((f) => [f.manager, f.operation]), [['platform-control', 'Apply']], 'by server-side apply')
 })
 
+eachEngine(t, 'invoke on the real API server: its own answers when no pod is ready, and when the Service is gone', async (t, engine) => {
+  const cluster = await startRealClusterControl(t, engine)
+  const { control, kube } = cluster
+  const { app } = await deployedReal(cluster)
+  const invokePath = `/applications/${app.id}/functions/${firstFunction(app).id}/invoke`
+  for (const method of ['GET', 'HEAD']) {
+    const noPod = await control.call('POST', invokePath, { json: { method, path: '/' } })
+    t.same([noPod.status, noPod.body], [503, { error: 'application unreachable: no pod of it is ready' }], `${method}: a Service without endpoints`)
+  }
+  // The proxy answers "no endpoints" for a Service that does not exist too: it never reads it.
+  await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
+  for (const method of ['GET', 'HEAD']) {
+    const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
+    t.same([gone.status, gone.body], [404, { error: 'application is not deployed: its Service does not exist' }], `${method}: no Service`)
+  }
+})
+
 eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away', async (t, engine) => {
   const cluster = await startClusterControl(t, engine)
   const { control, fake } = cluster
@@ -159,9 +181,13 @@ eachEngine(t, 'invoke: through the service proxy, the envelope, base64, limits, 
   const notReady = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
   t.equal(notReady.status, 503, 'no pod behind the Service')
   t.same(notReady.body, { error: 'application unreachable: no pod of it is ready' })
+  const headNotReady = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/' } })
+  t.same([headNotReady.status, headNotReady.body], [503, { error: 'application unreachable: no pod of it is ready' }], 'a HEAD too, though its answer has no Status body')
 
   const fnServer = await startFunction(t)
   setServiceBackend(fake, 'hello', fnServer.url)
+  const headBusy = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/unavailable' } })
+  t.match(headBusy.body, { status: 503, body: '', truncated: false }, "a function's own 503 to a HEAD, with a pod ready, is its answer")
   const echo = await control.call('POST', invokePath, {
     token: 'caller-secret',
     json: {

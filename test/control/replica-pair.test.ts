@@ -1,27 +1,30 @@
-// Two control-plane processes on one PostgreSQL and one (fake) cluster behave as one: 40 builds
-// started alternately on both while the watches are cut and restarted, Jobs ending in random
-// order; every build succeeds exactly once, none fails, each deployment is applied, the two
-// /metrics add up to 40, and a build's log can be followed from either process. PGlite cannot
-// be shared by two processes, so this runs on PostgreSQL: TEST_DATABASE_URL (npm test sets
-// it), else a throwaway server of its own (scripts/test-postgres.sh).
+// Two control-plane processes on one PostgreSQL and one cluster, the real API server
+// (test/helpers/kube-apiserver.ts), behave as one: 40 builds started alternately on both while
+// their watches are ended and restarted, Jobs ending in random order; every build succeeds
+// exactly once, none fails, each deployment is applied, the two /metrics add up to 40, and a
+// build's log can be followed from either process. Both reach the API server through a proxy
+// that ends their watches and nothing else (test/helpers/kube-watch-proxy.ts); the test plays
+// the Job controller and the kubelet (test/fixtures/kube-real.ts). PGlite cannot be shared by
+// two processes, so this runs on PostgreSQL: TEST_DATABASE_URL (npm test sets it), else a
+// throwaway server of its own (scripts/test-postgres.sh).
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import t from 'tap'
 import type { Test } from 'tap'
-import { runJob, succeedJob, podOfJob } from '../fixtures/kube-jobs.js'
-import { writePodLog } from '../fixtures/kube-pods.js'
-import { SPINAPPS } from '../fixtures/kube-spinapps.js'
-import { startFakeCluster } from '../fixtures/kube.js'
-import { BUILDERS, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { kubeletOf, realCluster, runJob, SPINAPP, startKubelet, succeedJob } from '../fixtures/kube-real.js'
+import { BUILDERS, REPOSITORY, tempDir } from '../helpers/cluster.js'
 import { controlProcess } from '../helpers/control-process.js'
 import { call, until } from '../helpers/control.js'
 import type { App } from '../helpers/control.js'
+import { kubeNamespace } from '../helpers/kube-apiserver.js'
+import { kubeWatchProxy } from '../helpers/kube-watch-proxy.js'
 
 const BUILDS = 40
-// Two control plane starts (120 s bound each, test/helpers/process.ts), 40 builds, a PostgreSQL of
-// its own when npm test has not started one: 37 s measured at a load average of 15 on two cores.
+// Two control plane starts (120 s bound each, test/helpers/process.ts), the API server's start,
+// 40 builds, a PostgreSQL of its own when npm test has not started one (docs/testing.md has the
+// time measured).
 t.setTimeout(420_000)
 const SCRIPT = fileURLToPath(new URL('../../scripts/test-postgres.sh', import.meta.url))
 
@@ -64,17 +67,23 @@ const counter = (exposition: string, result: string): number =>
 
 t.test('two replicas on one database: every build succeeds exactly once, deployed, counted once, its log followable from either', async (t) => {
   const databaseUrl = await postgresSchema(t)
-  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
-  const flags = ['--addr', '127.0.0.1:0', '--dev-insecure-skip-auth', '--database-url', databaseUrl, '--kubeconfig', fake.kubeconfig,
-    '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'info',
+  const dir = tempDir(t)
+  const kube = realCluster(await kubeNamespace(t, dir))
+  await startKubelet(t, kube)
+  // A proxy of its own for each replica, as each has its own connection to the API server.
+  const [one, two] = [await kubeWatchProxy(t, kube, tempDir(t)), await kubeWatchProxy(t, kube, tempDir(t))]
+  const proxies = [one, two]
+  const endWatches = (): void => { for (const proxy of proxies) proxy.endWatches() }
+  const flags = (kubeconfig: string): string[] => ['--addr', '127.0.0.1:0', '--dev-insecure-skip-auth', '--database-url', databaseUrl,
+    '--kubeconfig', kubeconfig, '--namespace', kube.namespace, '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'info',
     // Every build here is the default tenant's, all pending at once: the replicas are the subject, not the share.
     '--max-tenant-builds', '1000']
   // One after the other: both migrate, the second finds nothing to do.
-  const first = await controlProcess.start(t, flags)
-  const second = await controlProcess.start(t, flags)
+  const first = await controlProcess.start(t, flags(one.kubeconfig))
+  const second = await controlProcess.start(t, flags(two.kubeconfig))
   const replicas = [first, second].map((p) => `http://127.0.0.1:${p.port}`)
   // A bound for a hung watch, not an expectation: the watches open right after the listen.
-  await until(() => fake.watcherCount() === 2, 60_000, 'both replicas watch the build Jobs')
+  await until(() => proxies.every((proxy) => proxy.watches() === 1), 60_000, 'both replicas watch the build Jobs')
 
   const builds: Array<{ app: App; buildId: string; image: string }> = []
   for (let i = 0; i < BUILDS; i++) {
@@ -87,13 +96,13 @@ t.test('two replicas on one database: every build succeeds exactly once, deploye
     const buildId = (started.body as { id: string }).id
     builds.push({ app, buildId, image: `${REPOSITORY}/app-${i}@sha256:${buildId.replace(/-/g, '').padEnd(64, '0')}` })
     // Both replicas lose their watch and list again, with builds being created all along.
-    fake.dropWatches()
+    endWatches()
   }
 
   // The first build's log, followed from both replicas while it runs.
   const watched = builds[0] as (typeof builds)[number]
-  runJob(fake, `build-${watched.buildId}`)
-  writePodLog(fake, podOfJob(fake, `build-${watched.buildId}`).metadata.name, 'compiling\n')
+  const pod = await runJob(kube, `build-${watched.buildId}`)
+  kubeletOf(kube).write(pod.metadata.name, 'compiling\n')
   const followers = await Promise.all(replicas.map(async (base) => {
     const response = await fetch(`${base}/api/v1/applications/${watched.app.id}/builds/${watched.buildId}/logs?follow=true`)
     t.equal(response.status, 200)
@@ -105,8 +114,8 @@ t.test('two replicas on one database: every build succeeds exactly once, deploye
   const random = seeded(22)
   const order = builds.map((b) => b).sort(() => random() - 0.5)
   for (const [n, build] of order.entries()) {
-    succeedJob(fake, `build-${build.buildId}`, build.image)
-    if (n % 5 === 0) fake.dropWatches()
+    await succeedJob(kube, `build-${build.buildId}`, build.image)
+    if (n % 5 === 0) endWatches()
   }
   for (const reader of followers) {
     let rest = ''
@@ -129,7 +138,7 @@ t.test('two replicas on one database: every build succeeds exactly once, deploye
     const seen = (await call(other, 'GET', `/applications/${build.app.id}/builds/${build.buildId}`)).body as { status: string; imageRef: string }
     t.equal(seen.status, 'succeeded', `build ${i} succeeded (as the other replica sees it)`)
     t.equal(seen.imageRef, build.image)
-    t.match(fake.get(SPINAPPS, `app-${i}`), { spec: { image: build.image } }, `app-${i} deployed with its build's image`)
+    t.match(await kube.get(SPINAPP, `app-${i}`), { spec: { image: build.image } }, `app-${i} deployed with its build's image`)
   }
   const finished = [...first.logs, ...second.logs].filter((l) => l.msg === 'build finished')
   for (const build of builds) t.equal(finished.filter((l) => l.buildId === build.buildId).length, 1, `build ${build.buildId.slice(0, 8)} ended once, on one replica`)

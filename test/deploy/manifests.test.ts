@@ -1,5 +1,6 @@
-// The Kubernetes manifests in deploy/, checked without a cluster: yamllint, every file a
-// kustomization names exists and every manifest file is named, kinds and apiVersions,
+// The Kubernetes manifests in deploy/ as kustomize renders them (test/helpers/manifests.ts),
+// checked without a cluster: yamllint, every file a kustomization names exists and every
+// manifest file is named, the labels a file gives an object survive the rendering, kinds and apiVersions,
 // selectors against pod labels, Service and ServiceMonitor ports against named ports, probes
 // against the port each process listens on per its ConfigMap and env (parsed by the processes'
 // own settings parsers) and against the paths the real servers serve, the securityContext,
@@ -14,7 +15,7 @@ import { parseConfig as parseControlConfig } from '../../control/src/config.js'
 import { REGISTRY_TOKEN_ISSUER } from '../../control/src/registry/signing-key.js'
 import { parseConfig as parseRelayConfig } from '../../relay/src/config.js'
 import { startTestControl } from '../helpers/control.js'
-import { buildKustomization } from '../helpers/manifests.js'
+import { buildKustomization, writtenManifests } from '../helpers/manifests.js'
 import type { Build, Manifest } from '../helpers/manifests.js'
 import { startTestRelay } from '../helpers/relay.js'
 import { startRegistry } from '../helpers/registry.js'
@@ -117,16 +118,30 @@ t.test('yamllint passes on deploy/ with the repository config', async (t) => {
 })
 
 t.test('every file a kustomization names exists, and every manifest file is named by one', async (t) => {
-  for (const [dir, build] of builds) t.same(build.missing, [], `${dir}: nothing missing`)
+  // kustomize refuses a missing file too; this names all of them at once.
+  for (const [dir, build] of builds) t.same([...build.files].filter((file) => !existsSync(join(deploy, file))), [], `${dir}: nothing missing`)
   const named = new Set([...builds.values()].flatMap((build) => [...build.files]))
   const unnamed = filesUnder(deploy).filter((file) => !named.has(file))
   t.same(unnamed, [], 'no file in deploy/ is left out of every kustomization (a new manifest must be listed to be applied)')
 })
 
+t.test('the labels a file gives an object are the labels it is applied with', async (t) => {
+  // A transformer of a kustomization (the base's `labels`) replacing a label a file sets leaves
+  // that file saying what the cluster never sees.
+  for (const [dir, build] of builds) {
+    for (const written of writtenManifests(deploy, build.files)) {
+      const rendered = build.manifests.find((m) => m.kind === written.kind && m.metadata.name === written.metadata.name)
+      if (!t.ok(rendered, `${dir}: ${written.kind} ${written.metadata.name} (${written.source}) is rendered`)) continue
+      const changed = Object.entries(written.metadata.labels ?? {}).filter(([label, value]) => rendered?.metadata.labels?.[label] !== value)
+      t.same(changed, [], `${dir}: ${written.kind} ${written.metadata.name} keeps the labels ${written.source} gives it`)
+    }
+  }
+})
+
 t.test('kinds and apiVersions are from the allowlist; names are DNS labels', async (t) => {
   for (const [dir, build] of builds) {
     for (const m of build.manifests) {
-      t.ok(ALLOWED_KINDS[m.apiVersion]?.includes(m.kind), `${dir}: ${m.apiVersion} ${m.kind} (${m.source}) is allowed`)
+      t.ok(ALLOWED_KINDS[m.apiVersion]?.includes(m.kind), `${dir}: ${m.apiVersion} ${m.kind} ${m.metadata.name} is allowed`)
       t.match(m.metadata?.name, /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/, `${dir}: ${m.kind} name ${m.metadata?.name}`)
     }
     const keys = build.manifests.map((m) => `${m.kind}/${m.metadata.name}`)

@@ -15,6 +15,8 @@ import { realCluster, startKubelet } from '../fixtures/kube-real.js'
 import { kubeNamespace } from './kube-apiserver.js'
 import type { CuttableProxy } from './tcp-proxy.js'
 import { cuttableProxy } from './tcp-proxy.js'
+import type { WatchProxy } from './kube-watch-proxy.js'
+import { kubeWatchProxy } from './kube-watch-proxy.js'
 import type { BuildT } from '../../control/src/model/resources.js'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
@@ -71,7 +73,7 @@ export async function deployApp (
   return app
 }
 
-export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[]; proxy: CuttableProxy | null }
+export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[]; proxy: CuttableProxy | null; watches: WatchProxy | null }
 
 /**
  * The control plane on the real API server (test/helpers/kube-apiserver.ts): a namespace of its
@@ -79,7 +81,7 @@ export type RealClusterControl = { control: TestControl; kube: RealCluster; fini
  * bound to, the same flags and deps as on the fake. `kube` reuses a namespace (a second control
  * plane on the same cluster).
  */
-export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry'; proxy?: boolean } = {}): Promise<RealClusterControl> {
+export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry'; proxy?: boolean; watchProxy?: boolean } = {}): Promise<RealClusterControl> {
   let kube = opts.kube
   if (kube === undefined) {
     kube = realCluster(await kubeNamespace(t, tempDir(t)))
@@ -93,11 +95,17 @@ export async function startRealClusterControl (t: Test, engine: Engine, opts: { 
     kubeconfig = join(tempDir(t), 'kubeconfig-proxied.yaml')
     writeFileSync(kubeconfig, readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`))
   }
+  // `watchProxy`: through an HTTPS proxy that ends or refuses watches and nothing else.
+  let watches: WatchProxy | null = null
+  if (opts.watchProxy === true) {
+    watches = await kubeWatchProxy(t, kube, tempDir(t))
+    kubeconfig = watches.kubeconfig
+  }
   const finished: BuildT[] = []
   const control = await startTestControl(t, engine, [
     '--dev-insecure-skip-auth', '--kubeconfig', kubeconfig, '--namespace', kube.namespace,
     '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
   ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
   await control.server.cluster?.watcher.ready
-  return { control, kube, finished, proxy }
+  return { control, kube, finished, proxy, watches }
 }

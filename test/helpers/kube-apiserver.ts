@@ -85,6 +85,8 @@ async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
     for (const child of children.reverse()) await stopProcess(child)
     rmSync(dir, { recursive: true, force: true })
   })
+  // A test process ended mid-teardown (tap's timeout signals it) must not leave etcd running.
+  process.once('exit', () => { for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
 
   const tls = await servingCertificate(dir)
   const accounts = generateKeyPairSync('rsa', { modulusLength: 2048 })

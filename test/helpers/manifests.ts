@@ -1,158 +1,88 @@
-// Reading deploy/ without kustomize or a cluster: each kustomization's resources, components
-// and generators followed to the manifests they add up to, with the few transformations the
-// overlays use (namespace, images, replicas, ConfigMap merges). Everything a kustomization
-// names that is missing is collected instead of thrown, so a test can list it all at once.
+// deploy/ as a cluster gets it: each kustomization rendered by kustomize itself (built at its
+// pinned version by scripts/install-kube-apiserver.sh, which npm test runs), so the manifest
+// tests read exactly what `kubectl apply -k` would apply, transformers and all. Beside the
+// rendering, the files each kustomization names, read from the kustomization files alone: what
+// the "every file in deploy/ is used" check and the "labels survive" check need.
+import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { parseAllDocuments } from 'yaml'
+import { parse, parseAllDocuments } from 'yaml'
+import { kubeBinDir } from './kube-apiserver.js'
 
 export type Manifest = {
   apiVersion: string
   kind: string
   metadata: { name: string; namespace?: string; labels?: Record<string, string> }
   spec?: any
+  data?: Record<string, string>
   [key: string]: any
-  /** The file it came from, relative to deploy/. */
-  source: string
 }
 
 export type Build = {
   manifests: Manifest[]
-  /** Generated ConfigMaps by name: their data after every merge. */
+  /**
+   * ConfigMaps by name: their data. A generated one is there by its rendered name (with the hash
+   * suffix the references carry) and by its generator's name.
+   */
   configMaps: Map<string, Record<string, string>>
+  /** The Secrets the build makes, by rendered name. */
   secrets: Set<string>
-  /** Every file a kustomization in this build named, relative to deploy/. */
+  /** Every file a kustomization in this build names, relative to deploy/. */
   files: Set<string>
-  /** Every file a kustomization named that does not exist (or a kind that cannot be there). */
-  missing: string[]
 }
 
-type Generator = { name: string; behavior?: string; envs?: string[]; files?: string[]; literals?: string[] }
+// kustomize's suffix of a generated object's name: a dash and ten characters of a hash.
+const HASH_SUFFIX = /-[a-z0-9]{10}$/
 
-type Kustomization = {
-  apiVersion: string
-  kind: string
-  namespace?: string
-  resources?: string[]
-  components?: string[]
-  configMapGenerator?: Generator[]
-  secretGenerator?: Generator[]
-  images?: Array<{ name: string; newName?: string; newTag?: string }>
-  replicas?: Array<{ name: string; count: number }>
-  patches?: unknown[]
+function parseDocuments (text: string, what: string): Manifest[] {
+  return parseAllDocuments(text).map((document) => {
+    if (document.errors.length > 0) throw new Error(`${what}: ${document.errors.map((error) => error.message).join('; ')}`)
+    return document.toJS() as Manifest
+  }).filter((object) => object !== null)
 }
 
-function readYamlDocuments (file: string): any[] {
-  return parseAllDocuments(readFileSync(file, 'utf8')).map((doc) => {
-    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors.map((error) => error.message).join('; ')}`)
-    return doc.toJS()
-  }).filter((doc) => doc !== null)
+/** `kustomize build dir`: the objects it renders, or an error with kustomize's reason. */
+export function kustomize (dir: string): Manifest[] {
+  const binary = join(kubeBinDir(), 'kustomize')
+  if (!existsSync(binary)) throw new Error('kustomize is not built: run scripts/install-kube-apiserver.sh; npm test does it')
+  const result = spawnSync(binary, ['build', dir], { encoding: 'utf8' })
+  if (result.status !== 0) throw new Error(`kustomize build ${dir}: ${result.stderr || result.error?.message}`)
+  return parseDocuments(result.stdout, `kustomize build ${dir}`)
 }
 
-/** KEY=VALUE lines, as kustomize reads `envs` files; blank lines and # comments skipped. */
-function readEnvFile (file: string): Record<string, string> {
-  const data: Record<string, string> = {}
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line.trim() === '' || line.trimStart().startsWith('#')) continue
-    const equals = line.indexOf('=')
-    data[line.slice(0, equals)] = line.slice(equals + 1)
+type Generator = { envs?: string[]; files?: string[] }
+type Kustomization = { resources?: string[]; components?: string[]; configMapGenerator?: Generator[]; secretGenerator?: Generator[]; patches?: Array<{ path?: string }> }
+
+/** The files the kustomization in `dir` names (its own, its bases', its components'), relative to `root`. */
+function namedFiles (root: string, dir: string, files = new Set<string>()): Set<string> {
+  const file = join(dir, 'kustomization.yaml')
+  files.add(relative(root, file))
+  const k = parse(readFileSync(file, 'utf8')) as Kustomization
+  for (const entry of [...k.resources ?? [], ...k.components ?? []]) {
+    const path = join(dir, entry)
+    if (existsSync(path) && statSync(path).isDirectory()) namedFiles(root, path, files)
+    else files.add(relative(root, path))
   }
-  return data
+  for (const generator of [...k.configMapGenerator ?? [], ...k.secretGenerator ?? []]) {
+    for (const entry of [...generator.envs ?? [], ...(generator.files ?? []).map((f) => f.split('=').pop() as string)]) files.add(relative(root, join(dir, entry)))
+  }
+  for (const patch of k.patches ?? []) if (patch.path !== undefined) files.add(relative(root, join(dir, patch.path)))
+  return files
+}
+
+/** The objects of the YAML files `files` names (relative to `root`), as written there. */
+export function writtenManifests (root: string, files: Iterable<string>): Array<Manifest & { source: string }> {
+  return [...files].filter((file) => /\.ya?ml$/.test(file) && !file.endsWith('kustomization.yaml'))
+    .flatMap((file) => parseDocuments(readFileSync(join(root, file), 'utf8'), file).map((object) => ({ ...object, source: file })))
 }
 
 export function buildKustomization (root: string, dir: string): Build {
-  const build: Build = { manifests: [], configMaps: new Map(), secrets: new Set(), files: new Set(), missing: [] }
-  const rel = (path: string): string => relative(root, path)
-  const file = join(dir, 'kustomization.yaml')
-  if (!existsSync(file)) {
-    build.missing.push(`${rel(file)} (named as a directory resource or component)`)
-    return build
+  const manifests = kustomize(dir)
+  const configMaps = new Map<string, Record<string, string>>()
+  for (const map of manifests.filter((m) => m.kind === 'ConfigMap')) {
+    configMaps.set(map.metadata.name, map.data ?? {})
+    if (HASH_SUFFIX.test(map.metadata.name)) configMaps.set(map.metadata.name.replace(HASH_SUFFIX, ''), map.data ?? {})
   }
-  build.files.add(rel(file))
-  const k = readYamlDocuments(file)[0] as Kustomization
-
-  const merge = (other: Build): void => {
-    build.manifests.push(...other.manifests)
-    for (const [name, data] of other.configMaps) build.configMaps.set(name, data)
-    for (const name of other.secrets) build.secrets.add(name)
-    for (const name of other.files) build.files.add(name)
-    build.missing.push(...other.missing)
-  }
-
-  for (const entry of k.resources ?? []) {
-    const path = join(dir, entry)
-    if (!existsSync(path)) build.missing.push(`${rel(path)} (resource of ${rel(file)})`)
-    else if (statSync(path).isDirectory()) merge(buildKustomization(root, path))
-    else {
-      build.files.add(rel(path))
-      for (const doc of readYamlDocuments(path)) build.manifests.push({ ...doc, source: rel(path) })
-    }
-  }
-  for (const entry of k.components ?? []) {
-    const path = join(dir, entry)
-    const component = join(path, 'kustomization.yaml')
-    if (existsSync(component) && (readYamlDocuments(component)[0] as Kustomization).kind !== 'Component') {
-      build.missing.push(`${rel(component)} is not a Component (component of ${rel(file)})`)
-    }
-    merge(buildKustomization(root, path))
-  }
-
-  const generatedData = (generator: Generator): Record<string, string> => {
-    const data: Record<string, string> = {}
-    for (const envs of generator.envs ?? []) {
-      const path = join(dir, envs)
-      if (!existsSync(path)) build.missing.push(`${rel(path)} (envs of ${generator.name} in ${rel(file)})`)
-      else {
-        build.files.add(rel(path))
-        Object.assign(data, readEnvFile(path))
-      }
-    }
-    for (const entry of generator.files ?? []) {
-      const [key, source = key] = entry.includes('=') ? entry.split('=') as [string, string] : [entry.split('/').pop()!, entry]
-      const path = join(dir, source)
-      if (!existsSync(path)) build.missing.push(`${rel(path)} (files of ${generator.name} in ${rel(file)})`)
-      else {
-        build.files.add(rel(path))
-        data[key] = readFileSync(path, 'utf8')
-      }
-    }
-    for (const literal of generator.literals ?? []) {
-      const equals = literal.indexOf('=')
-      data[literal.slice(0, equals)] = literal.slice(equals + 1)
-    }
-    return data
-  }
-  for (const generator of k.configMapGenerator ?? []) {
-    const existing = build.configMaps.get(generator.name)
-    if (generator.behavior === 'merge' || generator.behavior === 'replace') {
-      if (existing === undefined) build.missing.push(`ConfigMap ${generator.name} to ${generator.behavior} (in ${rel(file)})`)
-    }
-    const data = generatedData(generator)
-    build.configMaps.set(generator.name, generator.behavior === 'merge' ? { ...existing, ...data } : data)
-  }
-  for (const generator of k.secretGenerator ?? []) {
-    generatedData(generator)
-    build.secrets.add(generator.name)
-  }
-
-  for (const { name, count } of k.replicas ?? []) {
-    const target = build.manifests.find((m) => m.metadata.name === name && ['Deployment', 'StatefulSet'].includes(m.kind))
-    if (target === undefined) build.missing.push(`workload ${name} for replicas (in ${rel(file)})`)
-    else target.spec.replicas = count
-  }
-  for (const image of k.images ?? []) {
-    const containers = build.manifests.flatMap((m) => m.spec?.template?.spec?.containers ?? [])
-    const matching = containers.filter((container: { image: string }) => container.image.replace(/:[^:/]+$/, '') === image.name)
-    if (matching.length === 0) build.missing.push(`image ${image.name} (in ${rel(file)})`)
-    for (const container of matching) {
-      const [name, tag] = [container.image.replace(/:[^:/]+$/, ''), /:([^:/]+)$/.exec(container.image)?.[1]]
-      container.image = `${image.newName ?? name}:${image.newTag ?? tag}`
-    }
-  }
-  // The overlays stay within what this reader applies; a patch would need kustomize itself.
-  if ((k.patches ?? []).length > 0) build.missing.push(`patches in ${rel(file)}: not modelled by test/helpers/manifests.ts`)
-  if (k.namespace !== undefined) {
-    for (const manifest of build.manifests) if (manifest.kind !== 'Namespace') manifest.metadata.namespace = k.namespace
-  }
-  return build
+  const secrets = new Set(manifests.filter((m) => m.kind === 'Secret').map((m) => m.metadata.name))
+  return { manifests, configMaps, secrets, files: namedFiles(root, dir) }
 }

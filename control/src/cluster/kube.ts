@@ -9,7 +9,7 @@ import https from 'node:https'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
-import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node'
+import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Watch } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { HttpError, NotFoundError, UnavailableError } from '../../../common/src/errors.js'
 import { ConfigError } from '../../../common/src/config/settings.js'
@@ -25,6 +25,7 @@ export type Kube = {
   core: CoreV1Api
   apps: AppsV1Api
   custom: CustomObjectsApi
+  discovery: DiscoveryV1Api
   watch: Watch
   /** A request to the API server, answered as a stream; `path` starts with "/". */
   request (method: string, path: string, opts?: RawRequestOptions): Promise<IncomingMessage>
@@ -76,6 +77,7 @@ export function connectKube (config: ControlConfig): Kube | null {
     core: kc.makeApiClient(CoreV1Api),
     apps: kc.makeApiClient(AppsV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),
+    discovery: kc.makeApiClient(DiscoveryV1Api),
     watch: new Watch(kc),
     async request (method, path, opts = {}) {
       const sent = sendablePath(serverPrefix + path, serverPrefix + (opts.within ?? '/'))

@@ -22,7 +22,7 @@ export type Carrier = {
   /** The error for a request that got no answer (not a timeout). */
   unanswered: (error: unknown) => HttpError
   /** Throws when the answer is the carrier's own refusal rather than the application's. */
-  check?: (status: number, contentType: string | undefined, body: Buffer) => void
+  check?: (status: number, contentType: string | undefined, body: Buffer) => void | Promise<void>
 }
 
 export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, timeoutMs: number): Promise<InvokeResultT> {
@@ -55,7 +55,7 @@ export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, tim
       throw new UnavailableError('application unreachable: the answer broke off')
     }
     const status = answer.statusCode ?? 502
-    carrier.check?.(status, answer.headers['content-type'], captured.bytes)
+    await carrier.check?.(status, answer.headers['content-type'], captured.bytes)
     const responseHeaders: Record<string, string[]> = {}
     for (let i = 0; i < answer.rawHeaders.length; i += 2) {
       const name = (answer.rawHeaders[i] as string).toLowerCase()
