@@ -12,7 +12,7 @@ const digestOf = (image: string): string => {
   return digest.startsWith('sha256:') ? digest.slice(0, 'sha256:'.length + 12) : digest
 }
 
-export const shortId = (id: string): string => id.slice(0, 8)
+const shortId = (id: string): string => id.slice(0, 8)
 
 export function RunningBuild ({ deployment, builds }: { deployment: Deployment; builds: Build[] }) {
   const build = builds.find((b) => b.id === deployment.buildId)
