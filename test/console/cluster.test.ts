@@ -118,7 +118,7 @@ t.test('the build a deployment runs, re-locked; a read-only user is offered no w
   t.match(await running.textContent(), new RegExp(`^build ${build.id.slice(0, 8)} of .+, re-locked with the variables' names: digest ${digest} differs from the build's sha256:a{12}$`),
     'which build, and that its digest differs because of the re-lock')
   t.match(await page.locator('dl.facts').textContent(), relocked[0], 'the image that runs is shown too')
-  await checkPage(t, page, 'build-relocked')
+  await checkPage(t, page, 'cluster-build-relocked')
 
   // ---- a member: every write control on every page ----
   const visit = async (who: Page, tab: string): Promise<Control[]> => {
@@ -152,6 +152,6 @@ t.test('the build a deployment runs, re-locked; a read-only user is offered no w
     if (tab === 'code') t.equal(await viewer.locator('.cm-content').getAttribute('aria-readonly'), 'true', 'read-only, code: the editor is read-only')
     if (tab !== 'list') await viewer.getByTestId('read-only').waitFor(WAIT)
   }
-  await checkPage(t, viewer, 'read-only-settings')
+  await checkPage(t, viewer, 'cluster-read-only-settings')
   t.same(problems, [], 'no Content-Security-Policy violation or script error on any page')
 })
