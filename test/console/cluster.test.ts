@@ -155,3 +155,30 @@ t.test('the build a deployment runs, re-locked; a read-only user is offered no w
   await checkPage(t, viewer, 'cluster-read-only-settings')
   t.same(problems, [], 'no Content-Security-Policy violation or script error on any page')
 })
+
+t.test('a member of several tenants names the one a new application goes to', async (t) => {
+  const port = await freePort()
+  const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { multi: { roles: ['red', 'blue'] } } } })
+  t.teardown(() => oidc.close())
+  const { control } = await startClusterControl(t, 'pglite', {
+    flags: ['--addr', `127.0.0.1:${port}`, '--dev-insecure-skip-auth=false', '--log-level', 'warn', '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId,
+      '--console-client-id', oidc.browserClientId, '--tenant-claim', 'roles'],
+  })
+  const browser = await launchBrowser(t)
+  const context = await newContext(t, browser, { viewport: { width: 1280, height: 900 } })
+  context.setDefaultTimeout(15_000)
+  const page = await context.newPage()
+  const token = await signIn(page, control.url, 'multi')
+  // Without a tenant the API refuses: the form must not offer that request.
+  const refused = await control.call('POST', '/applications', { token, json: { name: 'other', language: 'js' } })
+  t.equal(refused.status, 400, `the API refuses a create without a tenant here (${refused.text})`)
+  const tenant = page.getByLabel('Tenant')
+  t.same(await tenant.locator('option').allTextContents(), ['choose one', 'red', 'blue'], 'the form offers the caller\'s tenants')
+  t.equal(await tenant.getAttribute('required'), '', 'and one must be chosen')
+  await page.getByLabel('Name').fill('hello')
+  await tenant.selectOption('blue')
+  await page.getByRole('button', { name: 'Create' }).click()
+  await page.getByRole('heading', { name: /^hello/ }).waitFor(WAIT)
+  t.match((await control.call('GET', '/applications', { token })).body, [{ name: 'hello', tenant: 'blue' }], 'created in the tenant chosen')
+  await checkPage(t, page, 'cluster-create-tenant')
+})
