@@ -40,7 +40,7 @@ async function deployed (cluster: ClusterControl, name = 'hello'): Promise<{ app
 }
 
 /** deployed() on the real API server. */
-async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promise<{ app: App; image: string }> {
+async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promise<{ app: App; image: string; buildId: string }> {
   const { control, kube } = cluster
   const app = await createApp(control, name)
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
@@ -49,7 +49,7 @@ async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promi
   await until(() => cluster.finished.some((b) => b.id === build.id), 20_000, 'build finished and deployed')
   await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 20_000, 'image measured')
   await real.operateSpinApp(kube, name)
-  return { app, image }
+  return { app, image, buildId: build.id }
 }
 
 /** The function's pods: echoes the request, or answers /big, /binary, /latin1, /slow, /unavailable as named. */
@@ -112,11 +112,12 @@ eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; de
   t.equal(noBuild.status, 409)
   t.same(noBuild.body, { error: 'nothing to deploy: the application has no successful build yet' })
 
-  const { app, image } = await deployedReal(cluster)
+  const { app, image, buildId } = await deployedReal(cluster)
   const ready = await getDeployment(control, app.id)
   t.same(ready, {
     image,
     imageSizeBytes: IMAGE_SIZE,
+    buildId,
     replicas: 2,
     observedReplicas: 2,
     ready: true,

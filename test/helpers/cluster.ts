@@ -17,6 +17,7 @@ import type { CuttableProxy } from './tcp-proxy.js'
 import { cuttableProxy } from './tcp-proxy.js'
 import type { WatchProxy } from './kube-watch-proxy.js'
 import { kubeWatchProxy } from './kube-watch-proxy.js'
+import type { Relock } from '../../control/src/cluster/relocked-image.js'
 import type { BuildT } from '../../control/src/model/resources.js'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
@@ -36,16 +37,17 @@ export function tempDir (t: Test): string {
 export type ClusterControl = { control: TestControl; fake: FakeKube; finished: BuildT[] }
 
 /**
- * `relock: 'registry'` re-locks for real (the images must be in a registry); by default the
- * built image runs as it is, since registry.test is no registry (the credentials are still read).
+ * `relock: 'registry'` re-locks for real (the images must be in a registry), a function stands
+ * for the registry (another digest, a refusal); by default the built image runs as it is, since
+ * registry.test is no registry (the credentials are still read).
  */
-export async function startClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' } = {}): Promise<ClusterControl> {
+export async function startClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' | Relock } = {}): Promise<ClusterControl> {
   const fake = opts.fake ?? await startFakeCluster(t, tempDir(t), NAMESPACE)
   const finished: BuildT[] = []
   const control = await startTestControl(t, engine, [
     '--dev-insecure-skip-auth', '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE,
     '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
-  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
+  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: typeof opts.relock === 'function' ? opts.relock : async (image: string) => image }) } })
   await control.server.cluster?.watcher.ready
   return { control, fake, finished }
 }

@@ -144,7 +144,9 @@ export function userName (): string {
   const tokens = readTokens()
   if (tokens === null) return ''
   const claims = claimsOf(tokens.idToken)
-  return String(claims.name ?? claims.email ?? claims.preferred_username ?? claims.sub ?? '')
+  // The first of these that is text: a provider may put anything in a claim.
+  const name = [claims.name, claims.email, claims.preferred_username, claims.sub].find((claim): claim is string => typeof claim === 'string')
+  return name ?? ''
 }
 
 /** The id token to send, refreshed first when it is about to expire; null: sign in again. */

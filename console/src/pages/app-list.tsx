@@ -73,6 +73,9 @@ function AppRow ({ app, canDelete, onDeleted }: { app: ApplicationSummary; canDe
 }
 
 function CreateForm ({ onCreated }: { onCreated: (app: Application) => void }) {
+  // The API takes the caller's only tenant; in several (or, for an admin, none) one must be named.
+  const { tenants, allTenants } = useAccess()
+  const [tenant, setTenant] = useState('')
   const [name, setName] = useState('')
   const [language, setLanguage] = useState<Language>('js')
   const [description, setDescription] = useState('')
@@ -83,7 +86,7 @@ function CreateForm ({ onCreated }: { onCreated: (app: Application) => void }) {
       event.preventDefault()
       setBusy(true)
       setError(null)
-      sendJson<Application>('POST', '/applications', { name, language, runtime: 'wasmkube', ...(description === '' ? {} : { description }) })
+      sendJson<Application>('POST', '/applications', { name, language, runtime: 'wasmkube', ...(description === '' ? {} : { description }), ...(tenant === '' ? {} : { tenant }) })
         .then((app) => { if (app !== null) onCreated(app) }, (e: unknown) => { setError(messageOf(e)); setBusy(false) })
     }}>
       <h2>New application</h2>
@@ -94,6 +97,15 @@ function CreateForm ({ onCreated }: { onCreated: (app: Application) => void }) {
             {LANGUAGES.map((l) => <option key={l} value={l}>{l}</option>)}
           </select>
         </label>
+        {tenants.length > 1 && (
+          <label>Tenant
+            <select name="tenant" required value={tenant} onChange={(e) => setTenant(e.currentTarget.value)}>
+              <option value="">choose one</option>
+              {tenants.map((t) => <option key={t} value={t}>{t}</option>)}
+            </select>
+          </label>
+        )}
+        {tenants.length === 0 && allTenants && <label>Tenant <input name="tenant" required value={tenant} onInput={(e) => setTenant(e.currentTarget.value)} autoComplete="off" /></label>}
         <label class="grow">Description <input name="description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} /></label>
         <button type="submit" class="primary" disabled={busy}>{busy ? 'Creating…' : 'Create'}</button>
       </div>

@@ -5,12 +5,12 @@ import { createContext } from 'preact'
 import { useContext } from 'preact/hooks'
 import type { Me } from '../api/types'
 
-export type Access = { role: Me['role']; canWrite: boolean }
+export type Access = { role: Me['role']; canWrite: boolean; tenants: string[]; allTenants: boolean }
 
-export const accessOf = (me: Me): Access => ({ role: me.role, canWrite: me.role !== 'read-only' })
+export const accessOf = (me: Me): Access => ({ role: me.role, canWrite: me.role !== 'read-only', tenants: me.tenants, allTenants: me.allTenants })
 
 // Outside a provider (never, in the app) nothing is hidden: the API still decides.
-export const AccessContext = createContext<Access>({ role: 'member', canWrite: true })
+export const AccessContext = createContext<Access>({ role: 'member', canWrite: true, tenants: [], allTenants: false })
 
 export const useAccess = (): Access => useContext(AccessContext)
 

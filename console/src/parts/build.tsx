@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { getJson, messageOf, sendJson, streamText } from '../api/client'
 import type { Accepted, Application, Build } from '../api/types'
 import { useAccess } from './access'
+import { RunningBuild } from './running-build'
 import { ErrorText, Notice } from './status'
 
 const FINISHED = new Set(['succeeded', 'failed'])
@@ -48,7 +49,7 @@ export function BuildPanel ({ app, onChanged }: { app: Application; onChanged: (
               {app.builds.map((b) => (
                 <tr key={b.id}>
                   <td data-label="Started">{new Date(b.createdAt).toLocaleString()}</td>
-                  <td data-label="Status"><span class={`status-${b.status}`}>{b.status}</span></td>
+                  <td data-label="Status"><span class={`status-${b.status}`}>{b.status}</span>{b.id === app.deployment?.buildId && <span class="tag" data-testid="deployed-build">deployed</span>}</td>
                   <td data-label="Image or error" class="break">{b.error ?? b.imageRef ?? ''}{b.imageRef !== null && b.imageSizeBytes !== null && <> · <ImageSize bytes={b.imageSizeBytes} /></>}</td>
                   <td><button type="button" onClick={() => setWatching(b.id)} aria-pressed={watching === b.id}>Log<span class="visually-hidden"> of the build of {new Date(b.createdAt).toLocaleString()}</span></button></td>
                 </tr>
@@ -129,6 +130,7 @@ function DeploymentCard ({ app, onChanged }: { app: Application; onChanged: () =
           <dl class="facts">
             <dt>State</dt><dd><span class={d.ready ? 'ok' : 'warn'}>{d.ready ? 'ready' : 'not ready'}</span></dd>
             <dt>Replicas</dt><dd>{d.observedReplicas} of {d.replicas}</dd>
+            <dt>Build</dt><dd><RunningBuild deployment={d} builds={app.builds} /></dd>
             <dt>Image</dt><dd class="break">{d.image}</dd>
             <dt>Image size</dt><dd><ImageSize bytes={d.imageSizeBytes} /></dd>
             <dt>Internal URL</dt><dd class="break">{d.internalUrl}</dd>

@@ -25,8 +25,6 @@ function languageFor (file: string): Extension {
   }
 }
 
-const labelFor = (file: string): Extension => EditorView.contentAttributes.of({ 'aria-label': `Contents of ${file}` })
-
 /**
  * Uncontrolled: `text` is read once, when the editor is made; every change goes out through
  * `onChange`. Show another file or a reloaded map by mounting a new editor (a new `key`).

@@ -3,7 +3,7 @@ import type { AppSettings } from '../model/app-settings.js'
 import type { ApplicationT, DeploymentT } from '../model/resources.js'
 import type { StoredApplicationDetail } from '../store/applications.js'
 import { deleteApplication, findApplication, getApplication } from '../store/applications.js'
-import { latestImage } from '../store/builds.js'
+import { lastDeployedBuild, latestImage } from '../store/builds.js'
 import type { DomainDeps } from './deps.js'
 import { applicationNotFound } from './not-found.js'
 import { resourcesInForce } from './policy.js'
@@ -19,14 +19,19 @@ function settingsView (config: DomainDeps['config'], settings: AppSettings): Pic
   }
 }
 
-/** The stored application in the API's shape, with its deployment. */
-export function applicationView (config: DomainDeps['config'], stored: StoredApplicationDetail, deployment: DeploymentT | null): ApplicationT {
+/**
+ * The stored application in the API's shape, with its deployment. `deployedBuild`: the build
+ * deployed last, which a re-locked image (another digest) came from.
+ */
+export function applicationView (config: DomainDeps['config'], stored: StoredApplicationDetail, deployment: DeploymentT | null, deployedBuild: string | null = null): ApplicationT {
   const { clusterName, settings, ...rest } = stored
   void clusterName
-  // The size is the build's: the newest build that made the image deployed.
-  const built = deployment === null ? undefined : stored.builds.find((build) => build.imageRef === deployment.image) ?? stored.builds.find((build) => build.status === 'succeeded')
-  const size = built?.imageSizeBytes ?? null
-  return { ...rest, ...settingsView(config, settings), deployment: deployment === null ? null : { ...deployment, imageSizeBytes: size } }
+  if (deployment === null) return { ...rest, ...settingsView(config, settings), deployment: null }
+  // What runs is first what the runtime reports: a build's own image names that build.
+  const running = stored.builds.find((build) => build.imageRef === deployment.image) ?? stored.builds.find((build) => build.id === deployedBuild)
+  // The size is the build's (a re-lock adds a few KiB); the newest succeeded one when none is known.
+  const size = (running ?? stored.builds.find((build) => build.status === 'succeeded'))?.imageSizeBytes ?? null
+  return { ...rest, ...settingsView(config, settings), deployment: { ...deployment, imageSizeBytes: size, buildId: running?.id ?? null } }
 }
 
 /** The application with its functions, builds and, once it has a successful build, its deployment. */
@@ -37,7 +42,7 @@ export async function describeApplication ({ db, config, runtime, notApplied }: 
   const deployment = image === null ? null : await runtime.deployment(application, image)
   const reason = notApplied.get(application.id)
   if (deployment !== null && reason !== undefined) deployment.message = `the newest build is not deployed (${reason}); POST deploy tries again; ${deployment.message}`
-  return applicationView(config, application, deployment)
+  return applicationView(config, application, deployment, deployment === null ? null : await lastDeployedBuild(db, application.id))
 }
 
 /** The application, its rows and what runs and was built for it. */

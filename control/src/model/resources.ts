@@ -90,11 +90,20 @@ export const Deployment = Type.Object({
   message: Type.String(),
 })
 
+// What the API shows: what the runtime reports, and which build it runs. In a cluster with
+// variables the image is that build's re-locked with their names, so no build's imageRef is it.
+const DeploymentView = Type.Object({
+  ...Deployment.properties,
+  buildId: Type.Union([Id, Type.Null()], {
+    description: "the build whose image runs: the one whose imageRef is `image`, else the newest build deployed (its image re-locked with the variables' names, in a cluster); null when not known",
+  }),
+})
+
 export const Application = Type.Object({
   ...ApplicationSummary.properties,
   ...AppSettingsView,
   functions: Type.Array(FunctionItem),
-  deployment: Type.Union([Deployment, Type.Null()], { description: 'null until the first successful build' }),
+  deployment: Type.Union([DeploymentView, Type.Null()], { description: 'null until the first successful build' }),
   builds: Type.Array(Build, { description: 'newest first' }),
 })
 

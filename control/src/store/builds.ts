@@ -134,6 +134,20 @@ export async function deleteBuild (db: Database, buildId: string): Promise<void>
   await db.query('DELETE FROM builds WHERE id = $1', [buildId])
 }
 
+/** The application's succeeded builds of `image` were deployed now (a runtime applied it). */
+export async function markDeployed (db: Database, appId: string, image: string): Promise<void> {
+  if (!isUuid(appId)) return
+  await db.query("UPDATE builds SET deployed_at = now() WHERE application_id = $1 AND image_ref = $2 AND status = 'succeeded'", [appId, image])
+}
+
+/** The build deployed last, or null when none was recorded as deployed. */
+export async function lastDeployedBuild (db: Database, appId: string): Promise<string | null> {
+  if (!isUuid(appId)) return null
+  const [row] = await db.query<{ id: string }>(
+    'SELECT id FROM builds WHERE application_id = $1 AND deployed_at IS NOT NULL ORDER BY deployed_at DESC, finished_at DESC LIMIT 1', [appId])
+  return row?.id ?? null
+}
+
 /** True when the application has had any build (so the cluster may hold something of it). */
 export async function hasBuilds (db: Database, appId: string): Promise<boolean> {
   if (!isUuid(appId)) return false

@@ -97,6 +97,13 @@ export const migrations: Migration[] = [
       'ALTER TABLE builds ADD COLUMN image_size_bytes bigint',
     ],
   },
+  {
+    version: 6,
+    name: 'builds record when they were last deployed',
+    // A re-locked image (the variables' names, in a cluster) matches no build's image_ref: this
+    // says which build it came from. NULL: never deployed, or deployed before this was kept.
+    statements: ['ALTER TABLE builds ADD COLUMN deployed_at timestamptz'],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.
