@@ -3,19 +3,21 @@
 // of the health tag cannot answer a 4xx, and documenting one they never send would be false).
 // Every operation has a unique operationId for generated clients to name their calls by.
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
+import type { Test } from 'tap'
 import { startTestControl } from '../helpers/control.js'
+import { selfSignedCertificate } from '../helpers/tls.js'
 
 type Problem = { ruleId: string; severity: string; message: string; location: Array<{ pointer: string }> }
 
 const PUBLIC_PROBES = ['/healthz', '/readyz', '/metrics', '/api/v1/openapi.json', '/api/v1/console-config'].map((path) => `#/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/get`)
 
-t.test('the OpenAPI document passes Redocly\'s recommended rules', async (t) => {
-  const control = await startTestControl(t, 'pglite')
+async function lint (t: Test, flags: string[]): Promise<Record<string, unknown>> {
+  const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', ...flags])
   const doc = (await control.call('GET', '/openapi.json')).body as { paths: Record<string, Record<string, { operationId?: string }>> }
   const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -36,4 +38,19 @@ t.test('the OpenAPI document passes Redocly\'s recommended rules', async (t) => 
   const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId))
   t.notOk(ids.includes(undefined), 'every operation has an operationId')
   t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+  return doc.paths
+}
+
+t.test('the OpenAPI document passes Redocly\'s recommended rules', async (t) => {
+  const paths = await lint(t, [])
+  t.notOk('/registry/token' in paths, 'no token route without a token key')
+})
+
+t.test('so does the document of a control plane that is the registry\'s token server', async (t) => {
+  const { certPath, keyPath } = await selfSignedCertificate(t)
+  const file = join(mkdtempSync(join(tmpdir(), 'openapi-key-')), 'token.pem')
+  t.teardown(() => rmSync(dirname(file), { recursive: true, force: true }))
+  writeFileSync(file, `${readFileSync(keyPath, 'utf8')}${readFileSync(certPath, 'utf8')}`)
+  const paths = await lint(t, ['--registry-token-key', file])
+  t.ok('/registry/token' in paths, 'the token route is described')
 })

@@ -86,7 +86,7 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
   const tenants = new WeakMap<object, string | null>()
   app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode, tenants.get(request)) })
 
-  await registerOpenApi(app)
+  await registerOpenApi(app, { registryTokens: deps.registrySigner != null })
 
   app.get('/healthz', {
     schema: {

@@ -3,7 +3,8 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 
-export async function registerOpenApi (app: FastifyInstance): Promise<void> {
+/** `registryTokens`: the registry's token route is served (--registry-token-key), with its scheme and tag. */
+export async function registerOpenApi (app: FastifyInstance, options: { registryTokens: boolean }): Promise<void> {
   await app.register(swagger, {
     openapi: {
       // 3.1 is JSON Schema 2020-12, so TypeBox's schemas (const, null in unions) fit unchanged.
@@ -20,7 +21,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       components: {
         securitySchemes: {
           idToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an OpenID Connect id token from the configured issuer' },
-          registryCredential: { type: 'http', scheme: 'basic', description: 'a registry credential this control plane signed (a build\'s, a tenant pull Secret\'s) as the password; any user name' },
+          ...(options.registryTokens ? { registryCredential: { type: 'http', scheme: 'basic', description: 'a registry credential this control plane signed (a build\'s, a tenant pull Secret\'s) as the password; any user name' } } : {}),
         },
       },
       security: [{ idToken: [] }],
@@ -32,7 +33,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'runtime', description: 'Deploy, invoke and logs of the running application: in the cluster, or on this machine without one' },
         { name: 'metrics', description: 'Time series of applications and functions; needs Prometheus' },
         { name: 'caller', description: 'Who the caller is: their role and tenants, for a client to offer only what they may do' },
-        { name: 'registry', description: 'The image registry\'s token server, when the control plane is one (--registry-token-key)' },
+        ...(options.registryTokens ? [{ name: 'registry', description: 'The image registry\'s token server (--registry-token-key)' }] : []),
         { name: 'health', description: 'Public: liveness, the process metrics, this document' },
       ],
     },
