@@ -4,28 +4,14 @@
 // answering with the component's own words. One real build per language (each 6-25 s, ~600 MB),
 // plus a compile error, which fails in the bundler before any component is made.
 import t from 'tap'
-import type { Test } from 'tap'
 import { templateFiles } from '../../builders/src/templates.js'
-import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
+import { buildAndWait, createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
 
 const BUILD_TIMEOUT = 240_000
 // Two tests of at most BUILD_TIMEOUT + 60 s each: the file may take both.
 t.setTimeout(2 * (BUILD_TIMEOUT + 60_000))
 
-type Build = { id: string; status: string; imageRef: string | null; error: string | null }
-
-async function buildAndWait (t: Test, control: TestControl, appId: string): Promise<Build> {
-  const started = await control.call('POST', `/applications/${appId}/builds`)
-  t.equal(started.status, 202, started.text)
-  const id = (started.body as Build).id
-  let build: Build | undefined
-  await until(async () => {
-    build = (await control.call('GET', `/applications/${appId}/builds/${id}`)).body as Build
-    return build.status === 'succeeded' || build.status === 'failed'
-  }, BUILD_TIMEOUT, 'the build to end')
-  return build as Build
-}
 
 // A new application's first function starts as the language's hello-world: no upload.
 async function templateApp (control: TestControl, name: string, language: 'js' | 'ts'): Promise<{ id: string; fnId: string; fnName: string }> {
@@ -40,7 +26,7 @@ for (const language of ['js', 'ts'] as const) {
     t.not(control.server.local, null, 'no cluster here: the local runtime')
     const app = await templateApp(control, `hello-${language}`, language)
     const started = Date.now()
-    const build = await buildAndWait(t, control, app.id)
+    const build = await buildAndWait(t, control, app.id, BUILD_TIMEOUT)
     t.equal(build.status, 'succeeded', build.error ?? '')
     t.match(build.imageRef, /^oci-layout:\/.*\/runtime\/images\/hello-(js|ts)@sha256:[0-9a-f]{64}$/)
     t.comment(`${language} template build: ${Date.now() - started} ms`)
@@ -67,7 +53,7 @@ for (const language of ['js', 'ts'] as const) {
         json: { files: { ...templateFiles('js', app.fnName), 'src/index.js': "addEventListener('fetch', (event) => {\n  event.respondWith(new Response('x')\n})\n" } },
       })
       t.equal(put.status, 200)
-      const broken = await buildAndWait(t, control, app.id)
+      const broken = await buildAndWait(t, control, app.id, BUILD_TIMEOUT)
       t.equal(broken.status, 'failed')
       t.match(broken.error, `functions/${app.fnName}/src/index.js:3:1: error: Expected ")" but found "}"`, 'the error names the file and line')
       const log = await control.call('GET', `/applications/${app.id}/builds/${broken.id}/logs`)

@@ -16,10 +16,8 @@ import { mkdirSync, readdirSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import type { Test } from 'tap'
 import { templateFiles } from '../../builders/src/templates.js'
-import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
-import type { TestControl } from '../helpers/control.js'
+import { buildAndWait, createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
 
 const BUILD_TIMEOUT = 600_000
 const LOAD_TIMEOUT = 180_000
@@ -27,19 +25,6 @@ t.setTimeout(2 * (2 * BUILD_TIMEOUT + LOAD_TIMEOUT + 60_000))
 
 const repo = fileURLToPath(new URL('../../', import.meta.url))
 
-type Build = { id: string; status: string; imageRef: string | null; error: string | null }
-
-async function buildAndWait (t: Test, control: TestControl, appId: string): Promise<Build> {
-  const started = await control.call('POST', `/applications/${appId}/builds`)
-  t.equal(started.status, 202, 'the build is queued')
-  const id = (started.body as Build).id
-  let build: Build | undefined
-  await until(async () => {
-    build = (await control.call('GET', `/applications/${appId}/builds/${id}`)).body as Build
-    return build.status === 'succeeded' || build.status === 'failed'
-  }, BUILD_TIMEOUT, 'the build to end')
-  return build as Build
-}
 
 // The function's source with the compile error each language's user would meet first, and the
 // reason the build must give for it: the file and line as the compiler names them.
@@ -74,7 +59,7 @@ for (const language of ['go', 'rust'] as const) {
     t.equal(put.status, 200, 'the source is stored')
 
     const started = Date.now()
-    const build = await buildAndWait(t, control, app.id)
+    const build = await buildAndWait(t, control, app.id, BUILD_TIMEOUT)
     t.equal(build.status, 'succeeded', build.error ?? '')
     t.match(build.imageRef, new RegExp(`^oci-layout:/.*/runtime/images/${name}@sha256:[0-9a-f]{64}$`))
     t.comment(`${language} template build: ${Date.now() - started} ms`)
@@ -94,7 +79,7 @@ for (const language of ['go', 'rust'] as const) {
 
     const put2 = await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: BROKEN[language].edit(files, fn.name) } })
     t.equal(put2.status, 200, 'the broken source is stored')
-    const broken = await buildAndWait(t, control, app.id)
+    const broken = await buildAndWait(t, control, app.id, BUILD_TIMEOUT)
     t.equal(broken.status, 'failed')
     t.match(broken.error, BROKEN[language].error(fn.name), 'the error names the file and line')
     const log = await control.call('GET', `/applications/${app.id}/builds/${broken.id}/logs`)

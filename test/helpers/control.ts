@@ -13,6 +13,7 @@ import type { ControlConfig } from '../../control/src/config.js'
 import { createLogger } from '../../control/src/logger.js'
 import { startControlPlane } from '../../control/src/server.js'
 import type { ControlServer, ServerDeps } from '../../control/src/server.js'
+import { until } from './wait.js'
 
 export type Engine = 'pglite' | 'postgres'
 
@@ -168,3 +169,19 @@ export function isErrorBody (body: unknown): boolean {
 }
 
 export { until } from './wait.js'
+
+/** A build as GET /builds/{id} shows it. */
+export type BuildView = { id: string; status: string; imageRef: string | null; error: string | null }
+
+/** Start a build of the application (202) and wait until it has succeeded or failed. */
+export async function buildAndWait (t: Test, control: TestControl, appId: string, timeoutMs: number): Promise<BuildView> {
+  const started = await control.call('POST', `/applications/${appId}/builds`)
+  t.equal(started.status, 202, started.text)
+  const id = (started.body as BuildView).id
+  let build: BuildView | undefined
+  await until(async () => {
+    build = (await control.call('GET', `/applications/${appId}/builds/${id}`)).body as BuildView
+    return build.status === 'succeeded' || build.status === 'failed'
+  }, timeoutMs, 'the build to end')
+  return build as BuildView
+}
