@@ -252,8 +252,11 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
   const offset = (pair: Pair): number => (pair.index / pairs.length) * msPerMessage
   const handed = new Array<number>(pairs.length).fill(0)
   const heldBack = new Array<boolean>(pairs.length).fill(false)
-  let stopped = false
-  function sendDue (pair: Pair, now: number): void {
+  // When the phase ended: frames due before it that a full window still holds back are sent
+  // as reads make room, and counted, or a stall at the phase's end would vanish from the figures.
+  let stoppedAt = Infinity
+  function sendDue (pair: Pair, at: number): void {
+    const now = Math.min(at, stoppedAt)
     const owed = Math.floor((now - origin - offset(pair)) / msPerMessage) + 1 - handed[pair.index]!
     const room = pair.window - (pair.sent - pair.received)
     const count = Math.min(room, owed)
@@ -271,14 +274,14 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
   }
   return {
     pump (): void {
-      if (stopped) return
+      if (stoppedAt !== Infinity) return
       const now = performance.now()
       for (const pair of pairs) sendDue(pair, now)
     },
     refill (pair: Pair): void {
-      if (!stopped && heldBack[pair.index]!) sendDue(pair, performance.now())
+      if (heldBack[pair.index]!) sendDue(pair, performance.now())
     },
-    stop: () => { stopped = true },
+    stop: () => { stoppedAt = performance.now() },
     elapsedMs: () => performance.now() - origin,
     lateness,
   }

@@ -84,6 +84,10 @@ t.test('frames a full window held back count their wait (no coordinated omission
   t.equal(run.code, 0, run.stderr)
   const [latency] = JSON.parse(run.stdout).latency
   t.ok(latency.p50Ms > 50, `the stall shows in the median, not only in the tail (p50 ${latency.p50Ms} ms)`)
+  // Every frame due between the settle and the phase's end is a sample, those the window still
+  // held back when the phase ended too: a slow start that pushes the stall past the end (a
+  // loaded machine) must not drop them.
+  t.ok(latency.samples >= 350, `every frame due in the phase is counted (${latency.samples} of about 375)`)
 })
 
 /**
