@@ -318,6 +318,11 @@ t.test('variables: a deployment gets the values variablesFor gives, on the build
 
   values.set(app.id, { greeting: 'second', colour: 'blue' })
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+  // 202: the deploy goes on after the answer; the new lock (a new name) is the new image.
+  await until(async () => {
+    const deployment = await deploymentOf(control, app.id)
+    return deployment?.image !== image && deployment?.ready === true
+  }, 120_000, 'the deploy with the new name applied and ready')
   t.same(await variable(control, app, 'greeting'), { value: 'second' }, 'a new value, no rebuild')
   t.same(await variable(control, app, 'colour'), { value: 'blue' }, 'and a new name')
   t.notMatch(JSON.stringify(control.logs), /"first"|"second"|blue/, 'no value in the control plane log')

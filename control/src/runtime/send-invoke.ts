@@ -77,7 +77,9 @@ export function direct (baseUrl: string): Carrier {
   return {
     send: (request, signal) => new Promise((resolve, reject) => {
       const path = sendablePath(request.path, '/')
-      const outgoing = http.request({ protocol: base.protocol, hostname: base.hostname, port: base.port, path, method: request.method, headers: request.headers, signal }, resolve)
+      // A connection of its own: a kept-alive one from the global agent may belong to the app
+      // a redeploy just replaced on the same port, and its reset would be taken for the answer.
+      const outgoing = http.request({ protocol: base.protocol, hostname: base.hostname, port: base.port, path, method: request.method, headers: request.headers, signal, agent: false }, resolve)
       outgoing.on('error', reject)
       outgoing.end(request.body)
     }),
