@@ -5,14 +5,13 @@
 // registry key reaches every tenant with its next deploy; never read back.
 import { createHash } from 'node:crypto'
 import type { V1Secret } from '@kubernetes/client-node'
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { dockerConfigJson, mintCredential } from '../registry/credentials.js'
 import { registryHosts } from '../registry/repositories.js'
 import type { RegistrySigner } from '../registry/signing-key.js'
 import { MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
-import { clusterError, statusOf } from './kube.js'
+import { mergeSecret } from './merge-secret.js'
 
 // Tenants come from a token's claim: any text. The Secret's name takes a digest of it.
 export const tenantPullSecretName = (tenant: string): string => `registry-pull-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`
@@ -22,18 +21,7 @@ export async function writeTenantPullSecret (kube: Kube, config: ControlConfig, 
   const credential = await mintCredential(signer, { kind: 'tenant', tenant }, null)
   const data = { '.dockerconfigjson': Buffer.from(dockerConfigJson(registryHosts(config), credential)).toString('base64') }
   const metadata = { labels: { ...MANAGED_BY, 'app.kubernetes.io/component': 'registry-pull' }, annotations: { 'platform.wasmkube.dev/tenant': tenant } }
-  try {
-    await kube.core.patchNamespacedSecret({ namespace: kube.namespace, name, body: { metadata, data } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
-    return name
-  } catch (error) {
-    if (statusOf(error) !== 404) throw clusterError(error, 'patch secrets')
-  }
   const secret: V1Secret = { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name, ...metadata }, data }
-  try {
-    await kube.core.createNamespacedSecret({ namespace: kube.namespace, body: secret })
-  } catch (error) {
-    // Made by a concurrent deploy of the same tenant: as good as this one.
-    if (statusOf(error) !== 409) throw clusterError(error, 'create secrets')
-  }
+  await mergeSecret(kube, name, { metadata, data }, secret)
   return name
 }

@@ -7,11 +7,9 @@
 // as they are, so it never needs to read a Secret (the Role grants get on the registry
 // credentials' Secret alone).
 import type { V1Secret } from '@kubernetes/client-node'
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
-import { UnavailableError } from '../../../common/src/errors.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
-import { clusterError, statusOf } from './kube.js'
+import { mergeSecret } from './merge-secret.js'
 
 export const variablesSecretName = (clusterName: string): string => `${clusterName}-variables`
 
@@ -23,22 +21,6 @@ export async function writeSecretValues (kube: Kube, app: { id: string; clusterN
   const name = variablesSecretName(app.clusterName)
   const labels = { ...MANAGED_BY, [APPLICATION_LABEL]: app.id, 'app.kubernetes.io/component': 'variables' }
   const data: Record<string, string | null> = { ...Object.fromEntries(removed.map((key) => [key, null])), ...values }
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await kube.core.patchNamespacedSecret({ namespace: kube.namespace, name, body: { metadata: { labels }, data } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
-      return
-    } catch (error) {
-      if (statusOf(error) !== 404) throw clusterError(error, 'patch secrets')
-    }
-    const secret: V1Secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, type: 'Opaque', data: values }
-    try {
-      await kube.core.createNamespacedSecret({ namespace: kube.namespace, body: secret })
-      return
-    } catch (error) {
-      // Created by a concurrent PATCH in between: patch that one.
-      if (statusOf(error) !== 409) throw clusterError(error, 'create secrets')
-    }
-  }
-  throw new UnavailableError('cluster error: the variables Secret changed under two writes in a row; try again')
+  const secret: V1Secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, type: 'Opaque', data: values }
+  await mergeSecret(kube, name, { metadata: { labels }, data }, secret)
 }
