@@ -88,6 +88,8 @@ function answerFailed (responseOutparam: unknown): void {
 
 // jco's generated instantiate() names imports without their version.
 const VARIABLES_INTERFACE = 'fermyon:spin/variables'
+/** How long a refused request's connection may go on sending before it is closed. */
+const LINGER_MS = 2000
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 
@@ -208,6 +210,15 @@ export async function startSpinApp (options: SpinAppOptions): Promise<SpinApp> {
       return
     }
     // The rest of the body is drained, not kept, and the connection closes after the answer.
+    // Closing with body bytes still unread makes the kernel reset the connection, and a reset
+    // can discard the 413 at the client before it reads it (RFC 9112, 9.6): so the host
+    // half-closes, drops what still arrives, and closes at the latest LINGER_MS later.
+    const socket = request.socket
+    socket.destroySoon = () => {
+      socket.end()
+      socket.once('end', () => socket.destroy())
+      setTimeout(() => socket.destroy(), LINGER_MS).unref()
+    }
     response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end(`request body larger than ${maxBodyBytes} bytes\n`)
     request.resume()
   }
