@@ -13,7 +13,7 @@ if (!existsSync(new URL('console/src/api/schema.d.ts', import.meta.url))) {
 export default tseslint.config(
   // worker/ is Rust, its js is a test fixture and a measuring script run by hand. console/ is
   // linted with its own tsconfig (DOM, JSX) over the API types its build generates first.
-  { ignores: ['dist/', 'client/dist/', 'client/bin/', 'wasmkube/dist/', 'wasmkube/bin/', 'coverage/', '.tap/', '**/node_modules/', 'eslint.config.js', 'builders/templates/', 'builders/Dockerfile.*', 'console/src/api/schema.d.ts', '.cache/', 'worker/'] },
+  { ignores: ['**/dist/', 'client/bin/', 'wasmkube/bin/', 'coverage/', '.tap/', '**/node_modules/', 'eslint.config.js', 'spin/templates/', 'builders/Dockerfile.*', 'console/src/api/schema.d.ts', '.cache/', 'worker/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

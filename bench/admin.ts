@@ -9,7 +9,7 @@
 // Any non-2xx response or connection error fails the run: its numbers would measure the errors.
 import autocannon from 'autocannon'
 import type { Result } from 'autocannon'
-import { parseDuration } from '../common/src/config/duration.js'
+import { parseDuration } from '@session-relay/common/config/duration'
 import { startIssuer } from './issuer.js'
 import type { Issuer } from './issuer.js'
 import type { Machine } from './proc.js'

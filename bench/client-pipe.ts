@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import WebSocket from 'ws'
-import { parseBytes } from '../common/src/config/settings.js'
+import { parseBytes } from '@session-relay/common/config/settings'
 import { readFlags } from './flags.js'
 import { machineInfo } from './proc.js'
 import { createSessions, scriptPath, startServer } from './servers.js'

@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { formatDuration, parseDuration } from '../common/src/config/duration.js'
+import { formatDuration, parseDuration } from '@session-relay/common/config/duration'
 import { freePort } from './servers.js'
 
 type Options = {
@@ -40,7 +40,7 @@ type Row = {
   errors: number
 }
 
-const mainJs = fileURLToPath(new URL('../control/src/main.js', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
 
 function parseArgs (argv: string[]): Options {
   const options: Options = {

@@ -1,4 +1,4 @@
-// npm run bench:cpu -- [--builds this,uws,old=/usr/bin/node:/path/to/old/dist/relay/src/main.js]
+// npm run bench:cpu -- [--builds this,uws,old=/usr/bin/node:/path/to/old/relay/dist/main.js]
 //   [--size 16] [--pairs 1] [--rounds 5] [--duration 3s] [--json]
 //
 // The relay's CPU time per forwarded message, for one or more builds of it taking turns: the

@@ -13,10 +13,10 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { parseDuration } from '../common/src/config/duration.js'
+import { parseDuration } from '@session-relay/common/config/duration'
 import { freePort } from './servers.js'
 
-const mainJs = fileURLToPath(new URL('../control/src/main.js', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
 const argv = process.argv.slice(2)
 const durationMs = parseDuration(argv.includes('--duration') ? argv[argv.indexOf('--duration') + 1] ?? '5s' : '5s')
 const asJson = argv.includes('--json')

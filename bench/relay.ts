@@ -12,8 +12,8 @@
 // rates after the throughput phase, one phase per rate: `moderate` (default) is the same for
 // every target, 50,000 messages/s or 200 MB/s, whichever is fewer messages; `half` is half the
 // peak that same run reached; a number is messages/s.
-import { parseDuration } from '../common/src/config/duration.js'
-import { parseBytes } from '../common/src/config/settings.js'
+import { parseDuration } from '@session-relay/common/config/duration'
+import { parseBytes } from '@session-relay/common/config/settings'
 import type { GeneratorCase, GeneratorResult, LatencyResult } from './load-generator.js'
 import { runGenerator } from './generator-process.js'
 import type { Machine } from './proc.js'

@@ -20,7 +20,7 @@ const RELAY_UNLIMITED = ['--session-create-limit', 'off', '--max-sessions', '100
 
 /** How each server starts; `{port}` is replaced by a free port. */
 export const SERVERS: Record<ServerName, { label: string; argv: string[] }> = {
-  relay: { label: 'relay (uWS)', argv: [...RELAY_NODE_FLAGS, here('../relay/src/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn', ...RELAY_UNLIMITED] },
+  relay: { label: 'relay (uWS)', argv: [...RELAY_NODE_FLAGS, here('../../relay/dist/main.js'), '--no-auth', '--addr', '127.0.0.1:{port}', '--log-level', 'warn', ...RELAY_UNLIMITED] },
   // The relay's Node flags too: the ratio to it is then what the relay's code costs.
   uws: { label: 'bare uWS relay', argv: [...RELAY_NODE_FLAGS, here('./baselines/uws-relay.js'), '{port}'] },
   ws: { label: 'ws baseline', argv: [here('./baselines/ws-relay.js'), '{port}'] },
@@ -41,7 +41,7 @@ export function parseBuild (entry: string): { name: string; build: Build } {
 export async function startServer (name: ServerName, extraArgs: string[] = [], build?: Build): Promise<RunningServer> {
   const port = await freePort()
   const own = SERVERS[name].argv
-  const argv = [...(build === undefined ? own : own.map((arg) => arg === here(`../${name}/src/main.js`) ? build.main : arg)), ...extraArgs]
+  const argv = [...(build === undefined ? own : own.map((arg) => arg === here(`../../${name}/dist/main.js`) ? build.main : arg)), ...extraArgs]
     .map((arg) => arg.replace('{port}', String(port)))
   const child = spawn(build?.node ?? process.execPath, argv, { stdio: ['ignore', 'ignore', 'inherit'] })
   const deadline = Date.now() + 10_000

@@ -9,8 +9,8 @@
 // healthy pairs beside them (the frame-throughput generator, sequence-checked) must keep
 // their speed: the same generator runs once alone and once with the slow receivers going.
 import type { Socket } from 'node:net'
-import { parseDuration } from '../common/src/config/duration.js'
-import { parseBytes } from '../common/src/config/settings.js'
+import { parseDuration } from '@session-relay/common/config/duration'
+import { parseBytes } from '@session-relay/common/config/settings'
 import { clientFrameHeader, createFrameParser, rawWebSocket } from './frames.js'
 import { runGenerator } from './generator-process.js'
 import type { GeneratorCase, GeneratorResult } from './load-generator.js'

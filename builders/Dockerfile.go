@@ -7,29 +7,45 @@ ARG BASE_IMAGE=node:24.21.0-trixie-slim
 ARG GO_VERSION=1.26.8
 ARG GO_ZIP_SHA256=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
 
-# The builder program's run-time dependencies: tar-stream (the archive); the js toolchain
-# stays out, as do the relay's and the control plane's packages.
+# The builder program's run-time dependencies (`-w builders`): tar-stream (the archive) and
+# jco-transpile (which go builds never load); its js toolchain is optional and omitted, and
+# the relay's and the control plane's packages stay out.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN node -e 'const fs = require("fs"); const p = JSON.parse(fs.readFileSync("package.json", "utf8")); \
-      p.dependencies = { "tar-stream": p.dependencies["tar-stream"] }; \
-      delete p.devDependencies; delete p.workspaces; delete p.overrides; fs.writeFileSync("package.json", JSON.stringify(p))' \
- && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# npm ci checks the lockfile against every workspace's manifest.
+COPY common/package.json ./common/
+COPY spin/package.json ./spin/
+COPY relay/package.json ./relay/
+COPY control/package.json ./control/
+COPY builders/package.json ./builders/
+COPY host/package.json ./host/
+COPY client/package.json ./client/
+COPY console/package.json ./console/
+COPY wasmkube/package.json ./wasmkube/
+RUN npm ci -w builders --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm ci checks the lockfile against every workspace's manifest (the client, the console).
+# npm ci checks the lockfile against every workspace's manifest.
+COPY common/package.json ./common/
+COPY spin/package.json ./spin/
+COPY relay/package.json ./relay/
+COPY control/package.json ./control/
+COPY builders/package.json ./builders/
+COPY host/package.json ./host/
 COPY client/package.json ./client/
 COPY console/package.json ./console/
+COPY wasmkube/package.json ./wasmkube/
+# The `node` devDependency (a host's Node 22) has no binary without its install script, and
+# this stage builds with the image's own Node 24: its dangling link goes.
 RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.base.json ./
 COPY common ./common
-COPY control ./control
+COPY spin ./spin
 COPY builders ./builders
-COPY host ./host
-RUN npm run build:ts
+RUN npx tsc -b builders
 
 FROM ${BASE_IMAGE} AS go
 ARG GO_VERSION
@@ -50,8 +66,11 @@ ENV PATH=/usr/local/go/bin:$PATH
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/dist/common/src ./dist/common/src
-COPY --from=build /app/dist/control/src/source ./dist/control/src/source
-COPY --from=build /app/dist/builders/src ./dist/builders/src
+COPY common/package.json ./common/
+COPY --from=build /app/common/dist ./common/dist
+COPY spin/package.json ./spin/
+COPY --from=build /app/spin/dist ./spin/dist
+COPY builders/package.json ./builders/
+COPY --from=build /app/builders/dist ./builders/dist
 USER 10001:10001
-ENTRYPOINT ["node", "dist/builders/src/main.js"]
+ENTRYPOINT ["node", "builders/dist/main.js"]

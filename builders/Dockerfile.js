@@ -5,23 +5,27 @@
 # Needs a writable /tmp (an emptyDir when the root is read-only) and about 1 GiB of memory.
 ARG BASE_IMAGE=node:24.21.0-trixie-slim
 
-# The builder's own dependencies only, at the lockfile's versions (the package also holds the
-# relay and the control plane: uWebSockets.js, Fastify, PGlite, the Kubernetes client). The
-# manifest is cut down to them, overrides kept, and installed against the lockfile. Then what a
-# build never loads is emptied (the template builds without it in `npm run test:images`):
-# binaryen (wasm-opt: only `jco opt` resolves it) and the two componentize-js copies only `jco
-# componentize` loads (jco's own 0.21 and its 0.19 alias; j2w imports build-tools' componentize-js
-# 0.19), about 160 MiB. Each keeps
-# its directory and package.json: build-tools' wit-dependency walker wants every declared
-# dependency's directory to exist.
+# The builder's own dependencies only (`-w builders`: its package, the shared ones it names and
+# its optional js/ts toolchain), at the lockfile's versions. Then what a build never loads is
+# emptied (the template builds without it in `npm run test:images`): binaryen (wasm-opt: only
+# `jco opt` resolves it) and the two componentize-js copies only `jco componentize` loads (jco's
+# own 0.21 and its 0.19 alias; j2w imports build-tools' componentize-js 0.19), about 160 MiB.
+# Each keeps its directory and package.json: build-tools' wit-dependency walker wants every
+# declared dependency's directory to exist.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN node -e 'const fs = require("fs"); const p = JSON.parse(fs.readFileSync("package.json", "utf8")); \
-      const keep = ["@spinframework/build-tools", "@spinframework/wasi-http-proxy", "@bytecodealliance/preview2-shim", "esbuild", "tar-stream"]; \
-      p.dependencies = Object.fromEntries(keep.map((name) => [name, p.dependencies[name]])); \
-      delete p.devDependencies; delete p.workspaces; fs.writeFileSync("package.json", JSON.stringify(p))' \
- && npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+# npm ci checks the lockfile against every workspace's manifest.
+COPY common/package.json ./common/
+COPY spin/package.json ./spin/
+COPY relay/package.json ./relay/
+COPY control/package.json ./control/
+COPY builders/package.json ./builders/
+COPY host/package.json ./host/
+COPY client/package.json ./client/
+COPY console/package.json ./console/
+COPY wasmkube/package.json ./wasmkube/
+RUN npm ci -w builders --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
  && test -f node_modules/@spinframework/build-tools/dist/index.js \
  && for unused in node_modules/binaryen node_modules/@bytecodealliance/componentize-js-0-19-3 \
       node_modules/@bytecodealliance/jco/node_modules/@bytecodealliance/componentize-js; do \
@@ -30,18 +34,24 @@ RUN node -e 'const fs = require("fs"); const p = JSON.parse(fs.readFileSync("pac
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm ci checks the lockfile against every workspace's manifest (the client, the console).
+# npm ci checks the lockfile against every workspace's manifest.
+COPY common/package.json ./common/
+COPY spin/package.json ./spin/
+COPY relay/package.json ./relay/
+COPY control/package.json ./control/
+COPY builders/package.json ./builders/
+COPY host/package.json ./host/
 COPY client/package.json ./client/
 COPY console/package.json ./console/
+COPY wasmkube/package.json ./wasmkube/
 # The `node` devDependency (a host's Node 22) has no binary without its install script, and
 # this stage builds with the image's own Node 24: its dangling link goes.
 RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.base.json ./
 COPY common ./common
-COPY control ./control
+COPY spin ./spin
 COPY builders ./builders
-COPY host ./host
-RUN npm run build:ts
+RUN npx tsc -b builders
 
 FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
@@ -54,10 +64,12 @@ RUN echo 'builder:x:10001:10001:builder:/tmp:/usr/sbin/nologin' >> /etc/passwd \
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/dist/common/src ./dist/common/src
-# The builder reuses the control plane's guarded archive unpacking.
-COPY --from=build /app/dist/control/src/source ./dist/control/src/source
-COPY --from=build /app/dist/builders/src ./dist/builders/src
+COPY common/package.json ./common/
+COPY --from=build /app/common/dist ./common/dist
+COPY spin/package.json ./spin/
+COPY --from=build /app/spin/dist ./spin/dist
+COPY builders/package.json ./builders/
+COPY --from=build /app/builders/dist ./builders/dist
 # A fixed numeric uid, so Kubernetes can verify runAsNonRoot without a passwd lookup.
 USER 10001:10001
-ENTRYPOINT ["node", "dist/builders/src/main.js"]
+ENTRYPOINT ["node", "builders/dist/main.js"]

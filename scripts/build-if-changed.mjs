@@ -12,9 +12,10 @@ const repo = fileURLToPath(new URL('..', import.meta.url))
 const stamp = join(repo, 'dist', '.built')
 // What the build reads: the compiled folders, the console's sources, the worker's Rust crate,
 // and the settings of each.
-const inputs = ['common/src', 'relay/src', 'control/src', 'host/src', 'builders/src', 'scripts', 'client/src', 'console',
-  'wasmkube/src', 'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
-  'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'client/tsconfig.json', 'wasmkube/tsconfig.json']
+const packages = ['common', 'spin', 'relay', 'control', 'builders', 'host', 'client', 'wasmkube']
+const inputs = [...packages.flatMap((name) => [`${name}/src`, `${name}/package.json`, `${name}/tsconfig.json`]),
+  'spin/templates', 'scripts', 'console', 'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
+  'package.json', 'package-lock.json', 'tsconfig.base.json', 'tsconfig.build.json']
 
 /** The newest modification time under `path`, dependencies and generated API types left out. */
 function newest (path) {

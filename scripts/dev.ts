@@ -13,8 +13,8 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import type { Setting } from '../common/src/config/settings.js'
-import { anyText, ConfigError, helpRequested, readSettings, usage } from '../common/src/config/settings.js'
+import type { Setting } from '@session-relay/common/config/settings'
+import { anyText, ConfigError, helpRequested, readSettings, usage } from '@session-relay/common/config/settings'
 
 type Service = { name: string; script: string; args: string[]; color: number }
 
@@ -46,8 +46,8 @@ const host = config.host
 const anywhere = /^(127\.|::1$|localhost$)/.test(host) ? [] : ['--dev-insecure-listen-anywhere']
 
 const SERVICES: Service[] = [
-  { name: 'relay', script: '../relay/src/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, config.relayPort), ...anywhere], color: 36 },
-  { name: 'control', script: '../control/src/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, config.controlPort), ...anywhere], color: 35 },
+  { name: 'relay', script: '../../relay/dist/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, config.relayPort), ...anywhere], color: 36 },
+  { name: 'control', script: '../../control/dist/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, config.controlPort), ...anywhere], color: 35 },
 ]
 
 function devConfig (argv: string[]): DevConfig {

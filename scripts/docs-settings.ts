@@ -1,7 +1,7 @@
 // `npm run docs:settings`: writes each process's settings table into its page of docs/, from the
 // table the process parses its settings with. test/common/settings-docs.test.ts checks the same.
 import { readFileSync, writeFileSync } from 'node:fs'
-import { settingsMarkdown, withSettingsTable } from '../common/src/config/settings-docs.js'
+import { settingsMarkdown, withSettingsTable } from '@session-relay/common/config/settings-docs'
 import { SETTINGS_PAGES } from './settings-pages.js'
 
 for (const { page, name, settings } of SETTINGS_PAGES) {

@@ -10,10 +10,10 @@ import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { pullSpinApp } from '../common/src/spin/artifact.js'
-import { parseRef } from '../common/src/spin/ref.js'
-import { openStore } from '../common/src/spin/store.js'
-import { templateFiles } from '../builders/src/templates.js'
+import { pullSpinApp } from '@session-relay/spin/artifact'
+import { parseRef } from '@session-relay/spin/ref'
+import { openStore } from '@session-relay/spin/store'
+import { templateFiles } from '@session-relay/spin/templates'
 import { removeDir } from './image-host.js'
 import type { UndoStack } from './image-host.js'
 import { largest, runBuild, startRegistry } from './image-builder.js'
@@ -53,7 +53,7 @@ const IMAGES: Record<'go' | 'rust', CompiledImage> = {
     broken: (files) => ({ ...files, 'main.go': (files['main.go'] as string).replace(`fmt.Fprintln(w, "hello from ${FUNCTION}")`, 'fmt.Fprintln(w, undefinedName)') }),
     reason: `function ${FUNCTION}: functions/${FUNCTION}/main.go:18:18: undefined: undefinedName`,
     sharedCache: false,
-    toolchain: ['usr/local/go/bin/go', 'app/dist/builders/src/main.js', 'app/node_modules/tar-stream'],
+    toolchain: ['usr/local/go/bin/go', 'app/builders/dist/main.js', 'app/node_modules/tar-stream'],
   },
   rust: {
     language: 'rust',
@@ -63,7 +63,7 @@ const IMAGES: Record<'go' | 'rust', CompiledImage> = {
     reason: `function ${FUNCTION}: functions/${FUNCTION}/src/lib.rs:10:17: error[E0425]: cannot find value \`undefined_name\` in this scope: not found in this scope`,
     sharedCache: true,
     toolchain: ['usr/bin/cargo', 'usr/bin/rustc', 'usr/bin/wasm-ld', 'usr/lib/rustlib/wasm32-wasip1/lib', 'opt/adapter/wasi_snapshot_preview1.reactor.wasm',
-      'app/dist/builders/src/main.js', 'app/node_modules/@bytecodealliance/jco-transpile'],
+      'app/builders/dist/main.js', 'app/node_modules/@bytecodealliance/jco-transpile'],
   },
 }
 

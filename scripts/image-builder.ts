@@ -8,14 +8,14 @@
 import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { pullSpinApp } from '../common/src/spin/artifact.js'
-import { LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE } from '../common/src/spin/format.js'
-import { parseRef } from '../common/src/spin/ref.js'
-import { openStore } from '../common/src/spin/store.js'
-import { templateFiles } from '../builders/src/templates.js'
-import type { Language } from '../common/src/spin/languages.js'
-import { spinManifest } from '../common/src/spin/manifest.js'
-import { packArchive } from '../control/src/source/archive.js'
+import { pullSpinApp } from '@session-relay/spin/artifact'
+import { LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE } from '@session-relay/spin/format'
+import { parseRef } from '@session-relay/spin/ref'
+import { openStore } from '@session-relay/spin/store'
+import { templateFiles } from '@session-relay/spin/templates'
+import type { Language } from '@session-relay/spin/languages'
+import { spinManifest } from '@session-relay/spin/manifest'
+import { packArchive } from '@session-relay/spin/source/archive'
 import { removeDir, run } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
 import { bindInto, imageEnv, inspectImage, mountImageRoot, numericUser, startInRoot } from './image-root.js'
@@ -55,7 +55,7 @@ export async function testBuilderImage (suite: Suite, parentUndo: UndoStack): Pr
   log(`builder-js: ${(config.size / 1024 / 1024).toFixed(0)} MiB, USER ${config.user}, ENTRYPOINT ${JSON.stringify(config.entrypoint)}`)
   const owner = numericUser(config.user)
   if (!check(owner !== null && owner.uid !== 0 && owner.gid !== 0, 'builder-js: USER is a numeric non-root uid:gid', config.user)) return
-  check(JSON.stringify(config.entrypoint) === JSON.stringify(['node', 'dist/builders/src/main.js']), 'builder-js: ENTRYPOINT is the builder program, exec form', config.entrypoint)
+  check(JSON.stringify(config.entrypoint) === JSON.stringify(['node', 'builders/dist/main.js']), 'builder-js: ENTRYPOINT is the builder program, exec form', config.entrypoint)
 
   const undo = parentUndo.nested('builder-js: mounts and processes')
   try {
@@ -73,12 +73,12 @@ export async function testBuilderImage (suite: Suite, parentUndo: UndoStack): Pr
 
 function checkContents (suite: Suite, root: ImageRoot, config: ImageConfig): void {
   const app = join(root.dir, config.workingDir)
-  const present = ['dist/builders/src/main.js', 'node_modules/@spinframework/build-tools/dist/index.js', 'node_modules/esbuild', 'node_modules/@spinframework/wasi-http-proxy', 'node_modules/@bytecodealliance/preview2-shim']
+  const present = ['builders/dist/main.js', 'node_modules/@spinframework/build-tools/dist/index.js', 'node_modules/esbuild', 'node_modules/@spinframework/wasi-http-proxy', 'node_modules/@bytecodealliance/preview2-shim']
   const missing = present.filter((path) => !existsSync(join(app, path)))
   suite.check(missing.length === 0, `builder-js: holds the builder and its toolchain (${present.length} paths)`, missing)
   const foreign = FOREIGN.filter((name) => existsSync(join(app, 'node_modules', name)))
   suite.check(foreign.length === 0, 'builder-js: none of the relay\'s, the control plane\'s or the dev tools\' packages', foreign)
-  const others = ['dist/relay', 'dist/host', 'dist/scripts', 'dist/control/src/main.js', 'builders/templates'].filter((path) => existsSync(join(app, path)))
+  const others = ['relay', 'host', 'control', 'dist', 'spin/templates'].filter((path) => existsSync(join(app, path)))
   suite.check(others.length === 0, 'builder-js: no other program\'s code', others)
 }
 

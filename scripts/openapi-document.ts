@@ -4,10 +4,12 @@
 // database nor a cluster.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { parseConfig } from '../control/src/config.js'
-import { buildApp } from '../control/src/http/app.js'
-import { createLogger } from '../control/src/logger.js'
-import type { Database } from '../control/src/store/db.js'
+// For its types: `app.swagger()` is declared by the plugin, which the control plane registers.
+import type {} from '@fastify/swagger'
+import { parseConfig } from '@session-relay/control/config'
+import { buildApp } from '@session-relay/control/http/app'
+import { createLogger } from '@session-relay/control/logger'
+import type { Database } from '@session-relay/control/store/db'
 
 const out = process.argv[2]
 if (out === undefined) {

@@ -1,7 +1,7 @@
 // Which page of docs/ holds which process's settings table (paths from the repository root).
-import type { Setting } from '../common/src/config/settings.js'
-import { settings as controlSettings } from '../control/src/config.js'
-import { settings as relaySettings } from '../relay/src/config.js'
+import type { Setting } from '@session-relay/common/config/settings'
+import { settings as controlSettings } from '@session-relay/control/config'
+import { settings as relaySettings } from '@session-relay/relay/config'
 
 export type SettingsPage = { page: string; name: string; settings: ReadonlyArray<Setting<never>> }
 

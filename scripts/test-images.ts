@@ -72,8 +72,8 @@ const IMAGES: ImageSpec[] = [
     addressVariable: 'RELAY_ADDR',
     // A 1 s drain: SIGTERM then ends an open session with 1001 within the exit wait.
     env: (port) => ({ RELAY_NO_AUTH: 'true', RELAY_PUBLIC_BASE_URL: `ws://127.0.0.1:${port}`, RELAY_DRAIN_TIMEOUT: '1s' }),
-    present: ['dist/relay/src/main.js', 'dist/relay/src/healthcheck.js', `node_modules/uWebSockets.js/${UWS_BINARY}`],
-    absent: ['dist/control', 'dist/scripts', 'dist/bench', ...['fastify', '@electric-sql/pglite', 'pg', '@kubernetes/client-node', 'prom-client'].map((name) => `node_modules/${name}`)],
+    present: ['relay/dist/main.js', 'relay/dist/healthcheck.js', `node_modules/uWebSockets.js/${UWS_BINARY}`],
+    absent: ['control', 'spin', 'builders', 'host', 'dist', ...['fastify', '@electric-sql/pglite', 'pg', '@kubernetes/client-node', 'prom-client'].map((name) => `node_modules/${name}`)],
     exercise: exerciseRelay,
   },
   {
@@ -81,12 +81,12 @@ const IMAGES: ImageSpec[] = [
     dockerfile: 'Dockerfile.control',
     addressVariable: 'PLATFORM_ADDR',
     env: () => ({ PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }),
-    present: ['dist/control/src/main.js', 'dist/control/src/healthcheck.js', 'node_modules/@electric-sql/pglite', 'bin/worker'],
+    present: ['control/dist/main.js', 'control/dist/healthcheck.js', 'spin/templates/js', 'dist/console/index.html', 'node_modules/@electric-sql/pglite', 'bin/worker'],
     // The worker stage is the checkout's cargo build (npm run build made it): its own cargo build
     // would take 10-15 minutes of two cores, and its Rust image cannot be pulled here.
     buildContexts: (workDir) => ({ worker: builtWorker(workDir) }),
     // The wasm toolchain too: builds run in Jobs with the builder images (builders/).
-    absent: ['dist/relay', 'dist/scripts', 'dist/bench', ...['uWebSockets.js', '@spinframework/build-tools', '@bytecodealliance/componentize-js', '@bytecodealliance/jco', 'binaryen', 'esbuild'].map((name) => `node_modules/${name}`)],
+    absent: ['relay', 'builders', 'host', 'dist/scripts', 'dist/bench', ...['uWebSockets.js', '@spinframework/build-tools', '@bytecodealliance/componentize-js', '@bytecodealliance/jco', 'binaryen', 'esbuild'].map((name) => `node_modules/${name}`)],
     exercise: exerciseControl,
   },
 ]

@@ -1,9 +1,9 @@
 // The builder's settings: the build contract's environment (docs/control-plane.md, "The
 // builder contract"), each also a flag for running it by hand.
-import type { Setting } from '../../common/src/config/settings.js'
-import { anyText, parseBoolean, parseTimerDuration, parsePositiveBytes } from '../../common/src/config/settings.js'
-import type { ArtifactRef } from '../../common/src/spin/ref.js'
-import { parseRef } from '../../common/src/spin/ref.js'
+import type { Setting } from '@session-relay/common/config/settings'
+import { anyText, parseBoolean, parseTimerDuration, parsePositiveBytes } from '@session-relay/common/config/settings'
+import type { ArtifactRef } from '@session-relay/spin/ref'
+import { parseRef } from '@session-relay/spin/ref'
 import type { Language } from './languages.js'
 
 export type BuilderConfig = {

@@ -5,11 +5,11 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ConfigError, helpRequested, readSettings, usage } from '../../common/src/config/settings.js'
+import { ConfigError, helpRequested, readSettings, usage } from '@session-relay/common/config/settings'
 import { BuildFailure, buildApplication } from './build-app.js'
 import type { BuilderConfig } from './config.js'
 import { settings } from './config.js'
-import { rustRoot } from '../../common/src/toolchains.js'
+import { rustRoot } from '@session-relay/spin/toolchains'
 
 // Kubernetes keeps at most 4096 bytes of a termination message.
 const MAX_TERMINATION_MESSAGE = 4000
@@ -25,7 +25,7 @@ async function writeTermination (path: string, message: string): Promise<void> {
 async function main (): Promise<number> {
   const argv = process.argv.slice(2)
   if (helpRequested(argv)) {
-    process.stdout.write(usage(settings, 'node dist/builders/src/main.js'))
+    process.stdout.write(usage(settings, 'node builders/dist/main.js'))
     return 0
   }
   let config: BuilderConfig

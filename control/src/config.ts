@@ -1,4 +1,4 @@
-import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
+import type { ListenAddress, Setting } from '@session-relay/common/config/settings'
 import {
   anyText,
   settingGiven,
@@ -12,12 +12,12 @@ import {
   parseTimerDuration,
   readSettings,
   usage,
-} from '../../common/src/config/settings.js'
+} from '@session-relay/common/config/settings'
 import { isIPv6 } from 'node:net'
-import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+import { formatDuration, parseDuration } from '@session-relay/common/config/duration'
 import { DEFAULT_BUILDER_IMAGES } from './model/builder-images.js'
 import type { LanguageT } from './model/resources.js'
-import { LANGUAGES } from '../../common/src/spin/languages.js'
+import { LANGUAGES } from '@session-relay/spin/languages'
 import { compareQuantities, parseQuantity as quantityValue, QUANTITY_RULE } from './model/quantity.js'
 
 /** Where builds and deployments run: auto picks the cluster when one is configured or found, else this machine. */

@@ -1,6 +1,6 @@
-import { exitWith, stopOnSignals } from '../../common/src/lifecycle.js'
+import { exitWith, stopOnSignals } from '@session-relay/common/lifecycle'
 import { controlUsage, parseConfig } from './config.js'
-import { ConfigError } from '../../common/src/config/settings.js'
+import { ConfigError } from '@session-relay/common/config/settings'
 import { createLogger } from './logger.js'
 
 async function main (): Promise<void> {

@@ -1,9 +1,9 @@
 // The host's settings, flags first (another process starts it), each also an environment variable.
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Setting } from '../../common/src/config/settings.js'
-import { anyText, parseBoolean, parseLogLevel, parsePositiveBytes, parseTimerDuration } from '../../common/src/config/settings.js'
-import { parseRef } from '../../common/src/spin/ref.js'
+import type { Setting } from '@session-relay/common/config/settings'
+import { anyText, parseBoolean, parseLogLevel, parsePositiveBytes, parseTimerDuration } from '@session-relay/common/config/settings'
+import { parseRef } from '@session-relay/spin/ref'
 import { ALLOWED_RANGES_ENV, parseRanges } from './sandbox/addresses.js'
 
 export type HostConfig = {

@@ -3,7 +3,7 @@
 // own stdout and stderr follow on stdout and stderr (the application's log); the host's log is
 // pino JSON on stderr. SIGTERM/SIGINT close it; exit 1 when it cannot start, 2 for bad flags.
 import pino from 'pino'
-import { ConfigError, helpRequested, readSettings, usage } from '../../common/src/config/settings.js'
+import { ConfigError, helpRequested, readSettings, usage } from '@session-relay/common/config/settings'
 import { settings } from './config.js'
 import type { HostConfig } from './config.js'
 import { ALLOWED_RANGES_ENV } from './sandbox/addresses.js'
@@ -32,7 +32,7 @@ async function readVariables (): Promise<Record<string, string>> {
 async function main (): Promise<number> {
   const argv = process.argv.slice(2)
   if (helpRequested(argv)) {
-    process.stdout.write(usage(settings, 'node dist/host/src/main.js'))
+    process.stdout.write(usage(settings, 'node host/dist/main.js'))
     return 0
   }
   let config: HostConfig

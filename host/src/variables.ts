@@ -5,8 +5,8 @@
 // (`SPIN_VARIABLE_<NAME>`, Spin's env provider, how the SpinApp's values reach the shim), then
 // its default. Followed: spinframework/spin crates/expressions/src/lib.rs (Key::validate, the
 // resolver's errors). Values are never logged.
-import type { LockedApp } from '../../common/src/spin/format.js'
-import { variableNameProblem as keyProblem } from '../../common/src/spin/variable-name.js'
+import type { LockedApp } from '@session-relay/spin/format'
+import { variableNameProblem as keyProblem } from '@session-relay/spin/variable-name'
 
 type VariableError = { tag: 'invalid-name' | 'undefined' | 'provider' | 'other'; val: string }
 /** What jco's generated import expects: a result, `err` carrying the interface's error variant. */

@@ -1,7 +1,7 @@
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, verifyBearer } from '../../common/src/auth/oidc-keys.js'
-import type { OidcKeysOptions } from '../../common/src/auth/oidc-keys.js'
-import { insufficientScope, tokenRefusal } from '../../common/src/auth/refusals.js'
+import { createOidcKeys, verifyBearer } from '@session-relay/common/auth/oidc-keys'
+import type { OidcKeysOptions } from '@session-relay/common/auth/oidc-keys'
+import { insufficientScope, tokenRefusal } from '@session-relay/common/auth/refusals'
 import type { RelayConfig } from './config.js'
 import type { Logger } from './logger.js'
 

@@ -1,4 +1,4 @@
-import type { ListenAddress, Setting } from '../../common/src/config/settings.js'
+import type { ListenAddress, Setting } from '@session-relay/common/config/settings'
 import {
   anyText,
   settingGiven,
@@ -13,8 +13,8 @@ import {
   parseTimerDuration,
   readSettings,
   usage,
-} from '../../common/src/config/settings.js'
-import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+} from '@session-relay/common/config/settings'
+import { formatDuration, parseDuration } from '@session-relay/common/config/duration'
 import { CLOSE_CODES } from './data-plane/close-codes.js'
 import type { RateLimit } from './http/admission.js'
 import { compileOriginPolicy } from './http/origins.js'

@@ -11,7 +11,7 @@ class RelayError extends Error {
 }
 
 /** A setting that does not parse: the process exits with code 2. Shared with the control plane. */
-export { ConfigError } from '../../common/src/config/settings.js'
+export { ConfigError } from '@session-relay/common/config/settings'
 
 /** The listen address cannot be bound; the message names the address and the OS's reason. */
 export class ListenError extends RelayError {
@@ -24,4 +24,4 @@ export class NativeUwsMissingError extends RelayError {
 }
 
 /** A refusal that maps to an HTTP status and a JSON `{"error": message}` body; the message is safe to show. */
-export { HttpError } from '../../common/src/errors.js'
+export { HttpError } from '@session-relay/common/errors'

@@ -1,5 +1,5 @@
-import { exitWith } from '../../common/src/lifecycle.js'
-import { helpRequested } from '../../common/src/config/settings.js'
+import { exitWith } from '@session-relay/common/lifecycle'
+import { helpRequested } from '@session-relay/common/config/settings'
 import { parseConfig, relayUsage } from './config.js'
 import { ConfigError, ListenError, NativeUwsMissingError } from './errors.js'
 import { createLogger } from './logger.js'

@@ -2,7 +2,7 @@
 // sends it before replacing the pod, and the transfers under way should finish rather than
 // start over. A second SIGTERM, or SIGINT (a person at a terminal), stops at once, with 1001
 // to every peer. Either way the process exits 0, 1 if the stop itself fails.
-import { SHUTDOWN_TIMEOUT_MS } from '../../common/src/lifecycle.js'
+import { SHUTDOWN_TIMEOUT_MS } from '@session-relay/common/lifecycle'
 import type { Logger } from './logger.js'
 import type { RelayServer } from './server.js'
 

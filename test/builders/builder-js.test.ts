@@ -3,8 +3,8 @@
 // htpasswd credentials, the manifest read back field by field, then served by the host CLI
 // and invoked. One j2w build in this file (each takes 6-25 s and ~600 MB).
 import t from 'tap'
-import type { ImageConfig, ImageManifest, LockedApp } from '../../common/src/spin/format.js'
-import { templateFiles } from '../../builders/src/templates.js'
+import type { ImageConfig, ImageManifest, LockedApp } from '@session-relay/spin/format'
+import { templateFiles } from '@session-relay/spin/templates'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
 import { until } from '../helpers/wait.js'

@@ -9,7 +9,7 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { templateFiles } from '../../builders/src/templates.js'
+import { templateFiles } from '@session-relay/spin/templates'
 import { buildAndRead, checkSpinFormat, invokeThroughWorker } from '../helpers/compiled-builds.js'
 import { startHost } from '../helpers/spin-processes.js'
 import { until } from '../helpers/wait.js'

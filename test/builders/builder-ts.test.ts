@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { templateFiles } from '../../builders/src/templates.js'
+import { templateFiles } from '@session-relay/spin/templates'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
 
 const BUILD_TIMEOUT = 240_000

@@ -69,8 +69,8 @@ function lintBuilderDockerfile (text: string): Finding[] {
   try {
     exec = JSON.parse(entrypoint)
   } catch {}
-  if (JSON.stringify(exec) !== JSON.stringify(['node', 'dist/builders/src/main.js'])) findings.push(`ENTRYPOINT ${entrypoint} is not the builder program in exec form`)
-  if (!all.some((i) => i.keyword === 'COPY' && /--from=\S+ \/app\/dist\/builders\/src \.\/dist\/builders\/src$/.test(i.args))) findings.push('the compiled builder program (dist/builders/src) is not copied in')
+  if (JSON.stringify(exec) !== JSON.stringify(['node', 'builders/dist/main.js'])) findings.push(`ENTRYPOINT ${entrypoint} is not the builder program in exec form`)
+  if (!all.some((i) => i.keyword === 'COPY' && /--from=\S+ \/app\/builders\/dist \.\/builders\/dist$/.test(i.args))) findings.push('the compiled builder program (builders/dist) is not copied in')
   return findings
 }
 
@@ -93,8 +93,8 @@ t.test('each check finds what it is for', async (t) => {
     ['root', good.replace('USER 10001:10001', 'USER 0:0'), /not a numeric non-root/],
     ['a user name', good.replace('USER 10001:10001', 'USER builder'), /not a numeric non-root/],
     ['no passwd entry', good.replace(/>> \/etc\/passwd/, '>> /etc/motd'), /uid 10001 gets no passwd entry/],
-    ['a shell-form entrypoint', good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT node dist/builders/src/main.js'), /not the builder program in exec form/],
-    ['another program', good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT ["node", "dist/control/src/main.js"]'), /not the builder program in exec form/],
+    ['a shell-form entrypoint', good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT node builders/dist/main.js'), /not the builder program in exec form/],
+    ['another program', good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT ["node", "control/dist/main.js"]'), /not the builder program in exec form/],
   ]
   for (const [what, text, finding] of cases) t.match(lintBuilderDockerfile(text).join('\n'), finding, what)
 })

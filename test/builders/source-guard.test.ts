@@ -5,8 +5,8 @@
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { parseSpinToml } from '../../builders/src/spin-toml.js'
-import { templateFiles } from '../../builders/src/templates.js'
+import { parseSpinToml } from '@session-relay/builders/spin-toml'
+import { templateFiles } from '@session-relay/spin/templates'
 import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
 
 t.setTimeout(120_000)

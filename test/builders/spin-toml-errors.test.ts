@@ -1,7 +1,7 @@
 // The builder reads only the spin.toml the control plane generates; anything else is refused
 // with the line or the table that is wrong, never guessed at (builders/src/spin-toml.ts).
 import t from 'tap'
-import { parseSpinToml } from '../../builders/src/spin-toml.js'
+import { parseSpinToml } from '@session-relay/builders/spin-toml'
 
 const HEAD = 'spin_manifest_version = 2\n[application]\nname = "shop"\n'
 

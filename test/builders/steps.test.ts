@@ -2,12 +2,12 @@
 // language's commands (builder-go and builder-rust run them for real), the rust artifact path, the locked app, the reason picked from a build log,
 // and the templates the control plane scaffolds.
 import t from 'tap'
-import { firstError, lockedAppOf } from '../../builders/src/build-app.js'
-import { buildSteps, rustArtifact } from '../../builders/src/languages.js'
-import { runStep } from '../../builders/src/run-step.js'
-import { parseSpinToml } from '../../builders/src/spin-toml.js'
-import { templateFiles } from '../../builders/src/templates.js'
-import { spinManifest } from '../../common/src/spin/manifest.js'
+import { firstError, lockedAppOf } from '@session-relay/builders/build-app'
+import { buildSteps, rustArtifact } from '@session-relay/builders/languages'
+import { runStep } from '@session-relay/builders/run-step'
+import { parseSpinToml } from '@session-relay/builders/spin-toml'
+import { templateFiles } from '@session-relay/spin/templates'
+import { spinManifest } from '@session-relay/spin/manifest'
 
 const toolchain = { node: '/usr/bin/node', bundleScript: '/b/js-bundle.js', j2w: '/b/j2w.js' }
 

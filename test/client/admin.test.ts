@@ -4,8 +4,8 @@
 import t from 'tap'
 import { RELAY_CLOSE_CODES, RelayError, adminClient, describeClose, discover } from '../../client/src/index.js'
 import type { CreatedSession, Discovery, Session } from '../../client/src/index.js'
-import { CLOSE_CODES } from '../../relay/src/data-plane/close-codes.js'
-import type { SessionView } from '../../relay/src/session/session.js'
+import { CLOSE_CODES } from '@session-relay/relay/data-plane/close-codes'
+import type { SessionView } from '@session-relay/relay/session/session'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { startTestRelay } from '../helpers/relay.js'
 

@@ -14,7 +14,7 @@ import { createSession, getSession, startTestRelay, until } from '../helpers/rel
 import type { Created } from '../helpers/relay.js'
 
 const MiB = 1024 * 1024
-const mainJs = fileURLToPath(new URL('../../dist/relay/src/main.js', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../relay/dist/main.js', import.meta.url))
 const { start } = processRunner({ mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening' })
 
 t.setTimeout(180_000)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { formatDuration, parseDuration } from '../../common/src/config/duration.js'
+import { formatDuration, parseDuration } from '@session-relay/common/config/duration'
 
 t.test('units', async (t) => {
   t.equal(parseDuration('1500ns'), 0.0015)

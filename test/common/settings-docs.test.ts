@@ -2,7 +2,7 @@
 // setting added, renamed or re-described in code fails here until `npm run docs:settings` runs.
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { settingsMarkdown, withSettingsTable } from '../../common/src/config/settings-docs.js'
+import { settingsMarkdown, withSettingsTable } from '@session-relay/common/config/settings-docs'
 import { SETTINGS_PAGES } from '../../scripts/settings-pages.js'
 
 for (const { page, name, settings } of SETTINGS_PAGES) {

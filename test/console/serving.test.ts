@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { parseConfig } from '../../control/src/config.js'
+import { parseConfig } from '@session-relay/control/config'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { startTestControl } from '../helpers/control.js'
 

@@ -3,7 +3,7 @@
 // request checks), internal errors that show nothing but are logged with the request id,
 // unknown routes, /healthz.
 import t from 'tap'
-import { createBuild } from '../../control/src/store/builds.js'
+import { createBuild } from '@session-relay/control/store/builds'
 import { freePort } from '../helpers/ports.js'
 import { createApp, eachEngine, firstFunction, isErrorBody, startTestControl } from '../helpers/control.js'
 import type { App } from '../helpers/control.js'

@@ -7,10 +7,10 @@ import { join } from 'node:path'
 import t from 'tap'
 import { createApp, eachEngine, startTestControl } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
-import { variableNames, variableValues } from '../../control/src/domain/variables.js'
-import { findApplication } from '../../control/src/store/applications.js'
-import type { StoredApplication } from '../../control/src/store/applications.js'
-import { secretBox } from '../../control/src/store/secret-box.js'
+import { variableNames, variableValues } from '@session-relay/control/domain/variables'
+import { findApplication } from '@session-relay/control/store/applications'
+import type { StoredApplication } from '@session-relay/control/store/applications'
+import { secretBox } from '@session-relay/control/store/secret-box'
 
 const LOCAL = ['--dev-insecure-skip-auth', '--runtime', 'local']
 

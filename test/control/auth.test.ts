@@ -4,7 +4,7 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
-import { createLogger } from '../../control/src/logger.js'
+import { createLogger } from '@session-relay/control/logger'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import type { OidcFixture, OidcFixtureOptions } from '../fixtures/oidc-provider.js'
 import { createApp, isErrorBody, startTestControl, until } from '../helpers/control.js'

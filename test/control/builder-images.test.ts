@@ -3,7 +3,7 @@
 // operator built from builders/ (builders/README.md).
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { parseConfig } from '../../control/src/config.js'
+import { parseConfig } from '@session-relay/control/config'
 
 const root = new URL('../../', import.meta.url)
 const read = (path: string): string => readFileSync(new URL(path, root), 'utf8')

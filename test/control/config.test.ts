@@ -1,8 +1,8 @@
 // The control plane's settings table: defaults, environment and flags, and every value that
 // must be refused (the process turns those into exit code 2; control-process checks that).
 import t from 'tap'
-import { controlUsage, parseConfig, settings } from '../../control/src/config.js'
-import { ConfigError } from '../../common/src/config/settings.js'
+import { controlUsage, parseConfig, settings } from '@session-relay/control/config'
+import { ConfigError } from '@session-relay/common/config/settings'
 
 const SKIP = ['--dev-insecure-skip-auth']
 

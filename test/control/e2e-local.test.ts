@@ -4,7 +4,7 @@
 // answering with the component's own words. One real build per language (each 6-25 s, ~600 MB),
 // plus a compile error, which fails in the bundler before any component is made.
 import t from 'tap'
-import { templateFiles } from '../../builders/src/templates.js'
+import { templateFiles } from '@session-relay/spin/templates'
 import { buildAndWait, createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { writeStandIns } from '../fixtures/local-programs.js'
-import { toolchainCheck } from '../../control/src/local/programs.js'
+import { toolchainCheck } from '@session-relay/control/local/programs'
 import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
 import { SHARED_COMPILED } from '../helpers/worker-probe.js'
 

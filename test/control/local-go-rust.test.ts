@@ -16,7 +16,7 @@ import { mkdirSync, readdirSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { templateFiles } from '../../builders/src/templates.js'
+import { templateFiles } from '@session-relay/spin/templates'
 import { buildAndWait, createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
 
 const BUILD_TIMEOUT = 600_000

@@ -2,7 +2,7 @@
 // bytes never below the quantity, at most the 4 GiB a 32-bit memory can reach; none without one.
 import fc from 'fast-check'
 import t from 'tap'
-import { instanceMemoryBytes } from '../../control/src/local/memory-limit.js'
+import { instanceMemoryBytes } from '@session-relay/control/local/memory-limit'
 
 const GiB = 2 ** 30
 

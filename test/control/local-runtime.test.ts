@@ -16,9 +16,9 @@ import { createApp, freshStore, firstFunction, startTestControl, until } from '.
 import type { Store, TestControl } from '../helpers/control.js'
 import { writeStandIns } from '../fixtures/local-programs.js'
 import { SHARED_COMPILED, WORKER_BIN, ownCompiledDir } from '../helpers/worker-probe.js'
-import { toolchainCheck } from '../../control/src/local/programs.js'
-import { startBuild } from '../../control/src/domain/builds.js'
-import { createBuild, markRunning } from '../../control/src/store/builds.js'
+import { toolchainCheck } from '@session-relay/control/local/programs'
+import { startBuild } from '@session-relay/control/domain/builds'
+import { createBuild, markRunning } from '@session-relay/control/store/builds'
 
 // Each test starts a control plane (several seconds on a loaded machine); the file takes more
 // than tap's default two minutes.

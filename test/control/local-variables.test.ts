@@ -5,9 +5,9 @@
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { createLocalHosts } from '../../control/src/local/hosts.js'
-import { createLogger } from '../../control/src/logger.js'
-import { templateFiles } from '../../builders/src/templates.js'
+import { createLocalHosts } from '@session-relay/control/local/hosts'
+import { createLogger } from '@session-relay/control/logger'
+import { templateFiles } from '@session-relay/spin/templates'
 import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
 import { WORKER_BIN } from '../helpers/worker-probe.js'
 

@@ -4,9 +4,9 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { readFileSync } from 'node:fs'
-import { createControlMetrics } from '../../control/src/metrics/control-metrics.js'
-import { applicationQueries, functionQueries, overviewQueries } from '../../control/src/metrics/queries.js'
-import type { BuildT } from '../../control/src/model/resources.js'
+import { createControlMetrics } from '@session-relay/control/metrics/control-metrics'
+import { applicationQueries, functionQueries, overviewQueries } from '@session-relay/control/metrics/queries'
+import type { BuildT } from '@session-relay/control/model/resources'
 import { createApp, startTestControl } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
 

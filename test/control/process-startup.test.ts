@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { settings } from '../../control/src/config.js'
+import { settings } from '@session-relay/control/config'
 import { controlProcess, scratchDir } from '../helpers/control-process.js'
 import { lines } from '../helpers/process.js'
 

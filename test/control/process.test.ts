@@ -1,4 +1,4 @@
-// The compiled control plane as an operator runs it: `node dist/control/src/main.js`.
+// The compiled control plane as an operator runs it: `node control/dist/main.js`.
 // Configuration from the environment, JSON logs, the data directory, the container health
 // check, and graceful shutdown on SIGTERM / SIGINT (start-up refusals: process-startup.test.ts).
 import { spawn, spawnSync } from 'node:child_process'
@@ -12,7 +12,7 @@ import { call, ENGINES, freshStore } from '../helpers/control.js'
 import { controlHealthcheckJs as healthcheckJs, controlProcess, scratchDir } from '../helpers/control-process.js'
 import { lines } from '../helpers/process.js'
 
-const relayHealthcheckJs = fileURLToPath(new URL('../../dist/relay/src/healthcheck.js', import.meta.url))
+const relayHealthcheckJs = fileURLToPath(new URL('../../relay/dist/healthcheck.js', import.meta.url))
 const { childEnv, runToExit, start: startProcess } = controlProcess
 
 // Eight control plane starts (PGlite) one after another: 123 s measured at a load average of 14 on two cores.

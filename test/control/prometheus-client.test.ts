@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
-import { MAX_ANSWER_BYTES } from '../../control/src/metrics/prometheus.js'
+import { MAX_ANSWER_BYTES } from '@session-relay/control/metrics/prometheus'
 import { freePort } from '../helpers/ports.js'
 import { createApp, firstFunction, startTestControl } from '../helpers/control.js'
 

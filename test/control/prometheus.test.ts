@@ -5,7 +5,7 @@
 // prometheus-client.test.ts has the failures only a stand-in can produce.
 import t from 'tap'
 import type { Test } from 'tap'
-import type { BuildT } from '../../control/src/model/resources.js'
+import type { BuildT } from '@session-relay/control/model/resources'
 import { startExporter } from '../fixtures/metrics-exporter.js'
 import type { FixtureSeries } from '../fixtures/metrics-exporter.js'
 import { startPrometheus } from '../fixtures/prometheus.js'

@@ -1,8 +1,8 @@
 // The runtime of a control plane with neither a cluster nor --runtime local: whatever needs
 // something to run is refused with the 503 that names the settings, and nothing else is.
 import t from 'tap'
-import { noRuntime } from '../../control/src/runtime/none.js'
-import type { StoredApplication, StoredApplicationDetail } from '../../control/src/store/applications.js'
+import { noRuntime } from '@session-relay/control/runtime/none'
+import type { StoredApplication, StoredApplicationDetail } from '@session-relay/control/store/applications'
 
 const app = { id: 'a', name: 'shop', clusterName: 'shop', tenant: 't', language: 'js', runtime: 'wasmkube', description: '', createdAt: '', settings: { replicas: null, autoscaling: null, resources: {}, variables: {} } } as unknown as StoredApplication
 const refusal = { status: 503, message: /^cluster not configured: set PLATFORM_KUBECONFIG \(or run in a cluster\), or PLATFORM_RUNTIME=local/ }

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { ConfigError } from '../../common/src/config/settings.js'
-import { secretBox } from '../../control/src/store/secret-box.js'
+import { ConfigError } from '@session-relay/common/config/settings'
+import { secretBox } from '@session-relay/control/store/secret-box'
 import { startTestControl } from '../helpers/control.js'
 
 function scratch (t: Test): string {

@@ -6,8 +6,8 @@
 import { quantityToScalar } from '@kubernetes/client-node/dist/util.js'
 import fc from 'fast-check'
 import t from 'tap'
-import { isVariableName, MAX_VARIABLE_NAME_LENGTH } from '../../control/src/model/app-settings.js'
-import { compareQuantities, parseQuantity } from '../../control/src/model/quantity.js'
+import { isVariableName, MAX_VARIABLE_NAME_LENGTH } from '@session-relay/control/model/app-settings'
+import { compareQuantities, parseQuantity } from '@session-relay/control/model/quantity'
 import { createApp, startTestControl } from '../helpers/control.js'
 import { fuzzOptions, glued } from '../helpers/fuzz.js'
 

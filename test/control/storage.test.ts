@@ -4,9 +4,9 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { openDatabase } from '../../control/src/store/db.js'
-import type { Database } from '../../control/src/store/db.js'
-import { migrate, migrations } from '../../control/src/store/migrations.js'
+import { openDatabase } from '@session-relay/control/store/db'
+import type { Database } from '@session-relay/control/store/db'
+import { migrate, migrations } from '@session-relay/control/store/migrations'
 import { createApp, eachEngine, firstFunction, freshStore, startTestControl } from '../helpers/control.js'
 import type { Store } from '../helpers/control.js'
 

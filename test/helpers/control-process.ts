@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { processRunner } from './process.js'
 
-const controlMainJs = fileURLToPath(new URL('../../dist/control/src/main.js', import.meta.url))
-export const controlHealthcheckJs = fileURLToPath(new URL('../../dist/control/src/healthcheck.js', import.meta.url))
+const controlMainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
+export const controlHealthcheckJs = fileURLToPath(new URL('../../control/dist/healthcheck.js', import.meta.url))
 
 export const controlProcess = processRunner({
   mainJs: controlMainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening',

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import type { Test } from 'tap'
-import { parseConfig } from '../../control/src/config.js'
-import type { ControlConfig } from '../../control/src/config.js'
-import { createLogger } from '../../control/src/logger.js'
-import { startControlPlane } from '../../control/src/server.js'
-import type { ControlServer, ServerDeps } from '../../control/src/server.js'
+import { parseConfig } from '@session-relay/control/config'
+import type { ControlConfig } from '@session-relay/control/config'
+import { createLogger } from '@session-relay/control/logger'
+import { startControlPlane } from '@session-relay/control/server'
+import type { ControlServer, ServerDeps } from '@session-relay/control/server'
 import { until } from './wait.js'
 
 export type Engine = 'pglite' | 'postgres'
@@ -60,7 +60,7 @@ async function adminQuery (sql: string): Promise<void> {
 
 /** A PGlite data directory fresh from initdb, made once per machine and PGlite version. */
 async function pgliteTemplate (): Promise<string> {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> }
+  const manifest = JSON.parse(readFileSync(new URL('../../control/package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> }
   const version = manifest.dependencies['@electric-sql/pglite']
   const template = join(tmpdir(), `control-test-pglite-${version}`)
   if (existsSync(template)) return template

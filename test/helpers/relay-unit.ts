@@ -2,12 +2,12 @@
 // uWS WebSocket objects, for what no client can observe from outside (which buffer is sent,
 // how many corked writes, what a closed connection is counted at).
 import type { Test } from 'tap'
-import { createForwarder } from '../../relay/src/data-plane/forwarding.js'
-import { createMetrics } from '../../relay/src/http/metrics.js'
-import { createLogger } from '../../relay/src/logger.js'
-import type { Peer, PeerData, Slot } from '../../relay/src/session/session.js'
-import type { SessionTable } from '../../relay/src/session/table.js'
-import { createSessionTable } from '../../relay/src/session/table.js'
+import { createForwarder } from '@session-relay/relay/data-plane/forwarding'
+import { createMetrics } from '@session-relay/relay/http/metrics'
+import { createLogger } from '@session-relay/relay/logger'
+import type { Peer, PeerData, Slot } from '@session-relay/relay/session/session'
+import type { SessionTable } from '@session-relay/relay/session/table'
+import { createSessionTable } from '@session-relay/relay/session/table'
 
 /** A table with one session and a forwarder whose total backlog limit is four connections' worth. Stopped when the test ends. */
 export function unitRelay (t: Test, maxBacklog = 1024 * 1024) {

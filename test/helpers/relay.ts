@@ -1,11 +1,11 @@
 import type { Test } from 'tap'
 import WebSocket from 'ws'
 import type { RawData } from 'ws'
-import { parseConfig } from '../../relay/src/config.js'
-import type { RelayConfig } from '../../relay/src/config.js'
-import { createLogger } from '../../relay/src/logger.js'
-import { startRelay } from '../../relay/src/server.js'
-import type { RelayDeps } from '../../relay/src/server.js'
+import { parseConfig } from '@session-relay/relay/config'
+import type { RelayConfig } from '@session-relay/relay/config'
+import { createLogger } from '@session-relay/relay/logger'
+import { startRelay } from '@session-relay/relay/server'
+import type { RelayDeps } from '@session-relay/relay/server'
 
 export type TestRelay = {
   config: RelayConfig

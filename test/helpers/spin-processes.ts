@@ -7,14 +7,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
-import { packArchive } from '../../control/src/source/archive.js'
-import { spinManifest } from '../../common/src/spin/manifest.js'
-import type { LanguageT } from '../../control/src/model/resources.js'
+import { packArchive } from '@session-relay/spin/source/archive'
+import { spinManifest } from '@session-relay/spin/manifest'
+import type { LanguageT } from '@session-relay/control/model/resources'
 import { stopAtTeardown } from './stop-child.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
-export const BUILDER = join(root, 'dist/builders/src/main.js')
-export const HOST = join(root, 'dist/host/src/main.js')
+export const BUILDER = join(root, 'builders/dist/main.js')
+export const HOST = join(root, 'host/dist/main.js')
 
 // The parent's environment without tap's runner settings (TAP*), the registry credentials and
 // the control plane's own settings. tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays.

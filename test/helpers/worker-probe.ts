@@ -6,9 +6,9 @@ import { execFileSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pushSpinApp } from '../../common/src/spin/artifact.js'
-import { parseRef } from '../../common/src/spin/ref.js'
-import { openStore } from '../../common/src/spin/store.js'
+import { pushSpinApp } from '@session-relay/spin/artifact'
+import { parseRef } from '@session-relay/spin/ref'
+import { openStore } from '@session-relay/spin/store'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const fixtures = join(root, 'worker', 'tests', 'fixtures')

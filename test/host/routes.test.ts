@@ -1,7 +1,7 @@
 // Spin's route matching as the host applies it: exact, wildcard, precedence.
 import fc from 'fast-check'
 import t from 'tap'
-import { compileRoutes } from '../../host/src/routes.js'
+import { compileRoutes } from '@session-relay/host/routes'
 
 t.test('exact routes, wildcard routes and their precedence', async (t) => {
   const match = compileRoutes([

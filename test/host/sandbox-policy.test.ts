@@ -2,8 +2,8 @@
 // matching, and the addresses a function may never reach, whatever spelling an address takes.
 import fc from 'fast-check'
 import t from 'tap'
-import { addressPolicy, parseRanges } from '../../host/src/sandbox/addresses.js'
-import { AllowedHostError, allowedHosts, parseAllowedHost } from '../../host/src/sandbox/allowed-hosts.js'
+import { addressPolicy, parseRanges } from '@session-relay/host/sandbox/addresses'
+import { AllowedHostError, allowedHosts, parseAllowedHost } from '@session-relay/host/sandbox/allowed-hosts'
 
 const runs = { numRuns: Number(process.env.FUZZ_RUNS ?? 200) }
 

@@ -10,8 +10,8 @@
 // so its sandbox stays tested until host/ goes.
 import { join } from 'node:path'
 import t from 'tap'
-import { pushSpinApp } from '../../common/src/spin/artifact.js'
-import { layoutStore } from '../../common/src/spin/layout.js'
+import { pushSpinApp } from '@session-relay/spin/artifact'
+import { layoutStore } from '@session-relay/spin/layout'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
 import { listener, probeComponent, probeFiles } from '../fixtures/sandbox-probe.js'
 

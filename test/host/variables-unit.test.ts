@@ -1,8 +1,8 @@
 // Spin's variables resolution as the host answers it, without a component: the lock's checks
 // at start and each answer of `get` (value, default, template text, the three errors).
 import t from 'tap'
-import type { LockedApp } from '../../common/src/spin/format.js'
-import { fromEnvironment, variablesImports } from '../../host/src/variables.js'
+import type { LockedApp } from '@session-relay/spin/format'
+import { fromEnvironment, variablesImports } from '@session-relay/host/variables'
 
 function lock (variables: Record<string, unknown>, config: Record<string, string>): LockedApp {
   return {

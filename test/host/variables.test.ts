@@ -6,10 +6,10 @@
 // environment. The same host bounds request bodies (--max-body): 413 past it.
 import { connect } from 'node:net'
 import t from 'tap'
-import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
-import { parseRef } from '../../common/src/spin/ref.js'
-import { openStore } from '../../common/src/spin/store.js'
-import { templateFiles } from '../../builders/src/templates.js'
+import { pullSpinApp, pushSpinApp } from '@session-relay/spin/artifact'
+import { parseRef } from '@session-relay/spin/ref'
+import { openStore } from '@session-relay/spin/store'
+import { templateFiles } from '@session-relay/spin/templates'
 import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
 
 const BUILD_TIMEOUT = 240_000

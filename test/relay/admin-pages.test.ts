@@ -1,6 +1,6 @@
 // GET /admin/sessions in pages: `limit`, an opaque `cursor`, `next_cursor` while more remain.
 import t from 'tap'
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../relay/src/session/session-pages.js'
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '@session-relay/relay/session/session-pages'
 import { createSession, startTestRelay } from '../helpers/relay.js'
 import type { TestRelay } from '../helpers/relay.js'
 

@@ -4,7 +4,7 @@
 import { request } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
 import t from 'tap'
-import { addressKey, createAddressLimiter } from '../../relay/src/http/admission.js'
+import { addressKey, createAddressLimiter } from '@session-relay/relay/http/admission'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { attach, createSession, pair, startTestRelay, until } from '../helpers/relay.js'
 import type { TestRelay } from '../helpers/relay.js'

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { CLOSE_CODES } from '../../relay/src/data-plane/close-codes.js'
+import { CLOSE_CODES } from '@session-relay/relay/data-plane/close-codes'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { parseBytes, parseListenAddress } from '../../common/src/config/settings.js'
-import { parseConfig, relayUsage, settings } from '../../relay/src/config.js'
-import type { RelayConfig } from '../../relay/src/config.js'
-import { ConfigError } from '../../relay/src/errors.js'
+import { parseBytes, parseListenAddress } from '@session-relay/common/config/settings'
+import { parseConfig, relayUsage, settings } from '@session-relay/relay/config'
+import type { RelayConfig } from '@session-relay/relay/config'
+import { ConfigError } from '@session-relay/relay/errors'
 
 const issuer = 'https://id.example.com/realms/relay/'
 const withIssuer = { RELAY_OIDC_ISSUER: issuer }

@@ -9,7 +9,7 @@ import type { Created } from '../helpers/relay.js'
 import { processRunner } from '../helpers/process.js'
 import type { RunningProcess } from '../helpers/process.js'
 
-const mainJs = fileURLToPath(new URL('../../dist/relay/src/main.js', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../relay/dist/main.js', import.meta.url))
 const { start } = processRunner({ mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening' })
 const noAuth = ['--no-auth', '--addr', '127.0.0.1:0']
 

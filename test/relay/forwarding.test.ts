@@ -2,7 +2,7 @@
 // buffer it arrived in, and that a send uWS reports as dropped closes the session. The peers
 // here are stand-ins for uWS WebSocket objects; everything else is the relay's own code.
 import t from 'tap'
-import { DIRECT_SEND_MIN_BYTES } from '../../relay/src/data-plane/message-costs.js'
+import { DIRECT_SEND_MIN_BYTES } from '@session-relay/relay/data-plane/message-costs'
 import { fakePeer, unitRelay } from '../helpers/relay-unit.js'
 
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { compileOriginPolicy } from '../../relay/src/http/origins.js'
+import { compileOriginPolicy } from '@session-relay/relay/http/origins'
 
 const relayHost = 'relay.example.net'
 

@@ -1,4 +1,4 @@
-// The compiled relay as an operator runs it: `node dist/relay/src/main.js`. Startup errors,
+// The compiled relay as an operator runs it: `node relay/dist/main.js`. Startup errors,
 // logging, env and flag configuration,
 // the listen address forms and graceful shutdown on SIGTERM / SIGINT.
 import { connect, createServer } from 'node:net'
@@ -9,9 +9,9 @@ import { attach } from '../helpers/relay.js'
 import type { Created } from '../helpers/relay.js'
 import { freePort } from '../helpers/ports.js'
 import { lines, processRunner } from '../helpers/process.js'
-import { settings } from '../../relay/src/config.js'
+import { settings } from '@session-relay/relay/config'
 
-const mainJs = fileURLToPath(new URL('../../dist/relay/src/main.js', import.meta.url))
+const mainJs = fileURLToPath(new URL('../../relay/dist/main.js', import.meta.url))
 const packageJson = fileURLToPath(new URL('../../package.json', import.meta.url))
 const noAuth = ['--no-auth', '--addr', '127.0.0.1:0']
 const { runToExit, start: startRelayProcess } = processRunner({ mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening' })

@@ -5,7 +5,7 @@
 // messages already copied for this turn's write when the drop is noticed become held messages.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { HELD_MESSAGE_OVERHEAD } from '../../relay/src/data-plane/message-costs.js'
+import { HELD_MESSAGE_OVERHEAD } from '@session-relay/relay/data-plane/message-costs'
 import { fakePeer, unitRelay } from '../helpers/relay-unit.js'
 import { attach, getSession, pair, startTestRelay, until } from '../helpers/relay.js'
 

@@ -2,8 +2,8 @@
 // defaults and maxima: total bytes (4004 past them), a TTL shorter than the node's.
 import fc from 'fast-check'
 import t from 'tap'
-import { limitsOf } from '../../relay/src/admin/session-limits.js'
-import { HttpError } from '../../relay/src/errors.js'
+import { limitsOf } from '@session-relay/relay/admin/session-limits'
+import { HttpError } from '@session-relay/relay/errors'
 import { attach, startTestRelay } from '../helpers/relay.js'
 import type { Created, TestRelay } from '../helpers/relay.js'
 

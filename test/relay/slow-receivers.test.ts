@@ -4,7 +4,7 @@
 // and a session beside them keeps flowing, in order.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { CLOSE_GRACE_MS } from '../../relay/src/session/closing.js'
+import { CLOSE_GRACE_MS } from '@session-relay/relay/session/closing'
 import { backlogGauge, createSession, delay, pair, startTestRelay } from '../helpers/relay.js'
 import { until } from '../helpers/wait.js'
 import type { TestPeer } from '../helpers/relay.js'

@@ -8,7 +8,7 @@ import { request } from 'node:http'
 import t from 'tap'
 import { attach, createSession, getSession, startTestRelay, until } from '../helpers/relay.js'
 import type { TestRelay } from '../helpers/relay.js'
-import type * as TokensModule from '../../relay/src/session/tokens.js'
+import type * as TokensModule from '@session-relay/relay/session/tokens'
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: string }
 

@@ -3,8 +3,8 @@
 // any rate, burst and message sizes.
 import fc from 'fast-check'
 import t from 'tap'
-import type { Bucket } from '../../relay/src/data-plane/token-bucket.js'
-import { newBucket, take, waitMs } from '../../relay/src/data-plane/token-bucket.js'
+import type { Bucket } from '@session-relay/relay/data-plane/token-bucket'
+import { newBucket, take, waitMs } from '@session-relay/relay/data-plane/token-bucket'
 
 type Release = { at: number; size: number }
 

@@ -4,8 +4,8 @@
 // binary is in `npm run test:images` (scripts/test-images.ts), which has a Node 24 at hand.
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import type { Runtime } from '../../relay/src/http/uws-load-failure.js'
-import { binaryPath, describeLoadFailure, glibcNeeded, IMAGE_HINT } from '../../relay/src/http/uws-load-failure.js'
+import type { Runtime } from '@session-relay/relay/http/uws-load-failure'
+import { binaryPath, describeLoadFailure, glibcNeeded, IMAGE_HINT } from '@session-relay/relay/http/uws-load-failure'
 
 const debian12: Runtime = { node: 'v24.21.0', abi: '137', platform: 'linux', arch: 'x64', glibc: '2.36' }
 

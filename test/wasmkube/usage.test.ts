@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { templateFiles } from '../../builders/src/templates.js'
+import { templateFiles } from '@session-relay/spin/templates'
 import { COMMANDS } from '../../wasmkube/src/table.js'
 import { wasmkube } from '../helpers/wasmkube.js'
 

@@ -2,7 +2,7 @@
 // route), applied server-side under the same field manager as the SpinApp, and deleted by name.
 // The custom-objects client serves any API group by path, built-in ones too.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
-import { UnavailableError } from '../../../common/src/errors.js'
+import { UnavailableError } from '@session-relay/common/errors'
 import type { Kube } from './kube.js'
 import { clusterError, statusBody, statusOf } from './kube.js'
 

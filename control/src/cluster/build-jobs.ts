@@ -6,7 +6,7 @@
 // and writes the digest-pinned reference to /dev/termination-log; on failure the reason.
 import type { V1Job, V1Secret, V1Volume } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
-import { TooLargeError } from '../../../common/src/errors.js'
+import { TooLargeError } from '@session-relay/common/errors'
 import type { BuildApplication } from '../runtime/runtime.js'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'

@@ -3,8 +3,8 @@
 // proxy the API server may answer for itself (a v1 Status): those answers become ours. A HEAD's
 // answer has no body to read that Status from, so for one that may be the API server's "no
 // endpoints" the EndpointSlices the proxy chose from are read to tell.
-import type { HttpError } from '../../../common/src/errors.js'
-import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
+import type { HttpError } from '@session-relay/common/errors'
+import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { Carrier } from '../runtime/send-invoke.js'
 import { direct } from '../runtime/send-invoke.js'
 import type { Kube } from './kube.js'

@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
 import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Watch } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
-import { HttpError, NotFoundError, UnavailableError } from '../../../common/src/errors.js'
-import { ConfigError } from '../../../common/src/config/settings.js'
+import { HttpError, NotFoundError, UnavailableError } from '@session-relay/common/errors'
+import { ConfigError } from '@session-relay/common/config/settings'
 import { sendablePath } from '../runtime/send-invoke.js'
 
 export type Kube = {

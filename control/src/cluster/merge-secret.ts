@@ -3,7 +3,7 @@
 // this way. Errors are mapped from their status alone: nothing of the body (the values) goes on.
 import type { V1Secret } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
-import { UnavailableError } from '../../../common/src/errors.js'
+import { UnavailableError } from '@session-relay/common/errors'
 import type { Kube } from './kube.js'
 import { clusterError, statusOf } from './kube.js'
 

@@ -3,7 +3,7 @@
 // which a caller's disconnect ends upstream too.
 import type { IncomingMessage } from 'node:http'
 import type { V1Pod } from '@kubernetes/client-node'
-import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
+import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'
 

@@ -5,9 +5,9 @@
 // into every build), read through the Kubernetes API when a deploy needs it and written to a
 // private directory only for as long as the push lasts, so no credential stays on disk or goes
 // into a log or an answer. Read by name alone: the Role grants `get` on exactly that Secret.
-import { parseRef } from '../../../common/src/spin/ref.js'
+import { parseRef } from '@session-relay/spin/ref'
 import type { ControlConfig } from '../config.js'
-import { UnavailableError } from '../../../common/src/errors.js'
+import { UnavailableError } from '@session-relay/common/errors'
 import { dockerConfigJson, mintCredential } from '../registry/credentials.js'
 import { withDockerConfig, withOwnAccess } from '../registry/own-access.js'
 import { registryHosts, repositoryOf } from '../registry/repositories.js'

@@ -2,11 +2,11 @@
 // (common/src/spin/relock.ts), pushed beside it in the registry of --image-repository and pinned
 // by digest, so a new name takes effect without a rebuild as a new value does (only the lock,
 // the config and the manifest are pushed; the compiled layers are the build's).
-import { relockReference } from '../../../common/src/spin/relock.js'
-import type { RelockOptions } from '../../../common/src/spin/relock.js'
-import type { StoreOptions } from '../../../common/src/spin/store.js'
+import { relockReference } from '@session-relay/spin/relock'
+import type { RelockOptions } from '@session-relay/spin/relock'
+import type { StoreOptions } from '@session-relay/spin/store'
 import type { ControlConfig } from '../config.js'
-import { HttpError, UnavailableError } from '../../../common/src/errors.js'
+import { HttpError, UnavailableError } from '@session-relay/common/errors'
 import type { AppSettings } from '../model/app-settings.js'
 import type { RegistrySigner } from '../registry/signing-key.js'
 import type { Kube } from './kube.js'

@@ -2,7 +2,7 @@
 // application a SpinApp with what it owns, invoke through its Service, logs from its pods,
 // secret variables in the application's Secret.
 import type { ControlConfig } from '../config.js'
-import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
+import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { LanguageT } from '../model/resources.js'
 import { buildLogGone } from '../runtime/none.js'
 import type { Runtime } from '../runtime/runtime.js'

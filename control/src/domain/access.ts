@@ -2,7 +2,7 @@
 // belongs to tenants (from the token's tenant claim, or `default`), may be an admin (every
 // tenant) or read-only (no writes). The routes never decide this themselves: the API runs
 // `authorize` before each of them (http/app.ts), and the lists ask `visibleTenants`.
-import { ForbiddenError, InvalidInputError } from '../../../common/src/errors.js'
+import { ForbiddenError, InvalidInputError } from '@session-relay/common/errors'
 import { applicationTenant } from '../store/applications.js'
 import type { Database } from '../store/db.js'
 

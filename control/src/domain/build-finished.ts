@@ -2,7 +2,7 @@
 // process on this machine): the outcome recorded once, the application deployed with the new
 // image (or why not remembered for its deployment's message), the image's size read in the
 // background, and whoever counts builds told.
-import { HttpError } from '../../../common/src/errors.js'
+import { HttpError } from '@session-relay/common/errors'
 import type { Logger } from '../logger.js'
 import type { BuildT } from '../model/resources.js'
 import type { FinishBuild, Runtime } from '../runtime/runtime.js'

@@ -2,11 +2,11 @@
 // a pending row, then the runtime's start) and finding its log, from the database once it has
 // finished, else from the runtime while it runs.
 import { randomUUID } from 'node:crypto'
-import { spinManifest } from '../../../common/src/spin/manifest.js'
-import { TooManyRequestsError } from '../../../common/src/errors.js'
+import { spinManifest } from '@session-relay/spin/manifest'
+import { TooManyRequestsError } from '@session-relay/common/errors'
 import type { BuildT } from '../model/resources.js'
 import type { BuildApplication, BuildLog } from '../runtime/runtime.js'
-import { packArchive } from '../source/archive.js'
+import { packArchive } from '@session-relay/spin/source/archive'
 import { activeTenantBuilds, createBuild, deleteBuild, getBuild, storedBuildLog } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { functionSources } from '../store/sources.js'

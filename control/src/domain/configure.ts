@@ -3,7 +3,7 @@
 // the answer's deployment message says so.
 import type { ApplicationT } from '../model/resources.js'
 import type { AutoscalingT, ResourcesT, VariableInputT } from '../model/app-settings.js'
-import { HttpError, InvalidInputError } from '../../../common/src/errors.js'
+import { HttpError, InvalidInputError } from '@session-relay/common/errors'
 import type { AppSettings } from '../model/app-settings.js'
 import { findApplication, updateSettings } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'

@@ -3,9 +3,9 @@
 // the build put it: the registry (with a credential of the control plane's own when it is the
 // registry's token server, else those of $DOCKER_CONFIG, if the process has any) or the OCI
 // layout on this machine. Null when the manifest cannot be read or makes no sense.
-import type { ArtifactRef } from '../../../common/src/spin/ref.js'
-import { parseRef } from '../../../common/src/spin/ref.js'
-import { openStore } from '../../../common/src/spin/store.js'
+import type { ArtifactRef } from '@session-relay/spin/ref'
+import { parseRef } from '@session-relay/spin/ref'
+import { openStore } from '@session-relay/spin/store'
 import type { ControlConfig } from '../config.js'
 import { withOwnAccess } from '../registry/own-access.js'
 import type { RegistrySigner } from '../registry/signing-key.js'

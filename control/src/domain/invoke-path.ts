@@ -4,7 +4,7 @@
 // a separator: any of those in the caller's path would move the request out from under the
 // prefix, to the rest of the Kubernetes API. So they are refused here, and what goes out is
 // rebuilt from the checked segments, which the route check reads too.
-import { InvalidInputError } from '../../../common/src/errors.js'
+import { InvalidInputError } from '@session-relay/common/errors'
 
 /** A checked path: its segments in normal form (see normalSegment), and the query as given. */
 export type InvokePath = { segments: string[]; query: string }

@@ -3,7 +3,7 @@
 // for an answer. Sending it is the runtime's (runtime/send-invoke.ts and each implementation).
 import type { InvokeRequestT } from '../model/resources.js'
 import type { PreparedInvoke } from '../runtime/runtime.js'
-import { InvalidInputError, TooLargeError } from '../../../common/src/errors.js'
+import { InvalidInputError, TooLargeError } from '@session-relay/common/errors'
 import { invokeTarget, parseInvokePath, routeTakes } from './invoke-path.js'
 
 export const MAX_INVOKE_BODY_BYTES = 1024 * 1024

@@ -1,6 +1,6 @@
 // The 404s several resources answer with the same words, written once: thrown by the routes
 // and by the domain modules below them.
-import { NotFoundError } from '../../../common/src/errors.js'
+import { NotFoundError } from '@session-relay/common/errors'
 
 export function applicationNotFound (): NotFoundError {
   return new NotFoundError('application not found')

@@ -5,7 +5,7 @@
 // are computed at every read and every deploy, never stored, so a tightened policy holds for old
 // applications from the next deploy on.
 import type { ControlConfig } from '../config.js'
-import { InvalidInputError } from '../../../common/src/errors.js'
+import { InvalidInputError } from '@session-relay/common/errors'
 import type { ResourceField, ResourcePolicyT, ResourcesT } from '../model/app-settings.js'
 import { RESOURCE_FIELDS } from '../model/app-settings.js'
 import type { QuantityValue } from '../model/quantity.js'

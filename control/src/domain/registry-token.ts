@@ -1,7 +1,7 @@
 // GET /registry/token's work: the caller's Basic credential checked, its scopes cut to what its
 // grant allows now, a registry token signed for them. The registry trusts only tokens this
 // signs, so a build, a tenant's pods and the control plane each reach only their repositories.
-import { InvalidInputError, UnauthorizedError } from '../../../common/src/errors.js'
+import { InvalidInputError, UnauthorizedError } from '@session-relay/common/errors'
 import type { ControlConfig } from '../config.js'
 import { verifyCredential } from '../registry/credentials.js'
 import { clusterNameOf } from '../registry/repositories.js'

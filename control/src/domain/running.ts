@@ -1,7 +1,7 @@
 // What runs, as the runtime routes ask for it: re-deploying the newest image, one request to a
 // deployed function, and the application's own log.
 import type { Readable } from 'node:stream'
-import { ConflictError } from '../../../common/src/errors.js'
+import { ConflictError } from '@session-relay/common/errors'
 import type { InvokeRequestT, InvokeResultT } from '../model/resources.js'
 import { findApplication } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'

@@ -1,11 +1,11 @@
 // Replacing a function's source, from a file map or an uploaded archive: every file checked
 // against the limits before the one UPDATE, so a refused upload leaves the stored source as it was.
 import type { Readable } from 'node:stream'
-import { InvalidInputError } from '../../../common/src/errors.js'
+import { InvalidInputError } from '@session-relay/common/errors'
 import type { SourceT } from '../model/resources.js'
-import type { UnpackLimits } from '../source/archive.js'
-import { unpackArchive } from '../source/archive.js'
-import { checkFiles } from '../source/files.js'
+import type { UnpackLimits } from '@session-relay/spin/source/archive'
+import { unpackArchive } from '@session-relay/spin/source/archive'
+import { checkFiles } from '@session-relay/spin/source/files'
 import type { Database } from '../store/db.js'
 import { getFunction } from '../store/functions.js'
 import { replaceSource } from '../store/sources.js'

@@ -4,7 +4,7 @@
 // SpinApp references and the control plane never reads back; on this machine, sealed in the
 // database (store/secret-box.ts). A secretRef names a Secret the control plane never reads.
 import type { ControlConfig } from '../config.js'
-import { InvalidInputError, UnavailableError } from '../../../common/src/errors.js'
+import { InvalidInputError, UnavailableError } from '@session-relay/common/errors'
 import type { AppSettings, StoredVariable, VariableInputT, VariableViewT } from '../model/app-settings.js'
 import { isVariableName, VARIABLE_NAME_RULE } from '../model/app-settings.js'
 import type { StoredApplication } from '../store/applications.js'

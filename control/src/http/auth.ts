@@ -7,9 +7,9 @@
 // caller is (domain/access.ts): their tenants, admin, read-only.
 import type { FastifyRequest } from 'fastify'
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, verifyBearer } from '../../../common/src/auth/oidc-keys.js'
-import type { OidcKeysOptions, OidcLogger } from '../../../common/src/auth/oidc-keys.js'
-import { insufficientScope, tokenRefusal } from '../../../common/src/auth/refusals.js'
+import { createOidcKeys, verifyBearer } from '@session-relay/common/auth/oidc-keys'
+import type { OidcKeysOptions, OidcLogger } from '@session-relay/common/auth/oidc-keys'
+import { insufficientScope, tokenRefusal } from '@session-relay/common/auth/refusals'
 import type { RequiredClaim } from '../config.js'
 import type { Caller } from '../domain/access.js'
 import { everyoneCaller } from '../domain/access.js'

@@ -85,10 +85,8 @@ function contentSecurityPolicy (config: ControlConfig): string {
   ].join('; ')
 }
 
-// dist/control/src/http/console.js -> dist/console; from the sources (tests run them) the
-// build is at dist/console as well.
+// The console's build is at dist/console of the checkout (or image), three levels up from
+// both control/src/http (tests run the sources) and control/dist/http.
 function defaultConsoleDir (): string {
-  const here = fileURLToPath(import.meta.url)
-  const fromDist = /[/\\]dist[/\\]control[/\\]src[/\\]http[/\\][^/\\]+$/.test(here)
-  return fileURLToPath(new URL(fromDist ? '../../../console/' : '../../../dist/console/', import.meta.url))
+  return fileURLToPath(new URL('../../../dist/console/', import.meta.url))
 }

@@ -1,6 +1,6 @@
 // The one error handler of the app: every failure becomes `{"error": reason}`.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../../../common/src/errors.js'
+import { HttpError } from '@session-relay/common/errors'
 
 /** Largest JSON body a route takes unless it sets its own limit. */
 export const JSON_BODY_LIMIT = 1024 * 1024

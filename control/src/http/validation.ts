@@ -6,7 +6,7 @@ import type { FastifySchemaCompiler } from 'fastify'
 import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { Value } from 'typebox/value'
-import { InvalidInputError } from '../../../common/src/errors.js'
+import { InvalidInputError } from '@session-relay/common/errors'
 
 type TypeBoxError = { keyword: string; schemaPath: string; instancePath: string; params: Record<string, unknown>; message: string }
 

@@ -68,7 +68,7 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     // The values are looked up while the deployment already counts as starting (an invoke waits for it).
     await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {}, { memoryBytes: instanceMemoryBytes(app.resources.memoryLimit) })
   }
-  const builder = (): string => programPath(deps.builderMain ?? '', 'builders/src/main.js', 'the builder (npm run build makes it)')
+  const builder = (): string => programPath(deps.builderMain ?? '', 'builders/dist/main.js', 'the builder (npm run build makes it)')
   const workerDir = join(root, 'worker')
   const compiledDir = config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled')
   // Made here, private: the worker would create it with the process's umask.

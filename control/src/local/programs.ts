@@ -1,24 +1,18 @@
 // The programs the local runtime starts and the tools a build needs on this machine. The
-// builder ships beside the control plane (dist/builders), the worker is the project's cargo
+// builder ships beside the control plane (builders/dist), the worker is the project's cargo
 // build (or a configured binary); a language whose compiler is missing here is refused before
 // a build is queued, naming the tool.
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { UnavailableError } from '../../../common/src/errors.js'
+import { UnavailableError } from '@session-relay/common/errors'
 import type { LanguageT } from '../model/resources.js'
-import { onPath, rustRoot, toolchainProblem } from '../../../common/src/toolchains.js'
+import { onPath, rustRoot, toolchainProblem } from '@session-relay/spin/toolchains'
 
-/**
- * `relative` (e.g. builders/src/main.js) under the compiled tree: beside this file's tree when
- * it runs compiled (dist/control/src/local/), else under dist/ of the checkout (tests run the
- * sources).
- */
+/** `relative` (e.g. builders/dist/main.js) in the checkout or image: control/src and control/dist are both two levels down. */
 function shippedProgram (relative: string): string {
-  const root = fileURLToPath(new URL('../../../', import.meta.url))
-  const compiled = join(root, relative)
-  return existsSync(compiled) ? compiled : join(root, 'dist', relative)
+  return join(fileURLToPath(new URL('../../../', import.meta.url)), relative)
 }
 
 /** The program `setting` names, else the shipped one; a 503 naming both when neither is there. */
@@ -38,14 +32,11 @@ export function workerProgram (configured: string, path = process.env.PATH ?? ''
     if (!existsSync(configured)) throw new UnavailableError(`the local runtime's worker is missing at ${configured} (PLATFORM_LOCAL_WORKER)`)
     return configured
   }
-  const root = fileURLToPath(new URL('../../../', import.meta.url))
-  // Run from sources (tests) the root is the checkout's; compiled, it is dist/ inside it.
-  const candidates = [join(root, WORKER_BUILD), join(root, '..', WORKER_BUILD)]
-  const found = candidates.find((candidate) => existsSync(candidate))
-  if (found !== undefined) return found
+  const built = join(fileURLToPath(new URL('../../../', import.meta.url)), WORKER_BUILD)
+  if (existsSync(built)) return built
   const cargo = onPath('cargo', path) || existsSync(join(process.env.HOME ?? '/nonexistent', '.cargo', 'bin', 'cargo'))
   throw new UnavailableError(cargo
-    ? `the local runtime's worker is not built (${candidates[0] as string}): run npm run build (scripts/build-worker.sh, 10-15 minutes the first time), or set PLATFORM_LOCAL_WORKER`
+    ? `the local runtime's worker is not built (${built}): run npm run build (scripts/build-worker.sh, 10-15 minutes the first time), or set PLATFORM_LOCAL_WORKER`
     : `the local runtime's worker needs the Rust toolchain: cargo is not on PATH (install Rust 1.95 with rustup, then npm run build), or set PLATFORM_LOCAL_WORKER to a built worker`)
 }
 

@@ -2,7 +2,7 @@
 // program, applications served on loopback, their output kept in memory, secret values sealed
 // in the database. A secretRef names a Kubernetes Secret, which there is none of here.
 import type { ControlConfig } from '../config.js'
-import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
+import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { StoredVariable } from '../model/app-settings.js'
 import type { DeploymentT } from '../model/resources.js'
 import type { Runtime } from '../runtime/runtime.js'

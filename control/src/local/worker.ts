@@ -7,7 +7,7 @@
 // It reads no environment: it gets none.
 import type { ChildProcess } from 'node:child_process'
 import { writeFileSync, rmSync } from 'node:fs'
-import { UnavailableError } from '../../../common/src/errors.js'
+import { UnavailableError } from '@session-relay/common/errors'
 import type { Logger } from '../logger.js'
 import { startProgram, stopChild } from './children.js'
 

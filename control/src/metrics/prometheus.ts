@@ -2,8 +2,8 @@
 // from coming back (no answer, a timeout, an error from Prometheus, an answer that is not a
 // range result) becomes a 503 whose reason is safe to show: it never repeats the URL, which
 // may carry credentials.
-import { formatDuration } from '../../../common/src/config/duration.js'
-import { UnavailableError } from '../../../common/src/errors.js'
+import { formatDuration } from '@session-relay/common/config/duration'
+import { UnavailableError } from '@session-relay/common/errors'
 
 /** `[unix seconds, value]`, as the API answers. */
 export type Point = [number, number]

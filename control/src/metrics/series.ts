@@ -1,8 +1,8 @@
 // Metrics series from Prometheus: the window a query asks for (defaults, bounds) and one
 // query_range per series over it. The routes in http/routes/metrics.ts only pick the queries.
-import { formatDuration, parseDuration } from '../../../common/src/config/duration.js'
+import { formatDuration, parseDuration } from '@session-relay/common/config/duration'
 import type { ControlConfig } from '../config.js'
-import { InvalidInputError, UnavailableError } from '../../../common/src/errors.js'
+import { InvalidInputError, UnavailableError } from '@session-relay/common/errors'
 import type { Point, PrometheusClient } from './prometheus.js'
 import { createPrometheusClient } from './prometheus.js'
 

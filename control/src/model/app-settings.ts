@@ -3,7 +3,7 @@
 // shapes differ in one place: a secret goes in as its value and comes out as `{secret: true}`.
 import { Type } from 'typebox'
 import type { Static } from 'typebox'
-import { isVariableName as isSpinVariableName } from '../../../common/src/spin/variable-name.js'
+import { isVariableName as isSpinVariableName } from '@session-relay/spin/variable-name'
 import { mapOf } from './map-of.js'
 import { QUANTITY_RULE } from './quantity.js'
 

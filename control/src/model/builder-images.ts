@@ -3,7 +3,7 @@
 // (docs/operations.md) and tagged with its release. builders/README.md says how to build and
 // push them; another registry or tag is one setting away.
 import type { LanguageT } from './resources.js'
-import { LANGUAGES } from '../../../common/src/spin/languages.js'
+import { LANGUAGES } from '@session-relay/spin/languages'
 
 // package.json's version: test/control/builder-images.test.ts keeps the two equal, so a
 // release's control plane asks for the builders built from the same sources.

@@ -7,8 +7,8 @@ import { Type } from 'typebox'
 import type { Static } from 'typebox'
 import { AppSettingsView } from './app-settings.js'
 import { mapOf } from './map-of.js'
-import { LANGUAGES } from '../../../common/src/spin/languages.js'
-import type { Language as LanguageName } from '../../../common/src/spin/languages.js'
+import { LANGUAGES } from '@session-relay/spin/languages'
+import type { Language as LanguageName } from '@session-relay/spin/languages'
 
 const RUNTIMES = ['wasmkube'] as const
 const BUILD_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const

@@ -4,7 +4,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { RegistryRef } from '../../../common/src/spin/ref.js'
+import type { RegistryRef } from '@session-relay/spin/ref'
 import { dockerConfigJson, mintCredential } from './credentials.js'
 import type { RegistrySigner } from './signing-key.js'
 

@@ -5,7 +5,7 @@
 import type { KeyObject } from 'node:crypto'
 import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { ConfigError } from '../../../common/src/config/settings.js'
+import { ConfigError } from '@session-relay/common/config/settings'
 
 /** The `iss` of every token and credential; the registry's auth.token.issuer must say the same. */
 export const REGISTRY_TOKEN_ISSUER = 'wasmkube-control'

@@ -1,7 +1,7 @@
 // The runtime of a control plane that has neither a cluster nor --runtime local: it stores and
 // shows applications, and every request that needs something to run answers 503 naming the
 // settings that would give it a runtime.
-import { NotFoundError, UnavailableError } from '../../../common/src/errors.js'
+import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { Runtime } from './runtime.js'
 
 function runtimeNotConfigured (): UnavailableError {

@@ -4,7 +4,7 @@
 // Names are unique per tenant; the name in the cluster (SpinApp, Service, pod label, image)
 // is unique across all of them, so one tenant's can never be taken for another's.
 import { randomBytes, randomUUID } from 'node:crypto'
-import { ConflictError } from '../../../common/src/errors.js'
+import { ConflictError } from '@session-relay/common/errors'
 import type { AppSettings, AutoscalingT, ResourcesT, StoredVariable } from '../model/app-settings.js'
 import type { ApplicationSummaryT, BuildT, FunctionT, LanguageT, RuntimeT } from '../model/resources.js'
 import { listBuilds } from './builds.js'

@@ -3,7 +3,7 @@
 // holding the owner's pid makes the second start fail with a message that says why.
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { ConfigError } from '../../../common/src/config/settings.js'
+import { ConfigError } from '@session-relay/common/config/settings'
 
 const LOCK_FILE = 'control.pid'
 

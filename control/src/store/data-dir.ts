@@ -7,7 +7,7 @@
 // owner-only (0700), made so or repaired at start, whatever the umask.
 import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { ConfigError } from '../../../common/src/config/settings.js'
+import { ConfigError } from '@session-relay/common/config/settings'
 
 /** Creates `dataDir` (and its parents) unless it exists, owner-only; throws a ConfigError when it cannot be a usable directory. */
 export function prepareDataDir (dataDir: string): void {

@@ -2,7 +2,7 @@
 // it (holding the language's template when the caller scaffolds one) and deleted with it. Names and routes are unique within an application; the
 // database's unique constraints decide, so two concurrent creates cannot both win.
 import { randomUUID } from 'node:crypto'
-import { ConflictError } from '../../../common/src/errors.js'
+import { ConflictError } from '@session-relay/common/errors'
 import type { FunctionT, LanguageT } from '../model/resources.js'
 import type { Database, Sql } from './db.js'
 import { iso, isForeignKeyViolation, isUniqueViolation, isUuid } from './db.js'

@@ -7,7 +7,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ConfigError } from '../../../common/src/config/settings.js'
+import { ConfigError } from '@session-relay/common/config/settings'
 
 const VERSION = 1
 const NONCE_BYTES = 12

@@ -1,7 +1,7 @@
 // Function sources in the database: one row per function holding the whole file map as jsonb,
 // so replacing it is one UPDATE: readers see the old map or the new one, never a mix.
 import type { SourceT } from '../model/resources.js'
-import { sortedFiles } from '../source/files.js'
+import { sortedFiles } from '@session-relay/spin/source/files'
 import type { Database } from './db.js'
 import { iso, isUuid } from './db.js'
 

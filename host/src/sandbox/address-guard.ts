@@ -25,7 +25,7 @@ type Callback = (error: NodeJS.ErrnoException | null, address?: string | LookupA
 // loads the compiled copy that `npm run build` puts under dist/.
 function compiledSelf (): string {
   if (!import.meta.url.endsWith('.ts')) return import.meta.url
-  const compiled = new URL('../../../dist/host/src/sandbox/address-guard.js', import.meta.url)
+  const compiled = new URL('../../../host/dist/sandbox/address-guard.js', import.meta.url)
   if (!existsSync(compiled)) throw new Error(`${fileURLToPath(compiled)} is missing: run npm run build (the address guard runs compiled in preview2-shim's worker)`)
   return compiled.href
 }

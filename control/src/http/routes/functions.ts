@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { templateFiles } from '../../../../builders/src/templates.js'
+import { templateFiles } from '@session-relay/spin/templates'
 import { applicationNotFound, functionNotFound } from '../../domain/not-found.js'
 import { FunctionSchema } from '../../model/resources.js'
 import { createFunction, defaultRoute, deleteFunction, getFunction, listFunctions, updateRoute } from '../../store/functions.js'

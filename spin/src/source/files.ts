@@ -1,7 +1,7 @@
 // The rules every stored source obeys, whichever way it arrived (JSON or archive): file paths
 // that can be written below a build directory and nowhere else, text contents PostgreSQL can
 // store, and a cap on the number of files and their total size.
-import { InvalidInputError, TooLargeError } from '../../../common/src/errors.js'
+import { InvalidInputError, TooLargeError } from '@session-relay/common/errors'
 
 export const MAX_FILES = 1000
 const MAX_PATH_LENGTH = 256

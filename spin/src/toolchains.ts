@@ -14,10 +14,9 @@ import { fileURLToPath } from 'node:url'
 
 export const ADAPTER_PATH = 'opt/adapter/wasi_snapshot_preview1.reactor.wasm'
 
-/** The checkout (or image) this runs from: found from this module in the source tree (common/src) and compiled (dist/common/src). */
+/** The checkout (or image) this runs from: two levels up from both spin/src and spin/dist. */
 export function checkoutDir (): string {
-  const here = fileURLToPath(new URL('.', import.meta.url))
-  return here.includes(join('dist', 'common')) ? join(here, '..', '..', '..') : join(here, '..', '..')
+  return fileURLToPath(new URL('../../', import.meta.url))
 }
 
 /** The rust toolchain root: `configured` when set, else the one scripts/rust-wasm-root.sh made in this checkout. */

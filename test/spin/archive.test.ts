@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import t from 'tap'
-import { packArchive, unpackArchive } from '../../control/src/source/archive.js'
-import type { UnpackLimits } from '../../control/src/source/archive.js'
-import { HttpError } from '../../common/src/errors.js'
+import { packArchive, unpackArchive } from '@session-relay/spin/source/archive'
+import type { UnpackLimits } from '@session-relay/spin/source/archive'
+import { HttpError } from '@session-relay/common/errors'
 import { countedStream, filesOf, gnuTarOf, retypeFirstEntry, tarOf, tgzOf } from '../fixtures/tarballs.js'
 
 const LIMITS: UnpackLimits = { maxFiles: 10, maxBytes: 64 * 1024, maxArchiveBytes: 32 * 1024 }

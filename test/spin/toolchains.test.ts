@@ -2,7 +2,7 @@
 // the control plane resolves packages. The control image leaves them out (its builds run in a
 // cluster's Jobs), so a js build there answers 503 naming them rather than failing later.
 import t from 'tap'
-import { toolchainCheck } from '../../control/src/local/programs.js'
+import { toolchainCheck } from '@session-relay/control/local/programs'
 
 const ADVICE = '(the control image leaves it out; run the control plane from a checkout after npm ci, or build in a cluster)'
 
@@ -20,7 +20,7 @@ t.test('in a checkout after npm ci both resolve: js and ts can build', async (t)
 })
 
 t.test('go needs go on PATH; rust needs the toolchain root, and root with unshare to sandbox it', async (t) => {
-  const { toolchainProblem } = await import('../../common/src/toolchains.js')
+  const { toolchainProblem } = await import('@session-relay/spin/toolchains')
   const dir = t.testdir({ bin: { go: '', unshare: '' }, root: { usr: { bin: { cargo: '' } }, opt: { adapter: { 'wasi_snapshot_preview1.reactor.wasm': '' } } }, empty: {} })
   const [bin, root, empty] = ['bin', 'root', 'empty'].map((name) => `${dir}/${name}`) as [string, string, string]
   t.equal(toolchainProblem('go', { path: bin, rustRoot: root, isRoot: true }), null)

@@ -8,16 +8,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { pullSpinApp, pushSpinApp } from '../../common/src/spin/artifact.js'
-import { dockerCredentials } from '../../common/src/spin/auth.js'
-import { sha256Digest } from '../../common/src/spin/digest.js'
-import type { ImageManifest, LockedApp } from '../../common/src/spin/format.js'
+import { pullSpinApp, pushSpinApp } from '@session-relay/spin/artifact'
+import { dockerCredentials } from '@session-relay/spin/auth'
+import { sha256Digest } from '@session-relay/spin/digest'
+import type { ImageManifest, LockedApp } from '@session-relay/spin/format'
 import {
   CONFIG_MEDIA_TYPE, INDEX_MEDIA_TYPE, LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
-} from '../../common/src/spin/format.js'
-import { layoutStore } from '../../common/src/spin/layout.js'
-import { relockReference } from '../../common/src/spin/relock.js'
-import type { ArtifactStore } from '../../common/src/spin/store.js'
+} from '@session-relay/spin/format'
+import { layoutStore } from '@session-relay/spin/layout'
+import { relockReference } from '@session-relay/spin/relock'
+import type { ArtifactStore } from '@session-relay/spin/store'
 
 const WASM = Buffer.from('\0asm component')
 const WASM_DIGEST = sha256Digest(WASM)

@@ -1,4 +1,4 @@
-// Hello-world sources per language (builders/templates/{language}/), for the control plane to
+// Hello-world sources per language (spin/templates/{language}/), for the control plane to
 // give a new function: every file of the language's folder with `{{function}}` replaced by the
 // function's name, as the file map the source store keeps (paths relative to the function).
 import { readdirSync, readFileSync } from 'node:fs'
@@ -7,12 +7,9 @@ import { fileURLToPath } from 'node:url'
 
 export type TemplateLanguage = 'js' | 'ts' | 'go' | 'rust'
 
-// Found from this module in the source tree (builders/src) and compiled (dist/builders/src).
+// spin/templates: one level up from both spin/src (tests run the sources) and spin/dist.
 function templatesDir (): string {
-  const here = fileURLToPath(new URL('.', import.meta.url))
-  const fromSource = join(here, '..', 'templates')
-  const fromDist = join(here, '..', '..', '..', 'builders', 'templates')
-  return here.includes(`${join('dist', 'builders')}`) ? fromDist : fromSource
+  return fileURLToPath(new URL('../templates/', import.meta.url))
 }
 
 const cache = new Map<TemplateLanguage, Record<string, string>>()

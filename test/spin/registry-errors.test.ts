@@ -6,10 +6,10 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Test } from 'tap'
-import { sha256Digest } from '../../common/src/spin/digest.js'
-import { MANIFEST_MEDIA_TYPE } from '../../common/src/spin/format.js'
-import { registryClient } from '../../common/src/spin/registry.js'
-import type { ArtifactStore } from '../../common/src/spin/store.js'
+import { sha256Digest } from '@session-relay/spin/digest'
+import { MANIFEST_MEDIA_TYPE } from '@session-relay/spin/format'
+import { registryClient } from '@session-relay/spin/registry'
+import type { ArtifactStore } from '@session-relay/spin/store'
 
 type Handler = (request: http.IncomingMessage, response: http.ServerResponse) => void
 type Seen = { method: string; url: string; authorization: string | undefined }

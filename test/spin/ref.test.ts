@@ -2,9 +2,9 @@
 // malformed, and a digest check refuses any changed byte (fixed seed, bounded runs).
 import fc from 'fast-check'
 import t from 'tap'
-import { credentialsFor, parseChallenge } from '../../common/src/spin/auth.js'
-import { sha256Digest, verifyDigest } from '../../common/src/spin/digest.js'
-import { formatRef, isLoopbackRegistry, parseRef, pinnedRef } from '../../common/src/spin/ref.js'
+import { credentialsFor, parseChallenge } from '@session-relay/spin/auth'
+import { sha256Digest, verifyDigest } from '@session-relay/spin/digest'
+import { formatRef, isLoopbackRegistry, parseRef, pinnedRef } from '@session-relay/spin/ref'
 
 const SEED = 1717
 const component = fc.stringMatching(/^[a-z0-9]+(?:[._-][a-z0-9]+)*$/).filter((text) => text.length > 0 && text.length < 30)
