@@ -26,12 +26,12 @@ export function buildWorker (): void {
 }
 
 /**
- * The js template (builders/templates/js) as a function named `name`, built once into the
+ * The js template (spin/templates/js) as a function named `name`, built once into the
  * cache: a distinct name is a distinct build, so ten names are ten applications that share
  * no compiled code. Rebuilt when the template's source is newer than the component.
  */
 export function templateComponent (name: string): string {
-  const template = join(ROOT, 'builders/templates/js')
+  const template = join(ROOT, 'spin/templates/js')
   const dir = join(CACHE, 'templates', name)
   const wasm = join(dir, 'component.wasm')
   const source = join(template, 'src/index.js')

@@ -1,7 +1,7 @@
 // The js builder image in `npm run test:images`: built from builders/Dockerfile.js, then its
 // entrypoint run in its read-only root as its USER, as a build Job runs it: the template's
 // source archive in, a real registry on loopback (Debian's docker-registry) out. What it
-// pushed is pulled back and checked as containerd-shim-spin would (common/src/spin), then
+// pushed is pulled back and checked as containerd-shim-spin would (spin/src), then
 // served by the host program on this machine, so the component the image made really answers.
 // A source with a syntax error must fail there with exit 1 and the line in the termination log.
 // The go and rust images are built and run by image-builder-compiled.ts, with runBuild.

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${1:-$here/.cache/rust-wasm}
 key=$SUITE-$(printf '%s' "$PACKAGES $ADAPTER_VERSION" | sha256sum | cut -c1-12)
 root=$cache/$key
-# The builder finds the root through this link (common/src/toolchains.ts).
+# The builder finds the root through this link (spin/src/toolchains.ts).
 if [ -f "$root/.complete" ]; then ln -sfn "$key" "$cache/current"; echo "$root"; exit 0; fi
 mirror=$(awk '/^URIs:/ { print $2; exit } /^deb / { print $2; exit }' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)
 mirror=${mirror:-http://deb.debian.org/debian}

@@ -201,8 +201,8 @@ function checkContents (spec: ImageSpec, root: ImageRoot, config: ImageConfig): 
   check(!existsSync(join(app, 'node_modules', '.bin', 'tsc')) && !existsSync(join(app, 'node_modules', '.bin', 'tap')), `${spec.name}: no tsc or tap in node_modules/.bin`)
 
   const files = appFiles(app)
-  // builders/templates/ is data: the hello-world sources new functions start with.
-  const sources = files.filter((file) => !file.startsWith('builders/templates/') && (/\.(ts|mts|cts|tsx)$/.test(file) || /^tsconfig.*\.json$/.test(file)))
+  // spin/templates/ is data: the hello-world sources new functions start with.
+  const sources = files.filter((file) => !file.startsWith('spin/templates/') && (/\.(ts|mts|cts|tsx)$/.test(file) || /^tsconfig.*\.json$/.test(file)))
   check(sources.length === 0, `${spec.name}: no TypeScript sources or tsconfig outside node_modules`, sources.slice(0, 20))
   const unneeded = files.filter((file) => /^(test|bench|scripts|\.ci|\.git|deploy|coverage|data|\.cache)\//.test(file) || /(^|\/)(Dockerfile[^/]*|package-lock\.json|README\.md|\.env)$/.test(file))
   check(unneeded.length === 0, `${spec.name}: no tests, benchmarks, scripts, lockfile or docs in ${config.workingDir}`, unneeded.slice(0, 20))

@@ -238,7 +238,7 @@ export function lockedAppOf (manifest: SpinManifest): LockedApp {
     triggers: manifest.triggers.map((trigger) => ({
       id: `${trigger.component}-http-trigger`,
       trigger_type: 'http',
-      // The manifest's executor as written: go's spin.toml names WAGI (common/src/spin/manifest.ts).
+      // The manifest's executor as written: go's spin.toml names WAGI (spin/src/manifest.ts).
       trigger_config: { component: trigger.component, route: trigger.route, ...trigger.executor === undefined ? {} : { executor: trigger.executor } },
     })),
     components: manifest.components.map((component) => ({

@@ -1,4 +1,4 @@
-// The Spin manifest the control plane generates (common/src/spin/manifest.ts,
+// The Spin manifest the control plane generates (spin/src/manifest.ts,
 // `spinManifest`) read back into what the builder needs: the application's name and version,
 // each http trigger's route, component and executor, each component's source path and outbound
 // hosts. Only that generated subset of TOML is read (tables, arrays of tables, `key = value`

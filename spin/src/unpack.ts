@@ -1,5 +1,5 @@
 // A Spin application pulled by reference (a registry or an OCI layout, checked as the shim
-// checks it: common/src/spin/artifact.ts) and laid out for a runtime that reads files: the lock,
+// checks it: spin/src/artifact.ts) and laid out for a runtime that reads files: the lock,
 // and each component's wasm as a file named by its digest in one directory. Files are written
 // aside and renamed, so a reader never sees half of one, and reused when already there: the same
 // build deployed twice, or two applications of the same bytes, share one file.

@@ -1,5 +1,5 @@
 // A local directory as the file map the API stores, checked the way the server checks it
-// (control/src/source/files.ts) so a refusal comes before any upload and names the file.
+// (spin/src/source/files.ts) so a refusal comes before any upload and names the file.
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { WasmkubeError } from './errors.js'

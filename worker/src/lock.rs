@@ -1,4 +1,4 @@
-//! The parts of a Spin locked application (crates/locked-app's JSON, as common/src/spin/
+//! The parts of a Spin locked application (crates/locked-app's JSON, as spin/src/
 //! format.ts types it) that the worker reads. Unknown fields are ignored, as Spin does for
 //! fields it does not understand, except what `must_understand` lists.
 

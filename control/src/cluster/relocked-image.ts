@@ -1,5 +1,5 @@
 // What a SpinApp runs: the built image re-locked to declare the application's variable names
-// (common/src/spin/relock.ts), pushed beside it in the registry of --image-repository and pinned
+// (spin/src/relock.ts), pushed beside it in the registry of --image-repository and pinned
 // by digest, so a new name takes effect without a rebuild as a new value does (only the lock,
 // the config and the manifest are pushed; the compiled layers are the build's).
 import { relockReference } from '@session-relay/spin/relock'

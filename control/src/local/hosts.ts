@@ -7,7 +7,7 @@
 // again; meanwhile each deployment says why it does not answer.
 // Variables reach the worker in the `load` command, from memory, never through an environment
 // or a file, and the artifact is re-locked to declare exactly their names
-// (common/src/spin/relock.ts): a new value or a new name is a reload, never a rebuild. Values are
+// (spin/src/relock.ts): a new value or a new name is a reload, never a rebuild. Values are
 // never logged. An application idle past the timeout is let go by the worker, which keeps its
 // port and loads it again at the next request (its `awake` event says so).
 import { readdirSync, readFileSync, rmSync } from 'node:fs'

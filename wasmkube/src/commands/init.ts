@@ -1,5 +1,5 @@
 // init: the language's hello-world, written locally from the templates the control plane gives
-// a new function (builders/templates/, read from the checkout this package lives in).
+// a new function (spin/templates/, read from the checkout this package lives in).
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { basename, dirname, join, relative, resolve } from 'node:path'
@@ -10,8 +10,8 @@ import { LANGUAGES } from '../source-dir.js'
 import type { Language } from '../source-dir.js'
 import { parseCommand, stringOf } from '../table.js'
 
-// wasmkube/dist/commands/init.js (or wasmkube/src/commands/init.ts) -> builders/templates
-const TEMPLATES = fileURLToPath(new URL('../../../builders/templates/', import.meta.url))
+// wasmkube/dist/commands/init.js (or wasmkube/src/commands/init.ts) -> spin/templates
+const TEMPLATES = fileURLToPath(new URL('../../../spin/templates/', import.meta.url))
 
 export async function initCommand (args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('init', args)
