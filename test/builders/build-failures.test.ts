@@ -137,7 +137,7 @@ t.test('a go build\'s module is the layer, a rust crate\'s module goes to compon
 
 t.test('the process: --help, and a termination log it cannot write', async (t) => {
   const help = await promisify(execFile)(process.execPath, [BUILDER, '--help'], { env: childEnv({}) })
-  t.match(help.stdout, /^Usage: node dist\/builders\/src\/main\.js .*--termination-log/s, 'exit 0 with the usage')
+  t.match(help.stdout, /^Usage: node builders\/dist\/main\.js .*--termination-log/s, 'exit 0 with the usage')
   const dir = await tempDir(t)
   const run = await runBuilder(t, { TERMINATION_LOG: join(dir, 'no-such-dir', 'termination-log'), IMAGE_REF: 'not a ref', SOURCE_ARCHIVE: '/x.tar.gz', APPLICATION: 'a', LANGUAGE: 'go', BUILD_ID: 'b1' })
   t.equal(run.code, 2, 'the settings error decides the exit code')

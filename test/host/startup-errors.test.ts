@@ -120,7 +120,7 @@ t.test('the CLI', async (t) => {
   t.test('--help prints the usage and exits 0', async (t) => {
     const run = await runHost(t, ['--help'])
     t.equal(run.code, 0)
-    t.match(run.stdout, /^Usage: node dist\/host\/src\/main\.js/)
+    t.match(run.stdout, /^Usage: node host\/dist\/main\.js/)
     t.match(run.stdout, /--max-body/)
   })
 
