@@ -12,7 +12,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url))
 const stamp = join(repo, 'dist', '.built')
 // What the build reads: the compiled folders, the console's sources, the worker's Rust crate,
 // and the settings of each.
-const inputs = ['common/src', 'relay/src', 'control/src', 'host/src', 'builders/src', 'scripts', 'client/src', 'console',
+const inputs = ['common/src', 'relay/src', 'control/src', 'builders/src', 'scripts', 'client/src', 'console',
   'wasmkube/src', 'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
   'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'client/tsconfig.json', 'wasmkube/tsconfig.json']
 
