@@ -21,7 +21,6 @@ COPY spin/package.json ./spin/
 COPY relay/package.json ./relay/
 COPY control/package.json ./control/
 COPY builders/package.json ./builders/
-COPY host/package.json ./host/
 COPY client/package.json ./client/
 COPY console/package.json ./console/
 COPY wasmkube/package.json ./wasmkube/
@@ -40,7 +39,6 @@ COPY spin/package.json ./spin/
 COPY relay/package.json ./relay/
 COPY control/package.json ./control/
 COPY builders/package.json ./builders/
-COPY host/package.json ./host/
 COPY client/package.json ./client/
 COPY console/package.json ./console/
 COPY wasmkube/package.json ./wasmkube/

@@ -6,17 +6,15 @@
 // names the WAGI executor, rust's is a component) and served by the wasmtime worker
 // (.cache/worker/target/release/worker, scripts/test-worker.sh). A compile error must fail with
 // its file and line.
-import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { pullSpinApp } from '@session-relay/spin/artifact'
 import { parseRef } from '@session-relay/spin/ref'
 import { openStore } from '@session-relay/spin/store'
 import { templateFiles } from '@session-relay/spin/templates'
 import { removeDir } from './image-host.js'
 import type { UndoStack } from './image-host.js'
-import { largest, runBuild, startRegistry } from './image-builder.js'
+import { largest, runBuild, serveWithWorker, startRegistry } from './image-builder.js'
 import type { Registry, Suite } from './image-builder.js'
 import { bindInto, inspectImage, mountImageRoot, numericUser } from './image-root.js'
 import type { ImageRoot } from './image-root.js'
@@ -135,19 +133,5 @@ async function checkAndServe (suite: Suite, spec: CompiledImage, registry: Regis
     `${name}: the pushed artifact passes the shim's checks; the trigger is ${JSON.stringify(expected)}`, pulled.lockedApp.triggers)
   const wasm = pulled.wasm.get(pulled.manifest.layers[0]!.digest)
   check(wasm !== undefined && wasm.subarray(0, 8).equals(spec.wasm.magic), `${name}: the wasm layer is ${spec.wasm.what} (${((wasm?.length ?? 0) / 1024).toFixed(0)} KiB)`, wasm?.subarray(0, 8))
-  const worker = join(suite.repo, '.cache', 'worker', 'target', 'release', 'worker')
-  if (!check(existsSync(worker), `${name}: the worker binary is there to serve it (scripts/test-worker.sh)`, worker) || wasm === undefined) return
-  const dir = mkdtempSync(join(suite.workDir, 'worker-'))
-  undo.push(`rm ${dir}`, () => removeDir(dir))
-  writeFileSync(join(dir, 'smoke.wasm'), wasm)
-  const child = spawn(worker, ['--cache-dir', join(dir, 'cache')], { stdio: ['pipe', 'pipe', 'ignore'] })
-  undo.push('kill the worker', () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  const reply = new Promise<{ ok: boolean; url?: string; error?: string }>((resolve) => createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line) as { ok: boolean })))
-  child.stdin.write(`${JSON.stringify({ id: 1, op: 'load', app: 'smoke', lock: pulled.lockedApp, components: { [FUNCTION]: join(dir, 'smoke.wasm') } })}\n`)
-  const loaded = await suite.withTimeout(reply, 120_000, `the worker to load the ${spec.language} build`)
-  if (!check(loaded.ok && loaded.url !== undefined, `${name}: the worker loads it`, loaded)) return
-  const response = await fetch(`${loaded.url!}/${FUNCTION}/deeper`, { signal: AbortSignal.timeout(30_000) })
-  const body = await response.text()
-  check(response.status === 200 && body === `hello from ${FUNCTION}\n`, `${name}: the pushed build answers through the worker: 200 "hello from smoke"`, { status: response.status, body })
-  child.stdin.end()
+  if (wasm !== undefined) await serveWithWorker(suite, name, pulled.lockedApp, wasm, undo)
 }

@@ -2,14 +2,16 @@
 // entrypoint run in its read-only root as its USER, as a build Job runs it: the template's
 // source archive in, a real registry on loopback (Debian's docker-registry) out. What it
 // pushed is pulled back and checked as containerd-shim-spin would (spin/src), then
-// served by the host program on this machine, so the component the image made really answers.
+// served by the wasmtime worker on this machine, so the component the image made really answers.
 // A source with a syntax error must fail there with exit 1 and the line in the termination log.
 // The go and rust images are built and run by image-builder-compiled.ts, with runBuild.
 import { spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { pullSpinApp } from '@session-relay/spin/artifact'
 import { LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE } from '@session-relay/spin/format'
+import type { LockedApp } from '@session-relay/spin/format'
 import { parseRef } from '@session-relay/spin/ref'
 import { openStore } from '@session-relay/spin/store'
 import { templateFiles } from '@session-relay/spin/templates'
@@ -78,7 +80,7 @@ function checkContents (suite: Suite, root: ImageRoot, config: ImageConfig): voi
   suite.check(missing.length === 0, `builder-js: holds the builder and its toolchain (${present.length} paths)`, missing)
   const foreign = FOREIGN.filter((name) => existsSync(join(app, 'node_modules', name)))
   suite.check(foreign.length === 0, 'builder-js: none of the relay\'s, the control plane\'s or the dev tools\' packages', foreign)
-  const others = ['relay', 'host', 'control', 'dist', 'spin/templates'].filter((path) => existsSync(join(app, path)))
+  const others = ['relay', 'control', 'dist', 'spin/templates'].filter((path) => existsSync(join(app, path)))
   suite.check(others.length === 0, 'builder-js: no other program\'s code', others)
 }
 
@@ -178,33 +180,34 @@ async function buildTemplate (suite: Suite, root: ImageRoot, config: ImageConfig
   // A component, not a core module: `\0asm`, then version 0x0d and layer 1.
   const component = wasm !== undefined && wasm.subarray(0, 8).equals(Buffer.from([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0]))
   check(component && wasm.length > 1_000_000, `builder-js: the wasm layer is a WebAssembly component (${((wasm?.length ?? 0) / 1024 / 1024).toFixed(1)} MiB)`, wasm?.subarray(0, 8))
-  await invokeWithHost(suite, build.termination, undo)
+  if (wasm !== undefined) await serveWithWorker(suite, 'builder-js', pulled.lockedApp, wasm, undo)
 }
 
-// The host program on this machine's Node serves what the image pushed: the component the
-// image's toolchain made answers as the template says.
-async function invokeWithHost (suite: Suite, ref: string, undo: UndoStack): Promise<void> {
-  const cache = mkdtempSync(join(suite.workDir, 'host-cache-'))
-  undo.push(`rm ${cache}`, () => removeDir(cache))
-  const host = spawn(process.execPath, [join(suite.repo, 'dist', 'host', 'src', 'main.js'), '--ref', ref, '--cache-dir', cache], { stdio: ['ignore', 'pipe', 'pipe'] })
-  undo.push('kill the host', () => { if (host.exitCode === null && host.signalCode === null) host.kill('SIGKILL') })
-  let stdout = ''
-  let stderr = ''
-  host.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4_000) })
-  const first = new Promise<string>((resolve, reject) => {
-    host.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk
-      if (stdout.includes('\n')) resolve(stdout.slice(0, stdout.indexOf('\n')))
-    })
-    host.once('exit', (code) => reject(new Error(`the host exited with ${String(code)}: ${stderr}`)))
-  })
+/**
+ * The wasmtime worker on this machine (.cache/worker/target/release/worker, as the local runtime
+ * runs it) serves what an image pushed: the build answers GET /smoke/deeper as the template says.
+ */
+export async function serveWithWorker (suite: Suite, name: string, lockedApp: LockedApp, wasm: Buffer, undo: UndoStack): Promise<void> {
+  const { check } = suite
+  const worker = join(suite.repo, '.cache', 'worker', 'target', 'release', 'worker')
+  if (!check(existsSync(worker), `${name}: the worker binary is there to serve it (scripts/test-worker.sh)`, worker)) return
+  const dir = mkdtempSync(join(suite.workDir, 'worker-'))
+  undo.push(`rm ${dir}`, () => removeDir(dir))
+  writeFileSync(join(dir, 'smoke.wasm'), wasm)
+  const child = spawn(worker, ['--cache-dir', join(dir, 'cache')], { stdio: ['pipe', 'pipe', 'ignore'] })
+  undo.push('kill the worker', () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  const reply = new Promise<{ ok: boolean; url?: string; error?: string }>((resolve) => createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line) as { ok: boolean })))
+  child.stdin.write(`${JSON.stringify({ id: 1, op: 'load', app: 'smoke', lock: lockedApp, components: { [FUNCTION]: join(dir, 'smoke.wasm') } })}\n`)
   try {
-    const { url } = JSON.parse(await suite.withTimeout(first, 120_000, 'the host to serve the pushed artifact')) as { url: string }
-    const response = await fetch(`${url}/${FUNCTION}/deeper`, { signal: AbortSignal.timeout(30_000) })
+    const loaded = await suite.withTimeout(reply, 120_000, `the worker to load the ${name} build`)
+    if (!check(loaded.ok && loaded.url !== undefined, `${name}: the worker loads it`, loaded)) return
+    const response = await fetch(`${loaded.url!}/${FUNCTION}/deeper`, { signal: AbortSignal.timeout(30_000) })
     const body = await response.text()
-    suite.check(response.status === 200 && body === `hello from ${FUNCTION}\n`, 'builder-js: the pushed component answers through the host: 200 "hello from smoke"', { status: response.status, body })
+    check(response.status === 200 && body === `hello from ${FUNCTION}\n`, `${name}: the pushed build answers through the worker: 200 "hello from smoke"`, { status: response.status, body })
   } catch (error) {
-    suite.check(false, `builder-js: the pushed component answers through the host: ${(error as Error).message}`)
+    check(false, `${name}: the pushed build answers through the worker: ${(error as Error).message}`)
+  } finally {
+    child.stdin.end()
   }
 }
 

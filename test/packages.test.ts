@@ -1,4 +1,4 @@
-// The workspace packages depend one way: the deployables (relay, control, builders, host) and
+// The workspace packages depend one way: the deployables (relay, control, builders) and
 // the users' packages (client, wasmkube, console) import only the shared packages they list
 // (common, spin), never each other, and no relative import leaves a package. This reads every
 // import of every package's sources and fails on one that breaks that.
@@ -16,7 +16,6 @@ const ALLOWED: Record<string, readonly string[]> = {
   relay: ['common'],
   control: ['common', 'spin'],
   builders: ['common', 'spin'],
-  host: ['common', 'spin'],
   client: [],
   wasmkube: [],
   console: [],

@@ -43,7 +43,7 @@ type LockedTrigger = {
   trigger_config: { component: string; route: string; [key: string]: unknown }
 }
 
-export type LockedComponent = {
+type LockedComponent = {
   id: string
   metadata?: Record<string, unknown>
   /** After a push: `{content_type, digest}`, the digest naming the component's wasm layer. */

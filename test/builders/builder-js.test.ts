@@ -1,19 +1,20 @@
 // The js builder end to end with real parts: the template built by the builder program (a
 // child process, configured as a build Job's container is), pushed to a real registry with
-// htpasswd credentials, the manifest read back field by field, then served by the host CLI
-// and invoked. One j2w build in this file (each takes 6-25 s and ~600 MB).
+// htpasswd credentials, the manifest read back field by field, then pulled and loaded into
+// the wasmtime worker as the local runtime does, and invoked. One j2w build in this file (each takes 6-25 s and ~600 MB).
 import t from 'tap'
 import type { ImageConfig, ImageManifest, LockedApp } from '@session-relay/spin/format'
 import { templateFiles } from '@session-relay/spin/templates'
 import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
-import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
+import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
+import { serveImage } from '../helpers/worker.js'
 import { until } from '../helpers/wait.js'
 
 const BUILD_TIMEOUT = 240_000
 // One whole build (BUILD_TIMEOUT), then three runs that stop before or in the bundler.
 t.setTimeout(BUILD_TIMEOUT + 180_000)
 
-t.test('the js template builds, pushes in the Spin format and answers through the host', { timeout: BUILD_TIMEOUT }, async (t) => {
+t.test('the js template builds, pushes in the Spin format and answers through the worker', { timeout: BUILD_TIMEOUT }, async (t) => {
   const registry = await startRegistry(t, { auth: true })
   const config = await dockerConfigDir(t, registry.host, registry.credentials!)
   const archive = await sourceArchive(t, { name: 'demo', language: 'js' }, [{ name: 'hello', route: '/hello/...', files: templateFiles('js', 'hello') }])
@@ -41,22 +42,23 @@ t.test('the js template builds, pushes in the Spin format and answers through th
   t.same(lock.components, [{ id: 'hello', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm', digest: manifest.layers[0]!.digest } }])
   t.ok(manifest.layers[0]!.size > 1_000_000, 'the wasm layer holds a real component')
 
-  const host = await startHost(t, ['--ref', build.termination, '--docker-config', config, '--cache-dir', t.testdir({})])
-  t.equal(host.digest, digest)
-  t.comment(`host start (pull + transpile): ${host.ms} ms`)
   let started = Date.now()
-  const first = await fetch(`${host.url}/hello`)
+  const served = await serveImage(t, build.termination, { dockerConfigDir: config })
+  t.equal(served.digest, digest)
+  t.comment(`pull + load (compile included): ${Date.now() - started} ms`)
+  started = Date.now()
+  const first = await fetch(`${served.url}/hello`)
   t.comment(`first request: ${Date.now() - started} ms`)
   t.equal(first.status, 200)
   t.equal(await first.text(), 'hello from hello\n')
   started = Date.now()
-  const below = await fetch(`${host.url}/hello/deeper/path?x=1`)
+  const below = await fetch(`${served.url}/hello/deeper/path?x=1`)
   t.comment(`warm request: ${Date.now() - started} ms`)
   t.equal(await below.text(), 'hello from hello\n')
   t.equal(below.headers.get('x-request-path'), '/hello/deeper/path')
-  await until(() => host.output().includes('hello: GET /hello/deeper/path'), 5_000, "the component's log line in the host's output")
+  await until(() => served.log().includes('hello: GET /hello/deeper/path'), 5_000, "the component's log line in the worker's log")
   t.pass("the component's stdout is the application's log")
-  const none = await fetch(`${host.url}/elsewhere`)
+  const none = await fetch(`${served.url}/elsewhere`)
   t.equal(none.status, 404)
   await none.body?.cancel()
 })

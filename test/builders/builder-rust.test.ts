@@ -2,7 +2,7 @@
 // `cargo fetch`, compiled offline for wasm32-wasip1 by Debian 13's rustc in a chroot of the
 // toolchain root (scripts/rust-wasm-root.sh, cached in .cache/rust-wasm) with no network,
 // made a component with the preview 1 adapter, pushed to a real registry in the Spin format,
-// then loaded into the wasmtime worker and invoked, and served by the Node host as well. A compile error fails with the file and
+// then loaded into the wasmtime worker and invoked. A compile error fails with the file and
 // line. Needs root (the sandbox's mount namespace and chroot). The template's crates compile in
 // 2-4 min on two shared cores the first time; DEPENDENCY_CACHE keeps them in
 // .cache/test-rust-deps for the next run, as the local runtime keeps an application's.
@@ -11,7 +11,6 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { templateFiles } from '@session-relay/spin/templates'
 import { buildAndRead, checkSpinFormat, invokeThroughWorker } from '../helpers/compiled-builds.js'
-import { startHost } from '../helpers/spin-processes.js'
 import { until } from '../helpers/wait.js'
 
 t.setTimeout(900_000)
@@ -29,12 +28,6 @@ t.test('the rust template builds, pushes in the Spin format and answers through 
   t.equal(answer.text, 'hello from hello\n')
   t.equal(answer.headers.get('x-request-path'), '/hello/deeper')
   await until(() => answer.log().includes('hello: /hello/deeper'), 5_000, "the function's stderr in the worker's log")
-
-  // Today's local runtime, the Node host (jco), runs it too: it is a component.
-  const host = await startHost(t, ['--ref', build.termination, '--cache-dir', t.testdir({})])
-  const viaHost = await fetch(`${host.url}/hello/deeper`)
-  t.equal(viaHost.status, 200)
-  t.equal(await viaHost.text(), 'hello from hello\n')
 })
 
 t.test('a rust compile error fails the build with the file and line in the termination log and the build log', async (t) => {

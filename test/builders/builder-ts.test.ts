@@ -1,18 +1,19 @@
 // The ts builder end to end into the no-cluster store: the template built by the builder
-// program into an OCI image-layout directory, then served by the host CLI from there. One
+// program into an OCI image-layout directory, then pulled from there and loaded into the wasmtime
+// worker as the local runtime does. One
 // j2w build in this file.
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { templateFiles } from '@session-relay/spin/templates'
-import { runBuilder, sourceArchive, startHost } from '../helpers/spin-processes.js'
+import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
+import { serveImage } from '../helpers/worker.js'
 
 const BUILD_TIMEOUT = 240_000
 // One whole build (BUILD_TIMEOUT), then a run that stops in the TypeScript check.
 t.setTimeout(BUILD_TIMEOUT + 120_000)
 
-t.test('the ts template builds into an image-layout directory and answers through the host', { timeout: BUILD_TIMEOUT }, async (t) => {
+t.test('the ts template builds into an image-layout directory and answers through the worker', { timeout: BUILD_TIMEOUT }, async (t) => {
   const store = t.testdir({})
   const archive = await sourceArchive(t, { name: 'shop', language: 'ts' }, [
     { name: 'greet', route: '/greet/...', files: templateFiles('ts', 'greet') },
@@ -25,15 +26,13 @@ t.test('the ts template builds into an image-layout directory and answers throug
   const index = JSON.parse(await readFile(join(store, 'index.json'), 'utf8'))
   t.equal(index.manifests[0].annotations['org.opencontainers.image.ref.name'], 'b7')
 
-  const cache = await mkdtemp(join(tmpdir(), 'host-cache-'))
-  t.teardown(() => rm(cache, { recursive: true, force: true }))
-  const host = await startHost(t, ['--ref', `oci-layout:${store}:b7`, '--cache-dir', cache])
-  t.equal(`oci-layout:${store}@${host.digest}`, build.termination)
-  const greet = await fetch(`${host.url}/greet/someone`)
+  const served = await serveImage(t, `oci-layout:${store}:b7`)
+  t.equal(`oci-layout:${store}@${served.digest}`, build.termination)
+  const greet = await fetch(`${served.url}/greet/someone`)
   t.equal(await greet.text(), 'hello from greet\n')
-  const root = await fetch(`${host.url}/anything/else`)
+  const root = await fetch(`${served.url}/anything/else`)
   t.equal(await root.text(), 'hello from root\n', 'the longer prefix wins, /... takes the rest')
-  const again = await fetch(`${host.url}/greet`)
+  const again = await fetch(`${served.url}/greet`)
   t.equal(await again.text(), 'hello from greet\n', 'every request gets its own instance')
 })
 

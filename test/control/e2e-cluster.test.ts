@@ -2,7 +2,7 @@
 // against the fake Kubernetes API, whose Job handling runs the builder program with the Job's
 // environment and the Secret's archive, pushing to a real distribution registry with htpasswd
 // credentials; a fake spin-operator whose shim pulls the SpinApp's image from that registry,
-// checks it and serves it with the host; and invoke through the control plane and the API
+// checks it and serves it through the wasmtime worker; and invoke through the control plane and the API
 // server's service proxy, answered by the component; then a variable reaches it without a
 // rebuild through PATCH (relocked image, SpinApp variables from a Secret). One real js build.
 // Then the same build on the real API server (test/helpers/kube-apiserver.ts), with the test
@@ -64,7 +64,7 @@ t.test('js in the cluster: Job → builder → registry → SpinApp → shim →
   t.match(log.text, build!.imageRef!, "the pod's log, kept: the builder names what it pushed")
 
   await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true,
-    60_000, 'the SpinApp ready')
+    120_000, 'the SpinApp ready (the worker compiles the component at its first load)')
   const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/through/the/proxy' } })
   t.equal(reply.status, 200)
   t.match(reply.body, { status: 200, body: `hello from ${fn.name}\n`, headers: { 'x-request-path': ['/through/the/proxy'] } })

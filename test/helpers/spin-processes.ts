@@ -1,5 +1,5 @@
-// The builder and the host as the control plane and the local runtime run them: compiled
-// programs in child processes, configured by their documented environment and flags.
+// The builder as the control plane and the local runtime run it: a compiled program in a child
+// process, configured by its documented environment.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -14,7 +14,6 @@ import { stopAtTeardown } from './stop-child.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 export const BUILDER = join(root, 'builders/dist/main.js')
-export const HOST = join(root, 'host/dist/main.js')
 
 // The parent's environment without tap's runner settings (TAP*), the registry credentials and
 // the control plane's own settings. tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays.
@@ -62,27 +61,4 @@ export async function runBuilder (t: Test, env: Record<string, string>): Promise
   })
   const termination = existsSync(terminationLog) ? await readFile(terminationLog, 'utf8') : ''
   return { code, log, termination, ms: Date.now() - started }
-}
-
-export type RunningHost = { url: string; digest: string; output: () => string; ms: number; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
-
-export async function startHost (t: Test, args: string[], env: Record<string, string> = {}): Promise<RunningHost> {
-  const started = Date.now()
-  const child = spawn(process.execPath, [compiled(HOST), ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  stopAtTeardown(t, child)
-  let stdout = ''
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })))
-  const first = await new Promise<string>((resolve, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk
-      const newline = stdout.indexOf('\n')
-      if (newline !== -1) resolve(stdout.slice(0, newline))
-    })
-    child.once('error', reject)
-    child.once('exit', (code) => reject(new Error(`the host exited with ${String(code)} before listening: ${stderr}`)))
-  })
-  const line = JSON.parse(first) as { url: string; digest: string }
-  return { url: line.url, digest: line.digest, output: () => stdout + stderr, ms: Date.now() - started, exited }
 }

@@ -1,7 +1,8 @@
 // The wasmtime worker (worker/) as the local runtime drives it: a child process speaking its
 // line protocol on stdin/stdout (worker/README.md). The release binary is the one
 // scripts/test-worker.sh builds into .cache/worker/target (npm test runs it); a test that
-// needs it and finds none fails naming that script.
+// needs it and finds none fails naming that script. serveImage pulls a built artifact the way
+// the local runtime does (common/src/spin/unpack.ts: checked as the shim checks it) and loads it.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -10,6 +11,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
+import { unpackSpinApp } from '@session-relay/spin/unpack'
 import { stopAtTeardown } from './stop-child.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
@@ -45,4 +47,15 @@ export async function startWorker (t: Test): Promise<Worker> {
     }),
     log: () => stderr,
   }
+}
+
+/** The Spin application `image` pulled (a registry with `dockerConfigDir`'s credentials, or an OCI layout) and loaded into a worker of its own. */
+export async function serveImage (t: Test, image: string, options: { dockerConfigDir?: string } = {}): Promise<{ url: string; digest: string; log: () => string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'worker-app-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const app = await unpackSpinApp(image, dir, { dockerConfigDir: options.dockerConfigDir ?? null })
+  const worker = await startWorker(t)
+  const reply = await worker.send({ op: 'load', app: 'app', lock: app.lockedApp, components: app.components })
+  if (reply.ok !== true) throw new Error(`the worker refused ${image}: ${JSON.stringify(reply)}\n${worker.log()}`)
+  return { url: String(reply.url), digest: app.digest, log: worker.log }
 }

@@ -115,7 +115,9 @@ pub fn build(
             .components
             .get(&component.id)
             .ok_or_else(|| format!("component {}: no wasm file given", component.id))?;
-        let (digest, compiled) = cache.load(path, component.source.digest.as_deref())?;
+        let (digest, compiled) = cache
+            .load(path, component.source.digest.as_deref())
+            .map_err(|e| format!("component {}: {e}", component.id))?;
         let mut hosts = Vec::new();
         for host in component.allowed_outbound_hosts()? {
             hosts.push(

@@ -1,6 +1,7 @@
 //! Components written in the component model's text format, so these run without the js
 //! toolchain: a handler that never returns (the deadline), and one importing an interface
-//! the worker does not give (refused at load, naming the import).
+//! the worker does not give (refused at load, naming the import); and bytes that are no
+//! component at all.
 
 mod common;
 
@@ -114,4 +115,32 @@ fn an_import_the_worker_does_not_give_fails_the_load() {
             .contains("fermyon:spin/key-value@2.0.0"),
         "{reply}"
     );
+}
+
+#[test]
+fn bytes_that_are_not_a_component_fail_the_load_and_leave_no_compiled_file() {
+    // A cache of its own: what is in it after the refused load is this test's doing.
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("not-wasm-cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::create_dir_all(&cache).unwrap();
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("not-wasm.wasm");
+    std::fs::write(&path, b"this is not wasm").unwrap();
+    let mut worker = Worker::start_with_cache(&cache, &[]);
+    let lock = json!({"spin_lock_version": 1,
+        "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "broken", "route": "/..."}}],
+        "components": [{"id": "broken", "source": {"content_type": "application/wasm"}}]});
+    let reply = worker
+        .send(json!({"op": "load", "app": "broken", "lock": lock, "components": {"broken": path}}));
+    assert_eq!(reply["ok"], json!(false), "{reply}");
+    assert!(
+        reply["error"].as_str().unwrap().contains("broken"),
+        "the error names the component: {reply}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        0,
+        "neither a compiled file nor a temporary one is left"
+    );
+    let reply = worker.send(json!({"op": "stats"}));
+    assert_eq!(reply["ok"], json!(true), "the worker goes on: {reply}");
 }

@@ -39,7 +39,7 @@ export async function getFunction (db: Database, appId: string, fnId: string): P
   return row === undefined ? null : toFunction(row)
 }
 
-/** A new function's first files, from its application's language (builders/src/templates.ts). */
+/** A new function's first files, from its application's language (spin/src/templates.ts). */
 export type Scaffold = (language: LanguageT, functionName: string) => Record<string, string>
 
 /** Insert a function and its source (`files`, empty by default) inside the caller's transaction. */

@@ -68,28 +68,55 @@ fn unmap(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Loopback, private, link-local, shared (100.64/10), documentation, benchmarking, 6to4 relay,
+/// multicast, reserved and "this network" ranges: none is a public service a function may call.
+const INTERNAL_V4: [(u32, u8); 15] = [
+    (0x0000_0000, 8),  // 0.0.0.0/8
+    (0x0a00_0000, 8),  // 10.0.0.0/8
+    (0x6440_0000, 10), // 100.64.0.0/10, carrier-grade NAT: a provider's internal network
+    (0x7f00_0000, 8),  // 127.0.0.0/8
+    (0xa9fe_0000, 16), // 169.254.0.0/16, cloud metadata among it
+    (0xac10_0000, 12), // 172.16.0.0/12
+    (0xc000_0000, 24), // 192.0.0.0/24
+    (0xc000_0200, 24), // 192.0.2.0/24
+    (0xc058_6300, 24), // 192.88.99.0/24
+    (0xc0a8_0000, 16), // 192.168.0.0/16
+    (0xc612_0000, 15), // 198.18.0.0/15
+    (0xc633_6400, 24), // 198.51.100.0/24
+    (0xcb00_7100, 24), // 203.0.113.0/24
+    (0xe000_0000, 4),  // 224.0.0.0/4, multicast
+    (0xf000_0000, 4),  // 240.0.0.0/4, reserved and broadcast
+];
+
+/// The IPv6 counterparts, and the forms that carry an IPv4 address a gateway would reach for
+/// the function (IPv4-compatible, NAT64, 6to4): refused whatever address they embed.
+const INTERNAL_V6: [(u128, u8); 12] = [
+    (0, 96), // ::/96: unspecified, loopback, IPv4-compatible
+    (0x0064_ff9b_0000_0000_0000_0000_0000_0000, 96), // 64:ff9b::/96, NAT64
+    (0x0064_ff9b_0001_0000_0000_0000_0000_0000, 48), // 64:ff9b:1::/48, local NAT64
+    (0x0100_0000_0000_0000_0000_0000_0000_0000, 64), // 100::/64, discard
+    (0x2001_0000_0000_0000_0000_0000_0000_0000, 23), // 2001::/23, protocol assignments (Teredo among them)
+    (0x2001_0db8_0000_0000_0000_0000_0000_0000, 32), // 2001:db8::/32, documentation
+    (0x2002_0000_0000_0000_0000_0000_0000_0000, 16), // 2002::/16, 6to4
+    (0xfc00_0000_0000_0000_0000_0000_0000_0000, 7),  // fc00::/7, unique local
+    (0xfe80_0000_0000_0000_0000_0000_0000_0000, 10), // fe80::/10, link-local
+    (0xfec0_0000_0000_0000_0000_0000_0000_0000, 10), // fec0::/10, the old site-local
+    (0xff00_0000_0000_0000_0000_0000_0000_0000, 8),  // ff00::/8, multicast
+    (1, 128),                                        // ::1 (inside ::/96 too: named for the reader)
+];
+
 fn is_internal_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || a == 0
-        // 100.64.0.0/10, carrier-grade NAT: a provider's internal network.
-        || (a == 100 && (64..128).contains(&b))
+    let value = u32::from(ip);
+    INTERNAL_V4
+        .iter()
+        .any(|&(base, bits)| value >> (32 - bits) == base >> (32 - bits))
 }
 
 fn is_internal_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
-    ip.is_loopback()
-        || ip.is_unspecified()
-        || ip.is_multicast()
-        // fc00::/7 unique local, fe80::/10 link-local, fec0::/10 the old site-local.
-        || (first & 0xfe00) == 0xfc00
-        || (first & 0xffc0) == 0xfe80
-        || (first & 0xffc0) == 0xfec0
+    let value = u128::from(ip);
+    INTERNAL_V6
+        .iter()
+        .any(|&(base, bits)| value >> (128 - bits) == base >> (128 - bits))
 }
 
 #[derive(Debug, Clone, Default)]
@@ -145,7 +172,29 @@ mod tests {
         ] {
             assert!(!none.permits(ip(refused)), "{refused}");
         }
-        for permitted in ["93.184.216.34", "2606:2800:220:1::1", "172.32.0.1"] {
+        for refused in [
+            "::ffff:10.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a00:1",
+            "2001:db8::1",
+            "2002:7f00:1::1",
+            "::127.0.0.1",
+            "ff02::1",
+            "fec0::1",
+            "100::1",
+            "198.18.0.1",
+            "203.0.113.9",
+            "240.0.0.1",
+            "255.255.255.255",
+        ] {
+            assert!(!none.permits(ip(refused)), "{refused}");
+        }
+        for permitted in [
+            "93.184.216.34",
+            "2606:2800:220:1::1",
+            "2606:4700::1111",
+            "172.32.0.1",
+        ] {
             assert!(none.permits(ip(permitted)), "{permitted}");
         }
         let loopback = AddressPolicy::parse("127.0.0.0/8, 10.0.0.5").unwrap();
@@ -154,6 +203,64 @@ mod tests {
         assert!(loopback.permits(ip("10.0.0.5")));
         assert!(!loopback.permits(ip("10.0.0.6")));
         assert!(!loopback.permits(ip("::1")));
+    }
+
+    // An independent statement of the IPv4 ranges that must be refused (RFC 6890's special
+    // purpose registry), against addresses spread over the whole space and the ranges' edges:
+    // each refused exactly when it is in one, in its IPv4-mapped spelling too.
+    const REFUSED: [(&str, u8); 15] = [
+        ("0.0.0.0", 8),
+        ("10.0.0.0", 8),
+        ("100.64.0.0", 10),
+        ("127.0.0.0", 8),
+        ("169.254.0.0", 16),
+        ("172.16.0.0", 12),
+        ("192.0.0.0", 24),
+        ("192.0.2.0", 24),
+        ("192.88.99.0", 24),
+        ("192.168.0.0", 16),
+        ("198.18.0.0", 15),
+        ("198.51.100.0", 24),
+        ("203.0.113.0", 24),
+        ("224.0.0.0", 4),
+        ("240.0.0.0", 4),
+    ];
+
+    #[test]
+    fn every_ipv4_address_is_refused_exactly_in_a_special_range() {
+        let ranges: Vec<Cidr> = REFUSED
+            .iter()
+            .map(|(base, bits)| Cidr::parse(&format!("{base}/{bits}")).unwrap())
+            .collect();
+        let mut samples: Vec<u32> = Vec::new();
+        for cidr in &ranges {
+            let IpAddr::V4(base) = cidr.base else {
+                unreachable!()
+            };
+            let first = u32::from(base);
+            let size = 1u64 << (32 - cidr.bits);
+            let last = (u64::from(first) + size - 1) as u32;
+            samples.extend([first.wrapping_sub(1), first, last, last.wrapping_add(1)]);
+        }
+        // A fixed xorshift sequence: the same million addresses every run.
+        let mut x: u32 = 0x9e37_79b9;
+        for _ in 0..1_000_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            samples.push(x);
+        }
+        let none = AddressPolicy::default();
+        for value in samples {
+            let v4 = Ipv4Addr::from(value);
+            let expected = ranges.iter().any(|cidr| cidr.contains(IpAddr::V4(v4)));
+            assert_eq!(!none.permits(IpAddr::V4(v4)), expected, "{v4}");
+            assert_eq!(
+                !none.permits(IpAddr::V6(v4.to_ipv6_mapped())),
+                expected,
+                "::ffff:{v4}"
+            );
+        }
     }
 
     #[test]
