@@ -35,7 +35,7 @@ export const settings: ReadonlyArray<Setting<HostConfig>> = [
   { key: 'insecureRegistry', env: 'SPIN_HOST_INSECURE_REGISTRY', flag: '--insecure-registry', default: 'false', parse: parseBoolean, help: 'pull over plain http from a registry that is not on loopback' },
   { key: 'requestTimeoutMs', env: 'SPIN_HOST_REQUEST_TIMEOUT', flag: '--request-timeout', default: '30s', parse: parseTimerDuration, help: 'longest a request may take' },
   { key: 'maxBodyBytes', env: 'SPIN_HOST_MAX_BODY', flag: '--max-body', default: '10MiB', parse: parsePositiveBytes, help: 'largest request body passed to a component; a bigger one is answered 413' },
-  { key: 'allowPrivateOutbound', env: ALLOWED_RANGES_ENV, flag: '--allow-private-outbound', default: '', parse: parseRanges, help: "address ranges (CIDR, comma-separated) the functions' outgoing requests may reach although they are loopback, private or link-local; none by default" },
-  { key: 'variablesStdin', env: 'SPIN_HOST_VARIABLES_STDIN', flag: '--variables-stdin', default: 'false', parse: parseBoolean, help: "read the variables' values as one JSON object {name: value} from stdin before starting, in place of SPIN_VARIABLE_* (keeps them out of every environment)" },
+  { key: 'allowPrivateOutbound', env: ALLOWED_RANGES_ENV, flag: '--allow-private-outbound', default: '', parse: parseRanges, help: 'private address ranges (CIDR) functions may reach; none by default' },
+  { key: 'variablesStdin', env: 'SPIN_HOST_VARIABLES_STDIN', flag: '--variables-stdin', default: 'false', parse: parseBoolean, help: "read the variables' values as one JSON object from stdin" },
   { key: 'logLevel', env: 'SPIN_HOST_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, help: "the host's own log level (pino, on stderr)" },
 ]
