@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { CLOSE_GRACE_MS } from '../../relay/src/session/closing.js'
-import { backlogGauge, createSession, delay, pair, startTestRelay } from '../helpers/relay.js'
+import { backlogGauge, createSession, drained, pair, startTestRelay, turn } from '../helpers/relay.js'
 import { until } from '../helpers/wait.js'
 import type { TestPeer } from '../helpers/relay.js'
 
@@ -105,9 +105,9 @@ async function push (peer: TestPeer): Promise<number> {
       peer.socket.send(CHUNK)
       sent += CHUNK.length
     } else {
-      await delay(1)
+      await drained(peer)
     }
-    if (sent % (16 * CHUNK.length) === 0) await delay(0)
+    if (sent % (16 * CHUNK.length) === 0) await turn()
   }
   return sent
 }
