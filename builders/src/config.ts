@@ -33,7 +33,7 @@ function parseLanguage (text: string): Language {
 
 export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
   { key: 'sourceArchive', env: 'SOURCE_ARCHIVE', flag: '--source-archive', default: '', parse: required('the source archive'), help: 'the .tar.gz of spin.toml and functions/{name}/... the control plane packed' },
-  { key: 'imageRef', env: 'IMAGE_REF', flag: '--image-ref', default: '', parse: (text) => parseRef(required('the image reference')(text)), help: 'where to push: host[:port]/repo:tag, or oci-layout:/abs/dir:tag for an image-layout directory' },
+  { key: 'imageRef', env: 'IMAGE_REF', flag: '--image-ref', default: '', parse: (text) => parseRef(required('the image reference')(text)), help: 'where to push: host[:port]/repo:tag, or oci-layout:/abs/dir:tag' },
   { key: 'application', env: 'APPLICATION', flag: '--application', default: '', parse: required('the application name'), help: "the application's name (for the build log)" },
   { key: 'language', env: 'LANGUAGE', flag: '--language', default: '', parse: parseLanguage, help: 'js, ts, go or rust' },
   { key: 'buildId', env: 'BUILD_ID', flag: '--build-id', default: '', parse: required('the build id'), help: 'the build id; the tag when IMAGE_REF has none' },
@@ -41,7 +41,7 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
   { key: 'terminationLog', env: 'TERMINATION_LOG', flag: '--termination-log', default: '/dev/termination-log', parse: anyText, help: 'file that receives the pinned reference, or the reason of a failure' },
   { key: 'insecureRegistry', env: 'INSECURE_REGISTRY', flag: '--insecure-registry', default: 'false', parse: parseBoolean, help: 'push over plain http to a registry that is not on loopback (loopback always may)' },
   { key: 'stepTimeoutMs', env: 'BUILD_STEP_TIMEOUT', flag: '--build-step-timeout', default: '10m', parse: parseTimerDuration, help: 'longest one build step (bundle, componentize, compile) may run' },
-  { key: 'dependencyCache', env: 'DEPENDENCY_CACHE', flag: '--dependency-cache', default: '', parse: anyText, help: "go and rust: directory of this application's downloaded modules and crates and compiled output, kept between its builds (one per application: never shared between tenants); empty for a fresh one per build" },
-  { key: 'rustRoot', env: 'RUST_ROOT', flag: '--rust-root', default: '', parse: anyText, help: "rust: the toolchain root (Debian's rustc, cargo, wasm32 standard library and the preview 1 adapter; scripts/rust-wasm-root.sh makes it); empty for the checkout's .cache/rust-wasm/current; / when the builder's own root is it (the rust image)" },
+  { key: 'dependencyCache', env: 'DEPENDENCY_CACHE', flag: '--dependency-cache', default: '', parse: anyText, help: "go and rust: this application's kept dependency cache; empty: fresh" },
+  { key: 'rustRoot', env: 'RUST_ROOT', flag: '--rust-root', default: '', parse: anyText, help: 'rust: the toolchain root; empty: .cache/rust-wasm/current' },
   { key: 'maxStepOutputBytes', env: 'BUILD_STEP_MAX_OUTPUT', flag: '--build-step-max-output', default: '4MiB', parse: parsePositiveBytes, help: 'most output one build step may print to the build log' },
 ]

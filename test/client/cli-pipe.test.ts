@@ -37,7 +37,6 @@ t.test('100 MiB through two relay attach processes arrive byte for byte, in boun
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
-  const started = Date.now()
   const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`])
   const receiver = runCli(t, ['attach', url], { RELAY_TOKEN: session.responder_token })
   receiver.child.stdin.end()
@@ -48,12 +47,12 @@ t.test('100 MiB through two relay attach processes arrive byte for byte, in boun
     sender.exited,
     receiver.exited,
   ])
-  const seconds = (Date.now() - started) / 1000
   t.equal(received.bytes, 100 * MiB)
   t.equal(received.digest, data.digest(), 'sha256 equal on both sides')
   t.equal(senderCode, 0, `sender exit 0 (${sender.stderr()})`)
   t.equal(receiverCode, 0, `receiver exit 0 (${receiver.stderr()})`)
-  t.comment(`100 MiB in ${seconds.toFixed(1)} s; peak RSS sender ${(sender.peakRss() / MiB).toFixed(0)} MiB, receiver ${(receiver.peakRss() / MiB).toFixed(0)} MiB`)
+  // Its speed is bench/client-pipe.ts's to measure (npm run bench:client), against raw ws peers.
+  t.comment(`peak RSS sender ${(sender.peakRss() / MiB).toFixed(0)} MiB, receiver ${(receiver.peakRss() / MiB).toFixed(0)} MiB`)
   // Node itself takes ~50 MiB; the stream may add its 4 MiB window and buffers, not the 100 MiB.
   t.ok(sender.peakRss() < 150 * MiB, 'sender memory bounded')
   t.ok(receiver.peakRss() < 150 * MiB, 'receiver memory bounded')

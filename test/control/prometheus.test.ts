@@ -163,10 +163,10 @@ t.test('application and function series: the numbers PromQL computes from cAdvis
   const noneFn = await metrics(control, `/applications/${empty.id}/functions/${firstFunction(empty).id}/metrics`)
   t.same(noneFn.series, { requestRate: { points: [], unit: 'req/s' }, latencyP95: { points: [], unit: 'ms' }, errorRate: { points: [], unit: 'req/s' } })
 
-  // Points fall on whole multiples of 15 s: the first may still be a few seconds away.
+  // Points fall on whole multiples of 15 s: the first may still be a few scrapes away.
   let defaults = await metrics(control, `/applications/${shop.id}/metrics`)
   for (let i = 0; i < 20 && (defaults.series.memory as Series).points.length === 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    await prometheus.scrapes(1)
     defaults = await metrics(control, `/applications/${shop.id}/metrics`)
   }
   t.equal(defaults.range, '15m')

@@ -2,12 +2,11 @@
 // touches only their tenants' applications (403 under anyone else's, on every route), names
 // are unique per tenant, an admin sees and changes all, a read-only member reads everything of
 // their tenants and writes nothing.
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import type { Test } from 'tap'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import { startPrometheus } from '../fixtures/prometheus.js'
 import type { OidcFixture } from '../fixtures/oidc-provider.js'
 import { openDatabase } from '@session-relay/control/store/db'
 import { migrate, migrations } from '@session-relay/control/store/migrations'
@@ -228,26 +227,19 @@ t.test('in the cluster two tenants\' hello never collide: own SpinApp, image and
 })
 
 t.test('the overview counts only the caller\'s tenants (an admin\'s: the platform); /metrics counts per tenant', async (t) => {
-  const queries: string[] = []
-  const prometheus = createServer((request, response) => {
-    let text = ''
-    request.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => {
-      queries.push(new URLSearchParams(text).get('query') ?? '')
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [] } }))
-    })
-  })
-  t.teardown(() => new Promise<void>((resolve) => { prometheus.closeAllConnections(); prometheus.close(() => resolve()) }))
-  await new Promise<void>((resolve) => prometheus.listen(0, '127.0.0.1', resolve))
-  const { control, oidc } = await setUp(t, [...ROLES, '--prometheus-url', `http://127.0.0.1:${(prometheus.address() as AddressInfo).port}`])
+  // A real Prometheus: its query log says what the overview asked, and it parses every query.
+  const prometheus = await startPrometheus(t, { targets: [] })
+  const { control, oidc } = await setUp(t, [...ROLES, '--prometheus-url', prometheus.url])
   const both = await oidc.idToken({ claims: { groups: ['red', 'a.b|c'] } })
   const admin = await oidc.idToken({ claims: { roles: 'platform-admin' } })
   t.equal((await control.call('GET', '/overview/metrics', { token: both })).status, 200)
-  t.same(queries.splice(0), [
-    'sum(rate(platform_tenant_http_requests_total{tenant=~"red|a\\\\.b\\\\|c"}[60s]))',
+  const memberQueries = prometheus.queries()
+  t.same([...memberQueries].sort(), [
     'sum(rate(platform_tenant_builds_finished_total{tenant=~"red|a\\\\.b\\\\|c"}[60s]))',
+    'sum(rate(platform_tenant_http_requests_total{tenant=~"red|a\\\\.b\\\\|c"}[60s]))',
   ], 'a member: its tenants\' series, names matched literally')
   t.equal((await control.call('GET', '/overview/metrics', { token: admin })).status, 200)
-  t.match(queries.splice(0), [/^sum\(rate\(platform_http_requests_total\{/, /^sum\(rate\(platform_builds_finished_total\[/], 'an admin: the platform\'s')
+  t.match(prometheus.queries().slice(memberQueries.length).sort(), [/^sum\(rate\(platform_builds_finished_total\[/, /^sum\(rate\(platform_http_requests_total\{/], 'an admin: the platform\'s')
 
   const app = await create(control, both, 'hello', 'red')
   await control.call('GET', `/applications/${app.id}`, { token: both })

@@ -158,6 +158,18 @@ export async function pair (relay: TestRelay): Promise<{ session: Created; initi
 
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** One turn of the event loop: what a tight sending loop yields so the sockets' events run. */
+export const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/** Resolves once `peer`'s TCP socket has written out what it held ('drain'), or the connection is closed. */
+export function drained (peer: TestPeer): Promise<void> {
+  const tcp = (peer.socket as unknown as { _socket?: NodeJS.EventEmitter })._socket
+  return Promise.race([
+    tcp === undefined ? Promise.resolve() : new Promise<void>((resolve) => tcp.once('drain', resolve)),
+    peer.closed.then(() => undefined),
+  ])
+}
+
 export { until } from './wait.js'
 
 /** relay_outgoing_backlog_bytes from the relay's /metrics. */

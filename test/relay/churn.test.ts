@@ -80,20 +80,20 @@ async function lifecycle (relay: TestRelay, index: number): Promise<TestPeer[]> 
   return [initiator, first, responder]
 }
 
-/** Attach again; until the relay has noticed the drop the slot still answers 409. */
+/** Attach again; until the relay has noticed the drop the slot answers 409, and each 409 is the cue for the next try. */
 async function reattach (url: string, token: string): Promise<TestPeer> {
   for (;;) {
     try {
       return await attach(url, { token })
     } catch (error) {
       if ((error as { refusal?: { status: number } }).refusal?.status !== 409) throw error
-      await new Promise((resolve) => setTimeout(resolve, 5))
     }
   }
 }
 
 async function snapshot () {
-  await new Promise((resolve) => setTimeout(resolve, 100)) // let closed sockets' callbacks run
+  // Every peer's close has been seen (round awaits them): one turn lets their callbacks finish.
+  await new Promise((resolve) => setImmediate(resolve))
   for (let i = 0; i < 4; i++) gc()
   const resources: Record<string, number> = {}
   for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { attach, createSession, delay, getSession, pair, refusalOf, startTestRelay, until } from '../helpers/relay.js'
+import { attach, createSession, drained, getSession, pair, refusalOf, startTestRelay, turn, until } from '../helpers/relay.js'
 
 t.test('frames flow both ways, in order, byte-exact, with their text or binary type', async (t) => {
   const relay = await startTestRelay(t)
@@ -226,7 +226,8 @@ t.test('a receiver that stops reading: the session closes with 4003, other sessi
   const pump = async (): Promise<void> => {
     while (sending && initiator.socket.readyState === initiator.socket.OPEN) {
       if (initiator.socket.bufferedAmount < 1024 * 1024) initiator.socket.send(chunk)
-      await delay(1)
+      else await drained(initiator)
+      await turn()
     }
   }
   void pump()

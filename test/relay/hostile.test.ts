@@ -238,14 +238,14 @@ function randomKey (random: () => number): string {
 
 /** One request over its own TCP connection, written byte for byte; the answer, or that it was closed unanswered. */
 function raw (port: number, method: string, path: string, headers: Record<string, string> = {}, body: Buffer = Buffer.alloc(0)): Promise<Raw> {
-  return new Promise((resolve, reject) => {
+  // No deadline of its own: a request the relay sits on hangs the file until tap's timeout fails it.
+  return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     const lines = [`${method} ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)]
     if (body.length > 0 || ['POST', 'PUT', 'PATCH'].includes(method)) lines.push(`Content-Length: ${body.length}`)
     socket.write(Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1'), body]))
     let data = Buffer.alloc(0)
-    const done = (answer: Raw): void => { socket.destroy(); clearTimeout(timer); resolve(answer) }
-    const timer = setTimeout(() => reject(new Error(`no answer within 5 s to ${method} ${path.slice(0, 80)}`)), 5_000)
+    const done = (answer: Raw): void => { socket.destroy(); resolve(answer) }
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk])
       const end = data.indexOf('\r\n\r\n')

@@ -230,14 +230,13 @@ t.test('malformed patterns are rejected when compiled', async (t) => {
   t.throws(() => compileOriginPolicy(['https://example.com'], 'https'), { message: /without a scheme/ })
 })
 
-t.test('hostile input is handled quickly', async (t) => {
+// No stopwatch: at a million labels a matcher that backtracks (quadratic or worse) would take
+// hours and the file's timeout fails it, while a linear one answers in milliseconds.
+t.test('hostile input: a million labels get their answer', async (t) => {
   const allows = compileOriginPolicy(['*.example.com:*'], 'https')
-  const long = `https://${'a.'.repeat(100_000)}example.co`
-  const start = performance.now()
-  t.notOk(allows(long, relayHost))
-  t.notOk(allows(`https://${'a-'.repeat(100_000)}!`, relayHost))
-  t.ok(allows(`https://${'a.'.repeat(100_000)}example.com`, relayHost))
-  t.ok(performance.now() - start < 1000, 'linear time')
+  t.notOk(allows(`https://${'a.'.repeat(1_000_000)}example.co`, relayHost))
+  t.notOk(allows(`https://${'a-'.repeat(1_000_000)}!`, relayHost))
+  t.ok(allows(`https://${'a.'.repeat(1_000_000)}example.com`, relayHost))
 })
 
 function escape (text: string): string {

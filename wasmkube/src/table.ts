@@ -44,7 +44,7 @@ export const COMMANDS = {
     options: {
       ...server, ...json,
       name: { type: 'string', value: 'NAME', help: 'the application (created when it does not exist)' },
-      language: { type: 'string', value: 'L', help: 'js, ts, go or rust (default: from the files: go.mod, Cargo.toml, tsconfig.json, package.json)' },
+      language: { type: 'string', value: 'L', help: 'js, ts, go or rust (default: from go.mod, Cargo.toml, tsconfig.json or package.json)' },
     },
     details: "DIR becomes the application's first function's source. Skipped: .git, node_modules, target,\ndist, and what .gitignore or .wasmkubeignore name (names and simple * patterns). What the server\nwould refuse (a binary or non-UTF-8 file, too many files) is refused before anything is sent.\nThe build log goes to stderr; a failed build exits 1 with the compiler's error.",
   },
