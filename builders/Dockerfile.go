@@ -7,35 +7,29 @@ ARG BASE_IMAGE=node:24.21.0-trixie-slim
 ARG GO_VERSION=1.26.8
 ARG GO_ZIP_SHA256=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
 
+# The lockfile and every workspace's manifest, which npm ci checks the lockfile against.
+FROM scratch AS manifests
+COPY package.json package-lock.json /
+COPY common/package.json /common/
+COPY spin/package.json /spin/
+COPY relay/package.json /relay/
+COPY control/package.json /control/
+COPY builders/package.json /builders/
+COPY client/package.json /client/
+COPY console/package.json /console/
+COPY wasmkube/package.json /wasmkube/
+
 # The builder program's run-time dependencies (`-w builders`): tar-stream (the archive) and
 # jco-transpile (which go builds never load); its js toolchain is optional and omitted, and
 # the relay's and the control plane's packages stay out.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
-COPY package.json package-lock.json ./
-# npm ci checks the lockfile against every workspace's manifest.
-COPY common/package.json ./common/
-COPY spin/package.json ./spin/
-COPY relay/package.json ./relay/
-COPY control/package.json ./control/
-COPY builders/package.json ./builders/
-COPY client/package.json ./client/
-COPY console/package.json ./console/
-COPY wasmkube/package.json ./wasmkube/
+COPY --from=manifests / ./
 RUN npm ci -w builders --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
-# npm ci checks the lockfile against every workspace's manifest.
-COPY common/package.json ./common/
-COPY spin/package.json ./spin/
-COPY relay/package.json ./relay/
-COPY control/package.json ./control/
-COPY builders/package.json ./builders/
-COPY client/package.json ./client/
-COPY console/package.json ./console/
-COPY wasmkube/package.json ./wasmkube/
+COPY --from=manifests / ./
 # The `node` devDependency (a host's Node 22) has no binary without its install script, and
 # this stage builds with the image's own Node 24: its dangling link goes.
 RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node

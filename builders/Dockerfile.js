@@ -5,6 +5,18 @@
 # Needs a writable /tmp (an emptyDir when the root is read-only) and about 1 GiB of memory.
 ARG BASE_IMAGE=node:24.21.0-trixie-slim
 
+# The lockfile and every workspace's manifest, which npm ci checks the lockfile against.
+FROM scratch AS manifests
+COPY package.json package-lock.json /
+COPY common/package.json /common/
+COPY spin/package.json /spin/
+COPY relay/package.json /relay/
+COPY control/package.json /control/
+COPY builders/package.json /builders/
+COPY client/package.json /client/
+COPY console/package.json /console/
+COPY wasmkube/package.json /wasmkube/
+
 # The builder's own dependencies only (`-w builders`: its package, the shared ones it names and
 # its optional js/ts toolchain), at the lockfile's versions. Then what a build never loads is
 # emptied (the template builds without it in `npm run test:images`): binaryen (wasm-opt: only
@@ -14,16 +26,7 @@ ARG BASE_IMAGE=node:24.21.0-trixie-slim
 # declared dependency's directory to exist.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
-COPY package.json package-lock.json ./
-# npm ci checks the lockfile against every workspace's manifest.
-COPY common/package.json ./common/
-COPY spin/package.json ./spin/
-COPY relay/package.json ./relay/
-COPY control/package.json ./control/
-COPY builders/package.json ./builders/
-COPY client/package.json ./client/
-COPY console/package.json ./console/
-COPY wasmkube/package.json ./wasmkube/
+COPY --from=manifests / ./
 RUN npm ci -w builders --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
  && test -f node_modules/@spinframework/build-tools/dist/index.js \
  && for unused in node_modules/binaryen node_modules/@bytecodealliance/componentize-js-0-19-3 \
@@ -32,16 +35,7 @@ RUN npm ci -w builders --omit=dev --ignore-scripts --no-audit --no-fund && npm c
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
-# npm ci checks the lockfile against every workspace's manifest.
-COPY common/package.json ./common/
-COPY spin/package.json ./spin/
-COPY relay/package.json ./relay/
-COPY control/package.json ./control/
-COPY builders/package.json ./builders/
-COPY client/package.json ./client/
-COPY console/package.json ./console/
-COPY wasmkube/package.json ./wasmkube/
+COPY --from=manifests / ./
 # The `node` devDependency (a host's Node 22) has no binary without its install script, and
 # this stage builds with the image's own Node 24: its dangling link goes.
 RUN npm ci --ignore-scripts --no-audit --no-fund && rm -f node_modules/.bin/node

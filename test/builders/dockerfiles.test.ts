@@ -53,7 +53,8 @@ function lintBuilderDockerfile (text: string): Finding[] {
     if (keyword === 'FROM') {
       const [image, as, stage] = rest.split(/\s+/)
       const resolved = (image ?? '').replace(/^\$\{(\w+)\}$/, (_, name: string) => args.get(name) ?? `<ARG ${name} without a default>`)
-      if (!stages.has(resolved) && !PINNED_TAG.test(resolved)) findings.push(`line ${line}: FROM ${resolved} is not pinned to a full version or digest`)
+      // scratch is Docker's reserved empty image: nothing is pulled, so nothing to pin.
+      if (!stages.has(resolved) && resolved !== 'scratch' && !PINNED_TAG.test(resolved)) findings.push(`line ${line}: FROM ${resolved} is not pinned to a full version or digest`)
       if (as?.toUpperCase() === 'AS' && stage !== undefined) stages.add(stage)
     }
     if (keyword === 'ADD') findings.push(`line ${line}: ADD (use COPY)`)
