@@ -42,6 +42,8 @@ t.test('local: a variable and a secret reach the template; a new value without a
   }
   const app = await createApp(control, 'vars', { language: 'js' })
   const fn = firstFunction(app)
+  // A redeploy is atomic: the previous version answers until the deployment says the new one is ready.
+  const untilReady = async (): Promise<void> => until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 60_000, 'the redeploy ready')
   const invoke = async (): Promise<Reply> => call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/' } })
 
   const set = await call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'howdy' }, token: { secret: TOKEN } } } })
@@ -65,11 +67,13 @@ t.test('local: a variable and a secret reach the template; a new value without a
   let since = Date.now()
   const changed = await call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'bonjour' }, token: { secret: true } } } })
   t.match(changed.body, { deployment: { message: /^re-applied with the new settings/ } })
+  await untilReady()
   t.match((await invoke()).body, { status: 200, body: `bonjour from ${fn.name}\n` }, 'a new value without a rebuild')
   t.comment(`new value: PATCH to the first answer ${Date.now() - since} ms`)
 
   since = Date.now()
   await call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { secret: GREETING_SECRET }, token: { secret: true } } } })
+  await untilReady()
   const shown = await invoke()
   t.match(shown.body, { status: 200, body: `${GREETING_SECRET} from ${fn.name}\n` }, 'a secret value, unsealed for the host')
   t.comment(`value to secret: PATCH to the first answer ${Date.now() - since} ms`)

@@ -32,6 +32,8 @@ t.test('a running application is reloaded by a PATCH, and says so; no secret in 
   t.equal(reply.status, 200)
   t.match(reply.body, { variables: { token: { secret: true }, greeting: { value: 'hi' } }, deployment: { message: /^re-applied with the new settings; / } })
   t.notMatch(reply.text, SECRET)
+  // The previous version answers until the new one is ready.
+  await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true, 20_000, 'loaded again')
   t.same(await greeting(), { value: 'hi' }, 'the application was loaded again with the value')
 
   const referenced = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { token: { secret: true }, db: { secretRef: { name: 'db', key: 'password' } } } } })

@@ -3,8 +3,8 @@
 // a backoff that doubles, says so in the status and the application's log, and every
 // application is loaded again on its port; variables reach the function in the load command
 // (the worker's environment is empty) on an artifact re-locked to declare them, and an artifact
-// that cannot be re-locked leaves the running application alone; a removed application's port
-// closes.
+// that cannot be re-locked, or that the worker refuses, leaves the running application alone; a
+// removed application's port closes.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -109,6 +109,8 @@ t.test("variables: the values in the load command and none in the worker's envir
   t.same(lock.components[0]!.config, { api_key: '{{ api_key }}', greeting: '{{ greeting }}' })
 
   await hosts.deploy({ id: 'app4' }, image, {})
+  t.match(hosts.status('app4'), { ready: false, running: true, url: first.url, message: 'loading the application into the worker; the previous version answers meanwhile' })
+  await until(() => hosts.status('app4')?.ready === true, 60_000, 'the redeploy ready')
   const plain = await answer(hosts, 'app4', '/?name=greeting')
   t.match(plain.body.variable, { error: { tag: 'undefined' } }, 'no variables: the artifact as built')
   t.equal(hosts.status('app4')?.image, image)
@@ -128,6 +130,17 @@ t.test('an artifact the worker refuses: the status and the url say why', async (
   t.type(url, Error)
   t.match(String(url), /^Error: the application could not be loaded: /)
   t.match(hosts.status('app5'), { ready: false, running: false, message: /^the application could not be loaded/ })
+})
+
+t.test('a redeploy the worker refuses leaves the previous version answering, and the status says why', async (t) => {
+  const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 })
+  await hosts.deploy({ id: 'app6' }, await pushProbe(`oci-layout:${join(dir, 'image')}:b1`))
+  const first = await answer(hosts, 'app6', '/first')
+  await hosts.deploy({ id: 'app6' }, await pushProbe(`oci-layout:${join(dir, 'image')}:b2`, { allowedOutboundHosts: ['not a host'] }))
+  await until(() => /could not be loaded/.test(hosts.status('app6')?.message ?? ''), 60_000, 'the load refused')
+  t.match(hosts.status('app6'), { ready: false, running: true, url: first.url, message: /^the application could not be loaded: .*; the previous version answers meanwhile$/ })
+  const again = await answer(hosts, 'app6', '/again')
+  t.same({ url: again.url, path: again.body.path }, { url: first.url, path: '/again' }, 'the previous version answers')
 })
 
 t.test('scale to zero: an application without a request past the idle timeout is unloaded, its URL still answering; the first request there loads it again', async (t) => {

@@ -337,10 +337,12 @@ t.test('variables through PATCH: the stored values and the unsealed secret reach
   const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hej' }, token: { secret: 'sealed-value-0c4e' } } } })
   t.equal(patched.status, 200)
   t.match(patched.body, { deployment: { message: /^re-applied with the new settings/ } })
+  await untilReady(control, app.id)
   t.same(await variable(control, app, 'greeting'), { value: 'hej' }, 'the value')
   t.same(await variable(control, app, 'token'), { value: 'sealed-value-0c4e' }, 'the secret, unsealed')
 
   await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hallo' }, token: { secret: true } } } })
+  await untilReady(control, app.id)
   t.same(await variable(control, app, 'greeting'), { value: 'hallo' }, 'a new value')
   t.same(await variable(control, app, 'token'), { value: 'sealed-value-0c4e' }, 'the kept secret')
   t.notOk(control.logText().includes('sealed-value-0c4e'), 'the secret is in no log line')
@@ -348,6 +350,11 @@ t.test('variables through PATCH: the stored values and the unsealed secret reach
   const appLog = await control.call('GET', `/applications/${app.id}/logs`)
   t.notOk(appLog.text.includes('sealed-value-0c4e'), "nor in the application's log")
 })
+
+/** A redeploy is atomic: the previous version answers until the deployment says the new one is ready. */
+async function untilReady (control: TestControl, appId: string): Promise<void> {
+  await until(async () => (await deploymentOf(control, appId))?.ready === true, 60_000, 'the redeploy ready')
+}
 
 /** What the probe reads for the config key `name` through fermyon:spin/variables. */
 async function variable (control: TestControl, app: { id: string; fnId: string }, name: string): Promise<unknown> {

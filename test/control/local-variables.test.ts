@@ -9,6 +9,7 @@ import { createLocalHosts } from '@session-relay/control/local/hosts'
 import { createLogger } from '@session-relay/control/logger'
 import { templateFiles } from '@session-relay/spin/templates'
 import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
+import { until } from '../helpers/wait.js'
 import { WORKER_BIN } from '../helpers/worker-probe.js'
 
 const BUILD_TIMEOUT = 240_000
@@ -24,7 +25,9 @@ t.test('a new value and a new name take effect with a restart, not a rebuild', {
   const logger = createLogger('debug', new Writable({ write (chunk: Buffer, _encoding, done) { logs.push(chunk.toString('utf8')); done() } }))
   const hosts = createLocalHosts({ logger, dir: join(dir, 'worker'), worker: () => WORKER_BIN, cacheDir: join(dir, 'compiled') })
   t.teardown(() => hosts.close())
+  // A redeploy is atomic: the previous version answers until the new one is ready.
   const greet = async (): Promise<string> => {
+    await until(() => hosts.status('app')?.ready === true, 60_000, 'the deployment ready')
     const url = await hosts.url('app', 60_000)
     if (typeof url !== 'string') throw new Error(`not running: ${String(url)}`)
     return (await fetch(`${url}/hello`)).text()

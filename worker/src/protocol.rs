@@ -11,7 +11,7 @@
 use crate::app::LoadRequest;
 use crate::limits::Limits;
 use crate::log;
-use crate::slot::{Loader, Slot};
+use crate::slot::{Loader, Serving, Slot};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -62,7 +62,8 @@ const DEFAULT_MAX_REQUEST_BODY: u64 = 10 << 20;
 const DEFAULT_MAX_RESPONSE_BODY: u64 = 32 << 20;
 
 struct Loaded {
-    slot: Arc<Slot>,
+    /// What the port serves now: a redeploy swaps it, the listener staying.
+    serving: Arc<Serving>,
     port: u16,
     server: JoinHandle<()>,
 }
@@ -138,7 +139,12 @@ impl Worker {
                 Ok(json!({"removed": removed}))
             }
             Op::Idle { app } => {
-                let slot = self.apps.lock().unwrap().get(&app).map(|l| l.slot.clone());
+                let slot = self
+                    .apps
+                    .lock()
+                    .unwrap()
+                    .get(&app)
+                    .map(|l| l.serving.slot());
                 let Some(slot) = slot else {
                     return Err(format!("no application {app:?} is loaded"));
                 };
@@ -158,9 +164,10 @@ impl Worker {
                 let stats: serde_json::Map<String, Value> = apps
                     .iter()
                     .map(|(id, loaded)| {
-                        let mut s = loaded.slot.stats.to_json();
+                        let slot = loaded.serving.slot();
+                        let mut s = slot.stats.to_json();
                         s["port"] = json!(loaded.port);
-                        s["idle"] = json!(!loaded.slot.is_loaded());
+                        s["idle"] = json!(!slot.is_loaded());
                         (id.clone(), s)
                     })
                     .collect();
@@ -198,18 +205,44 @@ impl Worker {
         let id = request.app.clone();
         let started = std::time::Instant::now();
         let slot = Arc::new(Slot::load(&self.loader, request).await?);
-        // A load of a loaded application replaces it; its port is free again first, so a
-        // redeploy can keep it.
-        self.unload(&id).await;
+        // A redeploy on the port it has: the new application is ready, so it takes the next
+        // request on every connection, kept-alive ones too; requests in flight finish on the
+        // old one, which goes with the last of them. No request sees the port closed.
+        let replaced = {
+            let apps = self.apps.lock().unwrap();
+            match apps.get(&id) {
+                Some(loaded) if port == 0 || port == loaded.port => {
+                    loaded.serving.replace(slot.clone());
+                    Some(loaded.port)
+                }
+                _ => None,
+            }
+        };
+        if let Some(port) = replaced {
+            self.cache_release();
+            crate::cache::give_back_free_memory();
+            log::info(
+                "application replaced",
+                json!({"app": id, "port": port, "ms": started.elapsed().as_millis() as u64}),
+            );
+            return Ok(json!({"url": format!("http://127.0.0.1:{port}")}));
+        }
+        // A new port (or none yet): bound before the old one closes, so a failure leaves it.
         let listener = TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| format!("127.0.0.1:{port}: {e}"))?;
+        self.unload(&id).await;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        let server = tokio::spawn(crate::server::serve(listener, slot.clone()));
-        self.apps
-            .lock()
-            .unwrap()
-            .insert(id.clone(), Loaded { slot, port, server });
+        let serving = Arc::new(Serving::new(slot));
+        let server = tokio::spawn(crate::server::serve(listener, serving.clone()));
+        self.apps.lock().unwrap().insert(
+            id.clone(),
+            Loaded {
+                serving,
+                port,
+                server,
+            },
+        );
         log::info(
             "application loaded",
             json!({"app": id, "port": port, "ms": started.elapsed().as_millis() as u64}),
@@ -241,8 +274,9 @@ impl Worker {
             .lock()
             .unwrap()
             .values()
-            .filter(|l| l.slot.is_loaded())
-            .flat_map(|l| l.slot.digests.iter().cloned())
+            .map(|l| l.serving.slot())
+            .filter(|slot| slot.is_loaded())
+            .flat_map(|slot| slot.digests.clone())
             .collect();
         self.loader.cache.release(&in_memory);
     }
@@ -254,7 +288,7 @@ impl Worker {
             .lock()
             .unwrap()
             .values()
-            .flat_map(|l| l.slot.digests.iter().cloned())
+            .flat_map(|l| l.serving.slot().digests.clone())
             .collect();
         let removed = self.loader.cache.prune(&on_disk);
         if !removed.is_empty() {

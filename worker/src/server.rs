@@ -8,7 +8,7 @@ use crate::log;
 use crate::outbound::OutboundHooks;
 use crate::routes::RouteMatch;
 use crate::sandbox::Host;
-use crate::slot::Slot;
+use crate::slot::Serving;
 use crate::stats::{CpuCharged, Stats};
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
@@ -30,19 +30,20 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Accepts until the task is aborted (`unload`); aborting drops the connections with it.
-/// Each request takes the application from the slot, loading it again when it is idle: a
-/// kept-alive connection does not keep an idle application in memory.
-pub async fn serve(listener: TcpListener, slot: Arc<Slot>) {
+/// Each request takes the application from the slot serving now (a redeploy swaps it),
+/// loading it again when it is idle: a kept-alive connection does not keep an idle
+/// application in memory, nor an old version.
+pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, client)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
-                let slot = slot.clone();
+                let serving = serving.clone();
                 connections.spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
-                        let slot = slot.clone();
+                        let slot = serving.slot();
                         async move {
                             let answer = match slot.app().await {
                                 Ok(app) => handle(app, request, client).await,

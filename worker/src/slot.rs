@@ -133,3 +133,21 @@ impl Slot {
         self.loaded.lock().unwrap().clone()
     }
 }
+
+/// The slot an application's port serves: each request takes the one current when it comes,
+/// so a redeploy swaps it without closing the port or its connections.
+pub struct Serving(Mutex<Arc<Slot>>);
+
+impl Serving {
+    pub fn new(slot: Arc<Slot>) -> Serving {
+        Serving(Mutex::new(slot))
+    }
+
+    pub fn slot(&self) -> Arc<Slot> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub fn replace(&self, slot: Arc<Slot>) {
+        *self.0.lock().unwrap() = slot;
+    }
+}

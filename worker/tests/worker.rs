@@ -578,3 +578,124 @@ fn guest_output_goes_to_the_log_with_its_app() {
         (Some("printer"), Some("stdout"))
     );
 }
+
+/// One connection kept alive across requests, as an HTTP client's pool keeps it.
+struct KeptAlive {
+    stream: std::net::TcpStream,
+    authority: String,
+}
+
+impl KeptAlive {
+    fn connect(url: &str) -> KeptAlive {
+        let authority = url.trim_start_matches("http://").to_string();
+        let stream = std::net::TcpStream::connect(&authority).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        KeptAlive { stream, authority }
+    }
+
+    /// One GET on the connection; its status and body.
+    fn get(&mut self, path: &str) -> (u16, Value) {
+        let head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", self.authority);
+        self.stream.write_all(head.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        let mut byte = [0u8; 1];
+        while !raw.ends_with(b"\r\n\r\n") {
+            assert_eq!(
+                self.stream.read(&mut byte).unwrap(),
+                1,
+                "the connection ended"
+            );
+            raw.push(byte[0]);
+        }
+        let head = String::from_utf8(raw).unwrap().to_ascii_lowercase();
+        let status: u16 = head[9..12].parse().unwrap();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .map(|n| n.trim().parse::<usize>().unwrap());
+        let mut body = Vec::new();
+        if let Some(length) = length {
+            body.resize(length, 0);
+            self.stream.read_exact(&mut body).unwrap();
+        } else {
+            // Chunked: read to the last chunk, then take the chunks' data.
+            while !body.ends_with(b"0\r\n\r\n") {
+                assert_eq!(
+                    self.stream.read(&mut byte).unwrap(),
+                    1,
+                    "the connection ended"
+                );
+                body.push(byte[0]);
+            }
+            let text = String::from_utf8(body).unwrap();
+            let mut data = String::new();
+            let mut rest = text.as_str();
+            loop {
+                let (size, after) = rest.split_once("\r\n").unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                if size == 0 {
+                    break;
+                }
+                data.push_str(&after[..size]);
+                rest = &after[size + 2..];
+            }
+            body = data.into_bytes();
+        }
+        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    }
+}
+
+#[test]
+fn a_redeploy_swaps_in_place_keeping_the_port_its_connections_and_requests_in_flight() {
+    // A server that holds its answer until told: the old version's request stays in flight.
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let held_port = held.local_addr().unwrap().port();
+    let (arrived, has_arrived) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let (mut stream, _) = held.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = stream.read(&mut buf);
+        arrived.send(()).unwrap();
+        released.recv().unwrap();
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong");
+    });
+    let allowed =
+        json!({"metadata": {"allowed_outbound_hosts": [format!("http://127.0.0.1:{held_port}")]}});
+    let mut worker = Worker::start(&["--allow-private-outbound", "127.0.0.0/8"]);
+    let url = worker.load(
+        "swap",
+        &lock(&[("/...", "old")], allowed.clone()),
+        json!({}),
+    );
+    let mut kept = KeptAlive::connect(&url);
+    assert_eq!(kept.get("/").1["who"], "old");
+    let in_flight = {
+        let url = url.clone();
+        std::thread::spawn(move || get(&url, &format!("/fetch?url=http://127.0.0.1:{held_port}/")))
+    };
+    has_arrived
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the old version's request reached the held server");
+
+    // Port 0 on a loaded application: the port it has.
+    let again = worker.load("swap", &lock(&[("/...", "new")], allowed), json!({}));
+    assert_eq!(again, url, "the same port");
+    let (status, body) = kept.get("/");
+    assert_eq!(
+        (status, &body["who"]),
+        (200, &json!("new")),
+        "the kept-alive connection's next request is the new version's"
+    );
+    release.send(()).unwrap();
+    let answer = in_flight.join().unwrap();
+    assert_eq!(
+        (answer.status, answer.text().as_str()),
+        (200, "fetched 200 pong"),
+        "the request in flight on the old version finished"
+    );
+    assert!(worker.log_has("application replaced"), "{}", worker.log());
+}

@@ -3,9 +3,8 @@
 import type { Readable } from 'node:stream'
 import { ConflictError } from '@session-relay/common/errors'
 import type { InvokeRequestT, InvokeResultT } from '../model/resources.js'
-import { findApplication } from '../store/applications.js'
+import { findApplication, findApplicationWithRoute } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
-import { getFunction } from '../store/functions.js'
 import type { DomainDeps } from './deps.js'
 import { deployApplication } from './deploy.js'
 import { prepareInvoke } from './invoke.js'
@@ -24,12 +23,10 @@ export async function redeploy (deps: DomainDeps, appId: string): Promise<{ appI
 
 /** The request checked against the function's route, then sent to the application. */
 export async function invokeFunction ({ db, runtime }: DomainDeps, appId: string, fnId: string, request: InvokeRequestT): Promise<InvokeResultT> {
-  const fn = await getFunction(db, appId, fnId)
-  if (fn === null) throw functionNotFound()
-  const prepared = prepareInvoke(request, fn.route)
-  const application = await findApplication(db, appId)
-  if (application === null) throw applicationNotFound()
-  return runtime.invoke(application, prepared)
+  // One read: a function belongs to its application, so both exist or the function does not.
+  const found = await findApplicationWithRoute(db, appId, fnId)
+  if (found === null) throw functionNotFound()
+  return runtime.invoke(found.application, prepareInvoke(request, found.route))
 }
 
 /** The application's own output: its newest running pod's log in a cluster, its output on this machine. */

@@ -1,7 +1,9 @@
 // Deployments on this machine: every application loaded into the one worker process
 // (worker/README.md), each on its own loopback port, as the SpinApps' pods do in a cluster. A
 // deploy pulls the artifact into the worker's directory (its wasm files by digest) and loads it;
-// a redeploy loads again on the same port (the worker replaces the old one); delete unloads and
+// a redeploy loads again on the same port and is atomic for callers: the previous version
+// answers (invoke and its URL) until the worker has the new one ready and swaps it in place,
+// requests in flight finishing on the old one (worker/README.md); delete unloads and
 // prunes. The worker's log lines naming an application are that application's log. A worker
 // that exits on its own is restarted after a backoff (worker.ts) and every application loaded
 // again; meanwhile each deployment says why it does not answer.
@@ -17,6 +19,8 @@ import { relockReference } from '@session-relay/spin/relock'
 import type { UnpackedSpinApp } from '@session-relay/spin/unpack'
 import { unpackSpinApp } from '@session-relay/spin/unpack'
 import type { Logger } from '../logger.js'
+import type { Connections } from './connections.js'
+import { createConnections } from './connections.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
 import { createIdleTracker } from './idle.js'
@@ -73,6 +77,8 @@ export type LocalHosts = {
   status (appId: string): DeploymentStatus | null
   /** The application's URL once loaded (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
   url (appId: string, timeoutMs: number): Promise<string | null | Error>
+  /** As `url`, with the kept-alive connections of what answers there (retired when it is replaced). */
+  target (appId: string, timeoutMs: number): Promise<{ url: string; connections: Connections } | null | Error>
   log (appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
   remove (appId: string): Promise<void>
   /** Stop a worker (or a host of old) a previous process left running (it was killed outright), by the pid files. */
@@ -93,6 +99,10 @@ type Instance = {
   unpacked: UnpackedSpinApp | null
   log: LogBuffer
   url: string | null
+  /** The connections to what answers at `url`; null when nothing does. */
+  connections: Connections | null
+  /** A redeploy under way: `url` is the previous version's, answering until this one is loaded. */
+  replacing: boolean
   /** The port it had: a reload (after a redeploy or a worker restart) asks for it again, so the URL stays. */
   port: number
   /** Why it does not answer, when it does not. */
@@ -135,6 +145,9 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     onDown (problem) {
       for (const instance of instances.values()) {
         instance.url = null
+        instance.replacing = false
+        instance.connections?.retire()
+        instance.connections = null
         instance.problem = problem
         instance.waitingForWorker = true
         instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'warn', msg: problem })}\n`))
@@ -183,7 +196,8 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   }
 
   async function unloadIdle (instance: Instance): Promise<void> {
-    if (!current(instance) || instance.url === null || instance.idle) return
+    // A redeploy under way: the version it replaces goes with it.
+    if (!current(instance) || instance.url === null || instance.idle || instance.replacing) return
     instance.idle = true
     idleTracker.forget(instance.appId)
     // The worker keeps the port and the compiled file: the next request there loads it again.
@@ -232,6 +246,10 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       instance.url = String(reply.url)
       instance.port = Number(new URL(instance.url).port)
       instance.problem = null
+      instance.replacing = false
+      // The previous version's connections close once their requests end.
+      instance.connections?.retire()
+      instance.connections = createConnections()
       // Idle before a worker restart: its port answers again, what it holds goes again.
       if (instance.idle) await worker.send({ op: 'idle', app: instance.appId })
       else idleTracker.loaded(instance.appId)
@@ -239,7 +257,8 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     } catch (error) {
       // A worker that went down says so itself (onDown), and the wait goes on for its restart.
       if (!current(instance) || instance.waitingForWorker) return
-      instance.url = null
+      // A redeploy that fails leaves the previous version loaded in the worker: it answers on.
+      if (!instance.replacing) instance.url = null
       instance.problem = `the application could not be loaded: ${(error as Error).message}`
       instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'error', msg: instance.problem })}\n`))
       logger.warn({ appId: instance.appId, reason: (error as Error).message }, 'local deployment could not be loaded')
@@ -258,13 +277,38 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     for (const path of paths) if (!used.has(path)) rmSync(path, { force: true })
   }
 
+  async function target (appId: string, timeoutMs: number): Promise<{ url: string; connections: Connections } | null | Error> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const instance = instances.get(appId)
+      if (instance === undefined) return null
+      idleTracker.touch(appId)
+      if (instance.url !== null && instance.connections !== null) return { url: instance.url, connections: instance.connections }
+      const waitMs = deadline - Date.now()
+      if (waitMs <= 0) return new Error(instance.problem ?? 'the application is still loading')
+      let timer: NodeJS.Timeout | undefined
+      const loading = instance.loading
+      const settled = await Promise.race([loading.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), waitMs) })])
+      clearTimeout(timer)
+      if (instance.url !== null && instance.connections !== null) return { url: instance.url, connections: instance.connections }
+      // Replaced (a redeploy) or restored (a failed one): wait for whichever is current now.
+      if (instances.get(appId) !== instance) continue
+      // The load failed and no worker restart is coming: say why.
+      if (settled && !instance.waitingForWorker && instance.loading === loading) return new Error(instance.problem ?? 'the application is not loaded')
+    }
+  }
+
   return {
     async deploy (app, image, variables = {}, own = {}) {
       if (closing) return
       const previous = instances.get(app.id)
-      // Registered at once, so a request that comes meanwhile waits for this load, not the old one.
+      // Registered at once: a request that comes meanwhile goes to the previous version, or
+      // waits for this load when none answers.
+      // A redeploy: the previous version answers at its URL (idle or not) until this one is loaded.
+      const answering = previous?.url != null && previous.connections !== null ? previous : undefined
       const instance: Instance = {
-        appId: app.id, own, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), url: null, port: previous?.port ?? 0,
+        appId: app.id, own, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), port: previous?.port ?? 0,
+        url: answering?.url ?? null, connections: answering?.connections ?? null, replacing: answering !== undefined,
         problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false, idle: false,
       }
       newLoading(instance)
@@ -295,37 +339,26 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     status (appId) {
       const instance = instances.get(appId)
       if (instance === undefined) return null
-      const ready = instance.url !== null
+      // Ready: the image deployed is what answers, not the version it replaces.
+      const ready = instance.url !== null && !instance.replacing
       const idle = ready && instance.idle
+      const previous = instance.replacing ? '; the previous version answers meanwhile' : ''
       return {
         image: instance.image,
-        running: ready || (instance.problem === null && !closing),
+        running: instance.url !== null || (instance.problem === null && !closing),
         ready,
         idle,
         url: instance.url,
-        message: instance.problem ?? (idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next request loads it again` : ready ? '1 of 1 replicas ready' : 'loading the application into the worker'),
+        message: instance.problem !== null
+          ? `${instance.problem}${previous}`
+          : idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next request loads it again` : ready ? '1 of 1 replicas ready' : `loading the application into the worker${previous}`,
       }
     },
     async url (appId, timeoutMs) {
-      const deadline = Date.now() + timeoutMs
-      for (;;) {
-        const instance = instances.get(appId)
-        if (instance === undefined) return null
-        idleTracker.touch(appId)
-        if (instance.url !== null) return instance.url
-        const waitMs = deadline - Date.now()
-        if (waitMs <= 0) return new Error(instance.problem ?? 'the application is still loading')
-        let timer: NodeJS.Timeout | undefined
-        const loading = instance.loading
-        const settled = await Promise.race([loading.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), waitMs) })])
-        clearTimeout(timer)
-        if (instance.url !== null) return instance.url
-        // Replaced (a redeploy) or restored (a failed one): wait for whichever is current now.
-        if (instances.get(appId) !== instance) continue
-        // The load failed and no worker restart is coming: say why.
-        if (settled && !instance.waitingForWorker && instance.loading === loading) return new Error(instance.problem ?? 'the application is not loaded')
-      }
+      const found = await target(appId, timeoutMs)
+      return found === null || found instanceof Error ? found : found.url
     },
+    target,
     log (appId, options) {
       return instances.get(appId)?.log.open(options) ?? null
     },
@@ -334,6 +367,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       if (instance === undefined) return
       instances.delete(appId)
       instance.log.end()
+      instance.connections?.retire()
       instance.loaded()
       await enqueue(appId, () => unload(appId, Object.values(instance.unpacked?.components ?? {})))
     },
@@ -368,6 +402,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       if (sweeper !== null) clearInterval(sweeper)
       for (const instance of instances.values()) {
         instance.log.end()
+        instance.connections?.retire()
         instance.loaded()
       }
       instances.clear()

@@ -42,10 +42,15 @@ export function localRuntime (config: ControlConfig, db: Database, local: LocalR
       resolve(deployment)
     }),
     async invoke (app, request) {
-      const url = await local.hosts.url(app.id, config.invokeTimeoutMs)
-      if (url === null) throw notDeployedHere()
-      if (url instanceof Error) throw new UnavailableError(`application unreachable: ${url.message}`)
-      return sendInvoke(direct(url), request, config.invokeTimeoutMs)
+      const target = await local.hosts.target(app.id, config.invokeTimeoutMs)
+      if (target === null) throw notDeployedHere()
+      if (target instanceof Error) throw new UnavailableError(`application unreachable: ${target.message}`)
+      const done = target.connections.use()
+      try {
+        return await sendInvoke(direct(target.url, target.connections.agent), request, config.invokeTimeoutMs)
+      } finally {
+        done()
+      }
     },
     openLog: (app, options) => new Promise((resolve) => {
       const log = local.hosts.log(app.id, options)

@@ -70,16 +70,18 @@ export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, tim
 
 /**
  * A carrier straight to `baseUrl`: its scheme, host and port from the URL alone, the path sent
- * as it is (no URL parsing of base and path joined, which could resolve or re-read it).
+ * as it is (no URL parsing of base and path joined, which could resolve or re-read it). With
+ * `agent`, the connections kept alive for what answers there (local/connections.ts); without,
+ * a connection of its own per request.
  */
-export function direct (baseUrl: string): Carrier {
+export function direct (baseUrl: string, agent?: http.Agent): Carrier {
   const base = urlToHttpOptions(new URL(baseUrl))
   return {
     send: (request, signal) => new Promise((resolve, reject) => {
       const path = sendablePath(request.path, '/')
-      // A connection of its own: a kept-alive one from the global agent may belong to the app
-      // a redeploy just replaced on the same port, and its reset would be taken for the answer.
-      const outgoing = http.request({ protocol: base.protocol, hostname: base.hostname, port: base.port, path, method: request.method, headers: request.headers, signal, agent: false }, resolve)
+      // Never the global agent: a connection it kept alive may belong to whatever a redeploy or
+      // a restart replaced at the same address, and its reset would be taken for the answer.
+      const outgoing = http.request({ protocol: base.protocol, hostname: base.hostname, port: base.port, path, method: request.method, headers: request.headers, signal, agent: agent ?? false }, resolve)
       outgoing.on('error', reject)
       outgoing.end(request.body)
     }),
