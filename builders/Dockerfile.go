@@ -37,7 +37,9 @@ COPY tsconfig.base.json ./
 COPY common ./common
 COPY spin ./spin
 COPY builders ./builders
-RUN npx tsc -b builders
+# Declarations and build info serve the build only: the image keeps the JavaScript.
+RUN npx tsc -b builders \
+ && find common/dist spin/dist builders/dist \( -name '*.d.ts' -o -name '.tsbuildinfo' \) -delete
 
 FROM ${BASE_IMAGE} AS go
 ARG GO_VERSION

@@ -7,9 +7,9 @@ import type { AddressInfo, Socket } from 'node:net'
 import { once } from 'node:events'
 import t from 'tap'
 import type { Test } from 'tap'
-import { createConnections } from '../../control/src/local/connections.js'
-import { direct, sendInvoke } from '../../control/src/runtime/send-invoke.js'
-import type { PreparedInvoke } from '../../control/src/runtime/runtime.js'
+import { createConnections } from '@session-relay/control/local/connections'
+import { direct, sendInvoke } from '@session-relay/control/runtime/send-invoke'
+import type { PreparedInvoke } from '@session-relay/control/runtime/runtime'
 import { until } from '../helpers/wait.js'
 
 const GET: PreparedInvoke = { method: 'GET', path: '/', headers: { 'content-length': ['0'] }, body: Buffer.alloc(0) }
