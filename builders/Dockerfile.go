@@ -11,6 +11,7 @@ ARG GO_ZIP_SHA256=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31d
 FROM scratch AS manifests
 COPY package.json package-lock.json /
 COPY common/package.json /common/
+COPY auth/package.json /auth/
 COPY spin/package.json /spin/
 COPY relay/package.json /relay/
 COPY control/package.json /control/
@@ -19,13 +20,14 @@ COPY client/package.json /client/
 COPY console/package.json /console/
 COPY wasmkube/package.json /wasmkube/
 
-# The builder program's run-time dependencies (`-w builders`): tar-stream (the archive) and
-# jco-transpile (which go builds never load); its js toolchain is optional and omitted, and
-# the relay's and the control plane's packages stay out.
+# The builder program's run-time dependencies (`-w builders`): tar-stream (the archive); its js
+# toolchain is optional and omitted, jco-transpile removed again (go builds never load it: WAGI
+# runs the wasip1 module as it is), and the relay's and the control plane's packages stay out.
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY --from=manifests / ./
-RUN npm ci -w builders --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+RUN npm ci -w builders --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+ && rm -rf node_modules/@bytecodealliance/jco-transpile
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app

@@ -9,6 +9,7 @@ ARG BASE_IMAGE=node:24.21.0-trixie-slim
 FROM scratch AS manifests
 COPY package.json package-lock.json /
 COPY common/package.json /common/
+COPY auth/package.json /auth/
 COPY spin/package.json /spin/
 COPY relay/package.json /relay/
 COPY control/package.json /control/
@@ -23,7 +24,9 @@ COPY wasmkube/package.json /wasmkube/
 # `jco opt` resolves it) and the two componentize-js copies only `jco componentize` loads (jco's
 # own 0.21 and its 0.19 alias; j2w imports build-tools' componentize-js 0.19), about 160 MiB.
 # Each keeps its directory and package.json: build-tools' wit-dependency walker wants every
-# declared dependency's directory to exist.
+# declared dependency's directory to exist. jco-transpile (wasm-tools' component new, for the
+# rust builds' wasip1 modules) goes whole: a js build never loads it (componentize.ts is
+# imported only for rust).
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY --from=manifests / ./
@@ -31,7 +34,8 @@ RUN npm ci -w builders --omit=dev --ignore-scripts --no-audit --no-fund && npm c
  && test -f node_modules/@spinframework/build-tools/dist/index.js \
  && for unused in node_modules/binaryen node_modules/@bytecodealliance/componentize-js-0-19-3 \
       node_modules/@bytecodealliance/jco/node_modules/@bytecodealliance/componentize-js; do \
-      test -f "$unused/package.json" || exit 1; find "$unused" -mindepth 1 -maxdepth 1 ! -name package.json -exec rm -rf {} + ; done
+      test -f "$unused/package.json" || exit 1; find "$unused" -mindepth 1 -maxdepth 1 ! -name package.json -exec rm -rf {} + ; done \
+ && rm -rf node_modules/@bytecodealliance/jco-transpile
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app

@@ -338,7 +338,7 @@ async function refusalOnThisHost (root: ImageRoot): Promise<void> {
     return
   }
   const node24 = join(root.dir, 'usr', 'local', 'bin', 'node')
-  const result = await runCapture(node24, [join(repo, 'dist', 'relay', 'src', 'main.js'), '--no-auth', '--addr', '127.0.0.1:0'])
+  const result = await runCapture(node24, [join(repo, 'relay', 'dist', 'main.js'), '--no-auth', '--addr', '127.0.0.1:0'])
   const lines = result.stderr.split('\n').filter((line) => line !== '')
   check(result.code === 2 && lines.length === 1 && lines[0]!.includes('needs glibc 2.38') && lines[0]!.includes(`this host has glibc ${glibc}`) && lines[0]!.includes('relay image'),
     `relay on this host (glibc ${glibc}) with Node ${NODE_VERSION}: exit 2, one line naming glibc 2.38 and the image`, { code: result.code, stderr: result.stderr.slice(0, 500) })

@@ -1,6 +1,6 @@
 // The workspace packages depend one way: the deployables (relay, control, builders) and
 // the users' packages (client, wasmkube, console) import only the shared packages they list
-// (common, spin), never each other, and no relative import leaves a package. This reads every
+// (common, auth, spin), never each other, and no relative import leaves a package. This reads every
 // import of every package's sources and fails on one that breaks that.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, posix, relative } from 'node:path'
@@ -12,9 +12,10 @@ const repo = fileURLToPath(new URL('../', import.meta.url))
 // What each package may import by name, besides itself.
 const ALLOWED: Record<string, readonly string[]> = {
   common: [],
+  auth: ['common'],
   spin: ['common'],
-  relay: ['common'],
-  control: ['common', 'spin'],
+  relay: ['common', 'auth'],
+  control: ['common', 'auth', 'spin'],
   builders: ['common', 'spin'],
   client: [],
   wasmkube: [],

@@ -1,7 +1,7 @@
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, verifyBearer } from '@session-relay/common/auth/oidc-keys'
-import type { OidcKeysOptions } from '@session-relay/common/auth/oidc-keys'
-import { insufficientScope, tokenRefusal } from '@session-relay/common/auth/refusals'
+import { createOidcKeys, verifyBearer } from '@session-relay/auth/oidc-keys'
+import type { OidcKeysOptions } from '@session-relay/auth/oidc-keys'
+import { insufficientScope, tokenRefusal } from '@session-relay/auth/refusals'
 import type { RelayConfig } from './config.js'
 import type { Logger } from './logger.js'
 

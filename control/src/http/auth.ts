@@ -7,9 +7,9 @@
 // caller is (domain/access.ts): their tenants, admin, read-only.
 import type { FastifyRequest } from 'fastify'
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, verifyBearer } from '@session-relay/common/auth/oidc-keys'
-import type { OidcKeysOptions, OidcLogger } from '@session-relay/common/auth/oidc-keys'
-import { insufficientScope, tokenRefusal } from '@session-relay/common/auth/refusals'
+import { createOidcKeys, verifyBearer } from '@session-relay/auth/oidc-keys'
+import type { OidcKeysOptions, OidcLogger } from '@session-relay/auth/oidc-keys'
+import { insufficientScope, tokenRefusal } from '@session-relay/auth/refusals'
 import type { RequiredClaim } from '../config.js'
 import type { Caller } from '../domain/access.js'
 import { everyoneCaller } from '../domain/access.js'

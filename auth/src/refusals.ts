@@ -2,7 +2,7 @@
 // status, `{"error": ...}` message and WWW-Authenticate or Retry-After header each failure
 // of the identity provider or of a token gets. Written once so that the relay's and the
 // control plane's answers cannot drift apart.
-import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js'
+import { ForbiddenError, UnauthorizedError, UnavailableError } from '@session-relay/common/errors'
 import { IdpUnavailableError, TokenRejectedError } from './oidc-keys.js'
 
 /** How long a client is told to wait while the identity provider cannot be reached. */
