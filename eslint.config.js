@@ -13,27 +13,51 @@ if (!existsSync(new URL('console/src/api/schema.d.ts', import.meta.url))) {
 export default tseslint.config(
   // worker/ is Rust, its js is a test fixture and a measuring script run by hand. console/ is
   // linted with its own tsconfig (DOM, JSX) over the API types its build generates first.
-  { ignores: ['**/dist/', 'client/bin/', 'wasmkube/bin/', 'coverage/', '.tap/', '**/node_modules/', 'eslint.config.js', 'spin/templates/', 'builders/Dockerfile.*', 'console/src/api/schema.d.ts', '.cache/', 'worker/'] },
+  {
+    ignores: [
+      '**/dist/',
+      'client/bin/',
+      'wasmkube/bin/',
+      'coverage/',
+      '.tap/',
+      '**/node_modules/',
+      'eslint.config.js',
+      'spin/templates/',
+      'builders/Dockerfile.*',
+      'console/src/api/schema.d.ts',
+      '.cache/',
+      'worker/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {
       // Best-effort cleanup (`try { x.close() } catch {}`) is common here and says what it means.
       'no-empty': ['error', { allowEmptyCatch: true }],
       // A leading underscore marks a binding kept for its position or to drop a property from a rest.
-      '@typescript-eslint/no-unused-vars': ['error', {
-        argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true
-      }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrorsIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+        },
+      ],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'separate-type-imports' }],
-      'no-restricted-syntax': ['error', {
-        selector: 'TSEnumDeclaration',
-        message: 'No enums (house rule): use a union of string literals or an `as const` object.'
-      }]
-    }
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'TSEnumDeclaration',
+          message: 'No enums (house rule): use a union of string literals or an `as const` object.',
+        },
+      ],
+    },
   },
   {
     // Plain-JavaScript scripts: they run before anything is compiled, outside the typecheck.
@@ -41,27 +65,30 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       parserOptions: { projectService: false },
-      globals: { process: 'readonly', URL: 'readonly', console: 'readonly' }
-    }
+      globals: { process: 'readonly', URL: 'readonly', console: 'readonly' },
+    },
   },
   {
     // Fastify route plugins are async functions by its contract (FastifyPluginAsync); one that
     // only declares routes has nothing to await.
     files: ['control/src/http/routes/*.ts'],
-    rules: { '@typescript-eslint/require-await': 'off' }
+    rules: { '@typescript-eslint/require-await': 'off' },
   },
   {
     // Kubernetes manifests read from YAML are walked as plain data.
     files: ['test/helpers/manifests.ts', 'test/deploy/manifests.test.ts'],
-    rules: { '@typescript-eslint/no-explicit-any': 'off' }
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
     files: ['test/**/*.ts'],
     rules: {
       // tap's idiom: subtests are queued by `t.test(...)` and awaited by tap itself, in order.
-      '@typescript-eslint/no-floating-promises': ['error', {
-        allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }]
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }],
+        },
+      ],
       // Tests read untyped JSON off the wire on purpose and check its shape with t.same/t.match:
       // typing every response body would only restate the assertion.
       '@typescript-eslint/no-unsafe-member-access': 'off',
@@ -70,7 +97,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
       // tap callbacks are written `async t => {}` throughout, with or without an await.
-      '@typescript-eslint/require-await': 'off'
-    }
-  }
+      '@typescript-eslint/require-await': 'off',
+    },
+  },
 )

@@ -42,7 +42,7 @@ type Row = {
 
 const mainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
 
-function parseArgs (argv: string[]): Options {
+function parseArgs(argv: string[]): Options {
   const options: Options = {
     databaseUrl: process.env.TEST_DATABASE_URL ?? '',
     applications: 1000,
@@ -55,38 +55,58 @@ function parseArgs (argv: string[]): Options {
     const [flag, inline] = (argv[i] as string).split(/=(.*)/s) as [string, string | undefined]
     const value = (): string => inline ?? argv[++i] ?? ''
     switch (flag) {
-      case '--database-url': options.databaseUrl = value(); break
-      case '--applications': options.applications = Number(value()); break
-      case '--duration': options.durationMs = parseDuration(value()); break
-      case '--warmup': options.warmupMs = parseDuration(value()); break
-      case '--connections': options.connections = Number(value()); break
-      case '--json': options.json = true; break
-      default: throw new Error(`unknown flag ${flag}`)
+      case '--database-url':
+        options.databaseUrl = value()
+        break
+      case '--applications':
+        options.applications = Number(value())
+        break
+      case '--duration':
+        options.durationMs = parseDuration(value())
+        break
+      case '--warmup':
+        options.warmupMs = parseDuration(value())
+        break
+      case '--connections':
+        options.connections = Number(value())
+        break
+      case '--json':
+        options.json = true
+        break
+      default:
+        throw new Error(`unknown flag ${flag}`)
     }
   }
-  if (!Number.isInteger(options.applications) || options.applications < 1) throw new Error('--applications must be a positive integer')
+  if (!Number.isInteger(options.applications) || options.applications < 1)
+    throw new Error('--applications must be a positive integer')
   return options
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2))
   const engines = options.databaseUrl === '' ? ['pglite'] : ['pglite', 'postgres']
   const rows: Row[] = []
-  for (const engine of engines) rows.push(...await benchEngine(engine, options))
+  for (const engine of engines) rows.push(...(await benchEngine(engine, options)))
   if (options.json) {
-    process.stdout.write(JSON.stringify({ machine: machine(), options: { ...options, databaseUrl: undefined }, rows }, null, 2) + '\n')
+    process.stdout.write(
+      JSON.stringify({ machine: machine(), options: { ...options, databaseUrl: undefined }, rows }, null, 2) + '\n',
+    )
     return
   }
   process.stdout.write(`\n${machine().line}\n`)
-  process.stdout.write(`${options.applications} applications, ${options.connections} connections, ${formatDuration(options.durationMs)} per endpoint after ${formatDuration(options.warmupMs)} of warm-up\n\n`)
+  process.stdout.write(
+    `${options.applications} applications, ${options.connections} connections, ${formatDuration(options.durationMs)} per endpoint after ${formatDuration(options.warmupMs)} of warm-up\n\n`,
+  )
   process.stdout.write('| engine | endpoint | req/s | p50 ms | p90 ms | p99 ms | max ms | bytes/response | errors |\n')
   process.stdout.write('|---|---|---:|---:|---:|---:|---:|---:|---:|\n')
   for (const r of rows) {
-    process.stdout.write(`| ${r.engine} | ${r.endpoint} | ${Math.round(r.requestsPerSec)} | ${r.p50Ms} | ${r.p90Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.bytesPerResponse} | ${r.errors} |\n`)
+    process.stdout.write(
+      `| ${r.engine} | ${r.endpoint} | ${Math.round(r.requestsPerSec)} | ${r.p50Ms} | ${r.p90Ms} | ${r.p99Ms} | ${r.maxMs} | ${r.bytesPerResponse} | ${r.errors} |\n`,
+    )
   }
 }
 
-async function benchEngine (engine: string, options: Options): Promise<Row[]> {
+async function benchEngine(engine: string, options: Options): Promise<Row[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-control-'))
   let databaseUrl = ''
   let dropSchema = async (): Promise<void> => {}
@@ -133,7 +153,7 @@ async function benchEngine (engine: string, options: Options): Promise<Row[]> {
 }
 
 /** `count` applications (each with its first function), and a realistic source on one of them. */
-async function seed (base: string, count: number): Promise<{ appId: string; fnId: string }> {
+async function seed(base: string, count: number): Promise<{ appId: string; fnId: string }> {
   let next = 0
   const ids: Array<{ appId: string; fnId: string }> = []
   const worker = async (): Promise<void> => {
@@ -142,10 +162,15 @@ async function seed (base: string, count: number): Promise<{ appId: string; fnId
       const response = await fetch(`${base}/api/v1/applications`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `app-${String(i).padStart(5, '0')}`, language: 'go', runtime: 'wasmkube', description: `benchmark application ${i}` }),
+        body: JSON.stringify({
+          name: `app-${String(i).padStart(5, '0')}`,
+          language: 'go',
+          runtime: 'wasmkube',
+          description: `benchmark application ${i}`,
+        }),
       })
       if (response.status !== 201) throw new Error(`seeding answered ${response.status}: ${await response.text()}`)
-      const app = await response.json() as { id: string; functions: Array<{ id: string }> }
+      const app = (await response.json()) as { id: string; functions: Array<{ id: string }> }
       ids[i] = { appId: app.id, fnId: app.functions[0]!.id }
     }
   }
@@ -161,22 +186,28 @@ async function seed (base: string, count: number): Promise<{ appId: string; fnId
     'README.md': '# hello\n'.repeat(100),
   }
   const put = await fetch(`${base}/api/v1/applications/${target.appId}/functions/${target.fnId}/source`, {
-    method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ files }),
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ files }),
   })
   if (put.status !== 200) throw new Error(`source PUT answered ${put.status}`)
   return target
 }
 
-function run (url: string, connections: number, durationMs: number): Promise<autocannon.Result> {
+function run(url: string, connections: number, durationMs: number): Promise<autocannon.Result> {
   return autocannon({ url, connections, duration: durationMs / 1000 })
 }
 
-async function startServer (dataDir: string, databaseUrl: string): Promise<{ url: string; stop: () => Promise<void> }> {
+async function startServer(dataDir: string, databaseUrl: string): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, [mainJs, '--dev-insecure-skip-auth', '--addr', `127.0.0.1:${port}`, '--data-dir', dataDir], {
-    env: { ...process.env, PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [mainJs, '--dev-insecure-skip-auth', '--addr', `127.0.0.1:${port}`, '--data-dir', dataDir],
+    {
+      env: { ...process.env, PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  )
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
@@ -188,10 +219,16 @@ async function startServer (dataDir: string, databaseUrl: string): Promise<{ url
     if (Date.now() > deadline) throw new Error('the control plane did not start within 60 s')
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  return { url, stop: async () => { child.kill('SIGTERM'); await exited } }
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
 }
 
-async function adminQuery (url: string, sql: string): Promise<void> {
+async function adminQuery(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -201,16 +238,22 @@ async function adminQuery (url: string, sql: string): Promise<void> {
   }
 }
 
-
-function machine (): { line: string; nproc: number; node: string; cpu: string; memoryGiB: number; date: string } {
+function machine(): { line: string; nproc: number; node: string; cpu: string; memoryGiB: number; date: string } {
   const nproc = cpus().length
   const cpu = cpus()[0]?.model ?? 'unknown CPU'
   const memoryGiB = Math.round(totalmem() / 2 ** 30)
   const date = new Date().toISOString().slice(0, 10)
-  return { line: `${date}, ${nproc} cores (${cpu}), ${memoryGiB} GiB, Node.js ${process.version}`, nproc, node: process.version, cpu, memoryGiB, date }
+  return {
+    line: `${date}, ${nproc} cores (${cpu}), ${memoryGiB} GiB, Node.js ${process.version}`,
+    nproc,
+    node: process.version,
+    cpu,
+    memoryGiB,
+    date,
+  }
 }
 
-function log (line: string): void {
+function log(line: string): void {
   process.stderr.write(`bench:control ${line}\n`)
 }
 

@@ -17,7 +17,7 @@ const OPCODE_CLOSE = 0x8
  * valid mask (RFC 6455 §5.3 only asks for one), so a payload can be written as it is and
  * still pass every server's unmasking.
  */
-export function clientFrameHeader (payloadLength: number, opcode = OPCODE_BINARY): Buffer {
+export function clientFrameHeader(payloadLength: number, opcode = OPCODE_BINARY): Buffer {
   const extended = payloadLength < 126 ? 0 : payloadLength < 65536 ? 2 : 8
   const header = Buffer.alloc(2 + extended + 4)
   header[0] = 0x80 | opcode
@@ -33,7 +33,7 @@ export function clientFrameHeader (payloadLength: number, opcode = OPCODE_BINARY
   return header // the last four bytes, the mask key, stay zero
 }
 
-export function closeFrame (code: number): Buffer {
+export function closeFrame(code: number): Buffer {
   const payload = Buffer.alloc(2)
   payload.writeUInt16BE(code)
   return Buffer.concat([clientFrameHeader(2, OPCODE_CLOSE), payload])
@@ -46,7 +46,7 @@ export type FrameHandler = (seq: number, sentAt: number, length: number) => void
  * the prefix decoded. Frames from the relay are unmasked; the raw TCP baseline passes the
  * clients' masked frames through, so a mask (always zero here) is skipped too.
  */
-export function createFrameParser (onFrame: FrameHandler, onClose: (code: number) => void): (chunk: Buffer) => void {
+export function createFrameParser(onFrame: FrameHandler, onClose: (code: number) => void): (chunk: Buffer) => void {
   const header = Buffer.alloc(14)
   let headerHave = 0
   const prefix = Buffer.alloc(PREFIX_BYTES)
@@ -56,19 +56,19 @@ export function createFrameParser (onFrame: FrameHandler, onClose: (code: number
   let length = 0
   let opcode = 0
 
-  function headerLength (b1: number): number {
+  function headerLength(b1: number): number {
     const len = b1 & 0x7f
     return 2 + (len === 126 ? 2 : len === 127 ? 8 : 0) + ((b1 & 0x80) !== 0 ? 4 : 0)
   }
 
-  function payloadLength (buf: Buffer, at: number): number {
+  function payloadLength(buf: Buffer, at: number): number {
     const len = buf[at + 1]! & 0x7f
     if (len === 126) return buf.readUInt16BE(at + 2)
     if (len === 127) return Number(buf.readBigUInt64BE(at + 2))
     return len
   }
 
-  function startPayload (len: number, op: number): void {
+  function startPayload(len: number, op: number): void {
     length = len
     remaining = len
     opcode = op
@@ -77,7 +77,7 @@ export function createFrameParser (onFrame: FrameHandler, onClose: (code: number
     if (len === 0) finish()
   }
 
-  function finish (): void {
+  function finish(): void {
     inPayload = false
     if (opcode === OPCODE_CLOSE) return onClose(length >= 2 ? prefix.readUInt16BE(0) : 1005)
     if (opcode === 0x9 || opcode === 0xa) return // ping/pong: not counted
@@ -134,7 +134,13 @@ const readBuffer = Buffer.alloc(4 * 2 ** 20)
  * Open a TCP connection and do the WebSocket handshake by hand; resolves with the raw
  * socket once upgraded. Everything read after the handshake goes to `onData`.
  */
-export function rawWebSocket (host: string, port: number, path: string, token: string, onData: (chunk: Buffer) => void): Promise<Socket> {
+export function rawWebSocket(
+  host: string,
+  port: number,
+  path: string,
+  token: string,
+  onData: (chunk: Buffer) => void,
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const key = Buffer.from(Array.from({ length: 16 }, (_, i) => i * 7)).toString('base64')
     let head: Buffer | null = Buffer.alloc(0)
@@ -172,12 +178,14 @@ export function rawWebSocket (host: string, port: number, path: string, token: s
     socket.once('connect', () => {
       socket.write(
         `GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-        `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+          `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${token}\r\n\r\n`,
       )
     })
   })
 }
 
-export function acceptKey (key: string): string {
-  return createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64')
+export function acceptKey(key: string): string {
+  return createHash('sha1')
+    .update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11')
+    .digest('base64')
 }

@@ -5,13 +5,19 @@ import type { GeneratorCase, GeneratorResult } from './load-generator.js'
 import { scriptPath } from './servers.js'
 
 /** Runs one case; a failed run (loss, reordering, a refused connection) rejects with `what` and the generator's reason. */
-export function runGenerator (input: GeneratorCase, what: string): Promise<GeneratorResult> {
+export function runGenerator(input: GeneratorCase, what: string): Promise<GeneratorResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', scriptPath('./load-generator.js'), JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--expose-gc', scriptPath('./load-generator.js'), JSON.stringify(input)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
-    child.stdout.on('data', (chunk) => { out += chunk })
-    child.stderr.on('data', (chunk) => { err += chunk })
+    child.stdout.on('data', (chunk) => {
+      out += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      err += chunk
+    })
     child.on('exit', (code) => {
       if (code === 0) return resolve(JSON.parse(out) as GeneratorResult)
       reject(new Error(`${what} failed (exit ${code}): ${err.trim()}`))

@@ -9,11 +9,11 @@ type Input = { host: string; port: number; attaches: Array<{ id: string; token: 
 
 const CONCURRENCY = 200
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const input = JSON.parse(readFileSync(process.argv[2] as string, 'utf8')) as Input
   const sockets: Socket[] = []
   let next = 0
-  async function worker (): Promise<void> {
+  async function worker(): Promise<void> {
     while (next < input.attaches.length) {
       const { id, token } = input.attaches[next++]!
       sockets.push(await rawWebSocket(input.host, input.port, `/relay/${id}`, token, () => {}))

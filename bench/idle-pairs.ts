@@ -16,11 +16,11 @@ import { createSessions, scriptPath, startServer } from './servers.js'
 /** How long the server gets to settle (idle GC) before each reading. */
 const SETTLE_MS = 3_000
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   const option = (name: string, fallback: string): string => {
     const i = argv.indexOf(name)
-    return i === -1 ? fallback : argv[i + 1] ?? fallback
+    return i === -1 ? fallback : (argv[i + 1] ?? fallback)
   }
   const pairs = Number(option('--pairs', '9980'))
   const targets = option('--targets', 'relay,ws').split(',') as ServerName[]
@@ -34,29 +34,45 @@ async function main (): Promise<void> {
       const sessions = await createSessions(port, pairs)
       await sleep(SETTLE_MS)
       const created = rssBytes(server.pid)
-      const clients = await Promise.all([0, 1].map((slot) => attachAll(port, sessions.map((s) => ({ id: s.id, token: slot === 0 ? s.initiator_token : s.responder_token })))))
+      const clients = await Promise.all(
+        [0, 1].map((slot) =>
+          attachAll(
+            port,
+            sessions.map((s) => ({ id: s.id, token: slot === 0 ? s.initiator_token : s.responder_token })),
+          ),
+        ),
+      )
       await sleep(SETTLE_MS)
       const attached = rssBytes(server.pid)
       for (const client of clients) client.kill('SIGTERM')
       const perPair = (attached - before) / pairs
-      rows.push([
-        target.padEnd(6),
-        String(pairs).padStart(6),
-        mib(before), mib(created), mib(attached),
-        `${((created - before) / pairs / 1024).toFixed(2)} KiB`.padStart(10),
-        `${(perPair / 1024).toFixed(2)} KiB`.padStart(10),
-      ].join('  '))
+      rows.push(
+        [
+          target.padEnd(6),
+          String(pairs).padStart(6),
+          mib(before),
+          mib(created),
+          mib(attached),
+          `${((created - before) / pairs / 1024).toFixed(2)} KiB`.padStart(10),
+          `${(perPair / 1024).toFixed(2)} KiB`.padStart(10),
+        ].join('  '),
+      )
     } finally {
       server.process.kill('SIGTERM')
     }
   }
-  process.stdout.write(['target   pairs  RSS before  RSS created  RSS attached  per session  per attached pair', ...rows].join('\n') + '\n')
+  process.stdout.write(
+    ['target   pairs  RSS before  RSS created  RSS attached  per session  per attached pair', ...rows].join('\n') +
+      '\n',
+  )
 }
 
-async function attachAll (port: number, attaches: Array<{ id: string; token: string }>): Promise<ChildProcess> {
+async function attachAll(port: number, attaches: Array<{ id: string; token: string }>): Promise<ChildProcess> {
   const file = join(tmpdir(), `idle-${process.pid}-${Math.random().toString(36).slice(2)}.json`)
   writeFileSync(file, JSON.stringify({ host: '127.0.0.1', port, attaches }))
-  const child = spawn(process.execPath, [scriptPath('./idle-clients.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [scriptPath('./idle-clients.js'), file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   await new Promise<void>((resolve, reject) => {
     child.stdout?.once('data', () => resolve())
     child.once('exit', (code) => reject(new Error(`idle clients exited with ${code}`)))

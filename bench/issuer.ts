@@ -9,13 +9,13 @@ export type Issuer = {
   /** The issuer URL, as in the tokens' `iss` and the relay's --oidc-issuer. */
   url: string
   /** A signed access token for `audience` with the given scopes, valid for an hour. */
-  mint (audience: string, scope: string): Promise<string>
-  close (): Promise<void>
+  mint(audience: string, scope: string): Promise<string>
+  close(): Promise<void>
 }
 
 const KID = 'bench'
 
-export async function startIssuer (): Promise<Issuer> {
+export async function startIssuer(): Promise<Issuer> {
   // Extractable, or jose cannot export the public half as a JWK.
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true })
   const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: KID, alg: 'RS256', use: 'sig' }] })
@@ -37,14 +37,15 @@ export async function startIssuer (): Promise<Issuer> {
 
   return {
     url,
-    mint: (audience, scope) => new SignJWT({ scope })
-      .setProtectedHeader({ alg: 'RS256', kid: KID })
-      .setIssuer(url)
-      .setAudience(audience)
-      .setSubject('bench')
-      .setIssuedAt()
-      .setExpirationTime('1h')
-      .sign(privateKey),
+    mint: (audience, scope) =>
+      new SignJWT({ scope })
+        .setProtectedHeader({ alg: 'RS256', kid: KID })
+        .setIssuer(url)
+        .setAudience(audience)
+        .setSubject('bench')
+        .setIssuedAt()
+        .setExpirationTime('1h')
+        .sign(privateKey),
     close: () => new Promise((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
   }
 }

@@ -8,9 +8,22 @@ import type * as Esbuild from 'esbuild'
 import type { Plugin } from 'esbuild'
 
 const require = createRequire(join(process.cwd(), 'package.json'))
-const { build } = await import(require.resolve('esbuild')) as typeof Esbuild
+const { build } = (await import(require.resolve('esbuild'))) as typeof Esbuild
 const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
 // build-tools ships this plugin without types.
-const { SpinEsbuildPlugin } = await import(join(buildTools, 'plugins/esbuild/index.js')) as { SpinEsbuildPlugin: () => Promise<Plugin> }
-await build({ entryPoints: ['src/index.js'], outfile: 'dist/bundle.js', bundle: true, format: 'esm', platform: 'node', target: 'es2020', logLevel: 'silent', plugins: [await SpinEsbuildPlugin()] })
-execFileSync(process.execPath, [join(buildTools, 'dist/index.js'), '-i', 'dist/bundle.js', '-o', 'component.wasm'], { stdio: ['ignore', 'ignore', 'inherit'] })
+const { SpinEsbuildPlugin } = (await import(join(buildTools, 'plugins/esbuild/index.js'))) as {
+  SpinEsbuildPlugin: () => Promise<Plugin>
+}
+await build({
+  entryPoints: ['src/index.js'],
+  outfile: 'dist/bundle.js',
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'es2020',
+  logLevel: 'silent',
+  plugins: [await SpinEsbuildPlugin()],
+})
+execFileSync(process.execPath, [join(buildTools, 'dist/index.js'), '-i', 'dist/bundle.js', '-o', 'component.wasm'], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+})

@@ -80,7 +80,7 @@ const MAX_BATCH_BYTES = 256 * 1024
 /** Frames from this size on are written as a header plus a shared, never-modified body. */
 const SHARED_BODY_FROM = 4096
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const c = JSON.parse(process.argv[2] ?? '{}') as GeneratorCase
   if (c.size < PREFIX_BYTES) throw new Error(`frames must be at least ${PREFIX_BYTES} bytes`)
   const target = new URL(c.url)
@@ -103,7 +103,10 @@ async function main (): Promise<void> {
   let failure = null as Error | null // set in callbacks, so not narrowed to null
   let receivedTotal = 0
   const highestRate = Math.max(0, ...c.latencyRates)
-  const latencies = createSamples(Math.ceil((highestRate > 0 && !c.latencyRates.includes(0) ? highestRate : 2_000_000) * (c.latencyMs / 1000) * 1.2) + 1024)
+  const latencies = createSamples(
+    Math.ceil((highestRate > 0 && !c.latencyRates.includes(0) ? highestRate : 2_000_000) * (c.latencyMs / 1000) * 1.2) +
+      1024,
+  )
   let writeCalls = 0
   let framesWritten = 0
 
@@ -115,28 +118,53 @@ async function main (): Promise<void> {
     const session = await createSession(c.url, c.adminToken)
     const path = `/relay/${session.id}`
     const window = Math.max(2, Math.min(c.windowMessages, Math.floor(c.windowBytes / c.size)))
-    const pair: Pair = { index, sender: null as unknown as Socket, receiver: null as unknown as Socket, sent: 0, received: 0, window }
-    const parse = createFrameParser((seq, sentAt) => {
-      if (seq !== pair.received) {
-        failure ??= new Error(`pair ${index}: expected frame ${pair.received}, got ${seq}: lost or reordered`)
-      }
-      pair.received++
-      receivedTotal++
-      if (sentAt !== 0) latencies.add(performance.now() - sentAt)
-    }, (code) => { failure ??= new Error(`pair ${index}: the server closed the receiver with ${code}`) })
+    const pair: Pair = {
+      index,
+      sender: null as unknown as Socket,
+      receiver: null as unknown as Socket,
+      sent: 0,
+      received: 0,
+      window,
+    }
+    const parse = createFrameParser(
+      (seq, sentAt) => {
+        if (seq !== pair.received) {
+          failure ??= new Error(`pair ${index}: expected frame ${pair.received}, got ${seq}: lost or reordered`)
+        }
+        pair.received++
+        receivedTotal++
+        if (sentAt !== 0) latencies.add(performance.now() - sentAt)
+      },
+      (code) => {
+        failure ??= new Error(`pair ${index}: the server closed the receiver with ${code}`)
+      },
+    )
     pair.receiver = await rawWebSocket(host, port, path, session.responder_token, (chunk) => {
       parse(chunk)
       // Top the sender's window up after every read, so writes batch.
       if (saturating) send(pair, pair.window - (pair.sent - pair.received))
       else pacer?.refill(pair)
     })
-    pair.sender = await rawWebSocket(host, port, path, session.initiator_token, createFrameParser(() => {}, (code) => {
-      failure ??= new Error(`pair ${index}: the server closed the sender with ${code}`)
-    }))
+    pair.sender = await rawWebSocket(
+      host,
+      port,
+      path,
+      session.initiator_token,
+      createFrameParser(
+        () => {},
+        (code) => {
+          failure ??= new Error(`pair ${index}: the server closed the sender with ${code}`)
+        },
+      ),
+    )
     pairs.push(pair)
     for (const socket of [pair.sender, pair.receiver]) {
-      socket.on('error', (error) => { failure ??= error })
-      socket.on('close', () => { if (!finished) failure ??= new Error(`pair ${index}: connection closed`) })
+      socket.on('error', (error) => {
+        failure ??= error
+      })
+      socket.on('close', () => {
+        if (!finished) failure ??= new Error(`pair ${index}: connection closed`)
+      })
     }
   }
 
@@ -144,7 +172,7 @@ async function main (): Promise<void> {
    * Write `count` frames to the pair's sender. Frame k is stamped `stamp + k * spacing`, the
    * time latency counts from (a stamp of 0: no latency sample).
    */
-  function send (pair: Pair, count: number, stamp = 0, spacing = 0): void {
+  function send(pair: Pair, count: number, stamp = 0, spacing = 0): void {
     if (count <= 0 || failure !== null) return
     if (c.size >= SHARED_BODY_FROM) {
       pair.sender.cork()
@@ -171,10 +199,16 @@ async function main (): Promise<void> {
         if (stamp !== 0) stamp += spacing
       }
       let taken = false
-      const release = (): void => { if (!taken) freeBatches.push(batch) }
+      const release = (): void => {
+        if (!taken) freeBatches.push(batch)
+      }
       if (c.writes === 'single') {
         // Writes complete in order: the batch is free once its last frame's write is.
-        for (let k = 0; k < frames; k++) pair.sender.write(batch.subarray(k * frameBytes, (k + 1) * frameBytes), k === frames - 1 ? release : undefined)
+        for (let k = 0; k < frames; k++)
+          pair.sender.write(
+            batch.subarray(k * frameBytes, (k + 1) * frameBytes),
+            k === frames - 1 ? release : undefined,
+          )
         writeCalls += frames
       } else {
         pair.sender.write(batch.subarray(0, frames * frameBytes), release)
@@ -245,7 +279,12 @@ async function main (): Promise<void> {
  * window held back carries the time it was due instead: that wait is the server's doing and
  * counts (no coordinated omission). How late the pacer itself wrote is kept in `lateness`.
  */
-function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: number, stamp: number, spacing: number) => void, lateness: Samples) {
+function createPacer(
+  pairs: Pair[],
+  rate: number,
+  send: (pair: Pair, count: number, stamp: number, spacing: number) => void,
+  lateness: Samples,
+) {
   const origin = performance.now()
   const msPerMessage = (1000 * pairs.length) / rate
   // Spread the pairs' schedules over one message interval, so their frames do not all fall due at once.
@@ -255,7 +294,7 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
   // When the phase ended: frames due before it that a full window still holds back are sent
   // as reads make room, and counted, or a stall at the phase's end would vanish from the figures.
   let stoppedAt = Infinity
-  function sendDue (pair: Pair, at: number): void {
+  function sendDue(pair: Pair, at: number): void {
     const now = Math.min(at, stoppedAt)
     const owed = Math.floor((now - origin - offset(pair)) / msPerMessage) + 1 - handed[pair.index]!
     const room = pair.window - (pair.sent - pair.received)
@@ -273,21 +312,23 @@ function createPacer (pairs: Pair[], rate: number, send: (pair: Pair, count: num
     handed[pair.index] = handed[pair.index]! + count
   }
   return {
-    pump (): void {
+    pump(): void {
       if (stoppedAt !== Infinity) return
       const now = performance.now()
       for (const pair of pairs) sendDue(pair, now)
     },
-    refill (pair: Pair): void {
+    refill(pair: Pair): void {
       if (heldBack[pair.index]!) sendDue(pair, performance.now())
     },
-    stop: () => { stoppedAt = performance.now() },
+    stop: () => {
+      stoppedAt = performance.now()
+    },
     elapsedMs: () => performance.now() - origin,
     lateness,
   }
 }
 
-async function measureLatency (
+async function measureLatency(
   c: GeneratorCase,
   rate: number,
   pacer: ReturnType<typeof createPacer>,
@@ -311,7 +352,8 @@ async function measureLatency (
   pacer.stop()
   const end = snapshot(c.pid, 0)
   const seconds = start === null ? NaN : (end.at - start.at) / 1000
-  const serverCpuPercent = start === null ? NaN : ((end.serverTicks - start.serverTicks) / TICKS_PER_SECOND / seconds) * 100
+  const serverCpuPercent =
+    start === null ? NaN : ((end.serverTicks - start.serverTicks) / TICKS_PER_SECOND / seconds) * 100
   const generatorCpuPercent = start === null ? NaN : ((end.ownCpu - start.ownCpu) / 1e6 / seconds) * 100
   await drain(pairs, failed)
   const samples = latencies.from(Math.max(dropFrom, 0)).sort()
@@ -328,17 +370,19 @@ async function measureLatency (
   }
 }
 
-function quantile (sorted: Float64Array, q: number): number {
+function quantile(sorted: Float64Array, q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
 
 /** Wait until every frame sent has been received; anything missing by then is a failure. */
-async function drain (pairs: Pair[], failed: () => Error | null): Promise<void> {
+async function drain(pairs: Pair[], failed: () => Error | null): Promise<void> {
   const deadline = Date.now() + 10_000
   while (pairs.some((p) => p.received < p.sent)) {
     if (failed() !== null) return
     if (Date.now() > deadline) {
-      const short = pairs.filter((p) => p.received < p.sent).map((p) => `pair ${p.index}: ${p.sent - p.received} missing`)
+      const short = pairs
+        .filter((p) => p.received < p.sent)
+        .map((p) => `pair ${p.index}: ${p.sent - p.received} missing`)
       throw new Error(`frames never arrived: ${short.slice(0, 5).join(', ')}`)
     }
     await sleep(5)
@@ -350,41 +394,48 @@ async function drain (pairs: Pair[], failed: () => Error | null): Promise<void> 
  * with fetch leaves megabytes of garbage in the old generation, and its collection, about
  * 8 ms, otherwise fell inside the latency phase.
  */
-function collectGarbage (): void {
-  (globalThis as { gc?: () => void }).gc?.()
+function collectGarbage(): void {
+  ;(globalThis as { gc?: () => void }).gc?.()
 }
 
 type Samples = ReturnType<typeof createSamples>
 
 /** Latency samples in a preallocated array, so measuring allocates nothing; past capacity they are dropped. */
-function createSamples (capacity: number) {
+function createSamples(capacity: number) {
   const values = new Float64Array(capacity)
   let n = 0
   return {
-    add: (ms: number): void => { if (n < capacity) values[n++] = ms },
+    add: (ms: number): void => {
+      if (n < capacity) values[n++] = ms
+    },
     count: (): number => n,
-    reset: (): void => { n = 0 },
+    reset: (): void => {
+      n = 0
+    },
     capacity,
     from: (start: number): Float64Array => values.slice(start, n),
   }
 }
 
-function snapshot (pid: number, received: number) {
+function snapshot(pid: number, received: number) {
   return { at: performance.now(), received, serverTicks: cpuTicks(pid), serverRss: rssBytes(pid), ownCpu: cpuUsed() }
 }
 
-function cpuUsed (): number {
+function cpuUsed(): number {
   const { user, system } = process.cpuUsage()
   return user + system
 }
 
-async function createSession (url: string, token?: string): Promise<{ id: string; initiator_token: string; responder_token: string }> {
+async function createSession(
+  url: string,
+  token?: string,
+): Promise<{ id: string; initiator_token: string; responder_token: string }> {
   const response = await fetch(`${url}/admin/sessions`, {
     method: 'POST',
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   })
   if (response.status !== 201) throw new Error(`POST /admin/sessions answered ${response.status}`)
-  return await response.json() as { id: string; initiator_token: string; responder_token: string }
+  return (await response.json()) as { id: string; initiator_token: string; responder_token: string }
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -18,23 +18,43 @@ import { freePort } from './servers.js'
 
 const mainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
 const argv = process.argv.slice(2)
-const durationMs = parseDuration(argv.includes('--duration') ? argv[argv.indexOf('--duration') + 1] ?? '5s' : '5s')
+const durationMs = parseDuration(argv.includes('--duration') ? (argv[argv.indexOf('--duration') + 1] ?? '5s') : '5s')
 const asJson = argv.includes('--json')
 
-type Row = { target: string; connections: number; requestsPerSec: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number }
+type Row = {
+  target: string
+  connections: number
+  requestsPerSec: number
+  p50Ms: number
+  p99Ms: number
+  errors: number
+  non2xx: number
+}
 
-async function measure (target: string, connections: number, options: autocannon.Options): Promise<Row> {
+async function measure(target: string, connections: number, options: autocannon.Options): Promise<Row> {
   const result = await autocannon({ ...options, connections, duration: durationMs / 1000 })
-  return { target, connections, requestsPerSec: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx }
+  return {
+    target,
+    connections,
+    requestsPerSec: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  }
 }
 
-async function api (base: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${base}/api/v1${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? null : JSON.stringify(body) })
+async function api(base: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? null : JSON.stringify(body),
+  })
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
-  return await response.json() as Record<string, unknown>
+  return (await response.json()) as Record<string, unknown>
 }
 
-async function poll<T> (what: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T> {
+async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check().catch(() => null)
@@ -47,13 +67,22 @@ async function poll<T> (what: string, timeoutMs: number, check: () => Promise<T 
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-local-worker-'))
 const port = await freePort()
 const control = spawn(process.execPath, [mainJs], {
-  env: { ...process.env, PLATFORM_RUNTIME: 'local', PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true', PLATFORM_DATA_DIR: dataDir, PLATFORM_ADDR: `127.0.0.1:${port}`, PLATFORM_LOG_LEVEL: 'warn' },
+  env: {
+    ...process.env,
+    PLATFORM_RUNTIME: 'local',
+    PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true',
+    PLATFORM_DATA_DIR: dataDir,
+    PLATFORM_ADDR: `127.0.0.1:${port}`,
+    PLATFORM_LOG_LEVEL: 'warn',
+  },
   stdio: ['ignore', 'ignore', 'inherit'],
 })
-const node = http.createServer((_request, response) => { response.writeHead(200, { 'content-type': 'text/plain' }).end('hello from node\n') })
+const node = http.createServer((_request, response) => {
+  response.writeHead(200, { 'content-type': 'text/plain' }).end('hello from node\n')
+})
 try {
   const base = `http://127.0.0.1:${port}`
-  await poll('the control plane', 60_000, async () => (await fetch(`${base}/healthz`)).ok ? true : null)
+  await poll('the control plane', 60_000, async () => ((await fetch(`${base}/healthz`)).ok ? true : null))
   const app = await api(base, 'POST', '/applications', { name: 'bench', language: 'js', runtime: 'wasmkube' })
   const fnId = (app.functions as Array<{ id: string }>)[0]?.id as string
   const started = Date.now()
@@ -79,14 +108,26 @@ try {
     rows.push(await measure('publicUrl', connections, { url: `${deployment.publicUrl}/` }))
     rows.push(await measure('invoke', connections, invoke))
   }
-  const baseline = (connections: number): Row => rows.find((row) => row.target === 'node http' && row.connections === connections) as Row
-  const withRatios = rows.map((row) => ({ ...row, rpsRatio: +(row.requestsPerSec / baseline(row.connections).requestsPerSec).toFixed(3), p50Ratio: +(row.p50Ms / Math.max(baseline(row.connections).p50Ms, 1)).toFixed(1) }))
+  const baseline = (connections: number): Row =>
+    rows.find((row) => row.target === 'node http' && row.connections === connections) as Row
+  const withRatios = rows.map((row) => ({
+    ...row,
+    rpsRatio: +(row.requestsPerSec / baseline(row.connections).requestsPerSec).toFixed(3),
+    p50Ratio: +(row.p50Ms / Math.max(baseline(row.connections).p50Ms, 1)).toFixed(1),
+  }))
   if (asJson) {
-    process.stdout.write(`${JSON.stringify({ cores: cpus().length, durationMs, buildAndFirstLoadMs: readyMs, rows: withRatios }, null, 2)}\n`)
+    process.stdout.write(
+      `${JSON.stringify({ cores: cpus().length, durationMs, buildAndFirstLoadMs: readyMs, rows: withRatios }, null, 2)}\n`,
+    )
   } else {
     process.stdout.write(`cores ${cpus().length}, ${durationMs} ms per figure; build and first load ${readyMs} ms\n`)
-    process.stdout.write('| target | connections | requests/s | x Node | p50 ms | p99 ms | errors | non-2xx |\n|---|---:|---:|---:|---:|---:|---:|---:|\n')
-    for (const row of withRatios) process.stdout.write(`| ${row.target} | ${row.connections} | ${row.requestsPerSec} | ${row.rpsRatio} | ${row.p50Ms} | ${row.p99Ms} | ${row.errors} | ${row.non2xx} |\n`)
+    process.stdout.write(
+      '| target | connections | requests/s | x Node | p50 ms | p99 ms | errors | non-2xx |\n|---|---:|---:|---:|---:|---:|---:|---:|\n',
+    )
+    for (const row of withRatios)
+      process.stdout.write(
+        `| ${row.target} | ${row.connections} | ${row.requestsPerSec} | ${row.rpsRatio} | ${row.p50Ms} | ${row.p99Ms} | ${row.errors} | ${row.non2xx} |\n`,
+      )
   }
 } finally {
   node.close()

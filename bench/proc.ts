@@ -6,7 +6,7 @@ import { cpus, totalmem } from 'node:os'
 export const TICKS_PER_SECOND = 100
 
 /** utime + stime of `pid`, in ticks. */
-export function cpuTicks (pid: number): number {
+export function cpuTicks(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   // The command name may contain spaces and parentheses: the fields start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
@@ -14,7 +14,7 @@ export function cpuTicks (pid: number): number {
 }
 
 /** Resident set size of `pid`, in bytes. */
-export function rssBytes (pid: number): number {
+export function rssBytes(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const match = /^VmRSS:\s+(\d+) kB$/m.exec(status)
   if (match === null) throw new Error(`no VmRSS for pid ${pid}`)
@@ -24,6 +24,11 @@ export function rssBytes (pid: number): number {
 export type Machine = { cpus: number; cpuModel: string; memoryGiB: number; node: string }
 
 /** What every benchmark report names: the machine the figures came from. */
-export function machineInfo (): Machine {
-  return { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version }
+export function machineInfo(): Machine {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? '',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  }
 }

@@ -39,7 +39,7 @@ type Options = {
 }
 
 /** The `moderate` latency rate for a frame size: 50,000 messages/s, at most 200 MB/s. */
-export function moderateRate (size: number): number {
+export function moderateRate(size: number): number {
   return Math.max(1, Math.min(50_000, Math.floor(200e6 / size)))
 }
 
@@ -66,7 +66,7 @@ export type CaseResult = {
   }
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2))
   const results: CaseResult[] = []
   // Every target is up for the whole run and the repetitions take turns (relay, ws, tcp,
@@ -76,7 +76,7 @@ async function main (): Promise<void> {
   try {
     for (const name of options.targets) {
       const build = name.startsWith('relay@') ? options.relayBuilds.get(name.slice('relay@'.length)) : undefined
-      servers.set(name, await startServer(build === undefined ? name as ServerName : 'relay', [], build))
+      servers.set(name, await startServer(build === undefined ? (name as ServerName) : 'relay', [], build))
     }
     for (const writes of options.writes) {
       for (const size of options.sizes) {
@@ -88,7 +88,8 @@ async function main (): Promise<void> {
               if (!options.json) process.stderr.write('.')
             }
           }
-          for (const [name, done] of runs) results.push({ target: name, size, pairs, writes, runs: done, median: medians(done) })
+          for (const [name, done] of runs)
+            results.push({ target: name, size, pairs, writes, runs: done, median: medians(done) })
         }
       }
     }
@@ -97,11 +98,18 @@ async function main (): Promise<void> {
   }
   if (!options.json) process.stderr.write('\n')
   const machine = machineInfo()
-  if (options.json) process.stdout.write(JSON.stringify({ date: new Date().toISOString(), machine, options, results }, null, 2) + '\n')
+  if (options.json)
+    process.stdout.write(JSON.stringify({ date: new Date().toISOString(), machine, options, results }, null, 2) + '\n')
   else process.stdout.write(table(results, machine))
 }
 
-function runCase (options: Options, server: RunningServer, size: number, pairs: number, writes: GeneratorCase['writes']): Promise<GeneratorResult> {
+function runCase(
+  options: Options,
+  server: RunningServer,
+  size: number,
+  pairs: number,
+  writes: GeneratorCase['writes'],
+): Promise<GeneratorResult> {
   const input: GeneratorCase = {
     url: `http://127.0.0.1:${server.port}`,
     pid: server.pid,
@@ -109,7 +117,9 @@ function runCase (options: Options, server: RunningServer, size: number, pairs: 
     pairs,
     warmupMs: options.warmupMs,
     durationMs: options.durationMs,
-    latencyRates: options.latencyRates.map((rate) => rate === 'moderate' ? moderateRate(size) : rate === 'half' ? 0 : rate),
+    latencyRates: options.latencyRates.map((rate) =>
+      rate === 'moderate' ? moderateRate(size) : rate === 'half' ? 0 : rate,
+    ),
     latencyMs: options.latencyMs,
     writes,
     windowBytes: options.windowBytes,
@@ -119,14 +129,18 @@ function runCase (options: Options, server: RunningServer, size: number, pairs: 
   return runGenerator(input, `${size} B x ${pairs} pairs`)
 }
 
-function medians (runs: GeneratorResult[]): CaseResult['median'] {
+function medians(runs: GeneratorResult[]): CaseResult['median'] {
   const median = (pick: (r: GeneratorResult) => number): number => {
-    const values = runs.map(pick).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b)
+    const values = runs
+      .map(pick)
+      .filter((v) => !Number.isNaN(v))
+      .sort((a, b) => a - b)
     return values.length === 0 ? NaN : values[Math.floor(values.length / 2)]!
   }
   const phases = Math.max(0, ...runs.map((r) => r.latency.length))
   const latency = Array.from({ length: phases }, (_, i) => {
-    const at = (pick: (l: LatencyResult) => number) => median((r) => r.latency[i] === undefined ? NaN : pick(r.latency[i]))
+    const at = (pick: (l: LatencyResult) => number) =>
+      median((r) => (r.latency[i] === undefined ? NaN : pick(r.latency[i])))
     return {
       rate: at((l) => l.rate),
       p50Ms: at((l) => l.p50Ms),
@@ -146,12 +160,21 @@ function medians (runs: GeneratorResult[]): CaseResult['median'] {
   }
 }
 
-function table (results: CaseResult[], machine: Machine): string {
-  const find = (target: TargetName, r: CaseResult) => results.find((o) => o.target === target && o.size === r.size && o.pairs === r.pairs && o.writes === r.writes)
-  const caseOf = (r: CaseResult): string => `${bytes(r.size)} x ${r.pairs}${r.writes === 'single' ? ', single writes' : ''}`
-  const label = (target: TargetName): string => target.startsWith('relay@') ? `${SERVERS.relay.label} ${target.slice('relay'.length)}` : SERVERS[target as ServerName].label
-  const throughput: string[][] = [['case', 'target', 'msgs/s', 'MB/s', 'server CPU', 'server RSS', 'gen. CPU', 'vs uWS', 'vs ws', 'vs tcp']]
-  const latency: string[][] = [['case', 'target', 'rate/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'pacer p99', 'server CPU', 'p99 vs tcp']]
+function table(results: CaseResult[], machine: Machine): string {
+  const find = (target: TargetName, r: CaseResult) =>
+    results.find((o) => o.target === target && o.size === r.size && o.pairs === r.pairs && o.writes === r.writes)
+  const caseOf = (r: CaseResult): string =>
+    `${bytes(r.size)} x ${r.pairs}${r.writes === 'single' ? ', single writes' : ''}`
+  const label = (target: TargetName): string =>
+    target.startsWith('relay@')
+      ? `${SERVERS.relay.label} ${target.slice('relay'.length)}`
+      : SERVERS[target as ServerName].label
+  const throughput: string[][] = [
+    ['case', 'target', 'msgs/s', 'MB/s', 'server CPU', 'server RSS', 'gen. CPU', 'vs uWS', 'vs ws', 'vs tcp'],
+  ]
+  const latency: string[][] = [
+    ['case', 'target', 'rate/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'pacer p99', 'server CPU', 'p99 vs tcp'],
+  ]
   for (const r of results) {
     const m = r.median
     const uws = find('uws', r)
@@ -186,23 +209,25 @@ function table (results: CaseResult[], machine: Machine): string {
   }
   const render = (rows: string[][]): string => {
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)))
-    return rows.map((row) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')).join('\n')
+    return rows
+      .map((row) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '))
+      .join('\n')
   }
   const head = `${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}`
   return `${head}\n${render(throughput)}\n${latency.length > 1 ? `\n${render(latency)}\n` : ''}`
 }
 
-function ms (value: number): string {
+function ms(value: number): string {
   return Number.isNaN(value) ? '-' : value.toFixed(2)
 }
 
-function bytes (n: number): string {
+function bytes(n: number): string {
   if (n >= 2 ** 20 && n % 2 ** 20 === 0) return `${n / 2 ** 20} MiB`
   if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`
   return `${n} B`
 }
 
-function parseOptions (argv: string[]): Options {
+function parseOptions(argv: string[]): Options {
   const options: Options = {
     sizes: [16, 1024, 65536, 1048576],
     pairs: [1, 100],
@@ -218,10 +243,18 @@ function parseOptions (argv: string[]): Options {
     latencyRates: ['moderate'],
     json: false,
   }
-  const list = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean)
+  const list = (text: string): string[] =>
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
   options.json = readFlags(argv, {
-    '--sizes': (value) => { options.sizes = list(value).map(parseBytes) },
-    '--pairs': (value) => { options.pairs = list(value).map(Number) },
+    '--sizes': (value) => {
+      options.sizes = list(value).map(parseBytes)
+    },
+    '--pairs': (value) => {
+      options.pairs = list(value).map(Number)
+    },
     '--targets': (value) => {
       options.targets = list(value).map((t) => {
         if (!(t in SERVERS) && !t.startsWith('relay@')) throw new Error(`unknown target ${t}`)
@@ -240,27 +273,42 @@ function parseOptions (argv: string[]): Options {
         return w
       })
     },
-    '--warmup': (value) => { options.warmupMs = parseDuration(value) },
-    '--duration': (value) => { options.durationMs = parseDuration(value) },
-    '--latency': (value) => { options.latencyMs = parseDuration(value) },
-    '--repetitions': (value) => { options.repetitions = Number(value) },
-    '--window-bytes': (value) => { options.windowBytes = parseBytes(value) },
-    '--window-messages': (value) => { options.windowMessages = Number(value) },
+    '--warmup': (value) => {
+      options.warmupMs = parseDuration(value)
+    },
+    '--duration': (value) => {
+      options.durationMs = parseDuration(value)
+    },
+    '--latency': (value) => {
+      options.latencyMs = parseDuration(value)
+    },
+    '--repetitions': (value) => {
+      options.repetitions = Number(value)
+    },
+    '--window-bytes': (value) => {
+      options.windowBytes = parseBytes(value)
+    },
+    '--window-messages': (value) => {
+      options.windowMessages = Number(value)
+    },
     '--latency-rate': (value) => {
       options.latencyRates = list(value).map((rate) => {
         if (rate === 'moderate' || rate === 'half') return rate
         const n = Number(rate)
-        if (!Number.isInteger(n) || n <= 0) throw new Error(`--latency-rate takes moderate, half or messages/s, got ${rate}`)
+        if (!Number.isInteger(n) || n <= 0)
+          throw new Error(`--latency-rate takes moderate, half or messages/s, got ${rate}`)
         return n
       })
     },
   }).json
   // Each other build is a target beside the relay, unless --targets already names it.
   for (const name of options.relayBuilds.keys()) {
-    if (!options.targets.includes(`relay@${name}`)) options.targets.splice(options.targets.indexOf('relay') + 1, 0, `relay@${name}`)
+    if (!options.targets.includes(`relay@${name}`))
+      options.targets.splice(options.targets.indexOf('relay') + 1, 0, `relay@${name}`)
   }
   for (const target of options.targets) {
-    if (target.startsWith('relay@') && !options.relayBuilds.has(target.slice('relay@'.length))) throw new Error(`${target}: no such build in --relay-builds`)
+    if (target.startsWith('relay@') && !options.relayBuilds.has(target.slice('relay@'.length)))
+      throw new Error(`${target}: no such build in --relay-builds`)
   }
   return options
 }

@@ -29,32 +29,45 @@ export type SoakReport = {
 const CONCURRENCY = 200
 const TICK_MS = 100
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const input = JSON.parse(readFileSync(process.argv[2] as string, 'utf8')) as SoakInput
   const n = input.attaches.length
   const sockets = new Array<Socket>(n)
-  const report: SoakReport = { sent: new Array<number>(n).fill(0), received: new Array<number>(n).fill(0), outOfOrder: 0, closedByRelay: 0, errors: [] }
+  const report: SoakReport = {
+    sent: new Array<number>(n).fill(0),
+    received: new Array<number>(n).fill(0),
+    outOfOrder: 0,
+    closedByRelay: 0,
+    errors: [],
+  }
   let finished = false
-  const fail = (message: string): void => { if (report.errors.length < 20) report.errors.push(message) }
+  const fail = (message: string): void => {
+    if (report.errors.length < 20) report.errors.push(message)
+  }
 
   let next = 0
-  async function worker (): Promise<void> {
+  async function worker(): Promise<void> {
     while (next < n) {
       const i = next++
       const { id, token } = input.attaches[i]!
-      const parse = createFrameParser((seq) => {
-        if (seq !== report.received[i]) {
-          report.outOfOrder++
-          fail(`connection ${i}: expected frame ${report.received[i]}, got ${seq}`)
-        }
-        report.received[i]!++
-      }, (code) => {
-        report.closedByRelay++
-        fail(`connection ${i}: the relay closed it with ${code}`)
-      })
+      const parse = createFrameParser(
+        (seq) => {
+          if (seq !== report.received[i]) {
+            report.outOfOrder++
+            fail(`connection ${i}: expected frame ${report.received[i]}, got ${seq}`)
+          }
+          report.received[i]!++
+        },
+        (code) => {
+          report.closedByRelay++
+          fail(`connection ${i}: the relay closed it with ${code}`)
+        },
+      )
       const socket = await rawWebSocket(input.host, input.port, `/relay/${id}`, token, parse)
       socket.on('error', (error) => fail(`connection ${i}: ${error.message}`))
-      socket.on('close', () => { if (!finished) fail(`connection ${i}: closed`) })
+      socket.on('close', () => {
+        if (!finished) fail(`connection ${i}: closed`)
+      })
       sockets[i] = socket
     }
   }
@@ -64,7 +77,7 @@ async function main (): Promise<void> {
 
   const header = clientFrameHeader(input.size)
   const credit = new Float64Array(n)
-  const perTick = input.rate * TICK_MS / 1000
+  const perTick = (input.rate * TICK_MS) / 1000
   const started = Date.now()
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {

@@ -16,7 +16,7 @@ export const DEFAULT_WORKER = join(TARGET_DIR, 'release/worker')
 export const CACHE = join(ROOT, '.cache/bench-worker')
 
 /** Builds the worker in release mode (a no-op when it is up to date; 10-15 min the first time). */
-export function buildWorker (): void {
+export function buildWorker(): void {
   const built = spawnSync('cargo', ['build', '--release', '--locked'], {
     cwd: join(ROOT, 'worker'),
     env: { ...process.env, CARGO_TARGET_DIR: TARGET_DIR },
@@ -30,7 +30,7 @@ export function buildWorker (): void {
  * cache: a distinct name is a distinct build, so ten names are ten applications that share
  * no compiled code. Rebuilt when the template's source is newer than the component.
  */
-export function templateComponent (name: string): string {
+export function templateComponent(name: string): string {
   const template = join(ROOT, 'spin/templates/js')
   const dir = join(CACHE, 'templates', name)
   const wasm = join(dir, 'component.wasm')
@@ -42,7 +42,10 @@ export function templateComponent (name: string): string {
     writeFileSync(join(dir, file), readFileSync(join(dir, file), 'utf8').replaceAll('{{function}}', name))
   }
   if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
-  const built = spawnSync(process.execPath, [scriptPath('./js-template-build.js')], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
+  const built = spawnSync(process.execPath, [scriptPath('./js-template-build.js')], {
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
   if (built.status !== 0) throw new Error(`building the js template as ${name} failed`)
   return wasm
 }
@@ -65,7 +68,7 @@ const lockFor = (component: string): unknown => ({
 })
 
 /** Starts the worker; its log (one line per request of the template's console.log) is dropped. */
-export function startWorker (binary: string, cacheDir: string): WorkerProcess {
+export function startWorker(binary: string, cacheDir: string): WorkerProcess {
   const child = spawn(binary, ['--cache-dir', cacheDir], { stdio: ['pipe', 'pipe', 'ignore'] })
   const waiting = new Map<number, (reply: Reply) => void>()
   createInterface({ input: child.stdout }).on('line', (line) => {
@@ -74,29 +77,31 @@ export function startWorker (binary: string, cacheDir: string): WorkerProcess {
     waiting.delete(reply.id)
   })
   let nextId = 1
-  const send = (command: Record<string, unknown>): Promise<Reply> => new Promise((resolve) => {
-    const id = nextId++
-    waiting.set(id, resolve)
-    child.stdin.write(JSON.stringify({ ...command, id }) + '\n')
-  })
+  const send = (command: Record<string, unknown>): Promise<Reply> =>
+    new Promise((resolve) => {
+      const id = nextId++
+      waiting.set(id, resolve)
+      child.stdin.write(JSON.stringify({ ...command, id }) + '\n')
+    })
   const load = async (app: string, wasm: string): Promise<string> => {
     const reply = await send({ op: 'load', app, lock: lockFor('hello'), components: { hello: wasm } })
     if (!reply.ok || reply.url === undefined) throw new Error(`load ${app}: ${reply.error}`)
     return reply.url
   }
-  const stop = (): Promise<void> => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    // stdin closed: the worker exits 0 (worker/README.md).
-    child.stdin.end()
-  })
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      // stdin closed: the worker exits 0 (worker/README.md).
+      child.stdin.end()
+    })
   return { pid: child.pid as number, child, send, load, stop }
 }
 
 export type Memory = { rssMb: number; anonMb: number; fileMb: number }
 
 /** A process's resident memory: anonymous (what it costs) and file pages (mapped code, shared with the page cache). */
-export function memoryOf (pid: number): Memory {
+export function memoryOf(pid: number): Memory {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN)
   return { rssMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 }

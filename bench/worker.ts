@@ -23,9 +23,15 @@ import { CACHE, DEFAULT_WORKER, buildWorker, memoryOf, startWorker, templateComp
 
 const options = { durationMs: 10_000, apps: 10, worker: '' }
 const { json } = readFlags(process.argv.slice(2), {
-  '--duration': (v) => { options.durationMs = parseDuration(v) },
-  '--apps': (v) => { options.apps = Number(v) },
-  '--worker': (v) => { options.worker = v },
+  '--duration': (v) => {
+    options.durationMs = parseDuration(v)
+  },
+  '--apps': (v) => {
+    options.apps = Number(v)
+  },
+  '--worker': (v) => {
+    options.worker = v
+  },
 })
 if (!Number.isInteger(options.apps) || options.apps < 1) throw new Error('--apps must be a positive integer')
 
@@ -33,13 +39,18 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 const elapsedMs = (since: bigint): number => Number(process.hrtime.bigint() - since) / 1e6
 
 /** Milliseconds per request, one after the other on one kept-alive connection (autocannon's percentiles are whole milliseconds). */
-async function sequential (url: string, count: number): Promise<number[]> {
+async function sequential(url: string, count: number): Promise<number[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   const times: number[] = []
   for (let i = 0; i < count; i++) {
     const started = process.hrtime.bigint()
     await new Promise<void>((resolve, reject) => {
-      http.get(url, { agent }, (res) => { res.resume(); res.on('end', resolve) }).on('error', reject)
+      http
+        .get(url, { agent }, (res) => {
+          res.resume()
+          res.on('end', resolve)
+        })
+        .on('error', reject)
     })
     times.push(elapsedMs(started))
   }
@@ -50,29 +61,40 @@ async function sequential (url: string, count: number): Promise<number[]> {
 type Load = { requestsPerSec: number; requests: number; p99Ms: number; cpuMsPerRequest: number }
 
 /** autocannon at `connections`, with the CPU the server's process spent meanwhile. */
-async function load (url: string, pid: number, connections: number): Promise<Load> {
+async function load(url: string, pid: number, connections: number): Promise<Load> {
   const before = cpuTicks(pid)
   const result = await autocannon({ url, connections, duration: options.durationMs / 1000, pipelining: 1 })
-  const cpuMs = (cpuTicks(pid) - before) * 1000 / TICKS_PER_SECOND
-  if (result.errors + result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
+  const cpuMs = ((cpuTicks(pid) - before) * 1000) / TICKS_PER_SECOND
+  if (result.errors + result.non2xx > 0)
+    throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
   const requests = result.requests.total
-  return { requestsPerSec: Math.round(requests / (options.durationMs / 1000)), requests, p99Ms: result.latency.p99, cpuMsPerRequest: cpuMs / requests }
+  return {
+    requestsPerSec: Math.round(requests / (options.durationMs / 1000)),
+    requests,
+    p99Ms: result.latency.p99,
+    cpuMsPerRequest: cpuMs / requests,
+  }
 }
 
-async function startNode (): Promise<{ child: ChildProcess; url: string }> {
+async function startNode(): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort()
-  const child = spawn(process.execPath, [scriptPath('./baselines/http-hello.js'), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] })
-  await new Promise((resolve, reject) => { child.stdout.once('data', resolve); child.once('exit', reject) })
+  const child = spawn(process.execPath, [scriptPath('./baselines/http-hello.js'), String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  await new Promise((resolve, reject) => {
+    child.stdout.once('data', resolve)
+    child.once('exit', reject)
+  })
   return { child, url: `http://127.0.0.1:${port}/` }
 }
 
-async function answer (url: string): Promise<void> {
+async function answer(url: string): Promise<void> {
   const response = await fetch(url)
   await response.text()
   if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const binary = options.worker === '' ? DEFAULT_WORKER : options.worker
   if (options.worker === '') buildWorker()
   const wasms = Array.from({ length: options.apps }, (_, i) => templateComponent(`fn${i}`))
@@ -80,14 +102,14 @@ async function main (): Promise<void> {
 
   // Compiles what the cache lacks, so every figure below finds its component compiled on disk.
   const warming = startWorker(binary, cacheDir)
-  for (const [i, wasm] of wasms.entries()) await answer(await warming.load(`app${i}`, wasm) + '/')
+  for (const [i, wasm] of wasms.entries()) await answer((await warming.load(`app${i}`, wasm)) + '/')
   await warming.stop()
 
   const starts: number[] = []
   for (let i = 0; i < 3; i++) {
     const started = process.hrtime.bigint()
     const worker = startWorker(binary, cacheDir)
-    await answer(await worker.load('app0', wasms[0]!) + '/')
+    await answer((await worker.load('app0', wasms[0]!)) + '/')
     starts.push(elapsedMs(started))
     await worker.stop()
   }
@@ -99,7 +121,7 @@ async function main (): Promise<void> {
     const idle = memoryOf(worker.pid)
     const urls: string[] = []
     for (const [i, wasm] of wasms.entries()) {
-      urls.push(await worker.load(`app${i}`, wasm) + '/')
+      urls.push((await worker.load(`app${i}`, wasm)) + '/')
       await answer(urls[i]!)
     }
     const loaded = memoryOf(worker.pid)
@@ -114,7 +136,10 @@ async function main (): Promise<void> {
     }
     const runs: Record<string, { worker: Load; node: Load }> = {}
     for (const connections of [1, 32]) {
-      runs[`c${connections}`] = { worker: await load(url, worker.pid, connections), node: await load(node.url, node.child.pid!, connections) }
+      runs[`c${connections}`] = {
+        worker: await load(url, worker.pid, connections),
+        node: await load(node.url, node.child.pid!, connections),
+      }
     }
     const afterLoad = memoryOf(worker.pid)
 
@@ -150,24 +175,76 @@ type Figures = {
   runs: Record<string, { worker: Load; node: Load }>
 }
 
-function report (f: Figures): void {
+function report(f: Figures): void {
   const apps = options.apps
-  const perApp = (m: Memory): Memory => ({ rssMb: (m.rssMb - f.idle.rssMb) / apps, anonMb: (m.anonMb - f.idle.anonMb) / apps, fileMb: (m.fileMb - f.idle.fileMb) / apps })
+  const perApp = (m: Memory): Memory => ({
+    rssMb: (m.rssMb - f.idle.rssMb) / apps,
+    anonMb: (m.anonMb - f.idle.anonMb) / apps,
+    fileMb: (m.fileMb - f.idle.fileMb) / apps,
+  })
   const p50Worker = median(f.p50.worker)
   const p50Node = median(f.p50.node)
   const c1 = f.runs.c1!
   const c32 = f.runs.c32!
   const rows: [string, string, string, string, string][] = [
-    ['p50, 2,000 sequential requests', `${p50Worker.toFixed(3)} ms`, `${p50Node.toFixed(3)} ms`, `${(p50Worker / p50Node).toFixed(1)}x`, 'within 5x'],
-    ['requests/s, concurrency 1', `${c1.worker.requestsPerSec}`, `${c1.node.requestsPerSec}`, `${(c1.worker.requestsPerSec / c1.node.requestsPerSec).toFixed(3)}x`, ''],
-    ['requests/s, concurrency 32', `${c32.worker.requestsPerSec}`, `${c32.node.requestsPerSec}`, `${(c32.worker.requestsPerSec / c32.node.requestsPerSec).toFixed(3)}x`, 'at least 0.3x'],
+    [
+      'p50, 2,000 sequential requests',
+      `${p50Worker.toFixed(3)} ms`,
+      `${p50Node.toFixed(3)} ms`,
+      `${(p50Worker / p50Node).toFixed(1)}x`,
+      'within 5x',
+    ],
+    [
+      'requests/s, concurrency 1',
+      `${c1.worker.requestsPerSec}`,
+      `${c1.node.requestsPerSec}`,
+      `${(c1.worker.requestsPerSec / c1.node.requestsPerSec).toFixed(3)}x`,
+      '',
+    ],
+    [
+      'requests/s, concurrency 32',
+      `${c32.worker.requestsPerSec}`,
+      `${c32.node.requestsPerSec}`,
+      `${(c32.worker.requestsPerSec / c32.node.requestsPerSec).toFixed(3)}x`,
+      'at least 0.3x',
+    ],
     ['p99, concurrency 32', `${c32.worker.p99Ms} ms`, `${c32.node.p99Ms} ms`, '', ''],
-    ['CPU per request, concurrency 1', `${c1.worker.cpuMsPerRequest.toFixed(3)} ms`, `${c1.node.cpuMsPerRequest.toFixed(3)} ms`, `${(c1.worker.cpuMsPerRequest / c1.node.cpuMsPerRequest).toFixed(1)}x`, ''],
-    ['CPU per request, concurrency 32', `${c32.worker.cpuMsPerRequest.toFixed(3)} ms`, `${c32.node.cpuMsPerRequest.toFixed(3)} ms`, `${(c32.worker.cpuMsPerRequest / c32.node.cpuMsPerRequest).toFixed(1)}x`, ''],
+    [
+      'CPU per request, concurrency 1',
+      `${c1.worker.cpuMsPerRequest.toFixed(3)} ms`,
+      `${c1.node.cpuMsPerRequest.toFixed(3)} ms`,
+      `${(c1.worker.cpuMsPerRequest / c1.node.cpuMsPerRequest).toFixed(1)}x`,
+      '',
+    ],
+    [
+      'CPU per request, concurrency 32',
+      `${c32.worker.cpuMsPerRequest.toFixed(3)} ms`,
+      `${c32.node.cpuMsPerRequest.toFixed(3)} ms`,
+      `${(c32.worker.cpuMsPerRequest / c32.node.cpuMsPerRequest).toFixed(1)}x`,
+      '',
+    ],
     ['RSS idle (anonymous)', `${f.idle.rssMb.toFixed(0)} MB (${f.idle.anonMb.toFixed(0)})`, '', '', ''],
-    [`per application, ${apps} answering`, `${perApp(f.loaded).rssMb.toFixed(1)} MB (${perApp(f.loaded).anonMb.toFixed(1)} anon)`, '', '', 'at most 30 MB'],
-    [`per application, after the load runs`, `${perApp(f.afterLoad).rssMb.toFixed(1)} MB (${perApp(f.afterLoad).anonMb.toFixed(1)} anon)`, '', '', ''],
-    [`per application, all ${apps} idle`, `${perApp(f.unloaded).rssMb.toFixed(1)} MB (${perApp(f.unloaded).anonMb.toFixed(1)} anon)`, '', '', 'at most 5 MB'],
+    [
+      `per application, ${apps} answering`,
+      `${perApp(f.loaded).rssMb.toFixed(1)} MB (${perApp(f.loaded).anonMb.toFixed(1)} anon)`,
+      '',
+      '',
+      'at most 30 MB',
+    ],
+    [
+      `per application, after the load runs`,
+      `${perApp(f.afterLoad).rssMb.toFixed(1)} MB (${perApp(f.afterLoad).anonMb.toFixed(1)} anon)`,
+      '',
+      '',
+      '',
+    ],
+    [
+      `per application, all ${apps} idle`,
+      `${perApp(f.unloaded).rssMb.toFixed(1)} MB (${perApp(f.unloaded).anonMb.toFixed(1)} anon)`,
+      '',
+      '',
+      'at most 5 MB',
+    ],
     ['idle app: first answer at its URL, p50', `${median(f.wakes).toFixed(0)} ms`, '', '', 'under 100 ms'],
     ['worker start to first answer, cached', `${median(f.starts).toFixed(0)} ms`, '', '', 'under 1 s'],
   ]
@@ -176,7 +253,9 @@ function report (f: Figures): void {
     return
   }
   const machine = machineInfo()
-  process.stdout.write(`\n${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; js template, ${formatDuration(options.durationMs)} per load run\n\n`)
+  process.stdout.write(
+    `\n${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; js template, ${formatDuration(options.durationMs)} per load run\n\n`,
+  )
   process.stdout.write('| figure | worker | Node `http` | ratio | goal |\n|---|---:|---:|---:|---|\n')
   for (const row of rows) process.stdout.write(`| ${row.join(' | ')} |\n`)
 }

@@ -17,12 +17,14 @@ const stamp = join(repo, 'dist', 'console', '.inputs-sha256')
 execFileSync(process.execPath, [join(repo, 'dist', 'scripts', 'openapi-document.js'), document], { stdio: 'inherit' })
 
 /** Every file of the console's sources, sorted, generated API types and dependencies left out. */
-function sources (dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sources(path)
-    return entry.name === 'schema.d.ts' ? [] : [path]
-  }).sort()
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((entry) => {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sources(path)
+      return entry.name === 'schema.d.ts' ? [] : [path]
+    })
+    .sort()
 }
 
 const hash = createHash('sha256')
@@ -30,11 +32,17 @@ for (const file of [document, ...sources(consoleDir)]) {
   hash.update(relative(repo, file)).update('\0').update(readFileSync(file)).update('\0')
 }
 const digest = hash.digest('hex')
-const built = existsSync(stamp) && existsSync(join(repo, 'dist', 'console', 'index.html')) && readFileSync(stamp, 'utf8').trim() === digest
+const built =
+  existsSync(stamp) &&
+  existsSync(join(repo, 'dist', 'console', 'index.html')) &&
+  readFileSync(stamp, 'utf8').trim() === digest
 if (!built) {
   const npm = process.env.npm_execpath
   // Under `npm run` npm names itself; run by hand, the npm on PATH.
   const [command, args] = npm === undefined ? ['npm', []] : [process.execPath, [npm]]
-  execFileSync(command, [...args, 'run', '--silent', 'build', '--workspace', 'console'], { cwd: repo, stdio: 'inherit' })
+  execFileSync(command, [...args, 'run', '--silent', 'build', '--workspace', 'console'], {
+    cwd: repo,
+    stdio: 'inherit',
+  })
   writeFileSync(stamp, digest + '\n')
 }

@@ -13,12 +13,22 @@ const stamp = join(repo, 'dist', '.built')
 // What the build reads: the compiled folders, the console's sources, the worker's Rust crate,
 // and the settings of each.
 const packages = ['common', 'auth', 'spin', 'relay', 'control', 'builders', 'client', 'wasmkube']
-const inputs = [...packages.flatMap((name) => [`${name}/src`, `${name}/package.json`, `${name}/tsconfig.json`]),
-  'spin/templates', 'scripts', 'console', 'worker/src', 'worker/Cargo.toml', 'worker/Cargo.lock',
-  'package.json', 'package-lock.json', 'tsconfig.base.json', 'tsconfig.build.json']
+const inputs = [
+  ...packages.flatMap((name) => [`${name}/src`, `${name}/package.json`, `${name}/tsconfig.json`]),
+  'spin/templates',
+  'scripts',
+  'console',
+  'worker/src',
+  'worker/Cargo.toml',
+  'worker/Cargo.lock',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.base.json',
+  'tsconfig.build.json',
+]
 
 /** The newest modification time under `path`, dependencies and generated API types left out. */
-function newest (path) {
+function newest(path) {
   const stat = statSync(path, { throwIfNoEntry: false })
   if (stat === undefined) return 0
   if (!stat.isDirectory()) return stat.mtimeMs

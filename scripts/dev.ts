@@ -20,22 +20,46 @@ type Service = { name: string; script: string; args: string[]; color: number }
 
 type DevConfig = { host: string; relayPort: number; controlPort: number }
 
-function parsePort (text: string): number {
+function parsePort(text: string): number {
   const port = Number(text)
-  if (!/^\d+$/.test(text) || port > 65535) throw new Error(`${JSON.stringify(text)} is not a port (0-65535; 0 lets the system pick)`)
+  if (!/^\d+$/.test(text) || port > 65535)
+    throw new Error(`${JSON.stringify(text)} is not a port (0-65535; 0 lets the system pick)`)
   return port
 }
 
 const DEV_SETTINGS: ReadonlyArray<Setting<DevConfig>> = [
-  { key: 'host', env: 'DEV_HOST', flag: '--host', default: '127.0.0.1', parse: anyText, help: 'the address both listen on; 0.0.0.0 for every interface (anyone who reaches it has both APIs)' },
-  { key: 'relayPort', env: 'DEV_RELAY_PORT', flag: '--relay-port', default: '8080', parse: parsePort, help: "the relay's port" },
-  { key: 'controlPort', env: 'DEV_CONTROL_PORT', flag: '--control-port', default: '8081', parse: parsePort, help: "the control plane's port (the console is served there too)" },
+  {
+    key: 'host',
+    env: 'DEV_HOST',
+    flag: '--host',
+    default: '127.0.0.1',
+    parse: anyText,
+    help: 'the address both listen on; 0.0.0.0 for every interface (anyone who reaches it has both APIs)',
+  },
+  {
+    key: 'relayPort',
+    env: 'DEV_RELAY_PORT',
+    flag: '--relay-port',
+    default: '8080',
+    parse: parsePort,
+    help: "the relay's port",
+  },
+  {
+    key: 'controlPort',
+    env: 'DEV_CONTROL_PORT',
+    flag: '--control-port',
+    default: '8081',
+    parse: parsePort,
+    help: "the control plane's port (the console is served there too)",
+  },
 ]
 
 // The services crash deep inside undici on an older Node: say which one they need instead.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
 if (major < 22 || (major === 22 && minor < 18)) {
-  process.stderr.write(`dev: needs Node 22.18 or newer (package.json "engines"); this is Node ${process.versions.node}. Run it as \`npm run dev\`, which uses the project's own Node from node_modules/.bin.\n`)
+  process.stderr.write(
+    `dev: needs Node 22.18 or newer (package.json "engines"); this is Node ${process.versions.node}. Run it as \`npm run dev\`, which uses the project's own Node from node_modules/.bin.\n`,
+  )
   process.exit(2)
 }
 
@@ -46,11 +70,26 @@ const host = config.host
 const anywhere = /^(127\.|::1$|localhost$)/.test(host) ? [] : ['--dev-insecure-listen-anywhere']
 
 const SERVICES: Service[] = [
-  { name: 'relay', script: '../../relay/dist/main.js', args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, config.relayPort), ...anywhere], color: 36 },
-  { name: 'control', script: '../../control/dist/main.js', args: ['--dev-insecure-skip-auth', '--addr', addressFor(process.env.PLATFORM_ADDR, config.controlPort), ...anywhere], color: 35 },
+  {
+    name: 'relay',
+    script: '../../relay/dist/main.js',
+    args: ['--no-auth', '--addr', addressFor(process.env.RELAY_ADDR, config.relayPort), ...anywhere],
+    color: 36,
+  },
+  {
+    name: 'control',
+    script: '../../control/dist/main.js',
+    args: [
+      '--dev-insecure-skip-auth',
+      '--addr',
+      addressFor(process.env.PLATFORM_ADDR, config.controlPort),
+      ...anywhere,
+    ],
+    color: 35,
+  },
 ]
 
-function devConfig (argv: string[]): DevConfig {
+function devConfig(argv: string[]): DevConfig {
   if (helpRequested(argv)) {
     process.stdout.write(usage(DEV_SETTINGS, 'npm run dev --'))
     process.exit(0)
@@ -65,7 +104,7 @@ function devConfig (argv: string[]): DevConfig {
 }
 
 // An address from the environment wins; one without a host (":port") and the default get --host.
-function addressFor (configured: string | undefined, port: number): string {
+function addressFor(configured: string | undefined, port: number): string {
   const shownHost = host.includes(':') ? `[${host}]` : host
   if (configured === undefined || configured === '') return `${shownHost}:${port}`
   return configured.startsWith(':') ? `${shownHost}${configured}` : configured
@@ -74,7 +113,7 @@ function addressFor (configured: string | undefined, port: number): string {
 const width = Math.max(...SERVICES.map((s) => s.name.length))
 const colored = process.stdout.isTTY === true
 
-function prefix (service: Service): string {
+function prefix(service: Service): string {
   const label = service.name.padEnd(width)
   return colored ? `\u001b[${service.color}m${label} |\u001b[0m ` : `${label} | `
 }
@@ -107,7 +146,7 @@ for (const service of SERVICES) {
   })
 }
 
-function stop (signal: NodeJS.Signals): void {
+function stop(signal: NodeJS.Signals): void {
   if (stopping) {
     // Asked twice: no more waiting.
     for (const child of children.values()) child.kill('SIGKILL')
@@ -120,4 +159,6 @@ function stop (signal: NodeJS.Signals): void {
 process.on('SIGINT', () => stop('SIGINT'))
 process.on('SIGTERM', () => stop('SIGTERM'))
 // If this script dies some other way, do not leave the services running in their own groups.
-process.on('exit', () => { for (const child of children.values()) child.kill('SIGKILL') })
+process.on('exit', () => {
+  for (const child of children.values()) child.kill('SIGKILL')
+})

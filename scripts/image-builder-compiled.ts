@@ -48,7 +48,13 @@ const IMAGES: Record<'go' | 'rust', CompiledImage> = {
     language: 'go',
     wasm: { magic: CORE_MODULE, what: 'a wasip1 module' },
     executor: { type: 'wagi' },
-    broken: (files) => ({ ...files, 'main.go': (files['main.go'] as string).replace(`fmt.Fprintln(w, "hello from ${FUNCTION}")`, 'fmt.Fprintln(w, undefinedName)') }),
+    broken: (files) => ({
+      ...files,
+      'main.go': (files['main.go'] as string).replace(
+        `fmt.Fprintln(w, "hello from ${FUNCTION}")`,
+        'fmt.Fprintln(w, undefinedName)',
+      ),
+    }),
     reason: `function ${FUNCTION}: functions/${FUNCTION}/main.go:18:18: undefined: undefinedName`,
     sharedCache: false,
     toolchain: ['usr/local/go/bin/go', 'app/builders/dist/main.js', 'app/node_modules/tar-stream'],
@@ -57,11 +63,21 @@ const IMAGES: Record<'go' | 'rust', CompiledImage> = {
     language: 'rust',
     wasm: { magic: COMPONENT, what: 'a component' },
     executor: null,
-    broken: (files) => ({ ...files, 'src/lib.rs': (files['src/lib.rs'] as string).replace('.status(200)', '.status(undefined_name)') }),
+    broken: (files) => ({
+      ...files,
+      'src/lib.rs': (files['src/lib.rs'] as string).replace('.status(200)', '.status(undefined_name)'),
+    }),
     reason: `function ${FUNCTION}: functions/${FUNCTION}/src/lib.rs:10:17: error[E0425]: cannot find value \`undefined_name\` in this scope: not found in this scope`,
     sharedCache: true,
-    toolchain: ['usr/bin/cargo', 'usr/bin/rustc', 'usr/bin/wasm-ld', 'usr/lib/rustlib/wasm32-wasip1/lib', 'opt/adapter/wasi_snapshot_preview1.reactor.wasm',
-      'app/builders/dist/main.js', 'app/node_modules/@bytecodealliance/jco-transpile'],
+    toolchain: [
+      'usr/bin/cargo',
+      'usr/bin/rustc',
+      'usr/bin/wasm-ld',
+      'usr/lib/rustlib/wasm32-wasip1/lib',
+      'opt/adapter/wasi_snapshot_preview1.reactor.wasm',
+      'app/builders/dist/main.js',
+      'app/node_modules/@bytecodealliance/jco-transpile',
+    ],
   },
 }
 
@@ -69,15 +85,33 @@ const IMAGES: Record<'go' | 'rust', CompiledImage> = {
 // has no dependency cache, so every build in a cluster pays it.
 const BUILD_TIMEOUT_MS = 15 * 60_000
 
-export async function testCompiledBuilderImage (language: 'go' | 'rust', suite: Suite, parentUndo: UndoStack): Promise<void> {
+export async function testCompiledBuilderImage(
+  language: 'go' | 'rust',
+  suite: Suite,
+  parentUndo: UndoStack,
+): Promise<void> {
   const spec = IMAGES[language]
   const name = `builder-${language}`
   const tag = `localhost/session-relay/${name}:test`
   const { check, podman } = suite
-  await suite.timed(`build ${name}`, () => podman([
-    'build', '--isolation=chroot', '--format=docker', '--pull=never',
-    '--build-arg', `BASE_IMAGE=${suite.baseImage}`, '-f', `builders/Dockerfile.${language}`, '-t', tag, '.',
-  ], { cwd: suite.repo, logFile: join(suite.cacheDir, 'logs', `build-${name}.log`) }))
+  await suite.timed(`build ${name}`, () =>
+    podman(
+      [
+        'build',
+        '--isolation=chroot',
+        '--format=docker',
+        '--pull=never',
+        '--build-arg',
+        `BASE_IMAGE=${suite.baseImage}`,
+        '-f',
+        `builders/Dockerfile.${language}`,
+        '-t',
+        tag,
+        '.',
+      ],
+      { cwd: suite.repo, logFile: join(suite.cacheDir, 'logs', `build-${name}.log`) },
+    ),
+  )
   check(true, `${name}: podman build --isolation=chroot -f builders/Dockerfile.${language}`)
   const config = await inspectImage(podman, tag)
   suite.log(`${name}: ${(config.size / 1024 / 1024).toFixed(0)} MiB, USER ${config.user}`)
@@ -87,22 +121,57 @@ export async function testCompiledBuilderImage (language: 'go' | 'rust', suite: 
   try {
     const root = await mountImageRoot(podman, tag, config, owner!, suite.workDir, undo)
     const missing = spec.toolchain.filter((path) => !existsSync(join(root.dir, path)))
-    check(missing.length === 0, `${name}: holds the builder and its toolchain (${spec.toolchain.length} paths)`, missing)
+    check(
+      missing.length === 0,
+      `${name}: holds the builder and its toolchain (${spec.toolchain.length} paths)`,
+      missing,
+    )
     await largest(suite, join(root.dir, 'usr', 'lib'), `${name}: /usr/lib`, 5)
     const registry = await startRegistry(suite, undo)
     const env = buildEnv(root, owner!, spec, suite, undo)
     const options = { language, timeoutMs: BUILD_TIMEOUT_MS, env }
-    const ok = await runBuild(suite, root, config, owner!, `${registry.host}/apps/smoke:b1`, templateFiles(language, FUNCTION), undo, options)
+    const ok = await runBuild(
+      suite,
+      root,
+      config,
+      owner!,
+      `${registry.host}/apps/smoke:b1`,
+      templateFiles(language, FUNCTION),
+      undo,
+      options,
+    )
     const okLog = ok.stdout + ok.stderr
     writeFileSync(join(suite.cacheDir, 'logs', `${name}-run.log`), okLog)
-    suite.log(`${name}: template build and push in the image root (nothing cached, as in a Job): ${(ok.ms / 1000).toFixed(1)} s`)
-    if (check(ok.code === 0 && ok.termination.startsWith(`${registry.host}/apps/smoke@sha256:`), `${name}: the template builds and pushes; exit 0, the pinned reference`, { code: ok.code, log: okLog.slice(-1_500) })) {
+    suite.log(
+      `${name}: template build and push in the image root (nothing cached, as in a Job): ${(ok.ms / 1000).toFixed(1)} s`,
+    )
+    if (
+      check(
+        ok.code === 0 && ok.termination.startsWith(`${registry.host}/apps/smoke@sha256:`),
+        `${name}: the template builds and pushes; exit 0, the pinned reference`,
+        { code: ok.code, log: okLog.slice(-1_500) },
+      )
+    ) {
       await checkAndServe(suite, spec, registry, ok.termination, undo)
     }
-    const bad = await runBuild(suite, root, config, owner!, `${registry.host}/apps/smoke:b2`, spec.broken(templateFiles(language, FUNCTION)), undo, options)
-    suite.log(`${name}: the compile error's build${spec.sharedCache ? ' (dependencies cached)' : ''}: ${(bad.ms / 1000).toFixed(1)} s`)
-    check(bad.code === 1 && bad.termination === spec.reason,
-      `${name}: a compile error fails with exit 1 and file:line:column in the termination log`, { code: bad.code, termination: bad.termination, log: (bad.stdout + bad.stderr).slice(-1_500) })
+    const bad = await runBuild(
+      suite,
+      root,
+      config,
+      owner!,
+      `${registry.host}/apps/smoke:b2`,
+      spec.broken(templateFiles(language, FUNCTION)),
+      undo,
+      options,
+    )
+    suite.log(
+      `${name}: the compile error's build${spec.sharedCache ? ' (dependencies cached)' : ''}: ${(bad.ms / 1000).toFixed(1)} s`,
+    )
+    check(
+      bad.code === 1 && bad.termination === spec.reason,
+      `${name}: a compile error fails with exit 1 and file:line:column in the termination log`,
+      { code: bad.code, termination: bad.termination, log: (bad.stdout + bad.stderr).slice(-1_500) },
+    )
   } finally {
     const failures = undo.unwind()
     check(failures.length === 0, `${name}: every mount and process undone`, failures)
@@ -112,7 +181,13 @@ export async function testCompiledBuilderImage (language: 'go' | 'rust', suite: 
 // Settings beyond the Job's: the trust store the downloads need (crates.io and the Go module
 // proxy may be reached through a proxy only the host trusts; a pod would be given its own) and,
 // when the spec shares one, a dependency cache for both builds.
-function buildEnv (root: ImageRoot, owner: { uid: number; gid: number }, spec: CompiledImage, suite: Suite, undo: UndoStack): Record<string, string> {
+function buildEnv(
+  root: ImageRoot,
+  owner: { uid: number; gid: number },
+  spec: CompiledImage,
+  suite: Suite,
+  undo: UndoStack,
+): Record<string, string> {
   const env: Record<string, string> = existsSync(join(root.dir, LENT_TRUST)) ? { SSL_CERT_FILE: LENT_TRUST } : {}
   if (!spec.sharedCache) return env
   const cache = mkdtempSync(join(suite.workDir, `deps-${spec.language}-`))
@@ -123,15 +198,32 @@ function buildEnv (root: ImageRoot, owner: { uid: number; gid: number }, spec: C
   return { ...env, DEPENDENCY_CACHE: inside }
 }
 
-async function checkAndServe (suite: Suite, spec: CompiledImage, registry: Registry, reference: string, undo: UndoStack): Promise<void> {
+async function checkAndServe(
+  suite: Suite,
+  spec: CompiledImage,
+  registry: Registry,
+  reference: string,
+  undo: UndoStack,
+): Promise<void> {
   const { check } = suite
   const name = `builder-${spec.language}`
   const digest = reference.slice(reference.indexOf('@') + 1)
   const pulled = await pullSpinApp(await openStore(parseRef(reference), { dockerConfigDir: null }), digest)
-  const expected = { component: FUNCTION, route: `/${FUNCTION}/...`, ...spec.executor === null ? {} : { executor: spec.executor } }
-  check(JSON.stringify(pulled.lockedApp.triggers[0]?.trigger_config) === JSON.stringify(expected),
-    `${name}: the pushed artifact passes the shim's checks; the trigger is ${JSON.stringify(expected)}`, pulled.lockedApp.triggers)
+  const expected = {
+    component: FUNCTION,
+    route: `/${FUNCTION}/...`,
+    ...(spec.executor === null ? {} : { executor: spec.executor }),
+  }
+  check(
+    JSON.stringify(pulled.lockedApp.triggers[0]?.trigger_config) === JSON.stringify(expected),
+    `${name}: the pushed artifact passes the shim's checks; the trigger is ${JSON.stringify(expected)}`,
+    pulled.lockedApp.triggers,
+  )
   const wasm = pulled.wasm.get(pulled.manifest.layers[0]!.digest)
-  check(wasm !== undefined && wasm.subarray(0, 8).equals(spec.wasm.magic), `${name}: the wasm layer is ${spec.wasm.what} (${((wasm?.length ?? 0) / 1024).toFixed(0)} KiB)`, wasm?.subarray(0, 8))
+  check(
+    wasm !== undefined && wasm.subarray(0, 8).equals(spec.wasm.magic),
+    `${name}: the wasm layer is ${spec.wasm.what} (${((wasm?.length ?? 0) / 1024).toFixed(0)} KiB)`,
+    wasm?.subarray(0, 8),
+  )
   if (wasm !== undefined) await serveWithWorker(suite, name, pulled.lockedApp, wasm, undo)
 }

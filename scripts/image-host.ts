@@ -16,9 +16,13 @@ export type CommandOptions = {
 const running = new Set<ChildProcess>()
 
 /** Runs a command to its end; resolves with its stdout, rejects with its stderr's tail. */
-export function run (command: string, args: string[], opts: CommandOptions = {}): Promise<string> {
+export function run(command: string, args: string[], opts: CommandOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     running.add(child)
     let stdout = ''
     let stderr = ''
@@ -26,34 +30,47 @@ export function run (command: string, args: string[], opts: CommandOptions = {})
       const log = createWriteStream(opts.logFile, { flags: 'a' })
       child.stdout.pipe(log, { end: false })
       child.stderr.pipe(log, { end: false })
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4_000) })
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        stderr = (stderr + chunk).slice(-4_000)
+      })
       child.once('close', () => log.end())
     } else {
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        stdout += chunk
+      })
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        stderr += chunk
+      })
     }
-    child.once('error', (error) => { running.delete(child); reject(error) })
+    child.once('error', (error) => {
+      running.delete(child)
+      reject(error)
+    })
     child.once('close', (code, signal) => {
       running.delete(child)
       if (code === 0) return resolve(stdout)
       const where = opts.logFile === undefined ? '' : ` (full output in ${opts.logFile})`
-      reject(new Error(`${command} ${args.join(' ')} ended with ${signal ?? `code ${code}`}${where}:\n${stderr.trim().slice(-2_000)}`))
+      reject(
+        new Error(
+          `${command} ${args.join(' ')} ended with ${signal ?? `code ${code}`}${where}:\n${stderr.trim().slice(-2_000)}`,
+        ),
+      )
     })
   })
 }
 
 /** Synchronous, for the undo steps: they must also run from a signal handler. */
-export function runSync (command: string, args: string[]): { ok: boolean; output: string } {
+export function runSync(command: string, args: string[]): { ok: boolean; output: string } {
   const result = spawnSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
   return { ok: result.status === 0, output: `${result.stdout ?? ''}${result.stderr ?? ''}`.trim() }
 }
 
-export function commandExists (command: string): boolean {
+export function commandExists(command: string): boolean {
   return runSync('sh', ['-c', `command -v ${command}`]).ok
 }
 
 /** Kills whatever `run` still has going: a build interrupted by a signal must not go on. */
-export function killRunning (): void {
+export function killRunning(): void {
   for (const child of running) child.kill('SIGKILL')
 }
 
@@ -67,7 +84,7 @@ export type Podman = {
  * live with the checkout and nothing touches the machine's default store. As root on a
  * kernel with overlayfs, no uidmap or fuse-overlayfs is needed.
  */
-export function podmanOn (root: string, runRoot: string): Podman {
+export function podmanOn(root: string, runRoot: string): Podman {
   const global = ['--root', root, '--runroot', runRoot, '--events-backend', 'file', '--cgroup-manager', 'cgroupfs']
   const podman = async (args: string[], opts?: CommandOptions): Promise<string> => {
     for (let attempt = 1; ; attempt++) {
@@ -75,7 +92,9 @@ export function podmanOn (root: string, runRoot: string): Podman {
         return await run('podman', [...global, ...args], opts)
       } catch (error) {
         if (attempt >= 3 || !isTransient((error as Error).message)) throw error
-        process.stdout.write(`# podman ${args[0]}: transient failure, attempt ${attempt + 1} of 3: ${firstTransient((error as Error).message)}\n`)
+        process.stdout.write(
+          `# podman ${args[0]}: transient failure, attempt ${attempt + 1} of 3: ${firstTransient((error as Error).message)}\n`,
+        )
       }
     }
   }
@@ -91,11 +110,11 @@ export function podmanOn (root: string, runRoot: string): Podman {
  */
 const TRANSIENT = [/sealing memfd copy: Device or resource busy/]
 
-function isTransient (message: string): boolean {
+function isTransient(message: string): boolean {
   return TRANSIENT.some((pattern) => pattern.test(message))
 }
 
-function firstTransient (message: string): string {
+function firstTransient(message: string): string {
   return TRANSIENT.map((pattern) => pattern.exec(message)?.[0]).find((match) => match !== undefined) ?? ''
 }
 
@@ -111,10 +130,12 @@ export type UndoStack = {
   nested: (what: string) => UndoStack
 }
 
-export function undoStack (): UndoStack {
+export function undoStack(): UndoStack {
   const steps: Array<{ what: string; step: () => void }> = []
   const stack: UndoStack = {
-    push: (what, step) => { steps.push({ what, step }) },
+    push: (what, step) => {
+      steps.push({ what, step })
+    },
     unwind: () => {
       const failures: string[] = []
       for (let next = steps.pop(); next !== undefined; next = steps.pop()) {
@@ -139,22 +160,27 @@ export function undoStack (): UndoStack {
 }
 
 /** Mount points at or below `dir`, from this process's mount table. */
-export function mountsUnder (dir: string): string[] {
+export function mountsUnder(dir: string): string[] {
   // Fields: id parent major:minor root mountpoint ...; octal escapes for spaces and the like.
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
-    .map((line) => (line.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) =>
+      (line.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_, octal: string) =>
+        String.fromCharCode(parseInt(octal, 8)),
+      ),
+    )
     .filter((point) => point === dir || point.startsWith(`${dir}/`))
 }
 
 /** rm -rf, but never across a mount point: what is mounted there is not ours to delete. */
-export function removeDir (dir: string): void {
+export function removeDir(dir: string): void {
   const mounted = mountsUnder(dir)
   if (mounted.length > 0) throw new Error(`not removing ${dir}: still mounted there: ${mounted.join(', ')}`)
   rmSync(dir, { recursive: true, force: true })
 }
 
 /** Unmounts whatever is mounted at or below `dir`, deepest first (what an interrupted debootstrap leaves). */
-export function unmountAllUnder (dir: string): void {
+export function unmountAllUnder(dir: string): void {
   for (const point of mountsUnder(dir).reverse()) {
     const result = runSync('umount', [point])
     if (!result.ok && !runSync('umount', ['-l', point]).ok) throw new Error(`umount ${point}: ${result.output}`)

@@ -24,9 +24,17 @@ export type ImageConfig = {
   size: number
 }
 
-export async function inspectImage (podman: Podman, name: string): Promise<ImageConfig> {
+export async function inspectImage(podman: Podman, name: string): Promise<ImageConfig> {
   const [image] = JSON.parse(await podman(['image', 'inspect', name])) as Array<{
-    Config?: { User?: string; Env?: string[]; WorkingDir?: string; Entrypoint?: string[]; Cmd?: string[]; Volumes?: Record<string, unknown>; ExposedPorts?: Record<string, unknown> }
+    Config?: {
+      User?: string
+      Env?: string[]
+      WorkingDir?: string
+      Entrypoint?: string[]
+      Cmd?: string[]
+      Volumes?: Record<string, unknown>
+      ExposedPorts?: Record<string, unknown>
+    }
     Healthcheck?: { Test?: string[] }
     Size?: number
   }>
@@ -45,7 +53,7 @@ export async function inspectImage (podman: Podman, name: string): Promise<Image
 }
 
 /** `10001:10001` to numbers; null for a name, which Kubernetes' runAsNonRoot cannot verify. */
-export function numericUser (user: string): { uid: number; gid: number } | null {
+export function numericUser(user: string): { uid: number; gid: number } | null {
   const match = /^(\d+)(?::(\d+))?$/.exec(user)
   if (match === null) return null
   const uid = Number(match[1])
@@ -58,12 +66,12 @@ export type ImageRoot = {
   volumes: Map<string, string>
 }
 
-function mount (args: string[]): void {
+function mount(args: string[]): void {
   const result = runSync('mount', args)
   if (!result.ok) throw new Error(`mount ${args.join(' ')}: ${result.output}`)
 }
 
-function unmountLater (undo: UndoStack, dir: string): void {
+function unmountLater(undo: UndoStack, dir: string): void {
   undo.push(`umount ${dir}`, () => {
     const result = runSync('umount', [dir])
     // A mount still busy is detached lazily rather than left behind.
@@ -71,7 +79,14 @@ function unmountLater (undo: UndoStack, dir: string): void {
   })
 }
 
-export async function mountImageRoot (podman: Podman, name: string, config: ImageConfig, owner: { uid: number; gid: number }, workDir: string, undo: UndoStack): Promise<ImageRoot> {
+export async function mountImageRoot(
+  podman: Podman,
+  name: string,
+  config: ImageConfig,
+  owner: { uid: number; gid: number },
+  workDir: string,
+  undo: UndoStack,
+): Promise<ImageRoot> {
   const merged = (await podman(['image', 'mount', name])).trim()
   undo.push(`podman image unmount ${name}`, () => {
     const result = podman.sync(['image', 'unmount', name])
@@ -111,7 +126,7 @@ export async function mountImageRoot (podman: Podman, name: string, config: Imag
 }
 
 /** Binds a host directory, writable, at `inside` (made under the root's tmpfs /tmp). */
-export function bindInto (root: ImageRoot, hostDir: string, inside: string, undo: UndoStack): string {
+export function bindInto(root: ImageRoot, hostDir: string, inside: string, undo: UndoStack): string {
   if (!inside.startsWith('/tmp/')) throw new Error(`${inside}: only /tmp is writable in the read-only root`)
   const target = join(root.dir, inside)
   mkdirSync(target, { recursive: true })
@@ -129,7 +144,7 @@ export type Started = {
 }
 
 /** The environment the image declares, with `overrides` on top, as a runtime would pass it. */
-export function imageEnv (config: ImageConfig, overrides: Record<string, string>): string[] {
+export function imageEnv(config: ImageConfig, overrides: Record<string, string>): string[] {
   const env = new Map<string, string>([['HOME', '/']])
   for (const entry of config.env) {
     const equals = entry.indexOf('=')
@@ -140,15 +155,37 @@ export function imageEnv (config: ImageConfig, overrides: Record<string, string>
 }
 
 /** Runs `argv` in the root as the image's user, in its WORKDIR, with exactly `env`. */
-export function startInRoot (root: ImageRoot, config: ImageConfig, owner: { uid: number; gid: number }, argv: string[], env: string[], undo: UndoStack): Started {
-  const child = spawn('chroot', [
-    `--userspec=${owner.uid}:${owner.gid}`, `--groups=${owner.gid}`, root.dir,
-    '/usr/bin/env', '-i', '-C', config.workingDir, ...env, ...argv,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] })
+export function startInRoot(
+  root: ImageRoot,
+  config: ImageConfig,
+  owner: { uid: number; gid: number },
+  argv: string[],
+  env: string[],
+  undo: UndoStack,
+): Started {
+  const child = spawn(
+    'chroot',
+    [
+      `--userspec=${owner.uid}:${owner.gid}`,
+      `--groups=${owner.gid}`,
+      root.dir,
+      '/usr/bin/env',
+      '-i',
+      '-C',
+      config.workingDir,
+      ...env,
+      ...argv,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   let stdout = ''
   let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk
+  })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
     child.once('error', reject)
     child.once('close', (code, signal) => resolve({ code, signal }))
@@ -166,7 +203,7 @@ export function startInRoot (root: ImageRoot, config: ImageConfig, owner: { uid:
 
 // Alive and not yet a zombie: nobody reaps while the undo steps block the event loop, and a
 // zombie holds no mounts.
-function holdsOn (pid: number): boolean {
+function holdsOn(pid: number): boolean {
   try {
     return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
   } catch {

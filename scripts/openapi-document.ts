@@ -18,7 +18,14 @@ if (out === undefined) {
 }
 const config = parseConfig(['--dev-insecure-skip-auth', '--log-level', 'silent'], {})
 // No route runs, so no query is ever made: a database that refuses is enough.
-const db = new Proxy({}, { get: () => { throw new Error('no database while writing the OpenAPI document') } }) as Database
+const db = new Proxy(
+  {},
+  {
+    get: () => {
+      throw new Error('no database while writing the OpenAPI document')
+    },
+  },
+) as Database
 const app = await buildApp(config, { db, logger: createLogger('silent'), auth: null })
 await app.ready()
 mkdirSync(dirname(out), { recursive: true })

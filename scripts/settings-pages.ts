@@ -7,5 +7,9 @@ export type SettingsPage = { page: string; name: string; settings: ReadonlyArray
 
 export const SETTINGS_PAGES: SettingsPage[] = [
   { page: 'docs/relay.md', name: 'relay', settings: relaySettings as unknown as ReadonlyArray<Setting<never>> },
-  { page: 'docs/control-plane.md', name: 'control', settings: controlSettings as unknown as ReadonlyArray<Setting<never>> },
+  {
+    page: 'docs/control-plane.md',
+    name: 'control',
+    settings: controlSettings as unknown as ReadonlyArray<Setting<never>>,
+  },
 ]

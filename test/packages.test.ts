@@ -25,33 +25,51 @@ const ALLOWED: Record<string, readonly string[]> = {
 const SPECIFIER = /(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+|^export\s+\*\s+from\s+)['"]([^'"]+)['"]/gm
 
 /** Why `spec`, imported by `file` (relative to its package's src/), breaks the rule, or null. */
-export function violation (pkg: string, file: string, spec: string): string | null {
+export function violation(pkg: string, file: string, spec: string): string | null {
   const named = /^@session-relay\/([^/]+)/.exec(spec)
   if (named !== null) {
     const target = named[1] as string
     if (target === pkg) return `${pkg}/src/${file} imports its own package by name (${spec}): relative within a package`
-    return (ALLOWED[pkg] ?? []).includes(target) ? null : `${pkg}/src/${file} imports ${spec}: ${target} is not a package ${pkg} may use`
+    return (ALLOWED[pkg] ?? []).includes(target)
+      ? null
+      : `${pkg}/src/${file} imports ${spec}: ${target} is not a package ${pkg} may use`
   }
   if (!spec.startsWith('.')) return null
   const resolved = posix.normalize(posix.join(posix.dirname(file), spec))
   return resolved.startsWith('../') ? `${pkg}/src/${file} reaches out of its package (${spec})` : null
 }
 
-function sources (dir: string): string[] {
+function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     if (entry.name === 'node_modules' || entry.name === 'dist') return []
     const path = join(dir, entry.name)
-    return entry.isDirectory() ? sources(path) : /\.(ts|tsx)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : []
+    return entry.isDirectory()
+      ? sources(path)
+      : /\.(ts|tsx)$/.test(entry.name) && !entry.name.endsWith('.d.ts')
+        ? [path]
+        : []
   })
 }
 
 t.test('the check catches a deployable importing another and a relative import out of a package', async (t) => {
-  t.equal(violation('builders', 'build-app.ts', '@session-relay/control/source/archive'), 'builders/src/build-app.ts imports @session-relay/control/source/archive: control is not a package builders may use')
-  t.equal(violation('common', 'errors.ts', '@session-relay/spin/ref'), 'common/src/errors.ts imports @session-relay/spin/ref: spin is not a package common may use')
-  t.equal(violation('relay', 'auth.ts', '../../common/src/errors.js'), 'relay/src/auth.ts reaches out of its package (../../common/src/errors.js)')
+  t.equal(
+    violation('builders', 'build-app.ts', '@session-relay/control/source/archive'),
+    'builders/src/build-app.ts imports @session-relay/control/source/archive: control is not a package builders may use',
+  )
+  t.equal(
+    violation('common', 'errors.ts', '@session-relay/spin/ref'),
+    'common/src/errors.ts imports @session-relay/spin/ref: spin is not a package common may use',
+  )
+  t.equal(
+    violation('relay', 'auth.ts', '../../common/src/errors.js'),
+    'relay/src/auth.ts reaches out of its package (../../common/src/errors.js)',
+  )
   t.equal(violation('control', 'domain/builds.ts', '../store/builds.js'), null)
   t.equal(violation('control', 'config.ts', '@session-relay/spin/languages'), null)
-  t.equal(violation('spin', 'ref.ts', '@session-relay/spin/format'), 'spin/src/ref.ts imports its own package by name (@session-relay/spin/format): relative within a package')
+  t.equal(
+    violation('spin', 'ref.ts', '@session-relay/spin/format'),
+    'spin/src/ref.ts imports its own package by name (@session-relay/spin/format): relative within a package',
+  )
 })
 
 t.test('every package imports only what it may', async (t) => {
@@ -73,8 +91,12 @@ t.test('every package imports only what it may', async (t) => {
 
 t.test('each package declares the shared packages it imports', async (t) => {
   for (const pkg of Object.keys(ALLOWED)) {
-    const manifest = JSON.parse(readFileSync(join(repo, pkg, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
-    const declared = Object.keys(manifest.dependencies ?? {}).filter((name) => name.startsWith('@session-relay/')).map((name) => name.slice('@session-relay/'.length))
+    const manifest = JSON.parse(readFileSync(join(repo, pkg, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>
+    }
+    const declared = Object.keys(manifest.dependencies ?? {})
+      .filter((name) => name.startsWith('@session-relay/'))
+      .map((name) => name.slice('@session-relay/'.length))
     const used = new Set<string>()
     for (const path of sources(join(repo, pkg, 'src'))) {
       for (const match of readFileSync(path, 'utf8').matchAll(SPECIFIER)) {

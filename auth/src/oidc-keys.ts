@@ -10,7 +10,7 @@ import type { FlattenedJWSInput, JSONWebKeySet, JWSHeaderParameters, JWTPayload 
 /** The provider's discovery document or keys cannot be fetched. */
 export class IdpUnavailableError extends Error {
   readonly code = 'ERR_IDP_UNAVAILABLE'
-  constructor (message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: ErrorOptions) {
     super(message, options)
     this.name = 'IdpUnavailableError'
   }
@@ -21,7 +21,7 @@ export class TokenRejectedError extends Error {
   readonly code = 'ERR_TOKEN_REJECTED'
   /** No credentials at all: RFC 6750 §3.1 wants the challenge without an error code then. */
   readonly missing: boolean
-  constructor (message: string, missing = false) {
+  constructor(message: string, missing = false) {
     super(message)
     this.name = 'TokenRejectedError'
     this.missing = missing
@@ -33,8 +33,8 @@ type KeyResolver = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Re
 
 /** The subset of a pino logger this module writes to. */
 export type OidcLogger = {
-  info (details: object, message: string): void
-  warn (details: object, message: string): void
+  info(details: object, message: string): void
+  warn(details: object, message: string): void
 }
 
 export type OidcKeysOptions = {
@@ -64,15 +64,15 @@ export type OidcKeys = {
    * Refetch the keys when they are past their refresh time, waiting for it; never rejects: a
    * failed refresh keeps the last good keys and is tried again a minimum refresh later.
    */
-  revalidate (): Promise<void>
+  revalidate(): Promise<void>
   /** The discovery document (its issuer checked); rejects with IdpUnavailableError while it cannot be fetched. */
-  discovery (): Promise<Record<string, unknown>>
+  discovery(): Promise<Record<string, unknown>>
   /** The clock (ms since the epoch) for the key schedule and for tokens' exp and nbf: injectable, so tests need not wait. */
   now: () => number
-  close (): void
+  close(): void
 }
 
-export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
+export function createOidcKeys(opts: OidcKeysOptions): OidcKeys {
   const fetchTimeoutMs = opts.fetchTimeoutMs ?? 5_000
   const refreshCooldownMs = opts.refreshCooldownMs ?? 5_000
   const retryMs = opts.retryMs ?? 5_000
@@ -92,7 +92,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   let retryTimer: NodeJS.Timeout | null = null
 
   /** Fetch the discovery document, then the keys it points at. One fetch at a time. */
-  function refresh (): Promise<KeySet> {
+  function refresh(): Promise<KeySet> {
     if (inFlight !== null) return inFlight
     lastAttempt = now()
     inFlight = (async () => {
@@ -115,7 +115,10 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
         // not one per request.
         if (keys !== null) staleAt = lastAttempt + minRefreshMs
         if (available) {
-          const message = keys === null ? 'identity provider unavailable' : 'identity provider unavailable; keeping the last good signing keys'
+          const message =
+            keys === null
+              ? 'identity provider unavailable'
+              : 'identity provider unavailable; keeping the last good signing keys'
           logger.warn({ issuer, err: describe(error) }, message)
         }
         available = false
@@ -127,7 +130,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     return inFlight
   }
 
-  async function currentKeys (): Promise<KeySet> {
+  async function currentKeys(): Promise<KeySet> {
     if (keys !== null) return keys
     // Not loaded yet: try again, but not more than once per cooldown while it keeps failing.
     if (inFlight === null && now() - lastAttempt < Math.min(refreshCooldownMs, 1_000)) {
@@ -136,7 +139,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     return refresh()
   }
 
-  function retryUntilLoaded (): void {
+  function retryUntilLoaded(): void {
     refresh().catch(() => {
       retryTimer = setTimeout(retryUntilLoaded, retryMs)
       retryTimer.unref()
@@ -144,7 +147,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
   }
   retryUntilLoaded()
 
-  async function getKey (header: JWSHeaderParameters, token: FlattenedJWSInput): ReturnType<KeySet> {
+  async function getKey(header: JWSHeaderParameters, token: FlattenedJWSInput): ReturnType<KeySet> {
     const set = await currentKeys()
     try {
       return await set(header, token)
@@ -157,7 +160,7 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     }
   }
 
-  async function revalidate (): Promise<void> {
+  async function revalidate(): Promise<void> {
     // A key the provider withdrew stays in the set until it is fetched again: without this a
     // revoked key would vouch for tokens until the next unknown kid or restart.
     // Fresh keys wait for nothing, not even an unknown-kid refresh in flight; due keys join it.
@@ -165,12 +168,12 @@ export function createOidcKeys (opts: OidcKeysOptions): OidcKeys {
     await refresh().catch(() => {})
   }
 
-  async function discovery (): Promise<Record<string, unknown>> {
+  async function discovery(): Promise<Record<string, unknown>> {
     await currentKeys()
     return document as Record<string, unknown>
   }
 
-  function close (): void {
+  function close(): void {
     if (retryTimer !== null) clearTimeout(retryTimer)
   }
 
@@ -185,9 +188,9 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 const BEARER = /^Bearer +(\S+) *$/i
 
 /** The credentials of an `Authorization: Bearer ...` header; null when it is absent or another scheme. */
-export function bearerCredentials (authorization: string): string | null {
+export function bearerCredentials(authorization: string): string | null {
   const match = BEARER.exec(authorization)
-  return match === null ? null : match[1] as string
+  return match === null ? null : (match[1] as string)
 }
 
 type VerifiedToken = { payload: JWTPayload; audience: string; until: number }
@@ -203,7 +206,7 @@ const VERIFIED_MAX = 4096
  * (empty: any). The keys are revalidated first when their refresh time has come.
  * Rejects with TokenRejectedError (the reason is in the message) or IdpUnavailableError.
  */
-export async function verifyBearer (keys: OidcKeys, authorization: string, audience: string): Promise<JWTPayload> {
+export async function verifyBearer(keys: OidcKeys, authorization: string, audience: string): Promise<JWTPayload> {
   if (authorization === '') throw new TokenRejectedError('missing bearer token', true)
   const token = bearerCredentials(authorization)
   if (token === null) throw new TokenRejectedError('malformed authorization header')
@@ -235,46 +238,52 @@ export async function verifyBearer (keys: OidcKeys, authorization: string, audie
   }
 }
 
-function remember (keys: OidcKeys, token: string, payload: JWTPayload, audience: string): void {
+function remember(keys: OidcKeys, token: string, payload: JWTPayload, audience: string): void {
   if (typeof payload.exp !== 'number') return // jwtVerify required it; this only narrows the type
   const { verified } = keys
   if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value as string)
   verified.set(token, { payload, audience, until: Math.min(payload.exp * 1000, keys.now() + VERIFIED_TTL_MS) })
 }
 
-function rejectionReason (error: unknown): string {
+function rejectionReason(error: unknown): string {
   switch (codeOf(error)) {
-    case 'ERR_JWT_EXPIRED': return 'token expired'
-    case 'ERR_JOSE_ALG_NOT_ALLOWED': return 'token algorithm not accepted'
-    case 'ERR_JWKS_NO_MATCHING_KEY': return 'token signing key unknown'
-    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED': return 'invalid token signature'
+    case 'ERR_JWT_EXPIRED':
+      return 'token expired'
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+      return 'token algorithm not accepted'
+    case 'ERR_JWKS_NO_MATCHING_KEY':
+      return 'token signing key unknown'
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+      return 'invalid token signature'
     case 'ERR_JWT_CLAIM_VALIDATION_FAILED': {
       const claim = (error as { claim?: string }).claim
       if (claim === 'iss') return 'token issuer not accepted'
       if (claim === 'aud') return 'token audience not accepted'
       if (claim === 'nbf') return 'token not yet valid'
-      if (claim === 'exp') return (error as { reason?: string }).reason === 'missing' ? 'token has no exp claim' : 'invalid token claims'
+      if (claim === 'exp')
+        return (error as { reason?: string }).reason === 'missing' ? 'token has no exp claim' : 'invalid token claims'
       return 'invalid token claims'
     }
-    default: return 'invalid token'
+    default:
+      return 'invalid token'
   }
 }
 
-function codeOf (error: unknown): string | undefined {
+function codeOf(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined
 }
 
-function describe (error: unknown): string {
+function describe(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause
   const message = error instanceof Error ? error.message : String(error)
   return cause?.code !== undefined ? `${message} (${cause.code})` : message
 }
 
-function discoveryUrl (issuer: string): string {
+function discoveryUrl(issuer: string): string {
   return `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`
 }
 
-async function fetchJson (url: string, timeoutMs: number): Promise<{ body: unknown; headers: Headers }> {
+async function fetchJson(url: string, timeoutMs: number): Promise<{ body: unknown; headers: Headers }> {
   const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } })
   if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`)
   return { body: await response.json(), headers: response.headers }
@@ -285,8 +294,11 @@ async function fetchJson (url: string, timeoutMs: number): Promise<{ body: unkno
  * added) says, within [min, max]. Without a max-age the ceiling: the provider did not ask for
  * more. no-store and no-cache ask for every use, which the floor turns into once per floor.
  */
-function refreshAfter (headers: Headers, minMs: number, maxMs: number): number {
-  const directives = (headers.get('cache-control') ?? '').toLowerCase().split(',').map((d) => d.trim())
+function refreshAfter(headers: Headers, minMs: number, maxMs: number): number {
+  const directives = (headers.get('cache-control') ?? '')
+    .toLowerCase()
+    .split(',')
+    .map((d) => d.trim())
   let freshMs = maxMs
   if (directives.includes('no-store') || directives.includes('no-cache')) {
     freshMs = 0
@@ -300,10 +312,11 @@ function refreshAfter (headers: Headers, minMs: number, maxMs: number): number {
   return Math.min(maxMs, Math.max(minMs, freshMs))
 }
 
-function checkDiscovery (doc: unknown, issuer: string): Record<string, unknown> {
+function checkDiscovery(doc: unknown, issuer: string): Record<string, unknown> {
   const d = (typeof doc === 'object' && doc !== null ? doc : {}) as Record<string, unknown>
   // OpenID Connect Discovery 1.0 §4.3: the document must name the issuer it was fetched for.
-  if (d.issuer !== issuer) throw new Error(`discovery document names issuer ${JSON.stringify(d.issuer)}, expected ${issuer}`)
+  if (d.issuer !== issuer)
+    throw new Error(`discovery document names issuer ${JSON.stringify(d.issuer)}, expected ${issuer}`)
   if (typeof d.jwks_uri !== 'string') throw new Error('discovery document has no jwks_uri')
   return d
 }

@@ -14,18 +14,21 @@ const IDP_RETRY_AFTER_SECONDS = '5'
  * error code without credentials), 503 while the provider is unavailable. Anything else is
  * not a refusal and is thrown on.
  */
-export function tokenRefusal (error: unknown): UnauthorizedError | UnavailableError {
+export function tokenRefusal(error: unknown): UnauthorizedError | UnavailableError {
   if (error instanceof IdpUnavailableError) {
     return new UnavailableError('identity provider unavailable', { 'retry-after': IDP_RETRY_AFTER_SECONDS })
   }
   if (error instanceof TokenRejectedError) {
-    return new UnauthorizedError(error.message, { 'www-authenticate': error.missing ? 'Bearer' : 'Bearer error="invalid_token"' })
+    return new UnauthorizedError(error.message, {
+      'www-authenticate': error.missing ? 'Bearer' : 'Bearer error="invalid_token"',
+    })
   }
   throw error
 }
 
 /** 403 insufficient_scope for a valid token that may not do this; `scope` names the one needed, when there is one. */
-export function insufficientScope (message: string, scope?: string): ForbiddenError {
-  const challenge = scope === undefined ? 'Bearer error="insufficient_scope"' : `Bearer error="insufficient_scope", scope="${scope}"`
+export function insufficientScope(message: string, scope?: string): ForbiddenError {
+  const challenge =
+    scope === undefined ? 'Bearer error="insufficient_scope"' : `Bearer error="insufficient_scope", scope="${scope}"`
   return new ForbiddenError(message, { 'www-authenticate': challenge })
 }

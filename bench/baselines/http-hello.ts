@@ -6,4 +6,6 @@ import { createServer } from 'node:http'
 const port = Number(process.argv[2])
 createServer((_request, response) => {
   response.writeHead(200, { 'content-type': 'text/plain' }).end('hello from node\n')
-}).listen(port, '127.0.0.1', () => { process.stdout.write('ready\n') })
+}).listen(port, '127.0.0.1', () => {
+  process.stdout.write('ready\n')
+})

@@ -5,9 +5,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 
 export type BaselineSession = { id: string; tokens: [string, string] }
 
-export function createSessionStore () {
+export function createSessionStore() {
   const sessions = new Map<string, BaselineSession>()
-  function handle (req: IncomingMessage, res: ServerResponse): void {
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     if (req.method === 'POST' && req.url === '/admin/sessions') {
       const session: BaselineSession = {
         id: randomBytes(16).toString('base64url'),
@@ -15,7 +15,9 @@ export function createSessionStore () {
       }
       sessions.set(session.id, session)
       res.writeHead(201, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ id: session.id, initiator_token: session.tokens[0], responder_token: session.tokens[1] }))
+      res.end(
+        JSON.stringify({ id: session.id, initiator_token: session.tokens[0], responder_token: session.tokens[1] }),
+      )
       return
     }
     if (req.method === 'GET' && req.url === '/healthz') {
@@ -26,7 +28,7 @@ export function createSessionStore () {
     res.writeHead(404).end()
   }
   /** The session and slot (0 initiator, 1 responder) an upgrade request names, or null. */
-  function slotOf (req: IncomingMessage): { session: BaselineSession; slot: 0 | 1 } | null {
+  function slotOf(req: IncomingMessage): { session: BaselineSession; slot: 0 | 1 } | null {
     const url = new URL(req.url ?? '/', 'http://baseline')
     const id = /^\/relay\/([^/]+)$/.exec(url.pathname)?.[1]
     const session = id === undefined ? undefined : sessions.get(id)
@@ -38,6 +40,6 @@ export function createSessionStore () {
   return { handle, slotOf, forget: (id: string) => sessions.delete(id) }
 }
 
-export function announce (port: number): void {
+export function announce(port: number): void {
   process.stdout.write(JSON.stringify({ listening: port }) + '\n')
 }

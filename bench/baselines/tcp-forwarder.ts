@@ -15,7 +15,7 @@ server.on('upgrade', (req, socket, head) => {
   if (target === null) return socket.end('HTTP/1.1 401 Unauthorized\r\n\r\n')
   socket.write(
     'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
-    `Sec-WebSocket-Accept: ${acceptKey(String(req.headers['sec-websocket-key']))}\r\n\r\n`,
+      `Sec-WebSocket-Accept: ${acceptKey(String(req.headers['sec-websocket-key']))}\r\n\r\n`,
   )
   if (head.length > 0) socket.unshift(head)
   ;(socket as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true)
@@ -30,7 +30,10 @@ server.on('upgrade', (req, socket, head) => {
   socket.pipe(other)
   other.pipe(socket)
   other.resume()
-  const end = (): void => { socket.destroy(); other.destroy() }
+  const end = (): void => {
+    socket.destroy()
+    other.destroy()
+  }
   socket.on('error', end)
   other.on('error', end)
   socket.on('close', end)

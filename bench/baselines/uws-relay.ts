@@ -9,7 +9,13 @@ import { randomBytes } from 'node:crypto'
 import uWS from 'uWebSockets.js'
 import type { WebSocket } from 'uWebSockets.js'
 
-type Pair = { id: string; tokens: [string, string]; peers: [Peer | null, Peer | null]; held: [Uint8Array[], Uint8Array[]]; binary: [boolean[], boolean[]] }
+type Pair = {
+  id: string
+  tokens: [string, string]
+  peers: [Peer | null, Peer | null]
+  held: [Uint8Array[], Uint8Array[]]
+  binary: [boolean[], boolean[]]
+}
 type Side = { pair: Pair; slot: 0 | 1; queued: number[]; flushQueued: boolean }
 type Peer = WebSocket<Side>
 
@@ -23,7 +29,7 @@ let arenaUsed = 0
 let flushScheduled = false
 const toFlush: Side[] = []
 
-function forward (from: Side, message: ArrayBuffer, isBinary: boolean): void {
+function forward(from: Side, message: ArrayBuffer, isBinary: boolean): void {
   const slot = (1 - from.slot) as 0 | 1
   const peer = from.pair.peers[slot]
   const size = message.byteLength
@@ -56,7 +62,7 @@ function forward (from: Side, message: ArrayBuffer, isBinary: boolean): void {
   }
 }
 
-function flush (): void {
+function flush(): void {
   flushScheduled = false
   for (const side of toFlush) {
     side.flushQueued = false
@@ -76,19 +82,32 @@ function flush (): void {
   arenaUsed = 0
 }
 
-const app = uWS.App()
+const app = uWS
+  .App()
   .post('/admin/sessions', (res) => {
     const id = randomBytes(16).toString('base64url')
-    const pair: Pair = { id, tokens: [randomBytes(16).toString('base64url'), randomBytes(16).toString('base64url')], peers: [null, null], held: [[], []], binary: [[], []] }
+    const pair: Pair = {
+      id,
+      tokens: [randomBytes(16).toString('base64url'), randomBytes(16).toString('base64url')],
+      peers: [null, null],
+      held: [[], []],
+      binary: [[], []],
+    }
     pairs.set(id, pair)
     res.cork(() => {
-      res.writeStatus('201 Created').writeHeader('content-type', 'application/json')
+      res
+        .writeStatus('201 Created')
+        .writeHeader('content-type', 'application/json')
         .end(JSON.stringify({ id, initiator_token: pair.tokens[0], responder_token: pair.tokens[1] }))
     })
   })
-  .get('/healthz', (res) => { res.end('ok') })
+  .get('/healthz', (res) => {
+    res.end('ok')
+  })
   // The one number bench:cpu divides the server's CPU time by, in the relay's metric name.
-  .get('/metrics', (res) => { res.end(`relay_messages_forwarded_total ${forwarded}\n`) })
+  .get('/metrics', (res) => {
+    res.end(`relay_messages_forwarded_total ${forwarded}\n`)
+  })
   .ws<Side>('/relay/:id', {
     compression: uWS.DISABLED,
     maxPayloadLength: 16 * 1024 * 1024,
@@ -96,7 +115,7 @@ const app = uWS.App()
     closeOnBackpressureLimit: false,
     idleTimeout: 120,
     sendPingsAutomatically: true,
-    upgrade (res, req, context) {
+    upgrade(res, req, context) {
       const pair = pairs.get(req.getParameter(0) ?? '')
       const token = /^Bearer (\S+)$/.exec(req.getHeader('authorization'))?.[1] ?? ''
       const slot = pair === undefined ? -1 : pair.tokens.indexOf(token)
@@ -105,21 +124,29 @@ const app = uWS.App()
         return
       }
       const side: Side = { pair, slot: slot as 0 | 1, queued: [], flushQueued: false }
-      res.upgrade(side, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context)
+      res.upgrade(
+        side,
+        req.getHeader('sec-websocket-key'),
+        req.getHeader('sec-websocket-protocol'),
+        req.getHeader('sec-websocket-extensions'),
+        context,
+      )
     },
-    open (ws) {
+    open(ws) {
       const side = ws.getUserData()
       side.pair.peers[side.slot] = ws
       const held = side.pair.held[side.slot]
       const binary = side.pair.binary[side.slot]
       side.pair.held[side.slot] = []
       side.pair.binary[side.slot] = []
-      ws.cork(() => { held.forEach((data, i) => ws.send(data, binary[i], false)) })
+      ws.cork(() => {
+        held.forEach((data, i) => ws.send(data, binary[i], false))
+      })
     },
-    message (ws, message, isBinary) {
+    message(ws, message, isBinary) {
       forward(ws.getUserData(), message, isBinary)
     },
-    close (ws, code) {
+    close(ws, code) {
       const side = ws.getUserData()
       side.pair.peers[side.slot] = null
       const other = side.pair.peers[1 - side.slot]

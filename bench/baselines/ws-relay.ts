@@ -29,7 +29,7 @@ server.on('upgrade', (req, socket, head) => {
       else {
         const key = `${session.id}/${1 - slot}`
         let queue = held.get(key)
-        if (queue === undefined) held.set(key, queue = [])
+        if (queue === undefined) held.set(key, (queue = []))
         queue.push([data, isBinary])
       }
     })

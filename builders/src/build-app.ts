@@ -48,7 +48,7 @@ const ARCHIVE_LIMITS = { maxArchiveBytes: 2 * 1024 * 1024, maxFiles: 4096, maxBy
 const HTTP_WORLD_PACKAGE = '@spinframework/wasi-http-proxy'
 const require = createRequire(import.meta.url)
 
-function toolchain (): Toolchain {
+function toolchain(): Toolchain {
   const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
   return {
     node: process.execPath,
@@ -58,11 +58,11 @@ function toolchain (): Toolchain {
 }
 
 /** The node_modules directory the builder's own packages live in. */
-function builderNodeModules (): string {
+function builderNodeModules(): string {
   return dirname(dirname(dirname(require.resolve('@spinframework/build-tools/package.json'))))
 }
 
-export async function buildApplication (request: BuildRequest): Promise<string> {
+export async function buildApplication(request: BuildRequest): Promise<string> {
   const { log } = request
   const started = Date.now()
   let files: Record<string, string>
@@ -91,7 +91,9 @@ export async function buildApplication (request: BuildRequest): Promise<string> 
     throw new BuildFailure((error as Error).message)
   }
   if (manifest.components.length === 0) throw new BuildFailure('the application has no functions')
-  log(`building ${request.application} (${request.language}, build ${request.buildId}): ${manifest.components.length} function(s)\n`)
+  log(
+    `building ${request.application} (${request.language}, build ${request.buildId}): ${manifest.components.length} function(s)\n`,
+  )
   if (request.language === 'js' || request.language === 'ts') {
     await symlink(builderNodeModules(), join(request.workDir, 'node_modules'), 'dir')
   }
@@ -106,7 +108,10 @@ export async function buildApplication (request: BuildRequest): Promise<string> 
   const pushStarted = Date.now()
   const lockedApp = lockedAppOf(manifest)
   try {
-    const store = await openStore(request.ref, { dockerConfigDir: request.dockerConfigDir, insecure: request.insecureRegistry })
+    const store = await openStore(request.ref, {
+      dockerConfigDir: request.dockerConfigDir,
+      insecure: request.insecureRegistry,
+    })
     const tag = request.ref.tag ?? request.buildId
     const result = await pushSpinApp(store, tag, { lockedApp, wasm })
     const pinned = pinnedRef(request.ref, result.digest)
@@ -117,7 +122,7 @@ export async function buildApplication (request: BuildRequest): Promise<string> 
   }
 }
 
-async function buildComponent (request: BuildRequest, name: string, dir: string, displayPrefix: string): Promise<void> {
+async function buildComponent(request: BuildRequest, name: string, dir: string, displayPrefix: string): Promise<void> {
   const language = request.language
   let entry = ''
   if (language === 'js' || language === 'ts') {
@@ -128,7 +133,8 @@ async function buildComponent (request: BuildRequest, name: string, dir: string,
   const steps = buildSteps(language, dir, { toolchain: entry === '' ? null : toolchain(), entry, displayPrefix, deps })
   for (const step of steps) {
     const result = await runStep(step, request.limits, request.log)
-    if (!result.ok) throw new BuildFailure(`function ${name}: ${firstError(result.output, displayPrefix) ?? result.reason}`)
+    if (!result.ok)
+      throw new BuildFailure(`function ${name}: ${firstError(result.output, displayPrefix) ?? result.reason}`)
   }
   if (language === 'rust' && deps !== undefined) {
     let module: string
@@ -157,7 +163,7 @@ async function buildComponent (request: BuildRequest, name: string, dir: string,
 // (Cargo.lock) and the application's cache.
 const SANDBOX_UID = 65534
 
-async function dependencyDirs (request: BuildRequest, dir: string): Promise<DependencyDirs> {
+async function dependencyDirs(request: BuildRequest, dir: string): Promise<DependencyDirs> {
   const cache = request.dependencyCache
   const sandboxed = request.language === 'rust' && request.rustRoot !== '/'
   for (const sub of ['cargo', 'target', 'home', 'tmp']) {
@@ -165,10 +171,15 @@ async function dependencyDirs (request: BuildRequest, dir: string): Promise<Depe
     if (sandboxed) await chown(join(cache, sub), SANDBOX_UID, SANDBOX_UID)
   }
   if (sandboxed) await chownTree(dir)
-  return { cache, rustRoot: request.rustRoot, rustSandbox: join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh'), path: process.env.PATH ?? '/usr/bin:/bin' }
+  return {
+    cache,
+    rustRoot: request.rustRoot,
+    rustSandbox: join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh'),
+    path: process.env.PATH ?? '/usr/bin:/bin',
+  }
 }
 
-async function chownTree (dir: string): Promise<void> {
+async function chownTree(dir: string): Promise<void> {
   await chown(dir, SANDBOX_UID, SANDBOX_UID)
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name)
@@ -177,7 +188,7 @@ async function chownTree (dir: string): Promise<void> {
   }
 }
 
-async function findEntry (language: 'js' | 'ts', dir: string, displayPrefix: string): Promise<string> {
+async function findEntry(language: 'js' | 'ts', dir: string, displayPrefix: string): Promise<string> {
   for (const candidate of entryCandidates(language)) {
     try {
       await access(join(dir, candidate))
@@ -190,27 +201,33 @@ async function findEntry (language: 'js' | 'ts', dir: string, displayPrefix: str
 // The http trigger's world comes from a dependency's package.json (build-tools reads the
 // `witDependencies` of the function's dependencies), so a function must depend on it; every
 // dependency must be one the builder carries, since nothing is installed at build time.
-async function checkPackageJson (dir: string, displayPrefix: string): Promise<void> {
+async function checkPackageJson(dir: string, displayPrefix: string): Promise<void> {
   let pkg: { dependencies?: Record<string, string>; config?: { witDependencies?: unknown } }
   try {
     pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as typeof pkg
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
-    throw new BuildFailure(`${displayPrefix}package.json: ${missing ? 'missing' : 'not valid JSON'} (it must depend on ${HTTP_WORLD_PACKAGE})`)
+    throw new BuildFailure(
+      `${displayPrefix}package.json: ${missing ? 'missing' : 'not valid JSON'} (it must depend on ${HTTP_WORLD_PACKAGE})`,
+    )
   }
   const worlds = pkg.config?.witDependencies ?? []
-  if (!Array.isArray(worlds)) throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies must be a list`)
+  if (!Array.isArray(worlds))
+    throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies must be a list`)
   for (const world of worlds as Array<{ witPath?: unknown } | null>) {
     const problem = witPathProblem(dir, world?.witPath)
     if (problem !== null) throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies: ${problem}`)
   }
   const dependencies = Object.keys(pkg.dependencies ?? {})
-  if (!dependencies.includes(HTTP_WORLD_PACKAGE)) throw new BuildFailure(`${displayPrefix}package.json: dependencies must include ${HTTP_WORLD_PACKAGE}`)
+  if (!dependencies.includes(HTTP_WORLD_PACKAGE))
+    throw new BuildFailure(`${displayPrefix}package.json: dependencies must include ${HTTP_WORLD_PACKAGE}`)
   for (const dependency of dependencies) {
     try {
       await access(join(builderNodeModules(), dependency, 'package.json'))
     } catch {
-      throw new BuildFailure(`${displayPrefix}package.json: ${dependency} is not available in the builder (builds are offline; it carries @spinframework/build-tools and ${HTTP_WORLD_PACKAGE})`)
+      throw new BuildFailure(
+        `${displayPrefix}package.json: ${dependency} is not available in the builder (builds are offline; it carries @spinframework/build-tools and ${HTTP_WORLD_PACKAGE})`,
+      )
     }
   }
 }
@@ -221,17 +238,23 @@ async function checkPackageJson (dir: string, displayPrefix: string): Promise<vo
  * Paths the compiler printed relative to the function's directory (`./main.go`, `src/lib.rs`)
  * are given the `displayPrefix` (functions/{name}/), so they name the file the user wrote.
  */
-export function firstError (output: string, displayPrefix = ''): string | null {
+export function firstError(output: string, displayPrefix = ''): string | null {
   const lines = output.split('\n')
-  const line = lines.find((candidate) => /^\S+:\d+:\d+: error(\[\w+\])?: /.test(candidate)) ??
-    lines.find((candidate) => /^\S+:\d+:\d+: /.test(candidate) && !/^\S+:\d+:\d+: (warning|note|help)\b/.test(candidate))
+  const line =
+    lines.find((candidate) => /^\S+:\d+:\d+: error(\[\w+\])?: /.test(candidate)) ??
+    lines.find(
+      (candidate) => /^\S+:\d+:\d+: /.test(candidate) && !/^\S+:\d+:\d+: (warning|note|help)\b/.test(candidate),
+    )
   if (line === undefined) return null
-  const named = displayPrefix !== '' && !line.startsWith('/') && !line.startsWith(displayPrefix) ? displayPrefix + line.replace(/^\.\//, '') : line
+  const named =
+    displayPrefix !== '' && !line.startsWith('/') && !line.startsWith(displayPrefix)
+      ? displayPrefix + line.replace(/^\.\//, '')
+      : line
   return named.slice(0, 500)
 }
 
 /** The locked application of the manifest, as `spin build` + `spin registry push` would lock it. */
-export function lockedAppOf (manifest: SpinManifest): LockedApp {
+export function lockedAppOf(manifest: SpinManifest): LockedApp {
   return {
     spin_lock_version: 1,
     metadata: { name: manifest.name, version: manifest.version, authors: [], triggers: {}, trigger: { type: 'http' } },
@@ -239,7 +262,11 @@ export function lockedAppOf (manifest: SpinManifest): LockedApp {
       id: `${trigger.component}-http-trigger`,
       trigger_type: 'http',
       // The manifest's executor as written: go's spin.toml names WAGI (spin/src/manifest.ts).
-      trigger_config: { component: trigger.component, route: trigger.route, ...trigger.executor === undefined ? {} : { executor: trigger.executor } },
+      trigger_config: {
+        component: trigger.component,
+        route: trigger.route,
+        ...(trigger.executor === undefined ? {} : { executor: trigger.executor }),
+      },
     })),
     components: manifest.components.map((component) => ({
       id: component.id,

@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { componentNew } from '@bytecodealliance/jco-transpile/wasm-tools'
 
-export async function componentize (modulePath: string, adapterPath: string, output: string): Promise<void> {
+export async function componentize(modulePath: string, adapterPath: string, output: string): Promise<void> {
   const [module, adapter] = await Promise.all([readFile(modulePath), readFile(adapterPath)])
   await writeFile(output, await componentNew(module, [['wasi_snapshot_preview1', adapter]]))
 }

@@ -19,16 +19,19 @@ if (entry === undefined || outfile === undefined) {
 
 // build-tools ships this plugin without types.
 const pluginModule = '@spinframework/build-tools/plugins/esbuild/index.js'
-const { SpinEsbuildPlugin } = await import(pluginModule) as { SpinEsbuildPlugin: () => Promise<Plugin> }
+const { SpinEsbuildPlugin } = (await import(pluginModule)) as { SpinEsbuildPlugin: () => Promise<Plugin> }
 
 const show = (message: Message): string => {
-  const at = message.location === null ? '' : `${prefix}${message.location.file}:${message.location.line}:${message.location.column + 1}: `
+  const at =
+    message.location === null
+      ? ''
+      : `${prefix}${message.location.file}:${message.location.line}:${message.location.column + 1}: `
   return `${at}error: ${message.text}\n`
 }
 
 let metafile: Metafile | undefined
 try {
-  ({ metafile } = await build({
+  ;({ metafile } = await build({
     entryPoints: [entry],
     outfile,
     bundle: true,

@@ -34,7 +34,7 @@ const RUST_TARGET = 'wasm32-wasip1'
 const BUNDLE_FILE = 'dist/bundle.js'
 
 /** The handler's entry file, in the order a js/ts function may name it. */
-export function entryCandidates (language: 'js' | 'ts'): string[] {
+export function entryCandidates(language: 'js' | 'ts'): string[] {
   return language === 'ts' ? ['src/index.ts', 'index.ts'] : ['src/index.js', 'index.js']
 }
 
@@ -43,27 +43,55 @@ export function entryCandidates (language: 'js' | 'ts'): string[] {
  * `dir`; `displayPrefix` is how the build log names `dir` (functions/{name}/) so errors point
  * at the file the user wrote.
  */
-export function buildSteps (language: Language, dir: string, options: { toolchain: Toolchain | null; entry: string; displayPrefix: string; deps?: DependencyDirs }): Step[] {
+export function buildSteps(
+  language: Language,
+  dir: string,
+  options: { toolchain: Toolchain | null; entry: string; displayPrefix: string; deps?: DependencyDirs },
+): Step[] {
   const { toolchain } = options
   switch (language) {
     case 'js':
     case 'ts':
       if (toolchain === null) throw new Error(`${language} builds need the js toolchain`)
       return [
-        { name: 'bundle', command: toolchain.node, args: [toolchain.bundleScript, options.entry, BUNDLE_FILE, options.displayPrefix], cwd: dir },
-        { name: 'componentize', command: toolchain.node, args: [toolchain.j2w, '-i', BUNDLE_FILE, '-o', COMPONENT_FILE], cwd: dir },
+        {
+          name: 'bundle',
+          command: toolchain.node,
+          args: [toolchain.bundleScript, options.entry, BUNDLE_FILE, options.displayPrefix],
+          cwd: dir,
+        },
+        {
+          name: 'componentize',
+          command: toolchain.node,
+          args: [toolchain.j2w, '-i', BUNDLE_FILE, '-o', COMPONENT_FILE],
+          cwd: dir,
+        },
       ]
     case 'go':
       if (options.deps === undefined) throw new Error('go builds need a dependency cache')
       return [
         { name: 'go mod tidy', command: 'go', args: ['mod', 'tidy'], cwd: dir, env: goEnv(options.deps, true) },
-        { name: 'go build', command: 'go', args: ['build', '-trimpath', '-ldflags=-s -w', '-o', COMPONENT_FILE, '.'], cwd: dir, env: goEnv(options.deps, false) },
+        {
+          name: 'go build',
+          command: 'go',
+          args: ['build', '-trimpath', '-ldflags=-s -w', '-o', COMPONENT_FILE, '.'],
+          cwd: dir,
+          env: goEnv(options.deps, false),
+        },
       ]
     case 'rust':
       if (options.deps === undefined) throw new Error('rust builds need a dependency cache')
       return [
         cargoStep('cargo fetch', dir, options.deps, true, ['fetch']),
-        cargoStep('cargo build', dir, options.deps, false, ['build', '--release', '--offline', '--target', RUST_TARGET, '--message-format', 'short']),
+        cargoStep('cargo build', dir, options.deps, false, [
+          'build',
+          '--release',
+          '--offline',
+          '--target',
+          RUST_TARGET,
+          '--message-format',
+          'short',
+        ]),
       ]
   }
 }
@@ -73,7 +101,7 @@ const NETWORK_ENV = ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'ht
 
 // Only what Go needs: the builder's own environment (its settings, a registry's credentials)
 // stays out of the build.
-function goEnv (deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
+function goEnv(deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
   const passed = fetch ? ['GOPROXY', 'GOSUMDB', 'GONOSUMDB', 'GOPRIVATE', ...NETWORK_ENV] : []
   const env: NodeJS.ProcessEnv = {
     PATH: deps.path,
@@ -94,7 +122,7 @@ function goEnv (deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
   return env
 }
 
-function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: boolean, cargoArgs: string[]): Step {
+function cargoStep(name: string, dir: string, deps: DependencyDirs, fetch: boolean, cargoArgs: string[]): Step {
   const home = join(deps.cache, 'cargo')
   const target = join(deps.cache, 'target')
   if (deps.rustRoot === '/') {
@@ -105,8 +133,13 @@ function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: bool
       args: cargoArgs,
       cwd: dir,
       env: {
-        PATH: deps.path, HOME: join(deps.cache, 'home'), CARGO_HOME: home, CARGO_TARGET_DIR: target, CARGO_TERM_COLOR: 'never',
-        CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS: 'fallback', CARGO_TARGET_WASM32_WASIP1_LINKER: 'wasm-ld',
+        PATH: deps.path,
+        HOME: join(deps.cache, 'home'),
+        CARGO_HOME: home,
+        CARGO_TARGET_DIR: target,
+        CARGO_TERM_COLOR: 'never',
+        CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS: 'fallback',
+        CARGO_TARGET_WASM32_WASIP1_LINKER: 'wasm-ld',
         ...(fetch ? cargoNetworkEnv() : { CARGO_NET_OFFLINE: 'true' }),
       },
     }
@@ -115,7 +148,19 @@ function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: bool
   return {
     name,
     command: 'unshare',
-    args: [...namespaces, '--', 'sh', deps.rustSandbox, fetch ? 'fetch' : 'offline', deps.rustRoot, dir, home, target, 'cargo', ...cargoArgs],
+    args: [
+      ...namespaces,
+      '--',
+      'sh',
+      deps.rustSandbox,
+      fetch ? 'fetch' : 'offline',
+      deps.rustRoot,
+      dir,
+      home,
+      target,
+      'cargo',
+      ...cargoArgs,
+    ],
     cwd: dir,
     env: { PATH: deps.path },
   }
@@ -123,15 +168,16 @@ function cargoStep (name: string, dir: string, deps: DependencyDirs, fetch: bool
 
 // cargo fetch in the image: the proxy, and the trust store as cargo reads it (its libcurl takes
 // no SSL_CERT_FILE), for a registry reached through a proxy whose authority the pod is given.
-function cargoNetworkEnv (): NodeJS.ProcessEnv {
+function cargoNetworkEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
-  for (const name of [...NETWORK_ENV, 'CARGO_HTTP_CAINFO']) if (process.env[name] !== undefined) env[name] = process.env[name]
+  for (const name of [...NETWORK_ENV, 'CARGO_HTTP_CAINFO'])
+    if (process.env[name] !== undefined) env[name] = process.env[name]
   if (env.CARGO_HTTP_CAINFO === undefined && env.SSL_CERT_FILE !== undefined) env.CARGO_HTTP_CAINFO = env.SSL_CERT_FILE
   return env
 }
 
 /** Where cargo leaves the crate's module: its package name with - as _. */
-export function rustArtifact (cargoToml: string): string {
+export function rustArtifact(cargoToml: string): string {
   const pkg = /^\[package\]\s*$([\s\S]*?)(?=^\[|$(?![\s\S]))/m.exec(cargoToml)
   const name = pkg === null ? null : /^name\s*=\s*"([^"]+)"/m.exec(pkg[1] as string)
   if (name === null || name === undefined) throw new Error('Cargo.toml: no [package] name')

@@ -14,7 +14,7 @@ import { rustRoot } from '@session-relay/spin/toolchains'
 // Kubernetes keeps at most 4096 bytes of a termination message.
 const MAX_TERMINATION_MESSAGE = 4000
 
-async function writeTermination (path: string, message: string): Promise<void> {
+async function writeTermination(path: string, message: string): Promise<void> {
   try {
     await writeFile(path, message.slice(0, MAX_TERMINATION_MESSAGE))
   } catch (error) {
@@ -22,7 +22,7 @@ async function writeTermination (path: string, message: string): Promise<void> {
   }
 }
 
-async function main (): Promise<number> {
+async function main(): Promise<number> {
   const argv = process.argv.slice(2)
   if (helpRequested(argv)) {
     process.stdout.write(usage(settings, 'node builders/dist/main.js'))
@@ -39,7 +39,9 @@ async function main (): Promise<number> {
     return 2
   }
   const workDir = await mkdtemp(join(tmpdir(), 'spin-build-'))
-  const log = (text: string): void => { process.stdout.write(text) }
+  const log = (text: string): void => {
+    process.stdout.write(text)
+  }
   try {
     const pinned = await buildApplication({
       archive: config.sourceArchive,

@@ -18,10 +18,15 @@ export type StepResult = { ok: boolean; reason: string; output: string }
 
 const TAIL_BYTES = 64 * 1024
 
-export function runStep (step: Step, limits: StepLimits, log: (text: string) => void): Promise<StepResult> {
+export function runStep(step: Step, limits: StepLimits, log: (text: string) => void): Promise<StepResult> {
   return new Promise((resolve) => {
     log(`==> ${step.name}: ${[step.command, ...step.args].join(' ')}\n`)
-    const child = spawn(step.command, step.args, { cwd: step.cwd, env: step.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn(step.command, step.args, {
+      cwd: step.cwd,
+      env: step.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    })
     let printed = 0
     let tail = ''
     let stopped: string | null = null
@@ -29,7 +34,9 @@ export function runStep (step: Step, limits: StepLimits, log: (text: string) => 
       if (stopped !== null) return
       stopped = reason
       // The whole process group: j2w and cargo start children of their own.
-      try { process.kill(-(child.pid as number), 'SIGKILL') } catch {}
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL')
+      } catch {}
     }
     const timer = setTimeout(() => stop(`${step.name} took longer than ${limits.timeoutMs} ms`), limits.timeoutMs)
     const take = (chunk: Buffer): void => {
@@ -49,7 +56,11 @@ export function runStep (step: Step, limits: StepLimits, log: (text: string) => 
       clearTimeout(timer)
       if (stopped !== null) return resolve({ ok: false, reason: stopped, output: tail })
       if (code === 0) return resolve({ ok: true, reason: '', output: tail })
-      resolve({ ok: false, reason: `${step.name} failed (${code === null ? `signal ${String(signal)}` : `exit ${code}`})`, output: tail })
+      resolve({
+        ok: false,
+        reason: `${step.name} failed (${code === null ? `signal ${String(signal)}` : `exit ${code}`})`,
+        output: tail,
+      })
     })
   })
 }

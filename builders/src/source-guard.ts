@@ -9,12 +9,12 @@ import { realpathSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { Plugin } from 'esbuild'
 
-function within (root: string, path: string): boolean {
+function within(root: string, path: string): boolean {
   const rest = relative(root, path)
   return rest === '' || (!rest.startsWith(`..${sep}`) && rest !== '..' && !isAbsolute(rest))
 }
 
-function real (path: string): string {
+function real(path: string): string {
   try {
     return realpathSync(path)
   } catch {
@@ -24,27 +24,40 @@ function real (path: string): string {
 }
 
 /** Why `witPath` (from a package.json in `dir`) is refused, or null. */
-export function witPathProblem (dir: string, witPath: unknown): string | null {
+export function witPathProblem(dir: string, witPath: unknown): string | null {
   if (typeof witPath !== 'string' || witPath === '') return 'witPath must be a relative path inside the function'
-  if (isAbsolute(witPath)) return `witPath ${JSON.stringify(witPath)} is absolute: it must be a relative path inside the function`
-  if (!within(real(dir), real(join(dir, witPath)))) return `witPath ${JSON.stringify(witPath)} leaves the function's directory`
+  if (isAbsolute(witPath))
+    return `witPath ${JSON.stringify(witPath)} is absolute: it must be a relative path inside the function`
+  if (!within(real(dir), real(join(dir, witPath))))
+    return `witPath ${JSON.stringify(witPath)} leaves the function's directory`
   return null
 }
 
 /** An esbuild plugin, first in the list: every other resolution passes through it. */
-export function sourceGuard (dir: string, modules: string): Plugin {
+export function sourceGuard(dir: string, modules: string): Plugin {
   const roots = [real(dir), real(modules)]
   return {
     name: 'source-guard',
-    setup (build) {
+    setup(build) {
       build.onResolve({ filter: /.*/ }, async (args) => {
         if ((args.pluginData as { guarded?: boolean } | undefined)?.guarded === true) return undefined
         const result = await build.resolve(args.path, {
-          kind: args.kind, importer: args.importer, namespace: args.namespace, resolveDir: args.resolveDir, with: args.with, pluginData: { guarded: true },
+          kind: args.kind,
+          importer: args.importer,
+          namespace: args.namespace,
+          resolveDir: args.resolveDir,
+          with: args.with,
+          pluginData: { guarded: true },
         })
         if (result.errors.length > 0 || result.external || result.namespace !== 'file') return result
         if (!roots.some((root) => within(root, real(result.path)))) {
-          return { errors: [{ text: `imports ${JSON.stringify(args.path)}, which is outside the function's directory: a build sees only its own files and the builder's packages` }] }
+          return {
+            errors: [
+              {
+                text: `imports ${JSON.stringify(args.path)}, which is outside the function's directory: a build sees only its own files and the builder's packages`,
+              },
+            ],
+          }
         }
         return result
       })

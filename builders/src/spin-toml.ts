@@ -18,7 +18,7 @@ type Executor = { type: 'http' | 'wagi' }
 
 type Table = Record<string, unknown>
 
-export function parseSpinToml (text: string): SpinManifest {
+export function parseSpinToml(text: string): SpinManifest {
   const root: Table = {}
   let current: Table = root
   const lines = text.split('\n')
@@ -49,7 +49,7 @@ export function parseSpinToml (text: string): SpinManifest {
   return manifestOf(root)
 }
 
-function valueOf (text: string, where: string): unknown {
+function valueOf(text: string, where: string): unknown {
   const inline = /^\{\s*(.*?)\s*\}$/.exec(text)
   if (inline !== null) return inlineTable(inline[1] as string, where)
   try {
@@ -60,7 +60,7 @@ function valueOf (text: string, where: string): unknown {
 }
 
 // `key = value, key = value` between the braces, each value a plain string, number or boolean.
-function inlineTable (text: string, where: string): Table {
+function inlineTable(text: string, where: string): Table {
   const table: Table = {}
   const pair = /^([A-Za-z0-9_-]+)\s*=\s*("(?:[^"\\]|\\.)*"|true|false|-?[0-9]+)\s*(?:,\s*|$)/
   let rest = text
@@ -73,29 +73,32 @@ function inlineTable (text: string, where: string): Table {
   return table
 }
 
-function tableAt (root: Table, path: string[], where: string): Table {
+function tableAt(root: Table, path: string[], where: string): Table {
   let table = root
   for (const key of path) {
     const next = (table[key] ??= {}) as unknown
-    if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new Error(`${where}: ${key} is not a table`)
+    if (typeof next !== 'object' || next === null || Array.isArray(next))
+      throw new Error(`${where}: ${key} is not a table`)
     table = next as Table
   }
   return table
 }
 
-function executorOf (value: unknown, index: number): Executor {
+function executorOf(value: unknown, index: number): Executor {
   const { type, ...rest } = (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}) as Table
-  if ((type !== 'http' && type !== 'wagi') || Object.keys(rest).length > 0) throw new Error(`spin.toml: trigger.http #${index + 1}: executor must be { type = "http" } or { type = "wagi" }`)
+  if ((type !== 'http' && type !== 'wagi') || Object.keys(rest).length > 0)
+    throw new Error(`spin.toml: trigger.http #${index + 1}: executor must be { type = "http" } or { type = "wagi" }`)
   return { type }
 }
 
-function manifestOf (root: Table): SpinManifest {
+function manifestOf(root: Table): SpinManifest {
   if (root.spin_manifest_version !== 2) throw new Error('spin.toml: spin_manifest_version must be 2')
   const application = (root.application ?? {}) as Table
   if (typeof application.name !== 'string') throw new Error('spin.toml: [application] needs a name')
   const http = ((root.trigger as Table | undefined)?.http ?? []) as Table[]
   const triggers = http.map((trigger, index) => {
-    if (typeof trigger.route !== 'string' || typeof trigger.component !== 'string') throw new Error(`spin.toml: trigger.http #${index + 1} needs a route and a component`)
+    if (typeof trigger.route !== 'string' || typeof trigger.component !== 'string')
+      throw new Error(`spin.toml: trigger.http #${index + 1} needs a route and a component`)
     if (trigger.executor === undefined) return { route: trigger.route, component: trigger.component }
     return { route: trigger.route, component: trigger.component, executor: executorOf(trigger.executor, index) }
   })
@@ -103,17 +106,25 @@ function manifestOf (root: Table): SpinManifest {
   const components = Object.entries(componentTables).map(([id, component]) => {
     if (typeof component.source !== 'string') throw new Error(`spin.toml: component ${id} needs a source path`)
     const hosts = component.allowed_outbound_hosts ?? []
-    if (!Array.isArray(hosts) || !hosts.every((host) => typeof host === 'string')) throw new Error(`spin.toml: component ${id}: allowed_outbound_hosts must be strings`)
+    if (!Array.isArray(hosts) || !hosts.every((host) => typeof host === 'string'))
+      throw new Error(`spin.toml: component ${id}: allowed_outbound_hosts must be strings`)
     const build = component.build as Table | undefined
     const workdir = typeof build?.workdir === 'string' ? build.workdir : null
     // The builder works in the archive's directory: a path out of it would build someone else's files.
     for (const path of [component.source, workdir]) {
-      if (path !== null && (isAbsolute(path) || normalize(path).split(/[\\/]/).includes('..'))) throw new Error(`spin.toml: component ${id}: ${JSON.stringify(path)} leaves the application's directory`)
+      if (path !== null && (isAbsolute(path) || normalize(path).split(/[\\/]/).includes('..')))
+        throw new Error(`spin.toml: component ${id}: ${JSON.stringify(path)} leaves the application's directory`)
     }
     return { id, source: component.source, allowedOutboundHosts: hosts, workdir }
   })
   for (const trigger of triggers) {
-    if (!components.some((component) => component.id === trigger.component)) throw new Error(`spin.toml: the trigger on ${trigger.route} names no component ${trigger.component}`)
+    if (!components.some((component) => component.id === trigger.component))
+      throw new Error(`spin.toml: the trigger on ${trigger.route} names no component ${trigger.component}`)
   }
-  return { name: application.name, version: typeof application.version === 'string' ? application.version : '0.1.0', triggers, components }
+  return {
+    name: application.name,
+    version: typeof application.version === 'string' ? application.version : '0.1.0',
+    triggers,
+    components,
+  }
 }

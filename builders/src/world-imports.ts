@@ -12,14 +12,14 @@ const REFUSED = [
 ]
 
 /** Why `specifier` (an import left external by the bundle) is refused, or null. */
-export function refusedImport (specifier: string): string | null {
+export function refusedImport(specifier: string): string | null {
   const refused = REFUSED.find(({ pattern }) => pattern.test(specifier))
   if (refused === undefined) return null
   return `imports ${specifier}, but functions get no ${refused.what} here: read settings with fermyon:spin/variables, reach other services with fetch to allowed_outbound_hosts`
 }
 
 /** Where `specifier` is written in `source`, 1-based, for the error line; the file's start when not found. */
-export function importLocation (source: string, specifier: string): { line: number; column: number } {
+export function importLocation(source: string, specifier: string): { line: number; column: number } {
   const lines = source.split('\n')
   for (let index = 0; index < lines.length; index++) {
     const column = (lines[index] as string).indexOf(specifier)

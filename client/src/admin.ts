@@ -25,18 +25,22 @@ export type AdminClient = {
   deleteSession: (id: string) => Promise<void>
 }
 
-export function adminClient (opts: AdminOptions): AdminClient {
+export function adminClient(opts: AdminOptions): AdminClient {
   const base = httpBase(opts.server)
   const doFetch = opts.fetch ?? fetch
 
-  async function request (method: string, path: string, what: string, body?: object): Promise<Response> {
+  async function request(method: string, path: string, what: string, body?: object): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (body !== undefined) headers['content-type'] = 'application/json'
     const token = typeof opts.token === 'function' ? await opts.token() : opts.token
     if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`
     let response: Response
     try {
-      response = await doFetch(new URL(path, base), { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      response = await doFetch(new URL(path, base), {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
     } catch (cause) {
       throw new RelayError('network', `${what}: cannot reach ${base}`, { cause })
     }
@@ -46,26 +50,27 @@ export function adminClient (opts: AdminOptions): AdminClient {
 
   const sessionPath = (id: string) => `admin/sessions/${encodeURIComponent(id)}`
 
-  async function listSessions (o: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
+  async function listSessions(o: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
     const query = new URLSearchParams()
     if (o.limit !== undefined) query.set('limit', String(o.limit))
     if (o.cursor !== undefined) query.set('cursor', o.cursor)
     const suffix = query.size > 0 ? `?${query.toString()}` : ''
-    return await (await request('GET', `admin/sessions${suffix}`, 'list sessions')).json() as SessionPage
+    return (await (await request('GET', `admin/sessions${suffix}`, 'list sessions')).json()) as SessionPage
   }
 
   return {
-    createSession: async (limits) => await (await request('POST', 'admin/sessions', 'create session', limits)).json() as CreatedSession,
+    createSession: async (limits) =>
+      (await (await request('POST', 'admin/sessions', 'create session', limits)).json()) as CreatedSession,
     listSessions,
-    allSessions: async function * (o = {}) {
+    allSessions: async function* (o = {}) {
       let cursor: string | undefined
       do {
         const page = await listSessions({ ...o, ...(cursor === undefined ? {} : { cursor }) })
-        yield * page.sessions
+        yield* page.sessions
         cursor = page.next_cursor
       } while (cursor !== undefined)
     },
-    getSession: async (id) => await (await request('GET', sessionPath(id), `get session ${id}`)).json() as Session,
+    getSession: async (id) => (await (await request('GET', sessionPath(id), `get session ${id}`)).json()) as Session,
     deleteSession: async (id) => {
       const response = await request('DELETE', sessionPath(id), `delete session ${id}`)
       await response.body?.cancel()

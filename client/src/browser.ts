@@ -5,7 +5,7 @@ import { openConnection } from './connection.js'
 import type { AttachOptions, Connection } from './connection.js'
 import { browserConnector } from './socket-browser.js'
 
-export function attach (url: string, slotToken: string, opts: AttachOptions = {}): Promise<Connection> {
+export function attach(url: string, slotToken: string, opts: AttachOptions = {}): Promise<Connection> {
   return openConnection(browserConnector, url, slotToken, opts)
 }
 

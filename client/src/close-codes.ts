@@ -12,7 +12,11 @@ export type CloseCodeInfo = {
 export const RELAY_CLOSE_CODES: readonly CloseCodeInfo[] = [
   { code: 4000, name: 'deleted', meaning: 'the session was deleted through the admin API' },
   { code: 4001, name: 'expired', meaning: 'the session reached its expires_at' },
-  { code: 4002, name: 'peer_wait', meaning: 'the other peer did not arrive (or come back) within the peer-wait window' },
+  {
+    code: 4002,
+    name: 'peer_wait',
+    meaning: 'the other peer did not arrive (or come back) within the peer-wait window',
+  },
   { code: 4003, name: 'too_slow', meaning: 'a receiver fell too far behind and the relay closed the session' },
   { code: 4004, name: 'byte_limit', meaning: 'the peers sent the bytes the session allows (its max_bytes)' },
   { code: 1001, name: 'shutdown', meaning: 'the relay is shutting down' },
@@ -25,7 +29,7 @@ export const SHUTDOWN_CLOSE = 1001
 /** Codes the client itself reports; never sent by the relay. */
 export const NORMAL_CLOSE = 1000
 
-export function describeClose (code: number): CloseCodeInfo {
+export function describeClose(code: number): CloseCodeInfo {
   const known = RELAY_CLOSE_CODES.find((c) => c.code === code)
   if (known !== undefined) return known
   if (code === NORMAL_CLOSE) return { code, name: 'normal', meaning: 'a peer closed the session normally' }

@@ -56,7 +56,12 @@ const BACKOFF_START_MS = 100
 const BACKOFF_MAX_MS = 5000
 const POLL_MS = 5
 
-export function openConnection (connect: Connector, firstUrl: string, firstToken: string, opts: AttachOptions = {}): Promise<Connection> {
+export function openConnection(
+  connect: Connector,
+  firstUrl: string,
+  firstToken: string,
+  opts: AttachOptions = {},
+): Promise<Connection> {
   // Both change when the session is created again elsewhere (opts.recreate).
   let url = firstUrl
   let token = firstToken
@@ -69,20 +74,27 @@ export function openConnection (connect: Connector, firstUrl: string, firstToken
   let closing = false
   let final: CloseInfo | null = null
   let resolveClosed!: (info: CloseInfo) => void
-  const closed = new Promise<CloseInfo>((resolve) => { resolveClosed = resolve })
+  const closed = new Promise<CloseInfo>((resolve) => {
+    resolveClosed = resolve
+  })
   // wakes whoever waits on state changes: writers waiting for room or for a reattach, readers
   let wake: Array<() => void> = []
-  const notify = () => { const w = wake; wake = []; for (const f of w) f() }
-  const changed = (pollMs?: number) => new Promise<void>((resolve) => {
-    wake.push(resolve)
-    if (pollMs !== undefined) setTimeout(resolve, pollMs)
-  })
+  const notify = () => {
+    const w = wake
+    wake = []
+    for (const f of w) f()
+  }
+  const changed = (pollMs?: number) =>
+    new Promise<void>((resolve) => {
+      wake.push(resolve)
+      if (pollMs !== undefined) setTimeout(resolve, pollMs)
+    })
 
   const inbox: Message[] = []
   let inboxBytes = 0
   let paused = false
 
-  function finish (info: CloseInfo) {
+  function finish(info: CloseInfo) {
     if (final !== null) return
     final = info
     up = false
@@ -93,21 +105,35 @@ export function openConnection (connect: Connector, firstUrl: string, firstToken
   return new Promise<Connection>((resolveAttach, rejectAttach) => {
     let attached = false
 
-    function dial (onOpen: () => void, onRefused: (error: RelayError) => void, onLost: () => void) {
+    function dial(onOpen: () => void, onRefused: (error: RelayError) => void, onLost: () => void) {
       let settled = false
       let refused = false
       raw = connect(url, token, {
-        open: () => { settled = true; onOpen() },
-        refused: (status, body) => { settled = true; refused = true; onRefused(httpError('attach', status, body)) },
+        open: () => {
+          settled = true
+          onOpen()
+        },
+        refused: (status, body) => {
+          settled = true
+          refused = true
+          onRefused(httpError('attach', status, body))
+        },
         message: (message) => {
           inbox.push(message)
           inboxBytes += sizeOf(message)
-          if (!paused && inboxBytes > receiveHighWater) { paused = true; raw.pause() }
+          if (!paused && inboxBytes > receiveHighWater) {
+            paused = true
+            raw.pause()
+          }
           notify()
         },
         close: (code, reason) => {
           if (refused) return // the refusal said it all
-          if (!settled) { settled = true; onLost(); return }
+          if (!settled) {
+            settled = true
+            onLost()
+            return
+          }
           if (code === 1006 && !closing && window > 0 && final === null) {
             up = false
             opts.onEvent?.({ type: 'drop' })
@@ -125,17 +151,21 @@ export function openConnection (connect: Connector, firstUrl: string, firstToken
       })
     }
 
-    async function recreateElsewhere (recreate: () => Promise<Recreated>, reason: string) {
+    async function recreateElsewhere(recreate: () => Promise<Recreated>, reason: string) {
       try {
-        ({ url, token } = await recreate())
+        ;({ url, token } = await recreate())
       } catch (error) {
-        finish({ ...describeClose(SHUTDOWN_CLOSE), reason: `${reason}; could not create the session again: ${(error as Error).message}`, byUs: false })
+        finish({
+          ...describeClose(SHUTDOWN_CLOSE),
+          reason: `${reason}; could not create the session again: ${(error as Error).message}`,
+          byUs: false,
+        })
         return
       }
       await reattach()
     }
 
-    async function reattach () {
+    async function reattach() {
       const deadline = Date.now() + window
       let delay = BACKOFF_START_MS
       for (let attempt = 1; final === null; attempt++) {
@@ -145,12 +175,19 @@ export function openConnection (connect: Connector, firstUrl: string, firstToken
         delay = Math.min(delay * 2, BACKOFF_MAX_MS)
         if (closing) break
         const outcome = await new Promise<'open' | 'retry' | RelayError>((resolve) => {
-          dial(() => resolve('open'), (error) => resolve(error.code === 'conflict' ? 'retry' : error), () => resolve('retry'))
+          dial(
+            () => resolve('open'),
+            (error) => resolve(error.code === 'conflict' ? 'retry' : error),
+            () => resolve('retry'),
+          )
         })
         if (outcome === 'open') {
           up = true
           paused = false
-          if (inboxBytes > receiveHighWater) { paused = true; raw.pause() }
+          if (inboxBytes > receiveHighWater) {
+            paused = true
+            raw.pause()
+          }
           opts.onEvent?.({ type: 'reattached', attempts: attempt })
           notify()
           return
@@ -180,7 +217,10 @@ export function openConnection (connect: Connector, firstUrl: string, firstToken
             const message = inbox.shift()
             if (message !== undefined) {
               inboxBytes -= sizeOf(message)
-              if (paused && inboxBytes <= receiveHighWater / 2) { paused = false; raw.resume() }
+              if (paused && inboxBytes <= receiveHighWater / 2) {
+                paused = false
+                raw.resume()
+              }
               return { done: false, value: message }
             }
             if (final !== null) {
@@ -204,19 +244,27 @@ export function openConnection (connect: Connector, firstUrl: string, firstToken
     }
 
     dial(
-      () => { attached = true; up = true; resolveAttach(connection) },
-      (error) => { if (!attached) rejectAttach(error) },
+      () => {
+        attached = true
+        up = true
+        resolveAttach(connection)
+      },
+      (error) => {
+        if (!attached) rejectAttach(error)
+      },
       () => rejectAttach(new RelayError('network', `cannot connect to ${url}`)),
     )
   })
 }
 
-function closedError (info: CloseInfo | null): RelayError {
+function closedError(info: CloseInfo | null): RelayError {
   if (info === null) return new RelayError('closed', 'the connection is closing')
   const reason = info.reason === '' ? '' : `: ${info.reason}`
-  return new RelayError('closed', `connection closed ${info.code} ${info.name} (${info.meaning})${reason}`, { body: info })
+  return new RelayError('closed', `connection closed ${info.code} ${info.name} (${info.meaning})${reason}`, {
+    body: info,
+  })
 }
 
-function sizeOf (message: Message): number {
+function sizeOf(message: Message): number {
   return message.type === 'binary' ? message.data.byteLength : message.data.length
 }

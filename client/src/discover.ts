@@ -16,7 +16,7 @@ export type DiscoverOptions = {
  * 404 then, and the admin API needs no token). Cached per relay for the answer's max-age;
  * no-store or no-cache is not cached.
  */
-export async function discover (baseUrl: string, opts: DiscoverOptions = {}): Promise<Discovery | null> {
+export async function discover(baseUrl: string, opts: DiscoverOptions = {}): Promise<Discovery | null> {
   const now = opts.now ?? Date.now
   const url = new URL('/.well-known/relay-config', httpBase(baseUrl)).href
   const hit = cache.get(url)
@@ -32,7 +32,7 @@ export async function discover (baseUrl: string, opts: DiscoverOptions = {}): Pr
     await response.body?.cancel()
     value = null
   } else if (response.ok) {
-    value = await response.json() as Discovery
+    value = (await response.json()) as Discovery
   } else {
     throw httpError('discovery', response.status, await response.text())
   }
@@ -42,9 +42,12 @@ export async function discover (baseUrl: string, opts: DiscoverOptions = {}): Pr
   return value
 }
 
-function maxAgeOf (header: string | null): number {
+function maxAgeOf(header: string | null): number {
   if (header === null) return 0
-  const directives = header.toLowerCase().split(',').map((d) => d.trim())
+  const directives = header
+    .toLowerCase()
+    .split(',')
+    .map((d) => d.trim())
   if (directives.includes('no-store') || directives.includes('no-cache')) return 0
   const maxAge = directives.find((d) => d.startsWith('max-age='))
   const seconds = Number(maxAge?.slice('max-age='.length))
@@ -52,7 +55,7 @@ function maxAgeOf (header: string | null): number {
 }
 
 /** http(s) base for a relay given as http(s):// or ws(s)://. */
-export function httpBase (baseUrl: string): string {
+export function httpBase(baseUrl: string): string {
   const url = new URL(baseUrl)
   if (url.protocol === 'ws:') url.protocol = 'http:'
   if (url.protocol === 'wss:') url.protocol = 'https:'

@@ -21,7 +21,7 @@ export class RelayError extends Error {
   readonly status: number | undefined
   readonly body: unknown
 
-  constructor (code: RelayErrorCode, message: string, opts: { status?: number; body?: unknown; cause?: unknown } = {}) {
+  constructor(code: RelayErrorCode, message: string, opts: { status?: number; body?: unknown; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause })
     this.name = 'RelayError'
     this.code = code
@@ -30,24 +30,34 @@ export class RelayError extends Error {
   }
 }
 
-function codeForStatus (status: number): RelayErrorCode {
+function codeForStatus(status: number): RelayErrorCode {
   switch (status) {
-    case 401: return 'unauthorized'
-    case 403: return 'forbidden'
-    case 404: return 'not_found'
-    case 409: return 'conflict'
-    case 429: return 'rate_limited'
-    case 503: return 'unavailable'
-    default: return status >= 500 ? 'server_error' : 'bad_request'
+    case 401:
+      return 'unauthorized'
+    case 403:
+      return 'forbidden'
+    case 404:
+      return 'not_found'
+    case 409:
+      return 'conflict'
+    case 429:
+      return 'rate_limited'
+    case 503:
+      return 'unavailable'
+    default:
+      return status >= 500 ? 'server_error' : 'bad_request'
   }
 }
 
 /** The error for an HTTP refusal; `text` is the body as received. */
-export function httpError (what: string, status: number, text: string): RelayError {
+export function httpError(what: string, status: number, text: string): RelayError {
   let body: unknown = text
-  try { body = JSON.parse(text) } catch {}
-  const reason = typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string'
-    ? (body as { error: string }).error
-    : text.slice(0, 200)
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  const reason =
+    typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string'
+      ? (body as { error: string }).error
+      : text.slice(0, 200)
   return new RelayError(codeForStatus(status), `${what}: ${status} ${reason}`.trim(), { status, body })
 }

@@ -41,35 +41,59 @@ export type LoginOptions = {
   now?: () => number
 }
 
-export async function login (opts: LoginOptions): Promise<Tokens> {
+export async function login(opts: LoginOptions): Promise<Tokens> {
   const { discovery } = opts
   if (discovery.device_authorization_endpoint === '') {
     throw new RelayError('bad_request', `the identity provider ${discovery.issuer} offers no device login`)
   }
   const clientId = opts.clientId ?? discovery.client_id_hint
   if (clientId === '') throw new RelayError('bad_request', 'the relay names no client id (client_id_hint): pass one')
-  const config = configuration(discovery.issuer, discovery.token_endpoint, clientId, opts.clientSecret, discovery.device_authorization_endpoint)
+  const config = configuration(
+    discovery.issuer,
+    discovery.token_endpoint,
+    clientId,
+    opts.clientSecret,
+    discovery.device_authorization_endpoint,
+  )
   const scope = (opts.scopes ?? [...discovery.scopes, 'offline_access']).join(' ')
   const params: Record<string, string> = { scope }
   if (discovery.audience !== '') params.resource = discovery.audience
   const started = await wrap(() => oauth.initiateDeviceAuthorization(config, params))
   opts.onPrompt({
     verification_uri: started.verification_uri,
-    ...(started.verification_uri_complete === undefined ? {} : { verification_uri_complete: started.verification_uri_complete }),
+    ...(started.verification_uri_complete === undefined
+      ? {}
+      : { verification_uri_complete: started.verification_uri_complete }),
     user_code: started.user_code,
     expires_in: started.expires_in,
   })
   // The resource again at the token endpoint: a provider with resource indicators issues the
   // access token (a JWT for the relay) only for the resource named there.
   const tokenParams = discovery.audience === '' ? undefined : { resource: discovery.audience }
-  const response = await wrap(() => oauth.pollDeviceAuthorizationGrant(config, started, tokenParams, opts.signal === undefined ? undefined : { signal: opts.signal }))
-  const base = { issuer: discovery.issuer, token_endpoint: discovery.token_endpoint, client_id: clientId, ...(discovery.audience === '' ? {} : { resource: discovery.audience }) }
+  const response = await wrap(() =>
+    oauth.pollDeviceAuthorizationGrant(
+      config,
+      started,
+      tokenParams,
+      opts.signal === undefined ? undefined : { signal: opts.signal },
+    ),
+  )
+  const base = {
+    issuer: discovery.issuer,
+    token_endpoint: discovery.token_endpoint,
+    client_id: clientId,
+    ...(discovery.audience === '' ? {} : { resource: discovery.audience }),
+  }
   return tokensOf(response, base, opts.now ?? Date.now)
 }
 
 /** New tokens from the refresh token; throws `unauthorized` when there is none or it was refused. */
-export async function refresh (tokens: Tokens, opts: { clientSecret?: string; now?: () => number } = {}): Promise<Tokens> {
-  if (tokens.refresh_token === undefined) throw new RelayError('unauthorized', 'the login has expired and has no refresh token: log in again')
+export async function refresh(
+  tokens: Tokens,
+  opts: { clientSecret?: string; now?: () => number } = {},
+): Promise<Tokens> {
+  if (tokens.refresh_token === undefined)
+    throw new RelayError('unauthorized', 'the login has expired and has no refresh token: log in again')
   const config = configuration(tokens.issuer, tokens.token_endpoint, tokens.client_id, opts.clientSecret)
   const params = tokens.resource === undefined ? undefined : { resource: tokens.resource }
   const response = await wrap(() => oauth.refreshTokenGrant(config, tokens.refresh_token as string, params))
@@ -82,25 +106,47 @@ export async function refresh (tokens: Tokens, opts: { clientSecret?: string; no
  * A token function for the admin client: the stored access token while it has more than
  * `marginMs` left, else a refreshed one (handed to `onRefresh` to be stored).
  */
-export function tokenSource (initial: Tokens, opts: { onRefresh?: (tokens: Tokens) => void | Promise<void>; marginMs?: number; clientSecret?: string; now?: () => number } = {}): () => Promise<string> {
+export function tokenSource(
+  initial: Tokens,
+  opts: {
+    onRefresh?: (tokens: Tokens) => void | Promise<void>
+    marginMs?: number
+    clientSecret?: string
+    now?: () => number
+  } = {},
+): () => Promise<string> {
   let current = initial
   let pending: Promise<Tokens> | null = null
   const now = opts.now ?? Date.now
   const margin = opts.marginMs ?? 30_000
   return async () => {
     if (current.expires_at === undefined || current.expires_at - margin > now()) return current.access_token
-    pending ??= refresh(current, opts).then(async (fresh) => {
-      current = fresh
-      await opts.onRefresh?.(fresh)
-      return fresh
-    }).finally(() => { pending = null })
+    pending ??= refresh(current, opts)
+      .then(async (fresh) => {
+        current = fresh
+        await opts.onRefresh?.(fresh)
+        return fresh
+      })
+      .finally(() => {
+        pending = null
+      })
     return (await pending).access_token
   }
 }
 
-function configuration (issuer: string, tokenEndpoint: string, clientId: string, secret: string | undefined, deviceEndpoint?: string): oauth.Configuration {
+function configuration(
+  issuer: string,
+  tokenEndpoint: string,
+  clientId: string,
+  secret: string | undefined,
+  deviceEndpoint?: string,
+): oauth.Configuration {
   const config = new oauth.Configuration(
-    { issuer, token_endpoint: tokenEndpoint, ...(deviceEndpoint === undefined ? {} : { device_authorization_endpoint: deviceEndpoint }) },
+    {
+      issuer,
+      token_endpoint: tokenEndpoint,
+      ...(deviceEndpoint === undefined ? {} : { device_authorization_endpoint: deviceEndpoint }),
+    },
     clientId,
     undefined,
     secret === undefined ? oauth.None() : oauth.ClientSecretBasic(secret),
@@ -110,12 +156,16 @@ function configuration (issuer: string, tokenEndpoint: string, clientId: string,
   return config
 }
 
-function isLoopback (url: string): boolean {
+function isLoopback(url: string): boolean {
   const { protocol, hostname } = new URL(url)
   return protocol === 'http:' && (hostname === '127.0.0.1' || hostname === 'localhost' || hostname === '[::1]')
 }
 
-function tokensOf (response: oauth.TokenEndpointResponse, base: Pick<Tokens, 'issuer' | 'token_endpoint' | 'client_id' | 'resource'>, now: () => number): Tokens {
+function tokensOf(
+  response: oauth.TokenEndpointResponse,
+  base: Pick<Tokens, 'issuer' | 'token_endpoint' | 'client_id' | 'resource'>,
+  now: () => number,
+): Tokens {
   return {
     issuer: base.issuer,
     token_endpoint: base.token_endpoint,
@@ -128,15 +178,20 @@ function tokensOf (response: oauth.TokenEndpointResponse, base: Pick<Tokens, 'is
   }
 }
 
-async function wrap<T> (step: () => Promise<T>): Promise<T> {
+async function wrap<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step()
   } catch (error) {
     const oauthError = (error as { error?: unknown }).error
     if (oauthError === 'access_denied') throw new RelayError('login_denied', 'the login was refused', { cause: error })
-    if (oauthError === 'expired_token') throw new RelayError('login_expired', 'the login code expired before it was approved: try again', { cause: error })
-    if (oauthError === 'invalid_grant') throw new RelayError('unauthorized', 'the identity provider refused the token: log in again', { cause: error })
-    if (error instanceof TypeError || (error as { code?: unknown }).code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') throw new RelayError('network', `identity provider: ${(error as Error).message}`, { cause: error })
+    if (oauthError === 'expired_token')
+      throw new RelayError('login_expired', 'the login code expired before it was approved: try again', {
+        cause: error,
+      })
+    if (oauthError === 'invalid_grant')
+      throw new RelayError('unauthorized', 'the identity provider refused the token: log in again', { cause: error })
+    if (error instanceof TypeError || (error as { code?: unknown }).code === 'OAUTH_RESPONSE_IS_NOT_CONFORM')
+      throw new RelayError('network', `identity provider: ${(error as Error).message}`, { cause: error })
     throw new RelayError('bad_request', `identity provider: ${(error as Error).message}`, { cause: error })
   }
 }

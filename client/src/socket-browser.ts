@@ -24,14 +24,23 @@ export const browserConnector: Connector = (url, token, events) => {
   const socket = new Platform(target.href)
   socket.binaryType = 'arraybuffer'
   let opened = false
-  socket.onopen = () => { opened = true; events.open() }
+  socket.onopen = () => {
+    opened = true
+    events.open()
+  }
   socket.onmessage = (event) => {
-    events.message(typeof event.data === 'string'
-      ? { type: 'text', data: event.data }
-      : { type: 'binary', data: new Uint8Array(event.data as ArrayBuffer) })
+    events.message(
+      typeof event.data === 'string'
+        ? { type: 'text', data: event.data }
+        : { type: 'binary', data: new Uint8Array(event.data as ArrayBuffer) },
+    )
   }
   socket.onclose = (event) => {
-    if (!opened) events.refused(0, 'the browser does not tell why the upgrade failed (bad token, unknown session, slot taken or no connection)')
+    if (!opened)
+      events.refused(
+        0,
+        'the browser does not tell why the upgrade failed (bad token, unknown session, slot taken or no connection)',
+      )
     else events.close(event.code, event.reason)
   }
   return {

@@ -7,14 +7,19 @@ export const nodeConnector: Connector = (url, token, events) => {
   const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false })
   let opened = false
   let buffered = 0
-  socket.on('open', () => { opened = true; events.open() })
+  socket.on('open', () => {
+    opened = true
+    events.open()
+  })
   socket.on('message', (data: RawData, isBinary: boolean) => {
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)
     events.message(isBinary ? { type: 'binary', data: bytes } : { type: 'text', data: bytes.toString('utf8') })
   })
   socket.on('unexpected-response', (_request, response) => {
     const chunks: Buffer[] = []
-    response.on('data', (chunk: Buffer) => { if (chunks.length < 16) chunks.push(chunk) })
+    response.on('data', (chunk: Buffer) => {
+      if (chunks.length < 16) chunks.push(chunk)
+    })
     response.on('end', () => {
       events.refused(response.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))
       socket.terminate()

@@ -1,9 +1,7 @@
 // What a connection needs from a WebSocket, so one implementation of attach serves Node (`ws`)
 // and browsers (the platform WebSocket).
 
-export type Message =
-  | { type: 'text'; data: string }
-  | { type: 'binary'; data: Uint8Array }
+export type Message = { type: 'text'; data: string } | { type: 'binary'; data: Uint8Array }
 
 type SocketEvents = {
   open: () => void

@@ -10,6 +10,6 @@ const redact = {
   censor: '[redacted]',
 }
 
-export function createLogger (level: string, destination?: pino.DestinationStream): Logger {
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino({ level, base: { service: 'control' }, redact, timestamp: pino.stdTimeFunctions.isoTime }, destination)
 }

@@ -3,7 +3,7 @@ import { controlUsage, parseConfig } from './config.js'
 import { ConfigError } from '@session-relay/common/config/settings'
 import { createLogger } from './logger.js'
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   // What the control plane writes (the embedded database, sources, builds, the generated key)
   // is its own: owner-only, whatever umask it was started under.
   process.umask(0o077)

@@ -48,7 +48,7 @@ export type ControlServer = {
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
   /** Stop accepting, finish requests in flight, close the database. */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
 export type ServerDeps = {
@@ -67,7 +67,7 @@ export type ServerDeps = {
   relock?: Relock
 }
 
-export async function startControlPlane (config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
+export async function startControlPlane(config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
   const { logger } = deps
   // Read first: a bad key file stops the start before anything opens, not a later build.
   const registrySigner = loadRegistrySigner(config)
@@ -86,14 +86,17 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
     notApplied,
     runtime: () => runtime,
     measureImage: deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef, registrySigner)),
-    onFinished (build, tenant) {
+    onFinished(build, tenant) {
       metrics.recordBuildFinished(build, tenant)
       deps.onBuildFinished?.(build)
     },
   })
   try {
     const applied = await migrate(db)
-    logger.info({ engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied }, 'database ready')
+    logger.info(
+      { engine: db.engine, ...(db.engine === 'pglite' ? { dataDir: config.dataDir } : {}), applied },
+      'database ready',
+    )
     auth = authenticatorFor(config, deps)
     cluster = clusterFor(config, db, deps, finisher.finish, registrySigner)
     if (cluster !== null) {
@@ -121,7 +124,7 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
       cluster,
       local,
       port,
-      async close () {
+      async close() {
         // Unready first, still serving, so the load balancer stops sending before the listener closes.
         draining.draining = true
         if (config.shutdownDelayMs > 0) {
@@ -146,13 +149,18 @@ export async function startControlPlane (config: ControlConfig, deps: ServerDeps
   }
 }
 
-function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticator | null {
+function authenticatorFor(config: ControlConfig, deps: ServerDeps): Authenticator | null {
   const { logger } = deps
   if (config.devInsecureSkipAuth) {
-    logger.warn('AUTHENTICATION IS OFF (PLATFORM_DEV_INSECURE_SKIP_AUTH): anyone who can reach this port can create, change and delete every application; never run this outside development')
+    logger.warn(
+      'AUTHENTICATION IS OFF (PLATFORM_DEV_INSECURE_SKIP_AUTH): anyone who can reach this port can create, change and delete every application; never run this outside development',
+    )
     return null
   }
-  if (config.oidcAudience === '') logger.warn('no --oidc-audience (PLATFORM_OIDC_AUDIENCE): id tokens issued to any client of the issuer are accepted')
+  if (config.oidcAudience === '')
+    logger.warn(
+      'no --oidc-audience (PLATFORM_OIDC_AUDIENCE): id tokens issued to any client of the issuer are accepted',
+    )
   return createAuthenticator({
     issuer: config.oidcIssuer,
     audience: config.oidcAudience,
@@ -169,12 +177,24 @@ function authenticatorFor (config: ControlConfig, deps: ServerDeps): Authenticat
 
 // The build watcher starts with the process: its first list resumes the builds a restart
 // interrupted. It never blocks the start: an unreachable cluster is retried in the background.
-function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild, registrySigner: RegistrySigner | null): Cluster | null {
+function clusterFor(
+  config: ControlConfig,
+  db: Database,
+  deps: ServerDeps,
+  finish: FinishBuild,
+  registrySigner: RegistrySigner | null,
+): Cluster | null {
   const { logger } = deps
   const kube = config.runtime === 'local' ? null : connectKube(config)
   if (kube === null) {
-    if (config.runtime === 'cluster') logger.warn('no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig) and --runtime cluster: builds, deploy, invoke and logs answer 503')
-    else if (config.runtime === 'auto') logger.info('no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig): builds and deployments run on this machine')
+    if (config.runtime === 'cluster')
+      logger.warn(
+        'no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig) and --runtime cluster: builds, deploy, invoke and logs answer 503',
+      )
+    else if (config.runtime === 'auto')
+      logger.info(
+        'no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig): builds and deployments run on this machine',
+      )
     return null
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
@@ -182,7 +202,7 @@ function clusterFor (config: ControlConfig, db: Database, deps: ServerDeps, fini
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner }
 }
 
-function localFor (config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Promise<LocalRuntime> {
+function localFor(config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Promise<LocalRuntime> {
   return startLocalRuntime({
     config,
     db,

@@ -6,7 +6,7 @@ import type { RelayConfig } from './config.js'
 import type { Logger } from './logger.js'
 
 export const SCOPES = ['relay:session:create', 'relay:session:read', 'relay:session:delete'] as const
-export type Scope = typeof SCOPES[number]
+export type Scope = (typeof SCOPES)[number]
 
 /** The parts of the provider's OpenID discovery document the relay uses. */
 type ProviderMetadata = {
@@ -35,16 +35,16 @@ export type AuthTuning = Partial<Pick<AuthOptions, 'fetchTimeoutMs' | 'refreshCo
 
 export type Authenticator = {
   /** Resolves with the token's claims, or rejects with an HttpError (401, 403 or 503). */
-  authorize (authorization: string, scope: Scope): Promise<JWTPayload>
+  authorize(authorization: string, scope: Scope): Promise<JWTPayload>
   /** The provider's metadata; rejects with a 503 HttpError while it cannot be fetched. */
-  metadata (): Promise<ProviderMetadata>
-  close (): void
+  metadata(): Promise<ProviderMetadata>
+  close(): void
 }
 
-function createAuthenticator (opts: AuthOptions): Authenticator {
+function createAuthenticator(opts: AuthOptions): Authenticator {
   const keys = createOidcKeys(opts)
 
-  async function authorize (authorization: string, scope: Scope): Promise<JWTPayload> {
+  async function authorize(authorization: string, scope: Scope): Promise<JWTPayload> {
     let payload: JWTPayload
     try {
       payload = await verifyBearer(keys, authorization, opts.audience)
@@ -55,7 +55,7 @@ function createAuthenticator (opts: AuthOptions): Authenticator {
     return payload
   }
 
-  async function metadata (): Promise<ProviderMetadata> {
+  async function metadata(): Promise<ProviderMetadata> {
     let doc: Record<string, unknown>
     try {
       doc = await keys.discovery()
@@ -76,7 +76,7 @@ function createAuthenticator (opts: AuthOptions): Authenticator {
 }
 
 /** Scopes from `scope` (space-delimited, RFC 8693) or `scp` (array, as some providers issue). */
-function scopesOf (payload: JWTPayload): string[] {
+function scopesOf(payload: JWTPayload): string[] {
   const scopes: string[] = []
   if (typeof payload.scope === 'string') scopes.push(...payload.scope.split(' ').filter(Boolean))
   if (Array.isArray(payload.scp)) scopes.push(...payload.scp.filter((s): s is string => typeof s === 'string'))
@@ -85,9 +85,11 @@ function scopesOf (payload: JWTPayload): string[] {
 }
 
 /** The authenticator the settings ask for; null with --no-auth, which it warns about, as it does about accepting any audience. */
-export function authenticatorFor (config: RelayConfig, logger: Logger, tuning: AuthTuning = {}): Authenticator | null {
+export function authenticatorFor(config: RelayConfig, logger: Logger, tuning: AuthTuning = {}): Authenticator | null {
   if (config.noAuth) {
-    logger.warn('auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production')
+    logger.warn(
+      'auth is disabled (--no-auth): anyone who can reach the admin API can create, read and delete sessions; never run this in production',
+    )
     return null
   }
   const auth = createAuthenticator({

@@ -4,7 +4,7 @@
 
 class RelayError extends Error {
   readonly code: string = 'ERR_RELAY'
-  constructor (message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: ErrorOptions) {
     super(message, options)
     this.name = new.target.name
   }

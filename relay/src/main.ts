@@ -7,7 +7,7 @@ import { startRelay } from './server.js'
 import { stopOnSignals } from './signals.js'
 import { loadUws } from './http/uws.js'
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   if (helpRequested(argv)) {
     process.stdout.write(relayUsage())

@@ -25,16 +25,16 @@ export type RelayServer = {
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
   /** Entries in the session table, closed ones awaiting the sweep included. */
-  sessionCount (): number
+  sessionCount(): number
   /** Bytes waiting to reach peers across the process, as the backlog limits count them. */
-  backlogBytes (): number
+  backlogBytes(): number
   /** Stop accepting, close every peer with the shutdown close code, and release the port. */
-  shutdown (): Promise<void>
+  shutdown(): Promise<void>
   /**
    * Not ready and no new sessions, the held ones served until none is left or until
    * --drain-timeout, then shutdown(). A shutdown() meanwhile ends it at once.
    */
-  drain (): Promise<void>
+  drain(): Promise<void>
 }
 
 export type RelayDeps = {
@@ -51,7 +51,7 @@ const DRAIN_POLL_MS = 100
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise<RelayServer> {
+export async function startRelay(config: RelayConfig, deps: RelayDeps): Promise<RelayServer> {
   const { logger } = deps
   const uws = deps.uws ?? loadUws(config.maxHeadersSize)
   const app = createApp(uws, config)
@@ -119,21 +119,21 @@ export async function startRelay (config: RelayConfig, deps: RelayDeps): Promise
   logger.info({ host: config.addr.host || '*', port, tls: config.tlsCert !== '' }, 'relay listening')
 
   let stopping: Promise<void> | null = null
-  function shutdown (): Promise<void> {
+  function shutdown(): Promise<void> {
     stopping ??= (async () => {
       uws.us_listen_socket_close(listenSocket)
       table.closeAll('shutdown', CLOSE_CODES.shutdown)
       auth?.close()
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
       while (dataPlane.openSockets() > 0 && Date.now() < deadline) await pause(20)
-      ;(app as TemplatedApp & { close (): void }).close()
+      ;(app as TemplatedApp & { close(): void }).close()
       logger.info('relay stopped')
     })()
     return stopping
   }
 
   let draining: Promise<void> | null = null
-  function drain (): Promise<void> {
+  function drain(): Promise<void> {
     draining ??= (async () => {
       readiness.draining = true
       logger.info({ sessions: table.unfinished(), timeout_ms: config.drainTimeoutMs }, 'draining')

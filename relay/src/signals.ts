@@ -9,15 +9,22 @@ import type { RelayServer } from './server.js'
 /** setTimeout fires at once past this: the hard stop is never set beyond it. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 
-export function stopOnSignals (logger: Logger, relay: Pick<RelayServer, 'drain' | 'shutdown'>, drainTimeoutMs: number): void {
+export function stopOnSignals(
+  logger: Logger,
+  relay: Pick<RelayServer, 'drain' | 'shutdown'>,
+  drainTimeoutMs: number,
+): void {
   let signals = 0
   const exitWhenDone = (stopped: Promise<void>, hardStopMs: number): void => {
     // If the graceful path hangs: the orchestrator would SIGKILL anyway.
     setTimeout(() => process.exit(0), Math.min(hardStopMs, MAX_TIMER_MS)).unref()
-    stopped.then(() => process.exit(0), (error: unknown) => {
-      logger.error({ err: error }, 'shutdown failed')
-      process.exit(1)
-    })
+    stopped.then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed')
+        process.exit(1)
+      },
+    )
   }
   const onSignal = (signal: NodeJS.Signals): void => {
     signals++

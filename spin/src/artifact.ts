@@ -5,8 +5,13 @@
 import { isDigest, sha256Digest, verifyDigest } from './digest.js'
 import type { Descriptor, ImageConfig, ImageManifest, LockedApp } from './format.js'
 import {
-  CONFIG_MEDIA_TYPE, DATA_LAYER_MEDIA_TYPE, LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE,
-  WASM_CONTENT_TYPE, WASM_LAYER_MEDIA_TYPE,
+  CONFIG_MEDIA_TYPE,
+  DATA_LAYER_MEDIA_TYPE,
+  LOCKED_APP_DIGEST_LABEL,
+  LOCKED_APP_MEDIA_TYPE,
+  MANIFEST_MEDIA_TYPE,
+  WASM_CONTENT_TYPE,
+  WASM_LAYER_MEDIA_TYPE,
 } from './format.js'
 import type { ArtifactStore } from './store.js'
 
@@ -21,7 +26,11 @@ export type SpinApplication = {
 export type PushResult = { digest: string; manifest: ImageManifest; pushedBlobs: number }
 
 /** The blobs and manifest of the artifact, without storing them anywhere. */
-function assembleArtifact (app: SpinApplication): { blobs: Map<string, Uint8Array>; manifest: ImageManifest; manifestBytes: Buffer } {
+function assembleArtifact(app: SpinApplication): {
+  blobs: Map<string, Uint8Array>
+  manifest: ImageManifest
+  manifestBytes: Buffer
+} {
   const blobs = new Map<string, Uint8Array>()
   const layers: Descriptor[] = []
   const components = app.lockedApp.components.map((component) => {
@@ -62,7 +71,7 @@ function assembleArtifact (app: SpinApplication): { blobs: Map<string, Uint8Arra
 }
 
 /** Push the application's blobs (skipping those the store has) and its manifest under `tag`. */
-export async function pushSpinApp (store: ArtifactStore, tag: string, app: SpinApplication): Promise<PushResult> {
+export async function pushSpinApp(store: ArtifactStore, tag: string, app: SpinApplication): Promise<PushResult> {
   const { blobs, manifest, manifestBytes } = assembleArtifact(app)
   let pushedBlobs = 0
   for (const [digest, bytes] of blobs) {
@@ -87,7 +96,11 @@ export type PulledSpinApp = {
 }
 
 /** Pull the manifest under `reference` (tag or digest), check it as the shim would, fetch its layers. */
-export async function pullSpinApp (store: ArtifactStore, reference: string, limits: PullLimits = DEFAULT_LIMITS): Promise<PulledSpinApp> {
+export async function pullSpinApp(
+  store: ArtifactStore,
+  reference: string,
+  limits: PullLimits = DEFAULT_LIMITS,
+): Promise<PulledSpinApp> {
   const { bytes, digest } = await store.getManifest(reference)
   let manifest: ImageManifest
   try {
@@ -96,37 +109,49 @@ export async function pullSpinApp (store: ArtifactStore, reference: string, limi
     throw new Error('the manifest is not JSON')
   }
   checkManifestShape(manifest)
-  const config = JSON.parse((await store.getBlob(manifest.config.digest, limits.maxLockBytes)).toString('utf8')) as ImageConfig
+  const config = JSON.parse(
+    (await store.getBlob(manifest.config.digest, limits.maxLockBytes)).toString('utf8'),
+  ) as ImageConfig
   const lockLayer = manifest.layers.find((layer) => layer.mediaType === LOCKED_APP_MEDIA_TYPE) as Descriptor
   const label = config.config?.Labels?.[LOCKED_APP_DIGEST_LABEL]
-  if (label !== lockLayer.digest) throw new Error(`the config's ${LOCKED_APP_DIGEST_LABEL} label (${String(label)}) does not name the locked app layer ${lockLayer.digest}`)
+  if (label !== lockLayer.digest)
+    throw new Error(
+      `the config's ${LOCKED_APP_DIGEST_LABEL} label (${String(label)}) does not name the locked app layer ${lockLayer.digest}`,
+    )
   const lockBytes = await store.getBlob(lockLayer.digest, limits.maxLockBytes)
   verifyDigest(lockBytes, lockLayer.digest, 'locked app layer')
   const lockedApp = parseLockedApp(lockBytes)
-  const wasmLayers = new Set(manifest.layers.filter((layer) => layer.mediaType === WASM_LAYER_MEDIA_TYPE).map((layer) => layer.digest))
+  const wasmLayers = new Set(
+    manifest.layers.filter((layer) => layer.mediaType === WASM_LAYER_MEDIA_TYPE).map((layer) => layer.digest),
+  )
   const wasm = new Map<string, Buffer>()
   for (const component of lockedApp.components) {
     const source = component.source.digest
-    if (source === undefined || !wasmLayers.has(source)) throw new Error(`component ${component.id}'s source is not a wasm layer of the manifest`)
+    if (source === undefined || !wasmLayers.has(source))
+      throw new Error(`component ${component.id}'s source is not a wasm layer of the manifest`)
     if (!wasm.has(source)) wasm.set(source, await store.getBlob(source, limits.maxLayerBytes))
   }
   return { digest, manifest, lockedApp, wasm }
 }
 
-function checkManifestShape (manifest: ImageManifest): void {
+function checkManifestShape(manifest: ImageManifest): void {
   if (manifest.schemaVersion !== 2) throw new Error('the manifest is not schemaVersion 2')
-  if (manifest.mediaType !== undefined && manifest.mediaType !== MANIFEST_MEDIA_TYPE) throw new Error(`the manifest is a ${String(manifest.mediaType)}, not an OCI image manifest`)
-  if (manifest.config?.mediaType !== CONFIG_MEDIA_TYPE || !isDigest(manifest.config.digest)) throw new Error(`the manifest's config is not ${CONFIG_MEDIA_TYPE}`)
+  if (manifest.mediaType !== undefined && manifest.mediaType !== MANIFEST_MEDIA_TYPE)
+    throw new Error(`the manifest is a ${String(manifest.mediaType)}, not an OCI image manifest`)
+  if (manifest.config?.mediaType !== CONFIG_MEDIA_TYPE || !isDigest(manifest.config.digest))
+    throw new Error(`the manifest's config is not ${CONFIG_MEDIA_TYPE}`)
   if (!Array.isArray(manifest.layers)) throw new Error('the manifest has no layers')
   const known = new Set([LOCKED_APP_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, DATA_LAYER_MEDIA_TYPE])
   for (const layer of manifest.layers) {
-    if (!known.has(layer.mediaType)) throw new Error(`the manifest has a layer of unknown media type ${JSON.stringify(layer.mediaType)}`)
+    if (!known.has(layer.mediaType))
+      throw new Error(`the manifest has a layer of unknown media type ${JSON.stringify(layer.mediaType)}`)
     if (!isDigest(layer.digest)) throw new Error('the manifest has a layer without a sha256 digest')
   }
-  if (manifest.layers.filter((layer) => layer.mediaType === LOCKED_APP_MEDIA_TYPE).length !== 1) throw new Error(`the manifest needs exactly one ${LOCKED_APP_MEDIA_TYPE} layer`)
+  if (manifest.layers.filter((layer) => layer.mediaType === LOCKED_APP_MEDIA_TYPE).length !== 1)
+    throw new Error(`the manifest needs exactly one ${LOCKED_APP_MEDIA_TYPE} layer`)
 }
 
-function parseLockedApp (bytes: Buffer): LockedApp {
+function parseLockedApp(bytes: Buffer): LockedApp {
   let app: LockedApp
   try {
     app = JSON.parse(bytes.toString('utf8')) as LockedApp
@@ -134,6 +159,7 @@ function parseLockedApp (bytes: Buffer): LockedApp {
     throw new Error('the locked app layer is not JSON')
   }
   if (app.spin_lock_version !== 1) throw new Error(`unsupported spin_lock_version ${String(app.spin_lock_version)}`)
-  if (!Array.isArray(app.triggers) || !Array.isArray(app.components)) throw new Error('the locked app has no triggers or components')
+  if (!Array.isArray(app.triggers) || !Array.isArray(app.components))
+    throw new Error('the locked app has no triggers or components')
   return app
 }

@@ -13,11 +13,12 @@ type AuthEntry = { auth?: unknown; username?: unknown; password?: unknown }
 const MAX_CONFIG_BYTES = 1024 * 1024
 
 /** The credentials `config.json` in `dir` holds for `registry`, or null (no file, no entry). */
-export async function dockerCredentials (dir: string, registry: string): Promise<Credentials | null> {
+export async function dockerCredentials(dir: string, registry: string): Promise<Credentials | null> {
   let text: string
   try {
     const bytes = await readFile(join(dir, 'config.json'))
-    if (bytes.length > MAX_CONFIG_BYTES) throw new Error(`${join(dir, 'config.json')} is larger than ${MAX_CONFIG_BYTES} bytes`)
+    if (bytes.length > MAX_CONFIG_BYTES)
+      throw new Error(`${join(dir, 'config.json')} is larger than ${MAX_CONFIG_BYTES} bytes`)
     text = bytes.toString('utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
@@ -33,14 +34,15 @@ export async function dockerCredentials (dir: string, registry: string): Promise
 }
 
 /** The entry of `auths` for `registry`, matched with or without a scheme and trailing path. */
-export function credentialsFor (config: unknown, registry: string): Credentials | null {
+export function credentialsFor(config: unknown, registry: string): Credentials | null {
   const auths = (config as { auths?: unknown } | null)?.auths
   if (typeof auths !== 'object' || auths === null) return null
   for (const [key, value] of Object.entries(auths as Record<string, unknown>)) {
     const host = key.replace(/^[a-z]+:\/\//, '').replace(/\/.*$/, '')
     if (host !== registry) continue
     const entry = value as AuthEntry
-    if (typeof entry.username === 'string' && typeof entry.password === 'string') return { username: entry.username, password: entry.password }
+    if (typeof entry.username === 'string' && typeof entry.password === 'string')
+      return { username: entry.username, password: entry.password }
     if (typeof entry.auth === 'string') {
       const decoded = Buffer.from(entry.auth, 'base64').toString('utf8')
       const colon = decoded.indexOf(':')
@@ -54,7 +56,7 @@ export function credentialsFor (config: unknown, registry: string): Credentials 
 export type Challenge = { scheme: string; params: Record<string, string> }
 
 /** Parse `WWW-Authenticate: Bearer realm="...",service="...",scope="..."` (one challenge). */
-export function parseChallenge (header: string): Challenge | null {
+export function parseChallenge(header: string): Challenge | null {
   const match = /^\s*([A-Za-z]+)\s*(.*)$/s.exec(header)
   if (match === null) return null
   const params: Record<string, string> = {}
@@ -64,19 +66,20 @@ export function parseChallenge (header: string): Challenge | null {
   while (pair.lastIndex < rest.length) {
     const found = pair.exec(rest)
     if (found === null) break
-    params[(found[1] as string).toLowerCase()] = found[2] !== undefined ? found[2].replace(/\\(.)/g, '$1') : (found[3] as string)
+    params[(found[1] as string).toLowerCase()] =
+      found[2] !== undefined ? found[2].replace(/\\(.)/g, '$1') : (found[3] as string)
   }
   return { scheme: (match[1] as string).toLowerCase(), params }
 }
 
-export function basicHeader (credentials: Credentials): string {
+export function basicHeader(credentials: Credentials): string {
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`
 }
 
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
 /** A Bearer token from the challenge's realm, asked with the credentials when there are some. */
-export async function fetchToken (
+export async function fetchToken(
   challenge: Challenge,
   credentials: Credentials | null,
   fallbackScope: string,
@@ -108,12 +111,12 @@ export async function fetchToken (
 }
 
 /** The body as text, refusing more than `max` bytes. */
-export async function readText (response: Response, max: number): Promise<string> {
+export async function readText(response: Response, max: number): Promise<string> {
   return Buffer.from(await readBounded(response, max)).toString('utf8')
 }
 
 /** The body's bytes, reading no more than `max` + one chunk before refusing. */
-export async function readBounded (response: Response, max: number): Promise<Buffer> {
+export async function readBounded(response: Response, max: number): Promise<Buffer> {
   const declared = Number(response.headers.get('content-length') ?? NaN)
   if (declared > max) {
     await response.body?.cancel()

@@ -2,4 +2,4 @@
 // build command the generated spin.toml names.
 export const LANGUAGES = ['go', 'js', 'ts', 'rust'] as const
 
-export type Language = typeof LANGUAGES[number]
+export type Language = (typeof LANGUAGES)[number]

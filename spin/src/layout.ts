@@ -17,13 +17,13 @@ const LOCK_WAIT_MS = 10_000
 
 type Index = { schemaVersion: 2; mediaType?: string; manifests: Descriptor[] }
 
-export function layoutStore (dir: string): ArtifactStore {
+export function layoutStore(dir: string): ArtifactStore {
   const blobPath = (digest: string): string => {
     if (!isDigest(digest)) throw new Error(`${JSON.stringify(digest)} is not a sha256 digest`)
     return join(dir, 'blobs', 'sha256', digest.slice('sha256:'.length))
   }
 
-  async function writeBlob (bytes: Uint8Array, digest: string): Promise<void> {
+  async function writeBlob(bytes: Uint8Array, digest: string): Promise<void> {
     const path = blobPath(digest)
     await mkdir(join(dir, 'blobs', 'sha256'), { recursive: true })
     const temporary = `${path}.${randomUUID()}.tmp`
@@ -31,16 +31,17 @@ export function layoutStore (dir: string): ArtifactStore {
     await rename(temporary, path)
   }
 
-  async function readIndex (): Promise<Index> {
+  async function readIndex(): Promise<Index> {
     try {
       return JSON.parse(await readFile(join(dir, 'index.json'), 'utf8')) as Index
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { schemaVersion: 2, mediaType: INDEX_MEDIA_TYPE, manifests: [] }
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        return { schemaVersion: 2, mediaType: INDEX_MEDIA_TYPE, manifests: [] }
       throw error
     }
   }
 
-  async function withLock<T> (work: () => Promise<T>): Promise<T> {
+  async function withLock<T>(work: () => Promise<T>): Promise<T> {
     const lock = join(dir, 'index.json.lock')
     const deadline = Date.now() + LOCK_WAIT_MS
     for (;;) {
@@ -49,7 +50,8 @@ export function layoutStore (dir: string): ArtifactStore {
         break
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-        if (Date.now() > deadline) throw new Error(`${lock} is held for more than ${LOCK_WAIT_MS} ms: remove it if no build runs`)
+        if (Date.now() > deadline)
+          throw new Error(`${lock} is held for more than ${LOCK_WAIT_MS} ms: remove it if no build runs`)
         await delay(20)
       }
     }
@@ -61,7 +63,7 @@ export function layoutStore (dir: string): ArtifactStore {
   }
 
   return {
-    async hasBlob (digest) {
+    async hasBlob(digest) {
       try {
         await stat(blobPath(digest))
         return true
@@ -70,12 +72,12 @@ export function layoutStore (dir: string): ArtifactStore {
       }
     },
 
-    async pushBlob (bytes, digest) {
+    async pushBlob(bytes, digest) {
       verifyDigest(bytes, digest, 'blob')
       await writeBlob(bytes, digest)
     },
 
-    async pushManifest (bytes, mediaType, reference) {
+    async pushManifest(bytes, mediaType, reference) {
       const digest = sha256Digest(bytes)
       await mkdir(dir, { recursive: true })
       await writeFile(join(dir, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}')
@@ -83,7 +85,9 @@ export function layoutStore (dir: string): ArtifactStore {
       await withLock(async () => {
         const index = await readIndex()
         const tag = isDigest(reference) ? null : reference
-        const kept = index.manifests.filter((entry) => tag === null ? entry.digest !== digest : entry.annotations?.[REF_NAME] !== tag)
+        const kept = index.manifests.filter((entry) =>
+          tag === null ? entry.digest !== digest : entry.annotations?.[REF_NAME] !== tag,
+        )
         const entry: Descriptor = { mediaType, digest, size: bytes.length }
         if (tag !== null) entry.annotations = { [REF_NAME]: tag }
         const next: Index = { schemaVersion: 2, mediaType: INDEX_MEDIA_TYPE, manifests: [...kept, entry] }
@@ -94,7 +98,7 @@ export function layoutStore (dir: string): ArtifactStore {
       return digest
     },
 
-    async getManifest (reference) {
+    async getManifest(reference) {
       let digest = reference
       let mediaType = ''
       if (!isDigest(reference)) {
@@ -108,12 +112,12 @@ export function layoutStore (dir: string): ArtifactStore {
       return { bytes, digest, mediaType }
     },
 
-    async getBlob (digest, maxBytes) {
+    async getBlob(digest, maxBytes) {
       return readBlob(digest, maxBytes)
     },
   }
 
-  async function readBlob (digest: string, maxBytes: number): Promise<Buffer> {
+  async function readBlob(digest: string, maxBytes: number): Promise<Buffer> {
     const path = blobPath(digest)
     let size: number
     try {

@@ -20,15 +20,31 @@ const BUILD_COMMANDS: Record<Language, string> = {
 const EXECUTORS: Partial<Record<Language, string>> = { go: 'executor = { type = "wagi" }' }
 
 /** The Spin manifest of an application: one component per function, on the function's route. */
-export function spinManifest (app: { name: string; language: Language }, functions: Array<{ name: string; route: string }>): string {
+export function spinManifest(
+  app: { name: string; language: Language },
+  functions: Array<{ name: string; route: string }>,
+): string {
   const lines = ['spin_manifest_version = 2', '', '[application]', `name = ${toml(app.name)}`, 'version = "0.1.0"', '']
   for (const fn of functions) {
     const executor = EXECUTORS[app.language]
-    lines.push('[[trigger.http]]', `route = ${toml(fn.route)}`, `component = ${toml(fn.name)}`, ...executor === undefined ? [] : [executor], '')
+    lines.push(
+      '[[trigger.http]]',
+      `route = ${toml(fn.route)}`,
+      `component = ${toml(fn.name)}`,
+      ...(executor === undefined ? [] : [executor]),
+      '',
+    )
   }
   for (const fn of functions) {
-    lines.push(`[component.${fn.name}]`, `source = ${toml(`functions/${fn.name}/component.wasm`)}`, 'allowed_outbound_hosts = []',
-      `[component.${fn.name}.build]`, `command = ${toml(BUILD_COMMANDS[app.language])}`, `workdir = ${toml(`functions/${fn.name}`)}`, '')
+    lines.push(
+      `[component.${fn.name}]`,
+      `source = ${toml(`functions/${fn.name}/component.wasm`)}`,
+      'allowed_outbound_hosts = []',
+      `[component.${fn.name}.build]`,
+      `command = ${toml(BUILD_COMMANDS[app.language])}`,
+      `workdir = ${toml(`functions/${fn.name}`)}`,
+      '',
+    )
   }
   return lines.join('\n')
 }

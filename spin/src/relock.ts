@@ -42,25 +42,47 @@ const DEFAULT_MAX_LOCK_BYTES = 4 * 1024 * 1024
  * every component's `config` to itself. Deterministic: the same artifact and names give the
  * same digest, and no names give back an artifact with none.
  */
-export async function relockVariables (store: ArtifactStore, reference: string, names: readonly string[], options: RelockOptions = {}): Promise<RelockResult> {
+export async function relockVariables(
+  store: ArtifactStore,
+  reference: string,
+  names: readonly string[],
+  options: RelockOptions = {},
+): Promise<RelockResult> {
   const bad = names.find((name) => !isVariableName(name))
-  if (bad !== undefined) throw new Error(`${JSON.stringify(bad)} is not a Spin variable name (lowercase letters, digits and _, starting with a letter)`)
+  if (bad !== undefined)
+    throw new Error(
+      `${JSON.stringify(bad)} is not a Spin variable name (lowercase letters, digits and _, starting with a letter)`,
+    )
   const maxLockBytes = options.maxLockBytes ?? DEFAULT_MAX_LOCK_BYTES
   const { bytes: manifestBytes } = await store.getManifest(reference)
   const manifest = JSON.parse(manifestBytes.toString('utf8')) as ImageManifest
-  if (manifest.schemaVersion !== 2 || !Array.isArray(manifest.layers)) throw new Error('the artifact is not an OCI image manifest')
+  if (manifest.schemaVersion !== 2 || !Array.isArray(manifest.layers))
+    throw new Error('the artifact is not an OCI image manifest')
   const lockIndex = manifest.layers.findIndex((layer) => layer.mediaType === LOCKED_APP_MEDIA_TYPE)
   if (lockIndex === -1) throw new Error(`the artifact has no ${LOCKED_APP_MEDIA_TYPE} layer: not a Spin application`)
-  const lockedApp = JSON.parse((await store.getBlob((manifest.layers[lockIndex] as { digest: string }).digest, maxLockBytes)).toString('utf8')) as LockedApp
+  const lockedApp = JSON.parse(
+    (await store.getBlob((manifest.layers[lockIndex] as { digest: string }).digest, maxLockBytes)).toString('utf8'),
+  ) as LockedApp
   const config = JSON.parse((await store.getBlob(manifest.config.digest, maxLockBytes)).toString('utf8')) as ImageConfig
 
-  const lockBytes = Buffer.from(JSON.stringify(withVariables(lockedApp, [...new Set(names)].sort(), options.secret ?? new Set())))
+  const lockBytes = Buffer.from(
+    JSON.stringify(withVariables(lockedApp, [...new Set(names)].sort(), options.secret ?? new Set())),
+  )
   const lockDigest = sha256Digest(lockBytes)
-  const newConfig: ImageConfig = { ...config, config: { ...config.config, Labels: { ...config.config?.Labels, [LOCKED_APP_DIGEST_LABEL]: lockDigest } } }
+  const newConfig: ImageConfig = {
+    ...config,
+    config: { ...config.config, Labels: { ...config.config?.Labels, [LOCKED_APP_DIGEST_LABEL]: lockDigest } },
+  }
   const configBytes = Buffer.from(JSON.stringify(newConfig))
   const configDigest = sha256Digest(configBytes)
-  const layers = manifest.layers.map((layer, index) => index === lockIndex ? { ...layer, digest: lockDigest, size: lockBytes.length } : layer)
-  const newManifest: ImageManifest = { ...manifest, config: { ...manifest.config, digest: configDigest, size: configBytes.length }, layers }
+  const layers = manifest.layers.map((layer, index) =>
+    index === lockIndex ? { ...layer, digest: lockDigest, size: lockBytes.length } : layer,
+  )
+  const newManifest: ImageManifest = {
+    ...manifest,
+    config: { ...manifest.config, digest: configDigest, size: configBytes.length },
+    layers,
+  }
   const newManifestBytes = Buffer.from(JSON.stringify(newManifest))
   const digest = sha256Digest(newManifestBytes)
 
@@ -75,11 +97,12 @@ export async function relockVariables (store: ArtifactStore, reference: string, 
   // The wasm layers are the original's: present, never sent again (HEAD answers for them).
   for (const layer of layers) {
     if (layer.digest === lockDigest) continue
-    if (!await store.hasBlob(layer.digest)) throw new Error(`layer ${layer.digest} of the artifact is missing from the store`)
+    if (!(await store.hasBlob(layer.digest)))
+      throw new Error(`layer ${layer.digest} of the artifact is missing from the store`)
   }
   await ensure(lockDigest, lockBytes)
   await ensure(configDigest, configBytes)
-  const exists = options.tag === undefined && await manifestExists(store, digest)
+  const exists = options.tag === undefined && (await manifestExists(store, digest))
   if (!exists) {
     await store.pushManifest(newManifestBytes, MANIFEST_MEDIA_TYPE, options.tag ?? digest)
     pushedBlobs++
@@ -93,7 +116,11 @@ export async function relockVariables (store: ArtifactStore, reference: string, 
  * digest-pinned reference in the same repository or layout: what a deployment runs. No names:
  * `image` itself, untouched (nothing is read).
  */
-export async function relockReference (image: string, names: readonly string[], options: StoreOptions & RelockOptions): Promise<string> {
+export async function relockReference(
+  image: string,
+  names: readonly string[],
+  options: StoreOptions & RelockOptions,
+): Promise<string> {
   if (names.length === 0) return image
   const ref = parseRef(image)
   const store = await openStore(ref, options)
@@ -101,7 +128,7 @@ export async function relockReference (image: string, names: readonly string[], 
   return pinnedRef(ref, result.digest)
 }
 
-async function manifestExists (store: ArtifactStore, digest: string): Promise<boolean> {
+async function manifestExists(store: ArtifactStore, digest: string): Promise<boolean> {
   try {
     await store.getManifest(digest)
     return true
@@ -112,18 +139,25 @@ async function manifestExists (store: ArtifactStore, digest: string): Promise<bo
 
 // The lock with its variables replaced, keys in the order Spin writes them, so the same names
 // always give the same bytes.
-function withVariables (app: LockedApp, names: string[], secret: ReadonlySet<string>): LockedApp {
-  const { spin_lock_version: version, must_understand: mustUnderstand, metadata, host_requirements: hostRequirements, triggers, components } = app
+function withVariables(app: LockedApp, names: string[], secret: ReadonlySet<string>): LockedApp {
+  const {
+    spin_lock_version: version,
+    must_understand: mustUnderstand,
+    metadata,
+    host_requirements: hostRequirements,
+    triggers,
+    components,
+  } = app
   const variables: Record<string, { secret?: true }> = {}
   for (const name of names) variables[name] = secret.has(name) ? { secret: true } : {}
   const config: Record<string, string> = {}
   for (const name of names) config[name] = `{{ ${name} }}`
   return {
     spin_lock_version: version,
-    ...mustUnderstand === undefined ? {} : { must_understand: mustUnderstand },
-    ...metadata === undefined ? {} : { metadata },
-    ...hostRequirements === undefined ? {} : { host_requirements: hostRequirements },
-    ...names.length === 0 ? {} : { variables },
+    ...(mustUnderstand === undefined ? {} : { must_understand: mustUnderstand }),
+    ...(metadata === undefined ? {} : { metadata }),
+    ...(hostRequirements === undefined ? {} : { host_requirements: hostRequirements }),
+    ...(names.length === 0 ? {} : { variables }),
     triggers,
     components: components.map((component) => {
       const { config: _old, ...rest } = component

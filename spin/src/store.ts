@@ -21,9 +21,13 @@ export type StoreOptions = {
   timeoutMs?: number
 }
 
-export async function openStore (ref: ArtifactRef, options: StoreOptions): Promise<ArtifactStore> {
+export async function openStore(ref: ArtifactRef, options: StoreOptions): Promise<ArtifactStore> {
   if (ref.kind === 'oci-layout') return layoutStore(ref.dir)
   let credentials: Credentials | null = null
   if (options.dockerConfigDir !== null) credentials = await dockerCredentials(options.dockerConfigDir, ref.registry)
-  return registryClient(ref, { credentials, insecure: options.insecure ?? false, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) })
+  return registryClient(ref, {
+    credentials,
+    insecure: options.insecure ?? false,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  })
 }

@@ -8,13 +8,13 @@ import { fileURLToPath } from 'node:url'
 export type TemplateLanguage = 'js' | 'ts' | 'go' | 'rust'
 
 // spin/templates: one level up from both spin/src (tests run the sources) and spin/dist.
-function templatesDir (): string {
+function templatesDir(): string {
   return fileURLToPath(new URL('../templates/', import.meta.url))
 }
 
 const cache = new Map<TemplateLanguage, Record<string, string>>()
 
-function filesOf (dir: string, root: string = dir): Record<string, string> {
+function filesOf(dir: string, root: string = dir): Record<string, string> {
   const files: Record<string, string> = {}
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name)
@@ -25,13 +25,14 @@ function filesOf (dir: string, root: string = dir): Record<string, string> {
 }
 
 /** The template's files for a function called `functionName`, path to content. */
-export function templateFiles (language: TemplateLanguage, functionName: string): Record<string, string> {
+export function templateFiles(language: TemplateLanguage, functionName: string): Record<string, string> {
   let raw = cache.get(language)
   if (raw === undefined) {
     raw = filesOf(join(templatesDir(), language))
     cache.set(language, raw)
   }
   const files: Record<string, string> = {}
-  for (const path of Object.keys(raw).sort()) files[path] = (raw[path] as string).replaceAll('{{function}}', functionName)
+  for (const path of Object.keys(raw).sort())
+    files[path] = (raw[path] as string).replaceAll('{{function}}', functionName)
   return files
 }

@@ -15,24 +15,29 @@ import { fileURLToPath } from 'node:url'
 export const ADAPTER_PATH = 'opt/adapter/wasi_snapshot_preview1.reactor.wasm'
 
 /** The checkout (or image) this runs from: two levels up from both spin/src and spin/dist. */
-export function checkoutDir (): string {
+export function checkoutDir(): string {
   return fileURLToPath(new URL('../../', import.meta.url))
 }
 
 /** The rust toolchain root: `configured` when set, else the one scripts/rust-wasm-root.sh made in this checkout. */
-export function rustRoot (configured: string): string {
+export function rustRoot(configured: string): string {
   return configured !== '' ? configured : join(checkoutDir(), '.cache', 'rust-wasm', 'current')
 }
 
 /** Whether `tool` is an existing file in one of `path`'s directories. */
-export function onPath (tool: string, path: string): boolean {
+export function onPath(tool: string, path: string): boolean {
   return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
 }
 
 /** Why this machine cannot build go or rust, naming what is missing; null when it can. */
-export function toolchainProblem (language: 'go' | 'rust', options: { path: string; rustRoot: string; isRoot: boolean }): string | null {
+export function toolchainProblem(
+  language: 'go' | 'rust',
+  options: { path: string; rustRoot: string; isRoot: boolean },
+): string | null {
   if (language === 'go') {
-    return onPath('go', options.path) ? null : 'go builds need Go 1.21 or later: go is not on PATH (install Go, or build in a cluster)'
+    return onPath('go', options.path)
+      ? null
+      : 'go builds need Go 1.21 or later: go is not on PATH (install Go, or build in a cluster)'
   }
   const root = options.rustRoot
   if (!existsSync(join(root, 'usr', 'bin', 'cargo')) || !existsSync(join(root, ADAPTER_PATH))) {

@@ -21,12 +21,17 @@ export type UnpackedSpinApp = {
 }
 
 /** The wasm file of `digest` (sha256:hex) in `dir`. */
-function wasmPath (dir: string, digest: string): string {
+function wasmPath(dir: string, digest: string): string {
   return join(dir, `${digest.replace(/^sha256:/, '')}.wasm`)
 }
 
 /** Pull `image` and write its components' wasm into `dir`. */
-export async function unpackSpinApp (image: string, dir: string, options: StoreOptions, limits?: PullLimits): Promise<UnpackedSpinApp> {
+export async function unpackSpinApp(
+  image: string,
+  dir: string,
+  options: StoreOptions,
+  limits?: PullLimits,
+): Promise<UnpackedSpinApp> {
   const ref = parseRef(image)
   const store = await openStore(ref, options)
   // parseRef gives every reference a tag or a digest.

@@ -4,7 +4,7 @@
 // rule makes `SPIN_VARIABLE_<NAME>` (the name in upper case) one environment variable per name.
 
 /** Why `name` is not a Spin variable name, in Spin's words, or null when it is one. */
-function variableNameProblem (name: string): string | null {
+function variableNameProblem(name: string): string | null {
   if (name === '') return 'must not be empty'
   if (!/^[a-z0-9_]+$/.test(name)) return 'may contain only lower-case letters, numbers, and underscores'
   if (!/^[a-z]/.test(name)) return 'must start with a lowercase ASCII letter'
@@ -13,6 +13,6 @@ function variableNameProblem (name: string): string | null {
   return null
 }
 
-export function isVariableName (name: string): boolean {
+export function isVariableName(name: string): boolean {
   return variableNameProblem(name) === null
 }

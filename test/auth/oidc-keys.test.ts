@@ -14,12 +14,21 @@ import type { OidcKeys } from '@session-relay/auth/oidc-keys'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 
 const AUDIENCE = 'https://relay.test'
-const quiet = { info () {}, warn () {} }
+const quiet = { info() {}, warn() {} }
 
 /** The same keys, counting how often a signature had to be checked. */
-function counting (keys: OidcKeys): { keys: OidcKeys; checks: () => number } {
+function counting(keys: OidcKeys): { keys: OidcKeys; checks: () => number } {
   let checks = 0
-  return { keys: { ...keys, getKey: (header, token) => { checks++; return keys.getKey(header, token) } }, checks: () => checks }
+  return {
+    keys: {
+      ...keys,
+      getKey: (header, token) => {
+        checks++
+        return keys.getKey(header, token)
+      },
+    },
+    checks: () => checks,
+  }
 }
 
 t.test('a verified token is checked once, then trusted until it expires', async (t) => {
@@ -36,7 +45,11 @@ t.test('a verified token is checked once, then trusted until it expires', async 
   for (let i = 0; i < 50; i++) t.same(await verifyBearer(keys, header, AUDIENCE), first)
   t.equal(checks(), 1, '51 requests, one signature check')
 
-  await t.rejects(verifyBearer(keys, header, 'https://other.test'), TokenRejectedError, 'another audience is checked afresh, and refused')
+  await t.rejects(
+    verifyBearer(keys, header, 'https://other.test'),
+    TokenRejectedError,
+    'another audience is checked afresh, and refused',
+  )
   t.equal(checks(), 2)
 
   clock = (decodeJwt(token).exp as number) * 1000 + 1_000
@@ -76,7 +89,13 @@ t.test('the key set is refetched when its max-age has passed, clamped to the flo
   for (const [what, headers, expected] of cases) {
     const idp = await localIssuer(t, headers)
     let clock = 1_000_000
-    const keys = createOidcKeys({ issuer: idp.issuer, logger: quiet, minRefreshMs: floor, maxRefreshMs: ceiling, now: () => clock })
+    const keys = createOidcKeys({
+      issuer: idp.issuer,
+      logger: quiet,
+      minRefreshMs: floor,
+      maxRefreshMs: ceiling,
+      now: () => clock,
+    })
     t.teardown(() => keys.close())
     const header = `Bearer ${await idp.sign({})}`
     await verifyBearer(keys, header, AUDIENCE)
@@ -95,16 +114,30 @@ t.test('a failed refresh keeps the last good keys and is tried again a floor lat
   const idp = await localIssuer(t, { 'cache-control': 'max-age=600' })
   let clock = 0
   const warnings: string[] = []
-  const logger = { info () {}, warn (_details: object, message: string) { warnings.push(message) } }
-  const keys = createOidcKeys({ issuer: idp.issuer, logger, minRefreshMs: 60_000, maxRefreshMs: 3_600_000, now: () => clock })
+  const logger = {
+    info() {},
+    warn(_details: object, message: string) {
+      warnings.push(message)
+    },
+  }
+  const keys = createOidcKeys({
+    issuer: idp.issuer,
+    logger,
+    minRefreshMs: 60_000,
+    maxRefreshMs: 3_600_000,
+    now: () => clock,
+  })
   t.teardown(() => keys.close())
   const seen = `Bearer ${await idp.sign({})}`
   await verifyBearer(keys, seen, AUDIENCE)
 
   idp.failWith(500)
   clock += 600_000
-  t.equal((await verifyBearer(keys, `Bearer ${await idp.sign({ sub: 'unseen' })}`, AUDIENCE)).sub, 'unseen',
-    'a token never seen before is checked against the last good keys')
+  t.equal(
+    (await verifyBearer(keys, `Bearer ${await idp.sign({ sub: 'unseen' })}`, AUDIENCE)).sub,
+    'unseen',
+    'a token never seen before is checked against the last good keys',
+  )
   t.equal((await verifyBearer(keys, seen, AUDIENCE)).sub, 'mini', 'and a verified one stays verified')
   t.equal(idp.discoveryFetches(), 2, 'one refresh was attempted')
   t.same(warnings, ['identity provider unavailable; keeping the last good signing keys'])
@@ -124,24 +157,33 @@ t.test('a token without exp is refused, however well signed', async (t) => {
   const idp = await localIssuer(t, {})
   const keys = createOidcKeys({ issuer: idp.issuer, logger: quiet })
   t.teardown(() => keys.close())
-  t.equal((await verifyBearer(keys, `Bearer ${await idp.sign({})}`, AUDIENCE)).sub, 'mini', 'control: with exp it passes')
-  await t.rejects(verifyBearer(keys, `Bearer ${await idp.sign({ exp: undefined })}`, AUDIENCE),
-    { name: 'TokenRejectedError', message: 'token has no exp claim' })
-  await t.rejects(verifyBearer(keys, `Bearer ${await idp.sign({ exp: 'tomorrow' as unknown as number })}`, AUDIENCE),
-    { name: 'TokenRejectedError', message: 'invalid token claims' }, 'an exp that is no number is no expiry either')
+  t.equal(
+    (await verifyBearer(keys, `Bearer ${await idp.sign({})}`, AUDIENCE)).sub,
+    'mini',
+    'control: with exp it passes',
+  )
+  await t.rejects(verifyBearer(keys, `Bearer ${await idp.sign({ exp: undefined })}`, AUDIENCE), {
+    name: 'TokenRejectedError',
+    message: 'token has no exp claim',
+  })
+  await t.rejects(
+    verifyBearer(keys, `Bearer ${await idp.sign({ exp: 'tomorrow' as unknown as number })}`, AUDIENCE),
+    { name: 'TokenRejectedError', message: 'invalid token claims' },
+    'an exp that is no number is no expiry either',
+  )
 })
 
 type LocalIssuer = {
   issuer: string
   /** A token signed by the published key: a valid one (exp in 5 min) unless claims say otherwise; undefined drops a claim. */
-  sign (claims: JWTPayload): Promise<string>
-  jwksFetches (): number
-  discoveryFetches (): number
-  failWith (status: number | null): void
+  sign(claims: JWTPayload): Promise<string>
+  jwksFetches(): number
+  discoveryFetches(): number
+  failWith(status: number | null): void
 }
 
 /** A discovery document and a JWKS served with the given response headers, nothing else. */
-async function localIssuer (t: Test, jwksHeaders: Record<string, string>): Promise<LocalIssuer> {
+async function localIssuer(t: Test, jwksHeaders: Record<string, string>): Promise<LocalIssuer> {
   const kid = randomUUID()
   const { publicKey, privateKey } = await generateKeyPair('RS256')
   const publicJwk = { ...(await exportJWK(publicKey)), kid, use: 'sig', alg: 'RS256' }
@@ -156,19 +198,29 @@ async function localIssuer (t: Test, jwksHeaders: Record<string, string>): Promi
     if (failing !== null) {
       res.writeHead(failing).end()
     } else if (path === '/.well-known/openid-configuration') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks` }))
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks` }))
     } else if (path === '/jwks') {
-      res.writeHead(200, { 'content-type': 'application/json', ...jwksHeaders }).end(JSON.stringify({ keys: [publicJwk] }))
+      res
+        .writeHead(200, { 'content-type': 'application/json', ...jwksHeaders })
+        .end(JSON.stringify({ keys: [publicJwk] }))
     } else {
       res.writeHead(404).end()
     }
   })
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
     issuer,
-    async sign (claims) {
+    async sign(claims) {
       const now = Math.floor(Date.now() / 1000)
       const payload: JWTPayload = { iss: issuer, aud: AUDIENCE, sub: 'mini', iat: now, exp: now + 300, ...claims }
       for (const key of Object.keys(payload)) if (payload[key] === undefined) delete payload[key]
@@ -176,6 +228,8 @@ async function localIssuer (t: Test, jwksHeaders: Record<string, string>): Promi
     },
     jwksFetches: () => counts.jwks,
     discoveryFetches: () => counts.discovery,
-    failWith: (status) => { failing = status },
+    failWith: (status) => {
+      failing = status
+    },
   }
 }

@@ -12,7 +12,7 @@ import { acceptKey, clientFrameHeader, createFrameParser } from '../../bench/fra
 
 const generator = fileURLToPath(new URL('../../dist/bench/load-generator.js', import.meta.url))
 
-function frame (seq: number, size: number, masked: boolean): Buffer {
+function frame(seq: number, size: number, masked: boolean): Buffer {
   const payload = Buffer.alloc(size)
   payload.writeUInt32LE(seq, 0)
   payload.writeDoubleLE(seq + 0.5, 8)
@@ -28,9 +28,16 @@ t.test('the parser reads every frame, whatever the chunk boundaries', async (t) 
     const stream = Buffer.concat(sizes.map((size, seq) => frame(seq, size, masked)))
     for (const chunkSize of [1, 2, 3, 7, 16, 1000, stream.length]) {
       const got: Array<[number, number, number]> = []
-      const parse = createFrameParser((seq, sentAt, length) => got.push([seq, sentAt, length]), () => t.fail('no close frame was sent'))
+      const parse = createFrameParser(
+        (seq, sentAt, length) => got.push([seq, sentAt, length]),
+        () => t.fail('no close frame was sent'),
+      )
       for (let i = 0; i < stream.length; i += chunkSize) parse(stream.subarray(i, i + chunkSize))
-      t.same(got, sizes.map((size, seq) => [seq, seq + 0.5, size]), `${masked ? 'masked' : 'unmasked'} frames in ${chunkSize}-byte chunks`)
+      t.same(
+        got,
+        sizes.map((size, seq) => [seq, seq + 0.5, size]),
+        `${masked ? 'masked' : 'unmasked'} frames in ${chunkSize}-byte chunks`,
+      )
     }
   }
 })
@@ -71,7 +78,10 @@ t.test('one latency phase per rate, in the order given', async (t) => {
   const port = await lossyForwarder(t, 'none')
   const run = await runGenerator(port, 'batched', [500, 1000])
   t.equal(run.code, 0, run.stderr)
-  t.same(JSON.parse(run.stdout).latency.map((l: { rate: number }) => l.rate), [500, 1000])
+  t.same(
+    JSON.parse(run.stdout).latency.map((l: { rate: number }) => l.rate),
+    [500, 1000],
+  )
 })
 
 t.test('frames a full window held back count their wait (no coordinated omission)', async (t) => {
@@ -95,7 +105,7 @@ t.test('frames a full window held back count their wait (no coordinated omission
  * the 100th frame (`lose`), swaps the 100th and 101st (`reorder`), or holds back everything
  * from the 150th paced (time-stamped) frame on for 300 ms (`stall`).
  */
-async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'stall'): Promise<number> {
+async function lossyForwarder(t: Test, fault: 'none' | 'lose' | 'reorder' | 'stall'): Promise<number> {
   const FRAME = 2 + 4 + 16 // masked client frame of a 16-byte payload
   const store = createSessionStore()
   const waiting = new Map<string, Socket>()
@@ -105,7 +115,9 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'st
     upgraded.add(socket)
     const target = store.slotOf(req)
     if (target === null) return socket.end('HTTP/1.1 401 Unauthorized\r\n\r\n')
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptKey(String(req.headers['sec-websocket-key']))}\r\n\r\n`)
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptKey(String(req.headers['sec-websocket-key']))}\r\n\r\n`,
+    )
     const other = waiting.get(target.session.id)
     if (other === undefined) return void waiting.set(target.session.id, socket)
     // The responder attached first: it receives what the initiator (this socket) sends.
@@ -121,7 +133,10 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'st
         pending = pending.subarray(FRAME)
         index++
         if (fault === 'lose' && index === 100) continue
-        if (fault === 'reorder' && index === 100) { swapped = Buffer.from(one); continue }
+        if (fault === 'reorder' && index === 100) {
+          swapped = Buffer.from(one)
+          continue
+        }
         if (fault === 'stall' && one.readDoubleLE(FRAME - 16 + 8) !== 0 && ++paced === 150) {
           stalled = []
           setTimeout(() => {
@@ -129,35 +144,64 @@ async function lossyForwarder (t: Test, fault: 'none' | 'lose' | 'reorder' | 'st
             stalled = null
           }, 300)
         }
-        if (stalled !== null) { stalled.push(Buffer.from(one)); continue }
+        if (stalled !== null) {
+          stalled.push(Buffer.from(one))
+          continue
+        }
         other.write(one)
-        if (swapped !== null) { other.write(swapped); swapped = null }
+        if (swapped !== null) {
+          other.write(swapped)
+          swapped = null
+        }
       }
     })
     socket.on('error', () => {})
     other.on('error', () => {})
   })
   // closeAllConnections() does not reach upgraded sockets: end those by hand.
-  t.teardown(() => new Promise<void>((resolve) => {
-    for (const socket of upgraded) socket.destroy()
-    server.closeAllConnections()
-    server.close(() => resolve())
-  }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of upgraded) socket.destroy()
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return (server.address() as { port: number }).port
 }
 
-function runGenerator (port: number, writes: 'batched' | 'single' = 'batched', latencyRates = [1000]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runGenerator(
+  port: number,
+  writes: 'batched' | 'single' = 'batched',
+  latencyRates = [1000],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const input = {
-    url: `http://127.0.0.1:${port}`, pid: process.pid, size: 16, pairs: 1, warmupMs: 100, durationMs: 200,
-    latencyRates, latencyMs: 500, writes, windowBytes: 1 << 20, windowMessages: 16,
+    url: `http://127.0.0.1:${port}`,
+    pid: process.pid,
+    size: 16,
+    pairs: 1,
+    warmupMs: 100,
+    durationMs: 200,
+    latencyRates,
+    latencyMs: 500,
+    writes,
+    windowBytes: 1 << 20,
+    windowMessages: 16,
   }
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [generator, JSON.stringify(input)], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [generator, JSON.stringify(input)], {
+      env: { PATH: process.env.PATH },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (c) => { stdout += c })
-    child.stderr.on('data', (c) => { stderr += c })
+    child.stdout.on('data', (c) => {
+      stdout += c
+    })
+    child.stderr.on('data', (c) => {
+      stderr += c
+    })
     child.on('exit', (code) => resolve({ code, stdout, stderr }))
   })
 }

@@ -23,7 +23,7 @@ import { BUILDER, childEnv, runBuilder } from '../helpers/spin-processes.js'
 
 t.setTimeout(120_000)
 
-async function tempDir (t: Test): Promise<string> {
+async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'build-failures-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   return dir
@@ -47,24 +47,26 @@ for (const name of ['go', 'cargo']) {
 }
 process.env.PATH = `${bin}:${process.env.PATH ?? ''}`
 
-async function mode (t: Test, value: string): Promise<void> {
+async function mode(t: Test, value: string): Promise<void> {
   await writeFile(join(bin, 'mode'), value)
   t.teardown(() => writeFile(join(bin, 'mode'), ''))
 }
 
-async function archive (t: Test, files: Record<string, string>): Promise<string> {
+async function archive(t: Test, files: Record<string, string>): Promise<string> {
   const path = join(await tempDir(t), 'source.tar.gz')
   await writeFile(path, await packArchive(files, new Date(0)))
   return path
 }
 
-function appFiles (language: Language, functionFiles: Record<string, string>): Record<string, string> {
-  const files: Record<string, string> = { 'spin.toml': spinManifest({ name: 'shop', language }, [{ name: 'f', route: '/...' }]) }
+function appFiles(language: Language, functionFiles: Record<string, string>): Record<string, string> {
+  const files: Record<string, string> = {
+    'spin.toml': spinManifest({ name: 'shop', language }, [{ name: 'f', route: '/...' }]),
+  }
   for (const [path, content] of Object.entries(functionFiles)) files[`functions/f/${path}`] = content
   return files
 }
 
-async function build (t: Test, language: Language, archivePath: string, ref?: string): Promise<string> {
+async function build(t: Test, language: Language, archivePath: string, ref?: string): Promise<string> {
   const workDir = await tempDir(t)
   const request: BuildRequest = {
     archive: archivePath,
@@ -86,60 +88,129 @@ async function build (t: Test, language: Language, archivePath: string, ref?: st
 
 t.test('an archive that cannot be read', async (t) => {
   const dir = await tempDir(t)
-  await t.rejects(build(t, 'go', join(dir, 'missing.tar.gz')), { message: `cannot read the source archive: ENOENT: no such file or directory, access '${dir}/missing.tar.gz'` })
+  await t.rejects(build(t, 'go', join(dir, 'missing.tar.gz')), {
+    message: `cannot read the source archive: ENOENT: no such file or directory, access '${dir}/missing.tar.gz'`,
+  })
   await writeFile(join(dir, 'garbage.tar.gz'), 'not gzip at all')
-  await t.rejects(build(t, 'go', join(dir, 'garbage.tar.gz')), { message: 'cannot read the source archive: not a valid gzip file: incorrect header check' })
+  await t.rejects(build(t, 'go', join(dir, 'garbage.tar.gz')), {
+    message: 'cannot read the source archive: not a valid gzip file: incorrect header check',
+  })
 })
 
 t.test('a manifest the builder cannot build from', async (t) => {
-  await t.rejects(build(t, 'go', await archive(t, { 'functions/f/main.go': 'package main' })), { message: 'the source archive has no spin.toml' })
-  await t.rejects(build(t, 'go', await archive(t, { 'spin.toml': 'spin_manifest_version = 2\n[application]\nversion = "1"\n' })), { message: 'spin.toml: [application] needs a name' })
-  await t.rejects(build(t, 'go', await archive(t, { 'spin.toml': 'spin_manifest_version = 2\n[application]\nname = "shop"\n' })), { message: 'the application has no functions' })
+  await t.rejects(build(t, 'go', await archive(t, { 'functions/f/main.go': 'package main' })), {
+    message: 'the source archive has no spin.toml',
+  })
+  await t.rejects(
+    build(t, 'go', await archive(t, { 'spin.toml': 'spin_manifest_version = 2\n[application]\nversion = "1"\n' })),
+    { message: 'spin.toml: [application] needs a name' },
+  )
+  await t.rejects(
+    build(t, 'go', await archive(t, { 'spin.toml': 'spin_manifest_version = 2\n[application]\nname = "shop"\n' })),
+    { message: 'the application has no functions' },
+  )
 })
 
 t.test('a js or ts function the builder refuses before bundling', async (t) => {
   const dependency = JSON.stringify({ dependencies: { '@spinframework/wasi-http-proxy': '1.0.1' } })
-  await t.rejects(build(t, 'ts', await archive(t, appFiles('ts', { 'package.json': dependency, 'src/index.js': '' }))), { message: 'functions/f/: no entry file (src/index.ts or index.ts)' })
-  await t.rejects(build(t, 'js', await archive(t, appFiles('js', { 'index.js': '' }))), { message: 'functions/f/package.json: missing (it must depend on @spinframework/wasi-http-proxy)' })
-  await t.rejects(build(t, 'js', await archive(t, appFiles('js', { 'index.js': '', 'package.json': '{"dependencies":' }))), { message: 'functions/f/package.json: not valid JSON (it must depend on @spinframework/wasi-http-proxy)' })
-  await t.rejects(build(t, 'js', await archive(t, appFiles('js', { 'index.js': '', 'package.json': JSON.stringify({ dependencies: { '@spinframework/wasi-http-proxy': '1.0.1', 'left-pad': '1.3.0' } }) }))),
-    { message: 'functions/f/package.json: left-pad is not available in the builder (builds are offline; it carries @spinframework/build-tools and @spinframework/wasi-http-proxy)' })
+  await t.rejects(
+    build(t, 'ts', await archive(t, appFiles('ts', { 'package.json': dependency, 'src/index.js': '' }))),
+    { message: 'functions/f/: no entry file (src/index.ts or index.ts)' },
+  )
+  await t.rejects(build(t, 'js', await archive(t, appFiles('js', { 'index.js': '' }))), {
+    message: 'functions/f/package.json: missing (it must depend on @spinframework/wasi-http-proxy)',
+  })
+  await t.rejects(
+    build(t, 'js', await archive(t, appFiles('js', { 'index.js': '', 'package.json': '{"dependencies":' }))),
+    { message: 'functions/f/package.json: not valid JSON (it must depend on @spinframework/wasi-http-proxy)' },
+  )
+  await t.rejects(
+    build(
+      t,
+      'js',
+      await archive(
+        t,
+        appFiles('js', {
+          'index.js': '',
+          'package.json': JSON.stringify({
+            dependencies: { '@spinframework/wasi-http-proxy': '1.0.1', 'left-pad': '1.3.0' },
+          }),
+        }),
+      ),
+    ),
+    {
+      message:
+        'functions/f/package.json: left-pad is not available in the builder (builds are offline; it carries @spinframework/build-tools and @spinframework/wasi-http-proxy)',
+    },
+  )
 })
 
 t.test('a compiler that fails gives its first file:line error as the reason', async (t) => {
   await mode(t, 'error')
-  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), { message: 'function f: functions/f/main.go:3:7: undefined: handler' })
+  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), {
+    message: 'function f: functions/f/main.go:3:7: undefined: handler',
+  })
 })
 
 t.test('a compiler that succeeds without writing the component', async (t) => {
   await mode(t, 'nothing')
-  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), { message: 'function f: the build left no component.wasm' })
+  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' }))), {
+    message: 'function f: the build left no component.wasm',
+  })
 })
 
-t.test('a go build\'s module is the layer, a rust crate\'s module goes to componentize, and a push that fails says so', async (t) => {
-  await mode(t, 'ok')
-  const out = join(await tempDir(t), 'out')
-  const pinned = await build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' })), `oci-layout:${out}:b1`)
-  t.match(pinned, new RegExp(`^oci-layout:${out}@sha256:[0-9a-f]{64}$`))
-  const manifest = JSON.parse((await layoutStore(out).getManifest('b1')).bytes.toString('utf8')) as { layers: Array<{ size: number }> }
-  t.equal(manifest.layers[0]?.size, 'go wasm'.length, 'the module is the layer')
-  const files = appFiles('rust', { 'Cargo.toml': '[package]\nname = "my-fn"\nversion = "0.1.0"\n', 'src/lib.rs': '' })
-  // The stand-in's bytes are no wasm module: componentize reads the crate's artifact and says so.
-  await t.rejects(build(t, 'rust', await archive(t, files)), { message: /^function f: componentize: / })
+t.test(
+  "a go build's module is the layer, a rust crate's module goes to componentize, and a push that fails says so",
+  async (t) => {
+    await mode(t, 'ok')
+    const out = join(await tempDir(t), 'out')
+    const pinned = await build(
+      t,
+      'go',
+      await archive(t, appFiles('go', { 'main.go': 'package main' })),
+      `oci-layout:${out}:b1`,
+    )
+    t.match(pinned, new RegExp(`^oci-layout:${out}@sha256:[0-9a-f]{64}$`))
+    const manifest = JSON.parse((await layoutStore(out).getManifest('b1')).bytes.toString('utf8')) as {
+      layers: Array<{ size: number }>
+    }
+    t.equal(manifest.layers[0]?.size, 'go wasm'.length, 'the module is the layer')
+    const files = appFiles('rust', { 'Cargo.toml': '[package]\nname = "my-fn"\nversion = "0.1.0"\n', 'src/lib.rs': '' })
+    // The stand-in's bytes are no wasm module: componentize reads the crate's artifact and says so.
+    await t.rejects(build(t, 'rust', await archive(t, files)), { message: /^function f: componentize: / })
 
-  const registry = http.createServer((request, response) => { request.resume(); response.writeHead(500).end('disk full') })
-  t.teardown(() => new Promise<void>((resolve) => { registry.closeAllConnections(); registry.close(() => resolve()) }))
-  await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve))
-  const host = `127.0.0.1:${(registry.address() as AddressInfo).port}`
-  await t.rejects(build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' })), `${host}/apps/shop:b1`),
-    { message: new RegExp(`^push failed: checking blob sha256:[0-9a-f]{64}: ${host} answered 500$`) })
-})
+    const registry = http.createServer((request, response) => {
+      request.resume()
+      response.writeHead(500).end('disk full')
+    })
+    t.teardown(
+      () =>
+        new Promise<void>((resolve) => {
+          registry.closeAllConnections()
+          registry.close(() => resolve())
+        }),
+    )
+    await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve))
+    const host = `127.0.0.1:${(registry.address() as AddressInfo).port}`
+    await t.rejects(
+      build(t, 'go', await archive(t, appFiles('go', { 'main.go': 'package main' })), `${host}/apps/shop:b1`),
+      { message: new RegExp(`^push failed: checking blob sha256:[0-9a-f]{64}: ${host} answered 500$`) },
+    )
+  },
+)
 
 t.test('the process: --help, and a termination log it cannot write', async (t) => {
   const help = await promisify(execFile)(process.execPath, [BUILDER, '--help'], { env: childEnv({}) })
   t.match(help.stdout, /^Usage: node builders\/dist\/main\.js .*--termination-log/s, 'exit 0 with the usage')
   const dir = await tempDir(t)
-  const run = await runBuilder(t, { TERMINATION_LOG: join(dir, 'no-such-dir', 'termination-log'), IMAGE_REF: 'not a ref', SOURCE_ARCHIVE: '/x.tar.gz', APPLICATION: 'a', LANGUAGE: 'go', BUILD_ID: 'b1' })
+  const run = await runBuilder(t, {
+    TERMINATION_LOG: join(dir, 'no-such-dir', 'termination-log'),
+    IMAGE_REF: 'not a ref',
+    SOURCE_ARCHIVE: '/x.tar.gz',
+    APPLICATION: 'a',
+    LANGUAGE: 'go',
+    BUILD_ID: 'b1',
+  })
   t.equal(run.code, 2, 'the settings error decides the exit code')
   t.match(run.log, `cannot write the termination log ${join(dir, 'no-such-dir', 'termination-log')}: ENOENT`)
 })

@@ -16,9 +16,9 @@ t.setTimeout(400_000)
 // Node's WebAssembly.Module, typed here: the project's TypeScript libs leave out the DOM's.
 type ModuleApi = {
   new (bytes: Uint8Array): object
-  exports (module: object): Array<{ name: string }>
-  imports (module: object): Array<{ module: string }>
-  customSections (module: object, name: string): ArrayBuffer[]
+  exports(module: object): Array<{ name: string }>
+  imports(module: object): Array<{ module: string }>
+  customSections(module: object, name: string): ArrayBuffer[]
 }
 const WasmModule = (globalThis as unknown as { WebAssembly: { Module: ModuleApi } }).WebAssembly.Module
 
@@ -37,22 +37,40 @@ t.test('the go template builds, pushes in the Spin format and answers through th
   const exports = WasmModule.exports(module).map((entry) => entry.name)
   t.ok(exports.includes('_start'), 'a wasip1 command: it exports _start')
   t.notOk(exports.includes('cabi_realloc'), 'no wit-bindgen export')
-  const producers = WasmModule.customSections(module, 'producers').map((section) => Buffer.from(section).toString('latin1'))
+  const producers = WasmModule.customSections(module, 'producers').map((section) =>
+    Buffer.from(section).toString('latin1'),
+  )
   t.notMatch(producers.join(''), /clang/, 'no clang among its producers (wasi-libc bug 377 check)')
-  t.same(WasmModule.imports(module).map((entry) => entry.module).filter((name, index, all) => all.indexOf(name) === index), ['wasi_snapshot_preview1'], 'it imports WASI preview 1 only')
+  t.same(
+    WasmModule.imports(module)
+      .map((entry) => entry.module)
+      .filter((name, index, all) => all.indexOf(name) === index),
+    ['wasi_snapshot_preview1'],
+    'it imports WASI preview 1 only',
+  )
   const answer = await invokeThroughWorker(t, built, '/hello/deeper?x=1')
   t.equal(answer.status, 200)
   t.equal(answer.text, 'hello from hello\n')
   t.equal(answer.headers.get('x-request-path'), '/hello/deeper')
-  await until(() => answer.log().includes('hello: GET /hello/deeper'), 5_000, "the function's stderr in the worker's log")
+  await until(
+    () => answer.log().includes('hello: GET /hello/deeper'),
+    5_000,
+    "the function's stderr in the worker's log",
+  )
   t.pass("the function's stderr is the application's log")
 })
 
-t.test('a go compile error fails the build with the file and line in the termination log and the build log', async (t) => {
-  const files = templateFiles('go', 'hello')
-  files['main.go'] = (files['main.go'] as string).replace('fmt.Fprintln(w, "hello from hello")', 'fmt.Fprintln(w, undefinedName)')
-  const { build } = await buildAndRead(t, 'go', files, { DEPENDENCY_CACHE: deps })
-  t.equal(build.code, 1)
-  t.match(build.termination, /^function hello: functions\/hello\/main\.go:18:18: undefined: undefinedName$/)
-  t.match(build.log, /main\.go:18:18: undefined: undefinedName/)
-})
+t.test(
+  'a go compile error fails the build with the file and line in the termination log and the build log',
+  async (t) => {
+    const files = templateFiles('go', 'hello')
+    files['main.go'] = (files['main.go'] as string).replace(
+      'fmt.Fprintln(w, "hello from hello")',
+      'fmt.Fprintln(w, undefinedName)',
+    )
+    const { build } = await buildAndRead(t, 'go', files, { DEPENDENCY_CACHE: deps })
+    t.equal(build.code, 1)
+    t.match(build.termination, /^function hello: functions\/hello\/main\.go:18:18: undefined: undefinedName$/)
+    t.match(build.log, /main\.go:18:18: undefined: undefinedName/)
+  },
+)

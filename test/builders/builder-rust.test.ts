@@ -22,7 +22,11 @@ t.test('the rust template builds, pushes in the Spin format and answers through 
   t.comment(`rust template build + push: ${build.ms} ms, component ${built.wasm.length} bytes`)
   checkSpinFormat(t, built, null)
   t.equal(built.wasm.subarray(0, 8).toString('hex'), '0061736d0d000100', 'a component')
-  t.match(build.log, /==> cargo build: unshare --mount --pid --fork --ipc --uts --net -- /, 'the compile runs without network in its own namespaces')
+  t.match(
+    build.log,
+    /==> cargo build: unshare --mount --pid --fork --ipc --uts --net -- /,
+    'the compile runs without network in its own namespaces',
+  )
   const answer = await invokeThroughWorker(t, built, '/hello/deeper?x=1')
   t.equal(answer.status, 200)
   t.equal(answer.text, 'hello from hello\n')
@@ -30,16 +34,22 @@ t.test('the rust template builds, pushes in the Spin format and answers through 
   await until(() => answer.log().includes('hello: /hello/deeper'), 5_000, "the function's stderr in the worker's log")
 })
 
-t.test('a rust compile error fails the build with the file and line in the termination log and the build log', async (t) => {
-  const files = templateFiles('rust', 'hello')
-  files['src/lib.rs'] = (files['src/lib.rs'] as string).replace('.status(200)', '.status(undefined_name)')
-  const { build } = await buildAndRead(t, 'rust', files, { DEPENDENCY_CACHE: deps })
-  t.equal(build.code, 1)
-  t.match(build.termination, /^function hello: functions\/hello\/src\/lib\.rs:10:17: error\[E0425\]: cannot find value `undefined_name` in this scope: not found in this scope$/)
-  t.match(build.log, /src\/lib\.rs:\d+:\d+: error\[E0425\]: cannot find value `undefined_name`/)
-})
+t.test(
+  'a rust compile error fails the build with the file and line in the termination log and the build log',
+  async (t) => {
+    const files = templateFiles('rust', 'hello')
+    files['src/lib.rs'] = (files['src/lib.rs'] as string).replace('.status(200)', '.status(undefined_name)')
+    const { build } = await buildAndRead(t, 'rust', files, { DEPENDENCY_CACHE: deps })
+    t.equal(build.code, 1)
+    t.match(
+      build.termination,
+      /^function hello: functions\/hello\/src\/lib\.rs:10:17: error\[E0425\]: cannot find value `undefined_name` in this scope: not found in this scope$/,
+    )
+    t.match(build.log, /src\/lib\.rs:\d+:\d+: error\[E0425\]: cannot find value `undefined_name`/)
+  },
+)
 
-t.test('build.rs cannot reach the network or the machine\'s files', async (t) => {
+t.test("build.rs cannot reach the network or the machine's files", async (t) => {
   const files = templateFiles('rust', 'hello')
   files['build.rs'] = [
     'fn main() {',

@@ -10,7 +10,7 @@ import t from 'tap'
 type Instruction = { keyword: string; args: string; line: number }
 
 /** Instructions with their continuation lines joined and comment lines dropped. */
-function instructions (text: string): Instruction[] {
+function instructions(text: string): Instruction[] {
   const result: Instruction[] = []
   let pending: { parts: string[]; line: number } | null = null
   text.split('\n').forEach((raw, index) => {
@@ -23,7 +23,11 @@ function instructions (text: string): Instruction[] {
     if (!continued) {
       const joined = pending.parts.filter((p) => p !== '').join(' ')
       const space = joined.search(/\s/)
-      result.push({ keyword: joined.slice(0, space).toUpperCase(), args: joined.slice(space + 1).trim(), line: pending.line })
+      result.push({
+        keyword: joined.slice(0, space).toUpperCase(),
+        args: joined.slice(space + 1).trim(),
+        line: pending.line,
+      })
       pending = null
     }
   })
@@ -36,7 +40,7 @@ const FULL_VERSION = /^\d+\.\d+\.\d+$/
 
 type Finding = string
 
-function lintBuilderDockerfile (text: string): Finding[] {
+function lintBuilderDockerfile(text: string): Finding[] {
   const findings: Finding[] = []
   const all = instructions(text)
   const args = new Map<string, string>()
@@ -46,15 +50,21 @@ function lintBuilderDockerfile (text: string): Finding[] {
       const [name, value] = rest.split('=', 2) as [string, string | undefined]
       if (value !== undefined) {
         args.set(name, value)
-        if (/_VERSION$/.test(name) && !FULL_VERSION.test(value)) findings.push(`line ${line}: ARG ${name}=${value} is not a full version`)
-        if (/_IMAGE$/.test(name) && !PINNED_TAG.test(value)) findings.push(`line ${line}: ARG ${name}=${value} is not pinned to a full version or digest`)
+        if (/_VERSION$/.test(name) && !FULL_VERSION.test(value))
+          findings.push(`line ${line}: ARG ${name}=${value} is not a full version`)
+        if (/_IMAGE$/.test(name) && !PINNED_TAG.test(value))
+          findings.push(`line ${line}: ARG ${name}=${value} is not pinned to a full version or digest`)
       }
     }
     if (keyword === 'FROM') {
       const [image, as, stage] = rest.split(/\s+/)
-      const resolved = (image ?? '').replace(/^\$\{(\w+)\}$/, (_, name: string) => args.get(name) ?? `<ARG ${name} without a default>`)
+      const resolved = (image ?? '').replace(
+        /^\$\{(\w+)\}$/,
+        (_, name: string) => args.get(name) ?? `<ARG ${name} without a default>`,
+      )
       // scratch is Docker's reserved empty image: nothing is pulled, so nothing to pin.
-      if (!stages.has(resolved) && resolved !== 'scratch' && !PINNED_TAG.test(resolved)) findings.push(`line ${line}: FROM ${resolved} is not pinned to a full version or digest`)
+      if (!stages.has(resolved) && resolved !== 'scratch' && !PINNED_TAG.test(resolved))
+        findings.push(`line ${line}: FROM ${resolved} is not pinned to a full version or digest`)
       if (as?.toUpperCase() === 'AS' && stage !== undefined) stages.add(stage)
     }
     if (keyword === 'ADD') findings.push(`line ${line}: ADD (use COPY)`)
@@ -63,15 +73,23 @@ function lintBuilderDockerfile (text: string): Finding[] {
   const users = all.filter((i) => i.keyword === 'USER')
   const user = users.at(-1)?.args ?? ''
   const uid = /^(\d+):(\d+)$/.exec(user)
-  if (uid === null || uid[1] === '0' || uid[2] === '0') findings.push(`the final USER is ${JSON.stringify(user)}, not a numeric non-root uid:gid`)
-  else if (!all.some((i) => i.keyword === 'RUN' && i.args.includes(`:x:${uid[1]}:${uid[2]}:`) && i.args.includes('/etc/passwd'))) findings.push(`uid ${uid[1]} gets no passwd entry`)
+  if (uid === null || uid[1] === '0' || uid[2] === '0')
+    findings.push(`the final USER is ${JSON.stringify(user)}, not a numeric non-root uid:gid`)
+  else if (
+    !all.some(
+      (i) => i.keyword === 'RUN' && i.args.includes(`:x:${uid[1]}:${uid[2]}:`) && i.args.includes('/etc/passwd'),
+    )
+  )
+    findings.push(`uid ${uid[1]} gets no passwd entry`)
   const entrypoint = all.filter((i) => i.keyword === 'ENTRYPOINT').at(-1)?.args ?? ''
   let exec: unknown = null
   try {
     exec = JSON.parse(entrypoint)
   } catch {}
-  if (JSON.stringify(exec) !== JSON.stringify(['node', 'builders/dist/main.js'])) findings.push(`ENTRYPOINT ${entrypoint} is not the builder program in exec form`)
-  if (!all.some((i) => i.keyword === 'COPY' && /--from=\S+ \/app\/builders\/dist \.\/builders\/dist$/.test(i.args))) findings.push('the compiled builder program (builders/dist) is not copied in')
+  if (JSON.stringify(exec) !== JSON.stringify(['node', 'builders/dist/main.js']))
+    findings.push(`ENTRYPOINT ${entrypoint} is not the builder program in exec form`)
+  if (!all.some((i) => i.keyword === 'COPY' && /--from=\S+ \/app\/builders\/dist \.\/builders\/dist$/.test(i.args)))
+    findings.push('the compiled builder program (builders/dist) is not copied in')
   return findings
 }
 
@@ -86,7 +104,11 @@ for (const language of ['js', 'go', 'rust']) {
 t.test('each check finds what it is for', async (t) => {
   const good = read('builders/Dockerfile.js')
   const cases: Array<[string, string, RegExp]> = [
-    ['a floating base tag', good.replace(/^ARG BASE_IMAGE=.*$/m, 'ARG BASE_IMAGE=node:24-trixie-slim'), /ARG BASE_IMAGE=node:24-trixie-slim is not pinned/],
+    [
+      'a floating base tag',
+      good.replace(/^ARG BASE_IMAGE=.*$/m, 'ARG BASE_IMAGE=node:24-trixie-slim'),
+      /ARG BASE_IMAGE=node:24-trixie-slim is not pinned/,
+    ],
     ['an untagged FROM', `${good}\nFROM debian\n`, /FROM debian is not pinned/],
     ['latest', good.replace(/^ARG BASE_IMAGE=.*$/m, 'ARG BASE_IMAGE=node:latest'), /mentions latest/],
     ['a floating toolchain version', `ARG GO_VERSION=1.24\n${good}`, /ARG GO_VERSION=1\.24 is not a full version/],
@@ -94,12 +116,23 @@ t.test('each check finds what it is for', async (t) => {
     ['root', good.replace('USER 10001:10001', 'USER 0:0'), /not a numeric non-root/],
     ['a user name', good.replace('USER 10001:10001', 'USER builder'), /not a numeric non-root/],
     ['no passwd entry', good.replace(/>> \/etc\/passwd/, '>> /etc/motd'), /uid 10001 gets no passwd entry/],
-    ['a shell-form entrypoint', good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT node builders/dist/main.js'), /not the builder program in exec form/],
-    ['another program', good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT ["node", "control/dist/main.js"]'), /not the builder program in exec form/],
+    [
+      'a shell-form entrypoint',
+      good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT node builders/dist/main.js'),
+      /not the builder program in exec form/,
+    ],
+    [
+      'another program',
+      good.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT ["node", "control/dist/main.js"]'),
+      /not the builder program in exec form/,
+    ],
   ]
   for (const [what, text, finding] of cases) t.match(lintBuilderDockerfile(text).join('\n'), finding, what)
 })
 
 t.test('continuation lines are joined and comments dropped', async (t) => {
-  t.same(instructions('# c\nRUN a \\\n  # inside\n  && b\n\nUSER 1:1\n'), [{ keyword: 'RUN', args: 'a && b', line: 2 }, { keyword: 'USER', args: '1:1', line: 6 }])
+  t.same(instructions('# c\nRUN a \\\n  # inside\n  && b\n\nUSER 1:1\n'), [
+    { keyword: 'RUN', args: 'a && b', line: 2 },
+    { keyword: 'USER', args: '1:1', line: 6 },
+  ])
 })

@@ -13,10 +13,19 @@ t.setTimeout(120_000)
 
 const CANARY = 'canary-value-that-must-not-leave-its-file'
 
-async function buildJs (t: Test, files: Record<string, string>): Promise<{ code: number | null; log: string; termination: string }> {
+async function buildJs(
+  t: Test,
+  files: Record<string, string>,
+): Promise<{ code: number | null; log: string; termination: string }> {
   const archive = await sourceArchive(t, { name: 'guarded', language: 'js' }, [{ name: 'f', route: '/...', files }])
   // Beside the archive (its own temporary directory): t.testdir is the test's canary directory.
-  return runBuilder(t, { SOURCE_ARCHIVE: archive, IMAGE_REF: `oci-layout:${dirname(archive)}/image:b1`, APPLICATION: 'guarded', LANGUAGE: 'js', BUILD_ID: 'b1' })
+  return runBuilder(t, {
+    SOURCE_ARCHIVE: archive,
+    IMAGE_REF: `oci-layout:${dirname(archive)}/image:b1`,
+    APPLICATION: 'guarded',
+    LANGUAGE: 'js',
+    BUILD_ID: 'b1',
+  })
 }
 
 t.test('an import of a file outside the function fails the bundle, naming it', async (t) => {
@@ -31,7 +40,11 @@ t.test('an import of a file outside the function fails the bundle, naming it', a
     files['src/index.js'] = `${line}${files['src/index.js'] as string}`
     const build = await buildJs(t, files)
     t.not(build.code, 0, `${name}: the build fails`)
-    t.match(build.termination, /^function f: functions\/f\/src\/index\.js:1:\d+: error: imports ".+", which is outside the function's directory/, `${name}: the import is named`)
+    t.match(
+      build.termination,
+      /^function f: functions\/f\/src\/index\.js:1:\d+: error: imports ".+", which is outside the function's directory/,
+      `${name}: the import is named`,
+    )
     t.notMatch(build.log + build.termination, new RegExp(CANARY), `${name}: nothing of the file is shown`)
   }
 })
@@ -39,25 +52,36 @@ t.test('an import of a file outside the function fails the bundle, naming it', a
 t.test('a witPath outside the function is refused before anything runs', async (t) => {
   for (const witPath of ['/etc', '../..', './wit/../../other']) {
     const files = templateFiles('js', 'f')
-    const pkg = JSON.parse(files['package.json'] as string) as { config: { witDependencies: Array<{ witPath: string }> } }
+    const pkg = JSON.parse(files['package.json'] as string) as {
+      config: { witDependencies: Array<{ witPath: string }> }
+    }
     pkg.config.witDependencies[0]!.witPath = witPath
     files['package.json'] = JSON.stringify(pkg)
     const build = await buildJs(t, files)
     t.not(build.code, 0)
-    t.match(build.termination, /^functions\/f\/package\.json: config\.witDependencies: witPath ".+" (is absolute|leaves the function's directory)/, witPath)
+    t.match(
+      build.termination,
+      /^functions\/f\/package\.json: config\.witDependencies: witPath ".+" (is absolute|leaves the function's directory)/,
+      witPath,
+    )
   }
 })
 
 t.test('the imports the function may make still build their bundle', async (t) => {
   const files = templateFiles('js', 'f')
   files['src/data.json'] = JSON.stringify({ greeting: 'hi' })
-  files['src/index.js'] = `import data from './data.json'\nconsole.log(data.greeting)\n${files['src/index.js'] as string}`
+  files['src/index.js'] =
+    `import data from './data.json'\nconsole.log(data.greeting)\n${files['src/index.js'] as string}`
   const build = await buildJs(t, files)
   t.match(build.log, /componentiz|built in/i, `past the bundle: ${build.termination}`)
 })
 
 t.test("a manifest path out of the application's directory", async (t) => {
   const head = 'spin_manifest_version = 2\n[application]\nname = "shop"\n'
-  t.throws(() => parseSpinToml(`${head}[component.f]\nsource = "../../etc/f.wasm"\n`), { message: 'spin.toml: component f: "../../etc/f.wasm" leaves the application\'s directory' })
-  t.throws(() => parseSpinToml(`${head}[component.f]\nsource = "f.wasm"\n[component.f.build]\nworkdir = "/tmp"\n`), { message: 'spin.toml: component f: "/tmp" leaves the application\'s directory' })
+  t.throws(() => parseSpinToml(`${head}[component.f]\nsource = "../../etc/f.wasm"\n`), {
+    message: 'spin.toml: component f: "../../etc/f.wasm" leaves the application\'s directory',
+  })
+  t.throws(() => parseSpinToml(`${head}[component.f]\nsource = "f.wasm"\n[component.f.build]\nworkdir = "/tmp"\n`), {
+    message: 'spin.toml: component f: "/tmp" leaves the application\'s directory',
+  })
 })

@@ -14,12 +14,39 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 const sessionTypesAgree: Same<Session, SessionView> = true
 
 // Every field of each client type, so a real answer's fields can be compared with them.
-const SESSION_FIELDS = { id: 1, state: 1, created_at: 1, expires_at: 1, last_activity: 1, bytes_in: 1, bytes_out: 1, initiator_connected: 1, responder_connected: 1, limits: 1 } satisfies Record<keyof Session, 1>
-const CREATED_FIELDS = { id: 1, initiator_token: 1, responder_token: 1, initiator_url: 1, responder_url: 1, created_at: 1, expires_at: 1 } satisfies Record<keyof CreatedSession, 1>
-const DISCOVERY_FIELDS = { issuer: 1, audience: 1, scopes: 1, authorization_endpoint: 1, token_endpoint: 1, device_authorization_endpoint: 1, client_id_hint: 1 } satisfies Record<keyof Discovery, 1>
+const SESSION_FIELDS = {
+  id: 1,
+  state: 1,
+  created_at: 1,
+  expires_at: 1,
+  last_activity: 1,
+  bytes_in: 1,
+  bytes_out: 1,
+  initiator_connected: 1,
+  responder_connected: 1,
+  limits: 1,
+} satisfies Record<keyof Session, 1>
+const CREATED_FIELDS = {
+  id: 1,
+  initiator_token: 1,
+  responder_token: 1,
+  initiator_url: 1,
+  responder_url: 1,
+  created_at: 1,
+  expires_at: 1,
+} satisfies Record<keyof CreatedSession, 1>
+const DISCOVERY_FIELDS = {
+  issuer: 1,
+  audience: 1,
+  scopes: 1,
+  authorization_endpoint: 1,
+  token_endpoint: 1,
+  device_authorization_endpoint: 1,
+  client_id_hint: 1,
+} satisfies Record<keyof Discovery, 1>
 const keys = (o: object) => Object.keys(o).sort()
 
-t.test('the client\'s types have the fields of the relay\'s answers, no more, no fewer', async (t) => {
+t.test("the client's types have the fields of the relay's answers, no more, no fewer", async (t) => {
   t.ok(sessionTypesAgree)
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn', '--public-base-url', 'ws://relay.test'])
   const admin = adminClient({ server: relay.http })
@@ -32,8 +59,10 @@ t.test('the client\'s types have the fields of the relay\'s answers, no more, no
   t.same(keys((await discover(withAuth.http)) ?? {}), keys(DISCOVERY_FIELDS))
 })
 
-t.test('the client\'s close codes are the relay\'s', async (t) => {
-  const relays = Object.values(CLOSE_CODES).map((c) => [c.code, c.name]).sort()
+t.test("the client's close codes are the relay's", async (t) => {
+  const relays = Object.values(CLOSE_CODES)
+    .map((c) => [c.code, c.name])
+    .sort()
   t.same(RELAY_CLOSE_CODES.map((c) => [c.code, c.name]).sort(), relays)
   t.match(describeClose(4000), { name: 'deleted' })
   t.match(describeClose(4321), { name: 'peer' })
@@ -57,7 +86,9 @@ t.test('create, list page by page, get, delete; refusals are RelayErrors with st
   t.match(gone, { code: 'not_found', status: 404, body: { error: String } })
   const bad = await admin.listSessions({ limit: 0 }).catch((e: unknown) => e)
   t.match(bad, { code: 'bad_request', status: 400 })
-  const nowhere = await adminClient({ server: 'http://127.0.0.1:1' }).createSession().catch((e: unknown) => e)
+  const nowhere = await adminClient({ server: 'http://127.0.0.1:1' })
+    .createSession()
+    .catch((e: unknown) => e)
   t.match(nowhere, { code: 'network' })
 })
 
@@ -69,7 +100,10 @@ t.test('discover: null with auth disabled; the document cached for its max-age',
   const relay = await startTestRelay(t, ['--oidc-issuer', idp.issuer, '--log-level', 'warn'])
   let requests = 0
   let clock = 1_000_000
-  const counting: typeof fetch = (input, init) => { requests++; return fetch(input, init) }
+  const counting: typeof fetch = (input, init) => {
+    requests++
+    return fetch(input, init)
+  }
   const opts = { fetch: counting, now: () => clock }
   const doc = await discover(relay.ws, opts)
   t.equal(doc?.issuer, idp.issuer)
@@ -85,7 +119,10 @@ t.test('createSession with limits: the relay applies them and the session shows 
   const admin = adminClient({ server: relay.http })
   const created = await admin.createSession({ max_bytes: 4096, bytes_per_second: 2048, ttl_seconds: 60 })
   t.same((await admin.getSession(created.id)).limits, { max_bytes: 4096, bytes_per_second: 2048, ttl_seconds: 60 })
-  const refused = await admin.createSession({ ttl_seconds: 7200 }).then(() => null, (error: unknown) => error)
-  t.ok(refused instanceof RelayError, 'a TTL above the relay\'s: a RelayError')
+  const refused = await admin.createSession({ ttl_seconds: 7200 }).then(
+    () => null,
+    (error: unknown) => error,
+  )
+  t.ok(refused instanceof RelayError, "a TTL above the relay's: a RelayError")
   t.match(refused, { status: 400 })
 })

@@ -7,19 +7,22 @@ import { startTestRelay, until } from '../helpers/relay.js'
 import { cuttableProxy } from '../helpers/tcp-proxy.js'
 import type { TestRelay } from '../helpers/relay.js'
 
-async function session (relay: TestRelay) {
+async function session(relay: TestRelay) {
   const created = await adminClient({ server: relay.http }).createSession()
   return { ...created, url: `${relay.ws}/relay/${created.id}` }
 }
 
-async function next (connection: Connection): Promise<Message> {
+async function next(connection: Connection): Promise<Message> {
   const result = await connection[Symbol.asyncIterator]().next()
   if (result.done === true) throw new Error('connection ended')
   return result.value
 }
 
-async function failure (promise: Promise<unknown>): Promise<RelayError> {
-  const error = await promise.then(() => null, (e: unknown) => e)
+async function failure(promise: Promise<unknown>): Promise<RelayError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  )
   if (!(error instanceof RelayError)) throw new Error(`expected a RelayError, got ${String(error)}`)
   return error
 }
@@ -82,7 +85,9 @@ t.test('a dropped connection reattaches within the peer-wait window; messages se
   const s = await session(relay)
   const proxy = await cuttableProxy(t, relay.port)
   const events: ConnectionEvent[] = []
-  const a = await attach(`ws://127.0.0.1:${proxy.port}/relay/${s.id}`, s.initiator_token, { onEvent: (e) => events.push(e) })
+  const a = await attach(`ws://127.0.0.1:${proxy.port}/relay/${s.id}`, s.initiator_token, {
+    onEvent: (e) => events.push(e),
+  })
   const b = await attach(s.url, s.responder_token)
   await b.send('before')
   t.same(await next(a), { type: 'text', data: 'before' })
@@ -111,7 +116,9 @@ t.test('a session deleted while a peer is away: the reattach gets 404 and the co
   const s = await session(relay)
   const proxy = await cuttableProxy(t, relay.port)
   const events: ConnectionEvent[] = []
-  const a = await attach(`ws://127.0.0.1:${proxy.port}/relay/${s.id}`, s.initiator_token, { onEvent: (e) => events.push(e) })
+  const a = await attach(`ws://127.0.0.1:${proxy.port}/relay/${s.id}`, s.initiator_token, {
+    onEvent: (e) => events.push(e),
+  })
   proxy.cut()
   await until(() => events.some((e) => e.type === 'drop'), 5000, 'the drop')
   await adminClient({ server: relay.http }).deleteSession(s.id)
@@ -137,27 +144,45 @@ t.test('1001 with a way to create sessions: both peers go on in the new session,
   const moved = session(other)
   const events: ConnectionEvent[] = []
   const a = await attach(s.url, s.initiator_token, {
-    recreate: async () => { const n = await moved; return { url: n.url, token: n.initiator_token } },
+    recreate: async () => {
+      const n = await moved
+      return { url: n.url, token: n.initiator_token }
+    },
     onEvent: (e) => events.push(e),
   })
   const bEvents: ConnectionEvent[] = []
   const b = await attach(s.url, s.responder_token, {
-    recreate: async () => { const n = await moved; return { url: n.url, token: n.responder_token } },
+    recreate: async () => {
+      const n = await moved
+      return { url: n.url, token: n.responder_token }
+    },
     onEvent: (e) => bEvents.push(e),
   })
   await stopping.shutdown() // 1001 to both peers, what a drain does at its timeout
   // Not before: what is sent to a connection the relay is closing is lost, as with a drop.
-  await until(() => [events, bEvents].every((list) => list.some((e) => e.type === 'reattached')), 60_000, 'both peers in the new session')
+  await until(
+    () => [events, bEvents].every((list) => list.some((e) => e.type === 'reattached')),
+    60_000,
+    'both peers in the new session',
+  )
   await a.send('on the new relay')
   t.same(await next(b), { type: 'text', data: 'on the new relay' }, 'delivered through the new session')
-  t.same(events.map((e) => e.type), ['recreate', 'reattached'], 'events: recreate, then reattached')
+  t.same(
+    events.map((e) => e.type),
+    ['recreate', 'reattached'],
+    'events: recreate, then reattached',
+  )
   await a.close()
 })
 
 t.test('1001 when the way to create sessions fails, or without one: the connection ends with 1001', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
   const s = await session(relay)
-  const a = await attach(s.url, s.initiator_token, { recreate: async () => { throw new Error('no relay left') } })
+  const a = await attach(s.url, s.initiator_token, {
+    recreate: async () => {
+      throw new Error('no relay left')
+    },
+  })
   const b = await attach(s.url, s.responder_token)
   await relay.shutdown()
   t.match(await a.closed, { code: 1001, name: 'shutdown', reason: /could not create the session again: no relay left/ })

@@ -10,17 +10,19 @@ import type { TestPeer } from '../helpers/relay.js'
 
 const MiB = 1024 * 1024
 
-function dataFrame (offset: number, bytes: number): Buffer {
+function dataFrame(offset: number, bytes: number): Buffer {
   const frame = Buffer.alloc(8 + bytes, 0x61)
   frame.writeBigUInt64BE(BigInt(offset), 0)
   return frame
 }
 
 /** Sends `total` bytes in 1 MiB frames, each after the last left the socket, until done or closed. */
-async function flood (peer: TestPeer, total: number): Promise<number> {
+async function flood(peer: TestPeer, total: number): Promise<number> {
   let offset = 0
   while (offset < total && peer.socket.readyState === peer.socket.OPEN) {
-    const sent = await new Promise<boolean>((resolve) => peer.socket.send(dataFrame(offset, MiB), (error) => resolve(error === undefined || error === null)))
+    const sent = await new Promise<boolean>((resolve) =>
+      peer.socket.send(dataFrame(offset, MiB), (error) => resolve(error === undefined || error === null)),
+    )
     if (!sent) break
     offset += MiB
   }
@@ -53,5 +55,8 @@ t.test('a frame larger than the window closes the session with 4010, and attach 
   peer.socket.send(dataFrame(0, 5 * MiB))
   t.equal((await peer.closed).code, 4010, "the peer learns the receiver's code")
   t.equal(await receiver.exited, 1)
-  t.match(receiver.stderr(), /relay: the peer sent more than the window it was given \(4 MiB unacknowledged\): the session was closed with 4010/)
+  t.match(
+    receiver.stderr(),
+    /relay: the peer sent more than the window it was given \(4 MiB unacknowledged\): the session was closed with 4010/,
+  )
 })

@@ -11,12 +11,15 @@ import { cuttableProxy } from '../helpers/tcp-proxy.js'
 const MiB = 1024 * 1024
 
 /** `total` bytes of random data in 1 MiB chunks, hashed as they are made. */
-function source (total: number): { stream: Readable; digest: () => string } {
+function source(total: number): { stream: Readable; digest: () => string } {
   const hash = createHash('sha256')
   let left = total
   const stream = new Readable({
-    read () {
-      if (left === 0) { this.push(null); return }
+    read() {
+      if (left === 0) {
+        this.push(null)
+        return
+      }
       const chunk = randomBytes(Math.min(MiB, left))
       left -= chunk.length
       hash.update(chunk)
@@ -26,37 +29,45 @@ function source (total: number): { stream: Readable; digest: () => string } {
   return { stream, digest: () => hash.digest('hex') }
 }
 
-async function digestOf (stream: Readable): Promise<{ digest: string; bytes: number }> {
+async function digestOf(stream: Readable): Promise<{ digest: string; bytes: number }> {
   const hash = createHash('sha256')
   let bytes = 0
-  for await (const chunk of stream) { hash.update(chunk as Buffer); bytes += (chunk as Buffer).length }
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer)
+    bytes += (chunk as Buffer).length
+  }
   return { digest: hash.digest('hex'), bytes }
 }
 
-t.test('100 MiB through two relay attach processes arrive byte for byte, in bounded memory, and both exit 0', async (t) => {
-  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
-  const session = await createSession(relay)
-  const url = `${relay.ws}/relay/${session.id}`
-  const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`])
-  const receiver = runCli(t, ['attach', url], { RELAY_TOKEN: session.responder_token })
-  receiver.child.stdin.end()
-  const data = source(100 * MiB)
-  const [, received, senderCode, receiverCode] = await Promise.all([
-    pipeline(data.stream, sender.child.stdin),
-    digestOf(receiver.child.stdout),
-    sender.exited,
-    receiver.exited,
-  ])
-  t.equal(received.bytes, 100 * MiB)
-  t.equal(received.digest, data.digest(), 'sha256 equal on both sides')
-  t.equal(senderCode, 0, `sender exit 0 (${sender.stderr()})`)
-  t.equal(receiverCode, 0, `receiver exit 0 (${receiver.stderr()})`)
-  // Its speed is bench/client-pipe.ts's to measure (npm run bench:client), against raw ws peers.
-  t.comment(`peak RSS sender ${(sender.peakRss() / MiB).toFixed(0)} MiB, receiver ${(receiver.peakRss() / MiB).toFixed(0)} MiB`)
-  // Node itself takes ~50 MiB; the stream may add its 4 MiB window and buffers, not the 100 MiB.
-  t.ok(sender.peakRss() < 150 * MiB, 'sender memory bounded')
-  t.ok(receiver.peakRss() < 150 * MiB, 'receiver memory bounded')
-})
+t.test(
+  '100 MiB through two relay attach processes arrive byte for byte, in bounded memory, and both exit 0',
+  async (t) => {
+    const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+    const session = await createSession(relay)
+    const url = `${relay.ws}/relay/${session.id}`
+    const sender = runCli(t, ['attach', url, `--token=${session.initiator_token}`])
+    const receiver = runCli(t, ['attach', url], { RELAY_TOKEN: session.responder_token })
+    receiver.child.stdin.end()
+    const data = source(100 * MiB)
+    const [, received, senderCode, receiverCode] = await Promise.all([
+      pipeline(data.stream, sender.child.stdin),
+      digestOf(receiver.child.stdout),
+      sender.exited,
+      receiver.exited,
+    ])
+    t.equal(received.bytes, 100 * MiB)
+    t.equal(received.digest, data.digest(), 'sha256 equal on both sides')
+    t.equal(senderCode, 0, `sender exit 0 (${sender.stderr()})`)
+    t.equal(receiverCode, 0, `receiver exit 0 (${receiver.stderr()})`)
+    // Its speed is bench/client-pipe.ts's to measure (npm run bench:client), against raw ws peers.
+    t.comment(
+      `peak RSS sender ${(sender.peakRss() / MiB).toFixed(0)} MiB, receiver ${(receiver.peakRss() / MiB).toFixed(0)} MiB`,
+    )
+    // Node itself takes ~50 MiB; the stream may add its 4 MiB window and buffers, not the 100 MiB.
+    t.ok(sender.peakRss() < 150 * MiB, 'sender memory bounded')
+    t.ok(receiver.peakRss() < 150 * MiB, 'receiver memory bounded')
+  },
+)
 
 t.test('a reader that stops for a while slows the sender; the relay never has to close the session', async (t) => {
   // A backlog limit the sender would pass at once without the acknowledgement window.
@@ -80,30 +91,40 @@ t.test('a reader that stops for a while slows the sender; the relay never has to
   t.equal(await receiver.exited, 0, receiver.stderr())
 })
 
-t.test('a drop in the middle of a stream: the sender reattaches and resends what was lost, byte for byte', async (t) => {
-  const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
-  const proxy = await cuttableProxy(t, relay.port)
-  const session = await createSession(relay)
-  const sender = runCli(t, ['attach', `ws://127.0.0.1:${proxy.port}/relay/${session.id}`, `--token=${session.initiator_token}`])
-  const receiver = runCli(t, ['attach', `${relay.ws}/relay/${session.id}`, `--token=${session.responder_token}`])
-  receiver.child.stdin.end()
-  const data = source(30 * MiB)
-  const sending = pipeline(data.stream, sender.child.stdin)
-  const hash = createHash('sha256')
-  let bytes = 0
-  let cut = false
-  for await (const chunk of receiver.child.stdout) {
-    hash.update(chunk as Buffer)
-    bytes += (chunk as Buffer).length
-    if (!cut && bytes > 5 * MiB) { cut = true; proxy.cut() }
-  }
-  await sending
-  t.ok(cut, 'the connection was cut mid-stream')
-  t.equal(bytes, 30 * MiB)
-  t.equal(hash.digest('hex'), data.digest())
-  t.equal(await sender.exited, 0, sender.stderr())
-  t.equal(await receiver.exited, 0, receiver.stderr())
-})
+t.test(
+  'a drop in the middle of a stream: the sender reattaches and resends what was lost, byte for byte',
+  async (t) => {
+    const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])
+    const proxy = await cuttableProxy(t, relay.port)
+    const session = await createSession(relay)
+    const sender = runCli(t, [
+      'attach',
+      `ws://127.0.0.1:${proxy.port}/relay/${session.id}`,
+      `--token=${session.initiator_token}`,
+    ])
+    const receiver = runCli(t, ['attach', `${relay.ws}/relay/${session.id}`, `--token=${session.responder_token}`])
+    receiver.child.stdin.end()
+    const data = source(30 * MiB)
+    const sending = pipeline(data.stream, sender.child.stdin)
+    const hash = createHash('sha256')
+    let bytes = 0
+    let cut = false
+    for await (const chunk of receiver.child.stdout) {
+      hash.update(chunk as Buffer)
+      bytes += (chunk as Buffer).length
+      if (!cut && bytes > 5 * MiB) {
+        cut = true
+        proxy.cut()
+      }
+    }
+    await sending
+    t.ok(cut, 'the connection was cut mid-stream')
+    t.equal(bytes, 30 * MiB)
+    t.equal(hash.digest('hex'), data.digest())
+    t.equal(await sender.exited, 0, sender.stderr())
+    t.equal(await receiver.exited, 0, receiver.stderr())
+  },
+)
 
 t.test('a receiver whose stdout closes early exits 1, and so does the sender, told by the close', async (t) => {
   const relay = await startTestRelay(t, ['--no-auth', '--log-level', 'warn'])

@@ -16,14 +16,14 @@ import { startTestRelay } from '../helpers/relay.js'
 
 t.setTimeout(120_000)
 
-async function relayCli (t: Test, args: string[], env: Record<string, string> = {}) {
+async function relayCli(t: Test, args: string[], env: Record<string, string> = {}) {
   const cli = runCli(t, args, env)
   cli.child.stdin.end()
   const [out, code] = await Promise.all([collect(cli.child.stdout), cli.exited])
   return { out: out.toString(), err: cli.stderr(), code }
 }
 
-async function configHome (t: Test): Promise<string> {
+async function configHome(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'relay-cli-usage-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   return dir
@@ -44,10 +44,22 @@ t.test('usage errors exit 2 with the reason and where the usage is', async (t) =
     [['pair', 'now', '--server', nobody], 'relay pair: unexpected argument: now'],
     [['pair'], 'relay pair: no relay given: pass --server URL or set RELAY_SERVER'],
     [['login'], 'relay login: no relay given: pass --server URL or set RELAY_SERVER'],
-    [['attach', 'http://127.0.0.1/relay/x', '--token=t'], 'relay attach: not a ws:// or wss:// URL: http://127.0.0.1/relay/x'],
-    [['attach', 'ws://127.0.0.1/relay/x', 'ws://127.0.0.1/relay/y'], 'relay attach: relay attach needs one URL (ws(s)://host/relay/ID)'],
-    [['attach', 'ws://127.0.0.1/relay/x', '--token=t', '--token-file', '/t'], 'relay attach: give --token or --token-file, not both'],
-    [['attach', 'ws://127.0.0.1/relay/x'], 'relay attach: no slot token: pass --token, --token-file or set RELAY_TOKEN'],
+    [
+      ['attach', 'http://127.0.0.1/relay/x', '--token=t'],
+      'relay attach: not a ws:// or wss:// URL: http://127.0.0.1/relay/x',
+    ],
+    [
+      ['attach', 'ws://127.0.0.1/relay/x', 'ws://127.0.0.1/relay/y'],
+      'relay attach: relay attach needs one URL (ws(s)://host/relay/ID)',
+    ],
+    [
+      ['attach', 'ws://127.0.0.1/relay/x', '--token=t', '--token-file', '/t'],
+      'relay attach: give --token or --token-file, not both',
+    ],
+    [
+      ['attach', 'ws://127.0.0.1/relay/x'],
+      'relay attach: no slot token: pass --token, --token-file or set RELAY_TOKEN',
+    ],
   ]
   for (const [args, reason] of cases) {
     const run = await relayCli(t, args, { XDG_CONFIG_HOME: home })
@@ -93,19 +105,35 @@ t.test('failures exit 1 with the reason', async (t) => {
   })
 
   // A relay with auth: its discovery document names an issuer; nothing is stored for it.
-  async function fakeRelay (t: Test, status: number, body: string): Promise<string> {
-    const server = http.createServer((_request, response) => { response.writeHead(status, { 'content-type': 'application/json' }).end(body) })
-    t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  async function fakeRelay(t: Test, status: number, body: string): Promise<string> {
+    const server = http.createServer((_request, response) => {
+      response.writeHead(status, { 'content-type': 'application/json' }).end(body)
+    })
+    t.teardown(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections()
+          server.close(() => resolve())
+        }),
+    )
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
   }
 
   t.test('a relay that wants a login nobody made', async (t) => {
-    const relay = await fakeRelay(t, 200, JSON.stringify({ issuer: 'https://id.example.com', client_id_hint: 'relay-cli' }))
+    const relay = await fakeRelay(
+      t,
+      200,
+      JSON.stringify({ issuer: 'https://id.example.com', client_id_hint: 'relay-cli' }),
+    )
     for (const args of [['session', 'create'], ['pair']]) {
       const run = await relayCli(t, [...args, '--server', relay], { XDG_CONFIG_HOME: home })
       t.equal(run.code, 1, args.join(' '))
-      t.equal(run.err, `relay ${args[0] as string}: not logged in to ${relay}: run "relay login --server ${relay}"\n`, args.join(' '))
+      t.equal(
+        run.err,
+        `relay ${args[0] as string}: not logged in to ${relay}: run "relay login --server ${relay}"\n`,
+        args.join(' '),
+      )
     }
   })
 
@@ -124,11 +152,20 @@ t.test('every session command shape against a relay with auth disabled', async (
   t.equal(created.code, 0, created.err)
   const { id } = JSON.parse(created.out) as { id: string }
   const page = await relayCli(t, ['session', 'list', '--limit', '1', '--json', '--server', relay.http], env)
-  t.same((JSON.parse(page.out) as { sessions: Array<{ id: string }> }).sessions.map((session) => session.id), [id])
+  t.same(
+    (JSON.parse(page.out) as { sessions: Array<{ id: string }> }).sessions.map((session) => session.id),
+    [id],
+  )
   const table = await relayCli(t, ['session', 'list', '--limit', '1', '--server', relay.http], env)
-  t.match(table.out, new RegExp(`^ID +STATE +PEERS +BYTES_IN +BYTES_OUT +EXPIRES_AT\\n${id} +pending +-- +0 +0 +\\S+\\n$`))
+  t.match(
+    table.out,
+    new RegExp(`^ID +STATE +PEERS +BYTES_IN +BYTES_OUT +EXPIRES_AT\\n${id} +pending +-- +0 +0 +\\S+\\n$`),
+  )
   const all = await relayCli(t, ['session', 'list', '--json', '--server', relay.http], env)
-  t.same((JSON.parse(all.out) as { sessions: Array<{ id: string }> }).sessions.map((session) => session.id), [id])
+  t.same(
+    (JSON.parse(all.out) as { sessions: Array<{ id: string }> }).sessions.map((session) => session.id),
+    [id],
+  )
   const one = await relayCli(t, ['session', 'get', id, '--server', relay.http], env)
   t.match(one.out, new RegExp(`^ID .*\\n${id} +pending `))
   const oneJson = await relayCli(t, ['session', 'get', id, '--json', '--server', relay.http], env)

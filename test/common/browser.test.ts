@@ -3,7 +3,7 @@
 import t from 'tap'
 import { launchBrowser, newContext, seriousAccessibilityViolations } from '../helpers/browser.js'
 
-t.test('the suite\'s Chromium starts and renders a page', async (t) => {
+t.test("the suite's Chromium starts and renders a page", async (t) => {
   const browser = await launchBrowser(t)
   const page = await (await newContext(t, browser)).newPage()
   await page.setContent('<!doctype html><html lang="en"><title>ready</title><main><h1>ready</h1></main></html>')

@@ -13,7 +13,7 @@ type Discovery = {
 async function getJson<T>(url: string): Promise<T> {
   const res = await fetch(url)
   if (!res.ok) throw new Error(`${url}: ${res.status}`)
-  return await res.json() as T
+  return (await res.json()) as T
 }
 
 async function kids(jwksUri: string) {

@@ -19,14 +19,21 @@ for (const { page, name, settings } of SETTINGS_PAGES) {
 }
 
 t.test(`every setting's help is one line of at most ${HELP_LIMIT} characters`, async (t) => {
-  const tables = [...SETTINGS_PAGES.map(({ name, settings }) => ({ name, settings })), { name: 'builder', settings: builderSettings }]
+  const tables = [
+    ...SETTINGS_PAGES.map(({ name, settings }) => ({ name, settings })),
+    { name: 'builder', settings: builderSettings },
+  ]
   for (const { name, settings } of tables) {
-    const long = settings.filter((row) => row.help.length > HELP_LIMIT || row.help.includes('\n')).map((row) => `${row.flag} (${row.help.length})`)
+    const long = settings
+      .filter((row) => row.help.length > HELP_LIMIT || row.help.includes('\n'))
+      .map((row) => `${row.flag} (${row.help.length})`)
     t.same(long, [], `${name}: no help text longer`)
   }
 })
 
 t.test('a pipe in a help text is escaped, an empty default shown as empty', async (t) => {
-  const table = settingsMarkdown([{ key: 'k', env: 'X_K', flag: '--k', default: '', parse: (s: string) => s, help: 'a|b' }] as never)
+  const table = settingsMarkdown([
+    { key: 'k', env: 'X_K', flag: '--k', default: '', parse: (s: string) => s, help: 'a|b' },
+  ] as never)
   t.equal(table.split('\n')[2], '| `X_K` | `--k` | empty | a\\|b |')
 })

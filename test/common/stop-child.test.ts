@@ -6,18 +6,31 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { stopChild } from '../helpers/stop-child.js'
 
-function node (t: Test, script: string) {
+function node(t: Test, script: string) {
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
-  t.teardown(() => { child.kill('SIGKILL') })
+  t.teardown(() => {
+    child.kill('SIGKILL')
+  })
   let out = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { out += chunk })
-  const ready = new Promise<void>((resolve) => child.stdout.on('data', () => { if (out.includes('ready')) resolve() }))
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })))
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk
+  })
+  const ready = new Promise<void>((resolve) =>
+    child.stdout.on('data', () => {
+      if (out.includes('ready')) resolve()
+    }),
+  )
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  )
   return { child, ready, exit, out: () => out }
 }
 
 t.test('a child with exit handlers runs them: it is stopped with SIGTERM, not killed', async (t) => {
-  const run = node(t, "process.on('exit', () => process.stdout.write('exit handler ran')); process.on('SIGTERM', () => process.exit(0)); console.log('ready'); setInterval(() => {}, 1000)")
+  const run = node(
+    t,
+    "process.on('exit', () => process.stdout.write('exit handler ran')); process.on('SIGTERM', () => process.exit(0)); console.log('ready'); setInterval(() => {}, 1000)",
+  )
   await run.ready
   await stopChild(run.child)
   t.same(await run.exit, { code: 0, signal: null })

@@ -38,7 +38,12 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     metricsRateWindowMs: 60_000,
     publicBaseUrl: '',
     maxArchiveBytes: 8 * 1024 * 1024,
-    builderImages: { go: 'registry.example.com/session-relay/builder-go:0.1.0', js: 'registry.example.com/session-relay/builder-js:0.1.0', ts: 'registry.example.com/session-relay/builder-js:0.1.0', rust: 'registry.example.com/session-relay/builder-rust:0.1.0' },
+    builderImages: {
+      go: 'registry.example.com/session-relay/builder-go:0.1.0',
+      js: 'registry.example.com/session-relay/builder-js:0.1.0',
+      ts: 'registry.example.com/session-relay/builder-js:0.1.0',
+      rust: 'registry.example.com/session-relay/builder-rust:0.1.0',
+    },
     imageRepository: '',
     imagePullRepository: '',
     imagePullSecret: '',
@@ -194,69 +199,239 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     shutdownDelayMs: 0,
     logLevel: 'debug',
   })
-  const flags = parseConfig(['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '], env)
+  const flags = parseConfig(
+    ['--addr=:7000', '--namespace', 'other', '--max-archive-bytes', '1024', '--required-claim', 'roles = admin '],
+    env,
+  )
   t.same(flags.addr, { host: '', port: 7000 }, '--addr=value form')
   t.equal(flags.namespace, 'other')
   t.equal(flags.maxArchiveBytes, 1024)
   t.same(flags.requiredClaim, { name: 'roles', value: 'admin' }, 'spaces around the parts are trimmed')
   t.equal(parseConfig(['--dev-insecure-skip-auth=false', '--oidc-issuer', 'http://idp'], {}).devInsecureSkipAuth, false)
-  t.equal(parseConfig(['--oidc-issuer', 'http://idp'], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }).devInsecureSkipAuth, true)
-  t.equal(parseConfig(['--oidc-issuer', 'http://idp', '--required-claim', 'email=a=b'], {}).requiredClaim?.value, 'a=b', 'only the first = splits')
+  t.equal(
+    parseConfig(['--oidc-issuer', 'http://idp'], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true' }).devInsecureSkipAuth,
+    true,
+  )
+  t.equal(
+    parseConfig(['--oidc-issuer', 'http://idp', '--required-claim', 'email=a=b'], {}).requiredClaim?.value,
+    'a=b',
+    'only the first = splits',
+  )
 })
 
 t.test('values that are refused: ConfigError naming the setting', async (t) => {
   const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
-    ['no issuer and no skip-auth', [], {}, /--oidc-issuer \(PLATFORM_OIDC_ISSUER\) is required unless --dev-insecure-skip-auth is set/],
+    [
+      'no issuer and no skip-auth',
+      [],
+      {},
+      /--oidc-issuer \(PLATFORM_OIDC_ISSUER\) is required unless --dev-insecure-skip-auth is set/,
+    ],
     ['an issuer that is no URL', ['--oidc-issuer', 'idp.example.com'], {}, /"idp.example.com" for --oidc-issuer/],
     ['an unknown flag', [...SKIP, '--port', '80'], {}, /unknown flag --port/],
     ['a bad address', [...SKIP, '--addr', '8081'], {}, /"8081" for --addr/],
-    ['a database URL of another kind', [...SKIP, '--database-url', 'mysql://root:hunter2@db/x'], {}, /invalid value for --database-url: expected a postgres:\/\/ or postgresql:\/\/ URL/],
+    [
+      'a database URL of another kind',
+      [...SKIP, '--database-url', 'mysql://root:hunter2@db/x'],
+      {},
+      /invalid value for --database-url: expected a postgres:\/\/ or postgresql:\/\/ URL/,
+    ],
     ['a zero archive limit', [...SKIP, '--max-archive-bytes', '0'], {}, /--max-archive-bytes: must be greater than 0/],
-    ['a zero connection cap', [...SKIP, '--max-connections', '0'], {}, /"0" for --max-connections: expected an integer from 1 to 1000000/],
+    [
+      'a zero connection cap',
+      [...SKIP, '--max-connections', '0'],
+      {},
+      /"0" for --max-connections: expected an integer from 1 to 1000000/,
+    ],
     ['a zero minimum body rate', [...SKIP, '--min-body-bytes', '0'], {}, /--min-body-bytes: must be greater than 0/],
-    ['a zero headers timeout', [...SKIP], { PLATFORM_HEADERS_TIMEOUT: '0s' }, /PLATFORM_HEADERS_TIMEOUT: must be greater than 0/],
-    ['an archive limit in MB', [...SKIP], { PLATFORM_MAX_ARCHIVE_BYTES: '8MB' }, /"8MB" for PLATFORM_MAX_ARCHIVE_BYTES/],
+    [
+      'a zero headers timeout',
+      [...SKIP],
+      { PLATFORM_HEADERS_TIMEOUT: '0s' },
+      /PLATFORM_HEADERS_TIMEOUT: must be greater than 0/,
+    ],
+    [
+      'an archive limit in MB',
+      [...SKIP],
+      { PLATFORM_MAX_ARCHIVE_BYTES: '8MB' },
+      /"8MB" for PLATFORM_MAX_ARCHIVE_BYTES/,
+    ],
     ['a claim without a value', [...SKIP, '--required-claim', 'groups'], {}, /--required-claim: expected claim=value/],
     ['a claim without a name', [...SKIP, '--required-claim', '=admin'], {}, /expected claim=value/],
     ['an admin claim without a value', [...SKIP, '--admin-claim', 'roles'], {}, /--admin-claim: expected claim=value/],
-    ['a read-only claim without a value', [...SKIP], { PLATFORM_READONLY_CLAIM: 'roles' }, /PLATFORM_READONLY_CLAIM: expected claim=value/],
-    ['a tenant claim given as claim=value', [...SKIP, '--tenant-claim', 'groups=a'], {}, /--tenant-claim: expected the name of a claim/],
+    [
+      'a read-only claim without a value',
+      [...SKIP],
+      { PLATFORM_READONLY_CLAIM: 'roles' },
+      /PLATFORM_READONLY_CLAIM: expected claim=value/,
+    ],
+    [
+      'a tenant claim given as claim=value',
+      [...SKIP, '--tenant-claim', 'groups=a'],
+      {},
+      /--tenant-claim: expected the name of a claim/,
+    ],
     ['an upper-case namespace', [...SKIP, '--namespace', 'Apps'], {}, /"Apps" for --namespace/],
     ['a Prometheus URL without a scheme', [...SKIP, '--prometheus-url', 'prometheus:9090'], {}, /--prometheus-url/],
-    ['a zero Prometheus timeout', [...SKIP, '--prometheus-timeout', '0s'], {}, /--prometheus-timeout: must be greater than 0/],
-    ['a Prometheus timeout without a unit', [...SKIP], { PLATFORM_PROMETHEUS_TIMEOUT: '10' }, /PLATFORM_PROMETHEUS_TIMEOUT/],
-    ['a rate window under 1s', [...SKIP, '--metrics-rate-window', '500ms'], {}, /--metrics-rate-window: expected a duration of at least 1s/],
-    ['a rate window in fractions of a millisecond', [...SKIP, '--metrics-rate-window', '1.0005s'], {}, /--metrics-rate-window: expected a duration of at least 1s in whole milliseconds/],
-    ['a public base URL without a scheme', [...SKIP], { PLATFORM_PUBLIC_BASE_URL: 'apps.example.com' }, /PLATFORM_PUBLIC_BASE_URL/],
-    ['skip-auth that is no boolean', [], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' }, /"yes" for PLATFORM_DEV_INSECURE_SKIP_AUTH/],
-    ['a builder for an unknown language', [...SKIP, '--builder-images', 'python=builders/py:1'], {}, /--builder-images: unknown language "python"/],
-    ['a builder without an image', [...SKIP, '--builder-images', 'go='], {}, /--builder-images: expected language=image pairs/],
-    ['an image repository with a tag', [...SKIP, '--image-repository', 'registry.example.com/apps:1'], {}, /--image-repository: expected a registry and path/],
+    [
+      'a zero Prometheus timeout',
+      [...SKIP, '--prometheus-timeout', '0s'],
+      {},
+      /--prometheus-timeout: must be greater than 0/,
+    ],
+    [
+      'a Prometheus timeout without a unit',
+      [...SKIP],
+      { PLATFORM_PROMETHEUS_TIMEOUT: '10' },
+      /PLATFORM_PROMETHEUS_TIMEOUT/,
+    ],
+    [
+      'a rate window under 1s',
+      [...SKIP, '--metrics-rate-window', '500ms'],
+      {},
+      /--metrics-rate-window: expected a duration of at least 1s/,
+    ],
+    [
+      'a rate window in fractions of a millisecond',
+      [...SKIP, '--metrics-rate-window', '1.0005s'],
+      {},
+      /--metrics-rate-window: expected a duration of at least 1s in whole milliseconds/,
+    ],
+    [
+      'a public base URL without a scheme',
+      [...SKIP],
+      { PLATFORM_PUBLIC_BASE_URL: 'apps.example.com' },
+      /PLATFORM_PUBLIC_BASE_URL/,
+    ],
+    [
+      'skip-auth that is no boolean',
+      [],
+      { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' },
+      /"yes" for PLATFORM_DEV_INSECURE_SKIP_AUTH/,
+    ],
+    [
+      'a builder for an unknown language',
+      [...SKIP, '--builder-images', 'python=builders/py:1'],
+      {},
+      /--builder-images: unknown language "python"/,
+    ],
+    [
+      'a builder without an image',
+      [...SKIP, '--builder-images', 'go='],
+      {},
+      /--builder-images: expected language=image pairs/,
+    ],
+    [
+      'an image repository with a tag',
+      [...SKIP, '--image-repository', 'registry.example.com/apps:1'],
+      {},
+      /--image-repository: expected a registry and path/,
+    ],
     ['a zero build timeout', [...SKIP, '--build-timeout', '0s'], {}, /--build-timeout: must be greater than 0/],
     ['a build TTL that is no duration', [...SKIP, '--build-ttl', '1 day'], {}, /"1 day" for --build-ttl/],
     ['a CPU that is no quantity', [...SKIP, '--build-cpu', 'two'], {}, /--build-cpu: expected a Kubernetes quantity/],
     ['memory in GB spelled wrong', [...SKIP], { PLATFORM_BUILD_MEMORY: '2GB' }, /"2GB" for PLATFORM_BUILD_MEMORY/],
-    ['an unknown runtime', [...SKIP, '--runtime', 'docker'], {}, /"docker" for --runtime: expected auto, cluster or local/],
-    ['zero local builds', [...SKIP], { PLATFORM_LOCAL_BUILDS: '0' }, /PLATFORM_LOCAL_BUILDS: expected an integer from 1 to 64/],
-    ['a range that is no CIDR', [...SKIP], { PLATFORM_LOCAL_ALLOW_PRIVATE_OUTBOUND: '10.0.0.0/8,localhost' }, /PLATFORM_LOCAL_ALLOW_PRIVATE_OUTBOUND: expected CIDR ranges separated by commas, got "localhost"/],
-    ['a negative idle timeout', [...SKIP], { PLATFORM_LOCAL_IDLE_TIMEOUT: '-1s' }, /PLATFORM_LOCAL_IDLE_TIMEOUT: must be greater than 0/],
+    [
+      'an unknown runtime',
+      [...SKIP, '--runtime', 'docker'],
+      {},
+      /"docker" for --runtime: expected auto, cluster or local/,
+    ],
+    [
+      'zero local builds',
+      [...SKIP],
+      { PLATFORM_LOCAL_BUILDS: '0' },
+      /PLATFORM_LOCAL_BUILDS: expected an integer from 1 to 64/,
+    ],
+    [
+      'a range that is no CIDR',
+      [...SKIP],
+      { PLATFORM_LOCAL_ALLOW_PRIVATE_OUTBOUND: '10.0.0.0/8,localhost' },
+      /PLATFORM_LOCAL_ALLOW_PRIVATE_OUTBOUND: expected CIDR ranges separated by commas, got "localhost"/,
+    ],
+    [
+      'a negative idle timeout',
+      [...SKIP],
+      { PLATFORM_LOCAL_IDLE_TIMEOUT: '-1s' },
+      /PLATFORM_LOCAL_IDLE_TIMEOUT: must be greater than 0/,
+    ],
     ['a prefix too long', [...SKIP], { PLATFORM_LOCAL_ALLOW_PRIVATE_OUTBOUND: '10.0.0.0/33' }, /expected CIDR ranges/],
-    ['a pull secret that is no name', [...SKIP, '--image-pull-secret', 'Registry Pull'], {}, /"Registry Pull" for --image-pull-secret: expected a Kubernetes Secret name/],
+    [
+      'a pull secret that is no name',
+      [...SKIP, '--image-pull-secret', 'Registry Pull'],
+      {},
+      /"Registry Pull" for --image-pull-secret: expected a Kubernetes Secret name/,
+    ],
     ['zero replicas', [...SKIP, '--replicas', '0'], {}, /--replicas: expected an integer from 1 to 100/],
-    ['an unknown resource policy', [...SKIP, '--resource-policy', 'strict'], {}, /"strict" for --resource-policy: expected open, max or forced/],
-    ['a CPU limit that is no quantity', [...SKIP], { PLATFORM_RESOURCE_CPU_LIMIT: '1 core' }, /PLATFORM_RESOURCE_CPU_LIMIT: expected a positive Kubernetes quantity/],
-    ['a memory request above its limit', [...SKIP, '--resource-memory-request', '1Gi', '--resource-memory-limit', '512Mi'], {}, /--resource-memory-request 1Gi is above --resource-memory-limit 512Mi/],
-    ['a max policy without values', [...SKIP, '--resource-policy', 'max'], {}, /--resource-policy max \(PLATFORM_RESOURCE_POLICY\) needs at least one of/],
-    ['an unknown public route kind', [...SKIP, '--public-route', 'gateway'], {}, /"gateway" for --public-route: expected httproute, ingress or none/],
-    ['HTTPRoutes without a Gateway', [...SKIP, '--public-base-url', 'https://fn.example.com'], {}, /--public-route httproute needs --gateway/],
+    [
+      'an unknown resource policy',
+      [...SKIP, '--resource-policy', 'strict'],
+      {},
+      /"strict" for --resource-policy: expected open, max or forced/,
+    ],
+    [
+      'a CPU limit that is no quantity',
+      [...SKIP],
+      { PLATFORM_RESOURCE_CPU_LIMIT: '1 core' },
+      /PLATFORM_RESOURCE_CPU_LIMIT: expected a positive Kubernetes quantity/,
+    ],
+    [
+      'a memory request above its limit',
+      [...SKIP, '--resource-memory-request', '1Gi', '--resource-memory-limit', '512Mi'],
+      {},
+      /--resource-memory-request 1Gi is above --resource-memory-limit 512Mi/,
+    ],
+    [
+      'a max policy without values',
+      [...SKIP, '--resource-policy', 'max'],
+      {},
+      /--resource-policy max \(PLATFORM_RESOURCE_POLICY\) needs at least one of/,
+    ],
+    [
+      'an unknown public route kind',
+      [...SKIP, '--public-route', 'gateway'],
+      {},
+      /"gateway" for --public-route: expected httproute, ingress or none/,
+    ],
+    [
+      'HTTPRoutes without a Gateway',
+      [...SKIP, '--public-base-url', 'https://fn.example.com'],
+      {},
+      /--public-route httproute needs --gateway/,
+    ],
     ['a Gateway that is no name', [...SKIP, '--gateway', 'a/b/c'], {}, /"a\/b\/c" for --gateway/],
-    ['a wildcard that is not the first label', [...SKIP, '--public-base-url', 'https://fn.*.example.com', '--public-route', 'none'], {}, /--public-base-url: expected "\*" only as the first label/],
-    ['a wildcard host with a path', [...SKIP, '--public-base-url', 'https://*.fn.example.com/x', '--public-route', 'none'], {}, /expected "\*" only as the first label of the host and no path/],
-    ['a public base URL with a query', [...SKIP, '--public-base-url', 'https://fn.example.com/?a=1', '--public-route', 'none'], {}, /--public-base-url: expected no query/],
+    [
+      'a wildcard that is not the first label',
+      [...SKIP, '--public-base-url', 'https://fn.*.example.com', '--public-route', 'none'],
+      {},
+      /--public-base-url: expected "\*" only as the first label/,
+    ],
+    [
+      'a wildcard host with a path',
+      [...SKIP, '--public-base-url', 'https://*.fn.example.com/x', '--public-route', 'none'],
+      {},
+      /expected "\*" only as the first label of the host and no path/,
+    ],
+    [
+      'a public base URL with a query',
+      [...SKIP, '--public-base-url', 'https://fn.example.com/?a=1', '--public-route', 'none'],
+      {},
+      /--public-base-url: expected no query/,
+    ],
     ['an invoke timeout without a unit', [...SKIP, '--invoke-timeout', '30'], {}, /"30" for --invoke-timeout/],
     ['an unknown log level', [...SKIP, '--log-level', 'verbose'], {}, /"verbose" for --log-level/],
-    ['a JWKS refresh floor above its ceiling', [...SKIP, '--jwks-min-refresh', '2h'], {}, /--jwks-min-refresh \(PLATFORM_JWKS_MIN_REFRESH\) 2h0m0s must be at most --jwks-max-refresh \(PLATFORM_JWKS_MAX_REFRESH\) 1h0m0s/],
-    ['a zero JWKS refresh ceiling', [...SKIP, '--jwks-max-refresh', '0s'], {}, /--jwks-max-refresh: must be greater than 0/],
+    [
+      'a JWKS refresh floor above its ceiling',
+      [...SKIP, '--jwks-min-refresh', '2h'],
+      {},
+      /--jwks-min-refresh \(PLATFORM_JWKS_MIN_REFRESH\) 2h0m0s must be at most --jwks-max-refresh \(PLATFORM_JWKS_MAX_REFRESH\) 1h0m0s/,
+    ],
+    [
+      'a zero JWKS refresh ceiling',
+      [...SKIP, '--jwks-max-refresh', '0s'],
+      {},
+      /--jwks-max-refresh: must be greater than 0/,
+    ],
   ]
   for (const [what, argv, env, message] of cases) {
     const error = refusal(() => parseConfig(argv, env))
@@ -271,7 +446,7 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
   t.notMatch(prometheus.message, /hunter2/, 'nor a Prometheus URL, which may hold credentials too')
 })
 
-function refusal (fn: () => unknown): Error {
+function refusal(fn: () => unknown): Error {
   try {
     fn()
   } catch (error) {
@@ -293,9 +468,28 @@ t.test('with authentication off: loopback by default, another address refused un
   t.same(parseConfig(SKIP, {}).addr, { host: '127.0.0.1', port: 8081 }, 'the default binds loopback')
   t.same(parseConfig([...SKIP, '--addr', '[::1]:9000'], {}).addr, { host: '::1', port: 9000 })
   t.same(parseConfig(SKIP, { PLATFORM_ADDR: '127.0.0.2:0' }).addr, { host: '127.0.0.2', port: 0 })
-  for (const [argv, env] of [[[...SKIP, '--addr', ':8081'], {}], [[...SKIP, '--addr', '0.0.0.0:80'], {}], [SKIP, { PLATFORM_ADDR: ':9000' }]] as const) {
-    t.throws(() => parseConfig([...argv], env), { message: /^--dev-insecure-skip-auth with a listen address that is not loopback \(.+\) would hand the API to anyone who can reach it: .* or set --dev-insecure-listen-anywhere$/ }, argv.join(' '))
+  for (const [argv, env] of [
+    [[...SKIP, '--addr', ':8081'], {}],
+    [[...SKIP, '--addr', '0.0.0.0:80'], {}],
+    [SKIP, { PLATFORM_ADDR: ':9000' }],
+  ] as const) {
+    t.throws(
+      () => parseConfig([...argv], env),
+      {
+        message:
+          /^--dev-insecure-skip-auth with a listen address that is not loopback \(.+\) would hand the API to anyone who can reach it: .* or set --dev-insecure-listen-anywhere$/,
+      },
+      argv.join(' '),
+    )
   }
-  t.same(parseConfig([...SKIP, '--addr', ':8081', '--dev-insecure-listen-anywhere'], {}).addr, { host: '', port: 8081 }, 'the setting that says so')
-  t.same(parseConfig(['--oidc-issuer', 'http://idp'], {}).addr, { host: '', port: 8081 }, 'with authentication on, every interface as before')
+  t.same(
+    parseConfig([...SKIP, '--addr', ':8081', '--dev-insecure-listen-anywhere'], {}).addr,
+    { host: '', port: 8081 },
+    'the setting that says so',
+  )
+  t.same(
+    parseConfig(['--oidc-issuer', 'http://idp'], {}).addr,
+    { host: '', port: 8081 },
+    'with authentication on, every interface as before',
+  )
 })

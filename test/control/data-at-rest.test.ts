@@ -12,7 +12,7 @@ import { stopChild } from '../helpers/stop-child.js'
 t.setTimeout(120_000)
 
 /** Every path under `dir` (itself included) whose mode grants group or others anything. */
-function openToOthers (dir: string): string[] {
+function openToOthers(dir: string): string[] {
   const found: string[] = []
   const visit = (path: string): void => {
     const stat = lstatSync(path)
@@ -24,7 +24,7 @@ function openToOthers (dir: string): string[] {
   return found
 }
 
-async function startUnder (t: Test, umask: number, dataDir: string) {
+async function startUnder(t: Test, umask: number, dataDir: string) {
   // The child inherits the umask it is spawned with.
   const previous = process.umask(umask)
   try {
@@ -48,6 +48,12 @@ t.test('a data directory others can read or write is repaired at start, and the 
   chmodSync(dataDir, 0o777)
   const control = await startUnder(t, 0o022, dataDir)
   t.same(openToOthers(dataDir), [])
-  t.ok(control.logs.some((line) => line.level === 40 && /was open to other users \(mode 777\): made owner-only \(700\)/.test(String(line.msg))), 'a warning names the repair')
+  t.ok(
+    control.logs.some(
+      (line) =>
+        line.level === 40 && /was open to other users \(mode 777\): made owner-only \(700\)/.test(String(line.msg)),
+    ),
+    'a warning names the repair',
+  )
   await stopChild(control.child)
 })

@@ -17,7 +17,7 @@ type Build = { id: string; imageRef: string | null }
 t.setTimeout(120_000)
 
 /** A build of `name` that succeeds with an image of `digest`, once what follows its end is done. */
-async function build (cluster: ClusterControl, appId: string, name: string, digest: string): Promise<Build> {
+async function build(cluster: ClusterControl, appId: string, name: string, digest: string): Promise<Build> {
   const started = (await cluster.control.call('POST', `/applications/${appId}/builds`)).body as { id: string }
   const imageRef = `${REPOSITORY}/${name}@sha256:${digest.repeat(64)}`
   succeedJob(cluster.fake, `build-${started.id}`, imageRef)
@@ -25,45 +25,58 @@ async function build (cluster: ClusterControl, appId: string, name: string, dige
   return { id: started.id, imageRef }
 }
 
-eachEngine(t, 'deployment.buildId: the build as built, re-locked, and not a newer one that was not deployed', async (t, engine) => {
-  let refuse = false
-  // What the registry would answer: a digest of its own for each image and set of names.
-  const relocks: string[] = []
-  const cluster = await startClusterControl(t, engine, {
-    relock: async (image, names) => {
-      if (refuse) throw new Error('registry.test refused the push')
-      const relocked = `${image.slice(0, image.indexOf('@'))}@sha256:${createHash('sha256').update(`${image} ${names.join(',')}`).digest('hex')}`
-      relocks.push(relocked)
-      return relocked
-    },
-  })
-  const { control, fake } = cluster
-  const app = await createApp(control, 'hello')
-  const deployment = async (): Promise<Deployment> => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: Deployment }).deployment
-  const running = (): string => (fake.get(SPINAPPS, 'hello')?.spec as { image: string }).image
+eachEngine(
+  t,
+  'deployment.buildId: the build as built, re-locked, and not a newer one that was not deployed',
+  async (t, engine) => {
+    let refuse = false
+    // What the registry would answer: a digest of its own for each image and set of names.
+    const relocks: string[] = []
+    const cluster = await startClusterControl(t, engine, {
+      relock: async (image, names) => {
+        if (refuse) throw new Error('registry.test refused the push')
+        const relocked = `${image.slice(0, image.indexOf('@'))}@sha256:${createHash('sha256')
+          .update(`${image} ${names.join(',')}`)
+          .digest('hex')}`
+        relocks.push(relocked)
+        return relocked
+      },
+    })
+    const { control, fake } = cluster
+    const app = await createApp(control, 'hello')
+    const deployment = async (): Promise<Deployment> =>
+      ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: Deployment }).deployment
+    const running = (): string => (fake.get(SPINAPPS, 'hello')?.spec as { image: string }).image
 
-  const first = await build(cluster, app.id, 'hello', 'a')
-  t.match(await deployment(), { image: first.imageRef, buildId: first.id }, 'without variables: the build\'s own image, and that build')
+    const first = await build(cluster, app.id, 'hello', 'a')
+    t.match(
+      await deployment(),
+      { image: first.imageRef, buildId: first.id },
+      "without variables: the build's own image, and that build",
+    )
 
-  const patched = await control.call('PATCH', `/applications/${app.id}`, { json: { variables: { greeting: { value: 'hi' } } } })
-  t.equal(patched.status, 200)
-  t.equal(running(), relocks[0], 'the SpinApp runs the image re-locked with the variable\'s name')
-  t.not(relocks[0], first.imageRef, 'under another digest')
-  t.match(await deployment(), { image: relocks[0], buildId: first.id }, 're-locked: still named as the first build')
+    const patched = await control.call('PATCH', `/applications/${app.id}`, {
+      json: { variables: { greeting: { value: 'hi' } } },
+    })
+    t.equal(patched.status, 200)
+    t.equal(running(), relocks[0], "the SpinApp runs the image re-locked with the variable's name")
+    t.not(relocks[0], first.imageRef, 'under another digest')
+    t.match(await deployment(), { image: relocks[0], buildId: first.id }, 're-locked: still named as the first build')
 
-  const second = await build(cluster, app.id, 'hello', 'b')
-  t.equal(running(), relocks[1], 'the second build runs re-locked')
-  t.match(await deployment(), { image: relocks[1], buildId: second.id }, 'and is named')
+    const second = await build(cluster, app.id, 'hello', 'b')
+    t.equal(running(), relocks[1], 'the second build runs re-locked')
+    t.match(await deployment(), { image: relocks[1], buildId: second.id }, 'and is named')
 
-  refuse = true
-  const third = await build(cluster, app.id, 'hello', 'c')
-  t.equal(running(), relocks[1], 'the third build\'s deploy was refused: the second still runs')
-  const now = await deployment()
-  t.match(now, { image: relocks[1], buildId: second.id }, 'named as the second build, not the newest that succeeded')
-  t.not(now.buildId, third.id)
-  t.match(now.message, /the newest build is not deployed/, 'the message says the newest is not')
+    refuse = true
+    const third = await build(cluster, app.id, 'hello', 'c')
+    t.equal(running(), relocks[1], "the third build's deploy was refused: the second still runs")
+    const now = await deployment()
+    t.match(now, { image: relocks[1], buildId: second.id }, 'named as the second build, not the newest that succeeded')
+    t.not(now.buildId, third.id)
+    t.match(now.message, /the newest build is not deployed/, 'the message says the newest is not')
 
-  refuse = false
-  t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
-  t.match(await deployment(), { image: relocks[2], buildId: third.id }, 'deployed again: the third build, re-locked')
-})
+    refuse = false
+    t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
+    t.match(await deployment(), { image: relocks[2], buildId: third.id }, 'deployed again: the third build, re-locked')
+  },
+)

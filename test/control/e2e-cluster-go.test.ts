@@ -24,32 +24,70 @@ const deps = join(fileURLToPath(new URL('../../', import.meta.url)), '.cache', '
 
 type Build = { id: string; status: string; imageRef: string | null; error: string | null }
 
-t.test('go in the cluster: Job → go builder → registry → SpinApp → shim (WAGI) → invoke answers with the template', async (t) => {
-  mkdirSync(deps, { recursive: true })
-  const registry = await startRegistry(t, { auth: true })
-  const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
-  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
-  runBuildJobs(t, fake, { dockerConfig, dependencyCache: deps })
-  operateSpinApps(t, fake, { dockerConfig })
-  const { control } = await startClusterControl(t, 'pglite', { fake, flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'] })
-  fake.put(SECRETS, { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: 'registry-credentials' }, data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') } })
+t.test(
+  'go in the cluster: Job → go builder → registry → SpinApp → shim (WAGI) → invoke answers with the template',
+  async (t) => {
+    mkdirSync(deps, { recursive: true })
+    const registry = await startRegistry(t, { auth: true })
+    const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
+    const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+    runBuildJobs(t, fake, { dockerConfig, dependencyCache: deps })
+    operateSpinApps(t, fake, { dockerConfig })
+    const { control } = await startClusterControl(t, 'pglite', {
+      fake,
+      flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'],
+    })
+    fake.put(SECRETS, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'kubernetes.io/dockerconfigjson',
+      metadata: { name: 'registry-credentials' },
+      data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') },
+    })
 
-  const app = await createApp(control, 'hello-go', { language: 'go' })
-  const fn = firstFunction(app)
-  t.equal((await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { json: { files: templateFiles('go', fn.name) } })).status, 200)
-  const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  let build: Build | undefined
-  await until(async () => {
-    build = (await control.call('GET', `/applications/${app.id}/builds/${started.id}`)).body as Build
-    return build.status === 'succeeded' || build.status === 'failed'
-  }, BUILD_TIMEOUT, 'the build to end')
-  t.equal(build?.status, 'succeeded', build?.error ?? '')
-  t.match(build?.imageRef, new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello-go@sha256:[0-9a-f]{64}$`), 'the digest the builder pushed')
+    const app = await createApp(control, 'hello-go', { language: 'go' })
+    const fn = firstFunction(app)
+    t.equal(
+      (
+        await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, {
+          json: { files: templateFiles('go', fn.name) },
+        })
+      ).status,
+      200,
+    )
+    const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
+    let build: Build | undefined
+    await until(
+      async () => {
+        build = (await control.call('GET', `/applications/${app.id}/builds/${started.id}`)).body as Build
+        return build.status === 'succeeded' || build.status === 'failed'
+      },
+      BUILD_TIMEOUT,
+      'the build to end',
+    )
+    t.equal(build?.status, 'succeeded', build?.error ?? '')
+    t.match(
+      build?.imageRef,
+      new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello-go@sha256:[0-9a-f]{64}$`),
+      'the digest the builder pushed',
+    )
 
-  // The worker compiles the 5.7 MB module at its first load.
-  await until(async () => ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null }).deployment?.ready === true,
-    LOAD_TIMEOUT, 'the SpinApp ready')
-  const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method: 'GET', path: '/through/the/proxy' } })
-  t.equal(reply.status, 200)
-  t.match(reply.body, { status: 200, body: `hello from ${fn.name}\n`, headers: { 'x-request-path': ['/through/the/proxy'] } })
-})
+    // The worker compiles the 5.7 MB module at its first load.
+    await until(
+      async () =>
+        ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
+          .deployment?.ready === true,
+      LOAD_TIMEOUT,
+      'the SpinApp ready',
+    )
+    const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
+      json: { method: 'GET', path: '/through/the/proxy' },
+    })
+    t.equal(reply.status, 200)
+    t.match(reply.body, {
+      status: 200,
+      body: `hello from ${fn.name}\n`,
+      headers: { 'x-request-path': ['/through/the/proxy'] },
+    })
+  },
+)

@@ -12,9 +12,13 @@ import { openStore } from '@session-relay/spin/store'
 import { measureImage } from '@session-relay/control/domain/image-size'
 import { startRegistry } from '../helpers/registry.js'
 
-function application (bytes: number): SpinApplication {
+function application(bytes: number): SpinApplication {
   return {
-    lockedApp: { spin_lock_version: 1, triggers: [], components: [{ id: 'hello', source: { content_type: 'application/wasm' } }] } as never,
+    lockedApp: {
+      spin_lock_version: 1,
+      triggers: [],
+      components: [{ id: 'hello', source: { content_type: 'application/wasm' } }],
+    } as never,
     wasm: new Map([['hello', new Uint8Array(bytes).fill(7)]]),
   }
 }
@@ -27,12 +31,19 @@ t.test('the size of a pushed Spin application: config plus every layer', async (
   t.ok(expected > 3000, 'the wasm layer and the lock and config')
   t.equal(await measureImage({ registryInsecure: false }, `oci-layout:${dir}@${pushed.digest}`), expected)
   t.equal(await measureImage({ registryInsecure: false }, `oci-layout:${dir}:b1`), expected, 'by tag too')
-  await t.rejects(measureImage({ registryInsecure: false }, `oci-layout:${dir}@sha256:${'0'.repeat(64)}`), 'an image that is not there is no size')
+  await t.rejects(
+    measureImage({ registryInsecure: false }, `oci-layout:${dir}@sha256:${'0'.repeat(64)}`),
+    'an image that is not there is no size',
+  )
 })
 
 t.test('the size of an image in a registry, by the digest-pinned reference a builder reports', async (t) => {
   const registry = await startRegistry(t)
-  const pushed = await pushSpinApp(await openStore(parseRef(`${registry.host}/apps/hello:b1`), { dockerConfigDir: null }), 'b1', application(5000))
+  const pushed = await pushSpinApp(
+    await openStore(parseRef(`${registry.host}/apps/hello:b1`), { dockerConfigDir: null }),
+    'b1',
+    application(5000),
+  )
   const expected = pushed.manifest.config.size + pushed.manifest.layers.reduce((sum, layer) => sum + layer.size, 0)
   t.equal(await measureImage({ registryInsecure: false }, `${registry.host}/apps/hello@${pushed.digest}`), expected)
 })

@@ -41,13 +41,17 @@ for (const language of ['go', 'rust'] as const) {
     const spec = job.spec as JobSpec
     const container = spec.template.spec.containers[0] as Container
     t.equal(container.image, `builders.test/${language}:1`, "the language's builder image")
-    t.same(Object.fromEntries(container.env.map((variable) => [variable.name, variable.value])), {
-      IMAGE_REF: `${REPOSITORY}/${name}:${buildId}`,
-      APPLICATION: name,
-      LANGUAGE: language,
-      BUILD_ID: buildId,
-      SOURCE_ARCHIVE: '/workspace/source/source.tar.gz',
-    }, "the contract's settings only: the image's RUST_ROOT and PATH stand, the cache is the build's own")
+    t.same(
+      Object.fromEntries(container.env.map((variable) => [variable.name, variable.value])),
+      {
+        IMAGE_REF: `${REPOSITORY}/${name}:${buildId}`,
+        APPLICATION: name,
+        LANGUAGE: language,
+        BUILD_ID: buildId,
+        SOURCE_ARCHIVE: '/workspace/source/source.tar.gz',
+      },
+      "the contract's settings only: the image's RUST_ROOT and PATH stand, the cache is the build's own",
+    )
     t.not(container.securityContext?.readOnlyRootFilesystem, true, "a writable root: the build's caches go under /tmp")
     t.same(container.resources, { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } })
     t.equal(spec.activeDeadlineSeconds, 900, 'the default deadline, past a cold build of the template in the image')
@@ -56,9 +60,18 @@ for (const language of ['go', 'rust'] as const) {
     const archive = Buffer.from((secret?.data as Record<string, string>)['source.tar.gz'] as string, 'base64')
     const files = await unpackArchive(Readable.from([archive]), LIMITS)
     const template = templateFiles(language, fn.name)
-    t.same(Object.keys(files).sort(), ['spin.toml', ...Object.keys(template).map((path) => `functions/${fn.name}/${path}`)].sort(), "the template's files")
+    t.same(
+      Object.keys(files).sort(),
+      ['spin.toml', ...Object.keys(template).map((path) => `functions/${fn.name}/${path}`)].sort(),
+      "the template's files",
+    )
     const trigger = lockedAppOf(parseSpinToml(files['spin.toml'] as string)).triggers[0]?.trigger_config
-    t.same(trigger, { component: fn.name, route: '/...', ...language === 'go' ? { executor: { type: 'wagi' } } : {} },
-      language === 'go' ? 'go: the WAGI executor, which the shim\'s http trigger carries' : 'rust: a component, the default executor')
+    t.same(
+      trigger,
+      { component: fn.name, route: '/...', ...(language === 'go' ? { executor: { type: 'wagi' } } : {}) },
+      language === 'go'
+        ? "go: the WAGI executor, which the shim's http trigger carries"
+        : 'rust: a component, the default executor',
+    )
   })
 }

@@ -29,7 +29,7 @@ const role = parse(readFileSync(new URL('../../deploy/base/control/role.yaml', i
 
 const resourceOf = (event: AuditEvent): string => {
   const ref = event.objectRef ?? {}
-  return ref.subresource === undefined ? ref.resource ?? '' : `${ref.resource ?? ''}/${ref.subresource}`
+  return ref.subresource === undefined ? (ref.resource ?? '') : `${ref.resource ?? ''}/${ref.subresource}`
 }
 
 t.test('the Role: a namespaced Role named control-plane, namespace left to kustomize', async (t) => {
@@ -43,9 +43,24 @@ t.test('the Role: a namespaced Role named control-plane, namespace left to kusto
 })
 
 t.test('every request of a complete scenario is allowed by the Role, and every rule is used', async (t) => {
-  const cluster = await startRealClusterControl(t, 'pglite', { flags: ['--public-base-url', 'https://fn.example.com', '--gateway', 'public', '--builder-registry-secret', REGISTRY_SECRET] })
+  const cluster = await startRealClusterControl(t, 'pglite', {
+    flags: [
+      '--public-base-url',
+      'https://fn.example.com',
+      '--gateway',
+      'public',
+      '--builder-registry-secret',
+      REGISTRY_SECRET,
+    ],
+  })
   const { control, kube } = cluster
-  await kube.must('POST', kube.path(SECRET), { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name: REGISTRY_SECRET }, data: { '.dockerconfigjson': Buffer.from('{"auths":{}}').toString('base64') } })
+  await kube.must('POST', kube.path(SECRET), {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'kubernetes.io/dockerconfigjson',
+    metadata: { name: REGISTRY_SECRET },
+    data: { '.dockerconfigjson': Buffer.from('{"auths":{}}').toString('base64') },
+  })
   const app = await createApp(control, 'hello')
   const fn = firstFunction(app)
 
@@ -54,7 +69,13 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
   kubeletOf(kube).write(pod.metadata.name, 'error\n')
   t.equal((await control.call('GET', `/applications/${app.id}/builds/${failing.id}/logs`)).text, 'error\n')
   await failJob(kube, `build-${failing.id}`, { message: 'error' })
-  await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${failing.id}`)).body as { status: string }).status === 'failed', 20_000, 'failed')
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${app.id}/builds/${failing.id}`)).body as { status: string })
+        .status === 'failed',
+    20_000,
+    'failed',
+  )
 
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
   await runJob(kube, `build-${build.id}`)
@@ -66,38 +87,73 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
   t.match((await control.call('GET', `/applications/${app.id}`)).body, { deployment: { ready: true } })
 
-  const secret = { resources: { cpuRequest: '100m' }, autoscaling: { minReplicas: 1, maxReplicas: 3, targetCpuPercent: 50 }, variables: { token: { secret: 's' } } }
-  t.equal((await control.call('PATCH', `/applications/${app.id}`, { json: secret })).status, 200, 'secret, autoscaler and route applied')
+  const secret = {
+    resources: { cpuRequest: '100m' },
+    autoscaling: { minReplicas: 1, maxReplicas: 3, targetCpuPercent: 50 },
+    variables: { token: { secret: 's' } },
+  }
+  t.equal(
+    (await control.call('PATCH', `/applications/${app.id}`, { json: secret })).status,
+    200,
+    'secret, autoscaler and route applied',
+  )
   const keep = { autoscaling: null, variables: { token: { secret: true } } }
-  t.equal((await control.call('PATCH', `/applications/${app.id}`, { json: keep })).status, 200, 'secret kept, autoscaler deleted')
+  t.equal(
+    (await control.call('PATCH', `/applications/${app.id}`, { json: keep })).status,
+    200,
+    'secret kept, autoscaler deleted',
+  )
   // The other kind of route, from a control plane configured for it on the same cluster.
-  const ingress = await startRealClusterControl(t, 'pglite', { kube, store: control.store, flags: ['--public-base-url', 'https://fn.example.com', '--public-route', 'ingress'] })
+  const ingress = await startRealClusterControl(t, 'pglite', {
+    kube,
+    store: control.store,
+    flags: ['--public-base-url', 'https://fn.example.com', '--public-route', 'ingress'],
+  })
   t.equal((await ingress.control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
   await ingress.control.close()
 
   for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']) {
     // No endpoints behind the Service here: the proxy is authorized, then finds no pod. A
     // HEAD's 503 has no Status body: the EndpointSlices tell it from a function's 503.
-    const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { json: { method, path: '/' } })
-    t.same(reply.body, { error: 'application unreachable: no pod of it is ready' }, `invoke ${method} reached the proxy`)
+    const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
+      json: { method, path: '/' },
+    })
+    t.same(
+      reply.body,
+      { error: 'application unreachable: no pod of it is ready' },
+      `invoke ${method} reached the proxy`,
+    )
   }
   kubeletOf(kube).write('hello-pod-0', 'serving\n')
   t.equal((await control.call('GET', `/applications/${app.id}/logs?tail=10`)).text, 'serving\n')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
 
   const events = kube.server.audit().filter((event) => event.user.username === kube.user)
-  t.ok(events.length > 20, 'the audit log holds the control plane\'s requests')
-  const denied = events.filter((event) => event.responseStatus?.code === 403).map((event) => `${event.verb} ${event.requestURI}`)
+  t.ok(events.length > 20, "the audit log holds the control plane's requests")
+  const denied = events
+    .filter((event) => event.responseStatus?.code === 403)
+    .map((event) => `${event.verb} ${event.requestURI}`)
   t.same(denied, [], 'no request the control plane made was refused by RBAC')
-  t.same(events.filter((event) => event.objectRef?.namespace !== kube.namespace).map((event) => `${event.verb} ${event.requestURI}`), [], 'all of them in its namespace')
+  t.same(
+    events
+      .filter((event) => event.objectRef?.namespace !== kube.namespace)
+      .map((event) => `${event.verb} ${event.requestURI}`),
+    [],
+    'all of them in its namespace',
+  )
   for (const rule of role.rules) {
     for (const group of rule.apiGroups) {
       for (const resource of rule.resources) {
         for (const verb of rule.verbs) {
           // An apply that created its object (201) was authorized as create too.
-          const used = events.some((event) => (event.objectRef?.apiGroup ?? '') === group && resourceOf(event) === resource &&
-            (event.verb === verb || (verb === 'create' && event.verb === 'patch' && event.responseStatus?.code === 201)) &&
-            (rule.resourceNames === undefined || rule.resourceNames.includes(event.objectRef?.name ?? '')))
+          const used = events.some(
+            (event) =>
+              (event.objectRef?.apiGroup ?? '') === group &&
+              resourceOf(event) === resource &&
+              (event.verb === verb ||
+                (verb === 'create' && event.verb === 'patch' && event.responseStatus?.code === 201)) &&
+              (rule.resourceNames === undefined || rule.resourceNames.includes(event.objectRef?.name ?? '')),
+          )
           t.ok(used, `the Role's ${verb} ${group === '' ? 'core' : group} ${resource} is used`)
         }
       }

@@ -24,36 +24,67 @@ import * as real from '../fixtures/kube-real.js'
 // Each file starts its own API server, and every test a control plane on it.
 t.setTimeout(300_000)
 
-type Deployment = { image: string; replicas: number; observedReplicas: number; ready: boolean; namespace: string; serviceName: string; internalUrl: string; publicUrl: string | null; message: string }
+type Deployment = {
+  image: string
+  replicas: number
+  observedReplicas: number
+  ready: boolean
+  namespace: string
+  serviceName: string
+  internalUrl: string
+  publicUrl: string | null
+  message: string
+}
 
 /** An application with one successful build, deployed and running. */
-async function deployed (cluster: ClusterControl, name = 'hello'): Promise<{ app: App; image: string }> {
+async function deployed(cluster: ClusterControl, name = 'hello'): Promise<{ app: App; image: string }> {
   const { control, fake } = cluster
   const app = await createApp(control, name)
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
   const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
   succeedJob(fake, `build-${build.id}`, image)
   await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
-  await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 5000, 'image measured')
+  await until(
+    async () =>
+      (
+        (await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as {
+          imageSizeBytes: number | null
+        }
+      ).imageSizeBytes !== null,
+    5000,
+    'image measured',
+  )
   operateSpinApp(fake, name)
   return { app, image }
 }
 
 /** deployed() on the real API server. */
-async function deployedReal (cluster: RealClusterControl, name = 'hello'): Promise<{ app: App; image: string; buildId: string }> {
+async function deployedReal(
+  cluster: RealClusterControl,
+  name = 'hello',
+): Promise<{ app: App; image: string; buildId: string }> {
   const { control, kube } = cluster
   const app = await createApp(control, name)
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
   const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
   await real.succeedJob(kube, `build-${build.id}`, image)
   await until(() => cluster.finished.some((b) => b.id === build.id), 20_000, 'build finished and deployed')
-  await until(async () => ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { imageSizeBytes: number | null }).imageSizeBytes !== null, 20_000, 'image measured')
+  await until(
+    async () =>
+      (
+        (await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as {
+          imageSizeBytes: number | null
+        }
+      ).imageSizeBytes !== null,
+    20_000,
+    'image measured',
+  )
   await real.operateSpinApp(kube, name)
   return { app, image, buildId: build.id }
 }
 
 /** The function's pods: echoes the request, or answers /big, /binary, /latin1, /slow, /unavailable as named. */
-async function startFunction (t: Test): Promise<{ url: string; seen: IncomingMessage[] }> {
+async function startFunction(t: Test): Promise<{ url: string; seen: IncomingMessage[] }> {
   const seen: IncomingMessage[] = []
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     seen.push(request)
@@ -78,84 +109,127 @@ async function startFunction (t: Test): Promise<{ url: string; seen: IncomingMes
         response.end(JSON.stringify({ busy: true }))
       } else {
         response.writeHead(418, { 'content-type': 'application/json', 'x-fn': ['a', 'b'] })
-        response.end(JSON.stringify({ method: request.method, url: path, headers: request.headers, body: Buffer.concat(chunks).toString('base64') }))
+        response.end(
+          JSON.stringify({
+            method: request.method,
+            url: path,
+            headers: request.headers,
+            body: Buffer.concat(chunks).toString('base64'),
+          }),
+        )
       }
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen }
 }
 
-async function getDeployment (control: TestControl, appId: string): Promise<Deployment | null> {
+async function getDeployment(control: TestControl, appId: string): Promise<Deployment | null> {
   return ((await control.call('GET', `/applications/${appId}`)).body as { deployment: Deployment | null }).deployment
 }
 
-t.test('an in-cluster registry: the SpinApp pulls the pushed digest by the nodes\' name for the registry, with the pull Secret', async (t) => {
-  const cluster = await startRealClusterControl(t, 'pglite', { flags: ['--image-pull-repository', 'localhost:30500/apps', '--image-pull-secret', 'registry-pull'] })
-  await deployedReal(cluster)
-  t.same((await cluster.kube.get(real.SPINAPP, 'hello'))?.spec, {
-    image: `localhost:30500/apps/hello@sha256:${'b'.repeat(64)}`,
-    executor: 'containerd-shim-spin',
-    replicas: 1,
-    enableAutoscaling: false,
-    imagePullSecrets: [{ name: 'registry-pull' }],
-  })
-})
+t.test(
+  "an in-cluster registry: the SpinApp pulls the pushed digest by the nodes' name for the registry, with the pull Secret",
+  async (t) => {
+    const cluster = await startRealClusterControl(t, 'pglite', {
+      flags: ['--image-pull-repository', 'localhost:30500/apps', '--image-pull-secret', 'registry-pull'],
+    })
+    await deployedReal(cluster)
+    t.same((await cluster.kube.get(real.SPINAPP, 'hello'))?.spec, {
+      image: `localhost:30500/apps/hello@sha256:${'b'.repeat(64)}`,
+      executor: 'containerd-shim-spin',
+      replicas: 1,
+      enableAutoscaling: false,
+      imagePullSecrets: [{ name: 'registry-pull' }],
+    })
+  },
+)
 
-eachEngine(t, 'deployment: read from the SpinApp, its Deployment and Service; deploy re-applies the latest image', async (t, engine) => {
-  const cluster = await startRealClusterControl(t, engine, { flags: ['--public-base-url', 'https://apps.example.com/', '--public-route', 'none', '--replicas', '2'] })
-  const { control, kube } = cluster
-  const fresh = await createApp(control, 'fresh')
-  t.equal(await getDeployment(control, fresh.id), null, 'null until a build succeeds')
-  const noBuild = await control.call('POST', `/applications/${fresh.id}/deploy`)
-  t.equal(noBuild.status, 409)
-  t.same(noBuild.body, { error: 'nothing to deploy: the application has no successful build yet' })
+eachEngine(
+  t,
+  'deployment: read from the SpinApp, its Deployment and Service; deploy re-applies the latest image',
+  async (t, engine) => {
+    const cluster = await startRealClusterControl(t, engine, {
+      flags: ['--public-base-url', 'https://apps.example.com/', '--public-route', 'none', '--replicas', '2'],
+    })
+    const { control, kube } = cluster
+    const fresh = await createApp(control, 'fresh')
+    t.equal(await getDeployment(control, fresh.id), null, 'null until a build succeeds')
+    const noBuild = await control.call('POST', `/applications/${fresh.id}/deploy`)
+    t.equal(noBuild.status, 409)
+    t.same(noBuild.body, { error: 'nothing to deploy: the application has no successful build yet' })
 
-  const { app, image, buildId } = await deployedReal(cluster)
-  const ready = await getDeployment(control, app.id)
-  t.same(ready, {
-    image,
-    imageSizeBytes: IMAGE_SIZE,
-    buildId,
-    replicas: 2,
-    observedReplicas: 2,
-    ready: true,
-    namespace: kube.namespace,
-    serviceName: 'hello',
-    internalUrl: `http://hello.${kube.namespace}.svc.cluster.local`,
-    publicUrl: 'https://apps.example.com/hello/',
-    message: '2 of 2 replicas ready',
-  })
-  await real.operateSpinApp(kube, 'hello', 1)
-  t.match(await getDeployment(control, app.id), { ready: false, message: 'Deployment does not have minimum availability.' })
+    const { app, image, buildId } = await deployedReal(cluster)
+    const ready = await getDeployment(control, app.id)
+    t.same(ready, {
+      image,
+      imageSizeBytes: IMAGE_SIZE,
+      buildId,
+      replicas: 2,
+      observedReplicas: 2,
+      ready: true,
+      namespace: kube.namespace,
+      serviceName: 'hello',
+      internalUrl: `http://hello.${kube.namespace}.svc.cluster.local`,
+      publicUrl: 'https://apps.example.com/hello/',
+      message: '2 of 2 replicas ready',
+    })
+    await real.operateSpinApp(kube, 'hello', 1)
+    t.match(await getDeployment(control, app.id), {
+      ready: false,
+      message: 'Deployment does not have minimum availability.',
+    })
 
-  await kube.must('DELETE', kube.path(real.SPINAPP, 'hello'))
-  t.match(await getDeployment(control, app.id), { ready: false, observedReplicas: 0, message: /SpinApp is missing/ })
-  const again = await control.call('POST', `/applications/${app.id}/deploy`)
-  t.equal(again.status, 202)
-  t.same(again.body, { message: `deploying ${image}` })
-  const reapplied = await kube.get(real.SPINAPP, 'hello')
-  t.match(reapplied, { spec: { image, replicas: 2, executor: 'containerd-shim-spin' } }, 're-applied')
-  t.same(reapplied?.metadata.managedFields?.map((f) => [f.manager, f.operation]), [['platform-control', 'Apply']], 'by server-side apply')
-})
+    await kube.must('DELETE', kube.path(real.SPINAPP, 'hello'))
+    t.match(await getDeployment(control, app.id), { ready: false, observedReplicas: 0, message: /SpinApp is missing/ })
+    const again = await control.call('POST', `/applications/${app.id}/deploy`)
+    t.equal(again.status, 202)
+    t.same(again.body, { message: `deploying ${image}` })
+    const reapplied = await kube.get(real.SPINAPP, 'hello')
+    t.match(reapplied, { spec: { image, replicas: 2, executor: 'containerd-shim-spin' } }, 're-applied')
+    t.same(
+      reapplied?.metadata.managedFields?.map((f) => [f.manager, f.operation]),
+      [['platform-control', 'Apply']],
+      'by server-side apply',
+    )
+  },
+)
 
-eachEngine(t, 'invoke on the real API server: its own answers when no pod is ready, and when the Service is gone', async (t, engine) => {
-  const cluster = await startRealClusterControl(t, engine)
-  const { control, kube } = cluster
-  const { app } = await deployedReal(cluster)
-  const invokePath = `/applications/${app.id}/functions/${firstFunction(app).id}/invoke`
-  for (const method of ['GET', 'HEAD']) {
-    const noPod = await control.call('POST', invokePath, { json: { method, path: '/' } })
-    t.same([noPod.status, noPod.body], [503, { error: 'application unreachable: no pod of it is ready' }], `${method}: a Service without endpoints`)
-  }
-  // The proxy answers "no endpoints" for a Service that does not exist too: it never reads it.
-  await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
-  for (const method of ['GET', 'HEAD']) {
-    const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
-    t.same([gone.status, gone.body], [404, { error: 'application is not deployed: its Service does not exist' }], `${method}: no Service`)
-  }
-})
+eachEngine(
+  t,
+  'invoke on the real API server: its own answers when no pod is ready, and when the Service is gone',
+  async (t, engine) => {
+    const cluster = await startRealClusterControl(t, engine)
+    const { control, kube } = cluster
+    const { app } = await deployedReal(cluster)
+    const invokePath = `/applications/${app.id}/functions/${firstFunction(app).id}/invoke`
+    for (const method of ['GET', 'HEAD']) {
+      const noPod = await control.call('POST', invokePath, { json: { method, path: '/' } })
+      t.same(
+        [noPod.status, noPod.body],
+        [503, { error: 'application unreachable: no pod of it is ready' }],
+        `${method}: a Service without endpoints`,
+      )
+    }
+    // The proxy answers "no endpoints" for a Service that does not exist too: it never reads it.
+    await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
+    for (const method of ['GET', 'HEAD']) {
+      const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
+      t.same(
+        [gone.status, gone.body],
+        [404, { error: 'application is not deployed: its Service does not exist' }],
+        `${method}: no Service`,
+      )
+    }
+  },
+)
 
 eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away', async (t, engine) => {
   const cluster = await startClusterControl(t, engine)
@@ -164,113 +238,210 @@ eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away'
   fake.missingTypes.add(SPINAPPS)
   const noCrd = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(noCrd.status, 503)
-  t.same(noCrd.body, { error: 'the SpinApp custom resource definition (core.spinkube.dev/v1alpha1) is not installed in the cluster' })
-  t.match(await getDeployment(control, app.id), { ready: false, message: /custom resource definition .* is not installed/ }, 'GET application still answers')
+  t.same(noCrd.body, {
+    error: 'the SpinApp custom resource definition (core.spinkube.dev/v1alpha1) is not installed in the cluster',
+  })
+  t.match(
+    await getDeployment(control, app.id),
+    { ready: false, message: /custom resource definition .* is not installed/ },
+    'GET application still answers',
+  )
   fake.missingTypes.clear()
 
   await fake.close()
-  t.match(await getDeployment(control, app.id), { image, ready: false, message: 'cluster unreachable' }, 'and with the cluster down')
+  t.match(
+    await getDeployment(control, app.id),
+    { image, ready: false, message: 'cluster unreachable' },
+    'and with the cluster down',
+  )
   t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 503)
 })
 
-eachEngine(t, 'invoke: through the service proxy, the envelope, base64, limits, timeout, headers not forwarded', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine, { flags: ['--invoke-timeout', '300ms'] })
-  const { control, fake } = cluster
-  const { app } = await deployed(cluster)
-  const fn = firstFunction(app)
-  const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
-  const notReady = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-  t.equal(notReady.status, 503, 'no pod behind the Service')
-  t.same(notReady.body, { error: 'application unreachable: no pod of it is ready' })
-  const headNotReady = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/' } })
-  t.same([headNotReady.status, headNotReady.body], [503, { error: 'application unreachable: no pod of it is ready' }], 'a HEAD too, though its answer has no Status body')
+eachEngine(
+  t,
+  'invoke: through the service proxy, the envelope, base64, limits, timeout, headers not forwarded',
+  async (t, engine) => {
+    const cluster = await startClusterControl(t, engine, { flags: ['--invoke-timeout', '300ms'] })
+    const { control, fake } = cluster
+    const { app } = await deployed(cluster)
+    const fn = firstFunction(app)
+    const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
+    const notReady = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
+    t.equal(notReady.status, 503, 'no pod behind the Service')
+    t.same(notReady.body, { error: 'application unreachable: no pod of it is ready' })
+    const headNotReady = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/' } })
+    t.same(
+      [headNotReady.status, headNotReady.body],
+      [503, { error: 'application unreachable: no pod of it is ready' }],
+      'a HEAD too, though its answer has no Status body',
+    )
 
-  const fnServer = await startFunction(t)
-  setServiceBackend(fake, 'hello', fnServer.url)
-  const headBusy = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/unavailable' } })
-  t.match(headBusy.body, { status: 503, body: '', truncated: false }, "a function's own 503 to a HEAD, with a pod ready, is its answer")
-  const echo = await control.call('POST', invokePath, {
-    token: 'caller-secret',
-    json: {
-      method: 'PUT',
-      path: '/items/7?x=1&y=%20',
-      headers: { 'X-Custom': ['one', 'two'], Connection: ['x-hop'], 'X-Hop': ['gone'], 'Keep-Alive': ['timeout=5'], 'Impersonate-User': ['admin'], Authorization: ['Bearer caller-secret'] },
-      body: 'aGVsbG8=',
+    const fnServer = await startFunction(t)
+    setServiceBackend(fake, 'hello', fnServer.url)
+    const headBusy = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/unavailable' } })
+    t.match(
+      headBusy.body,
+      { status: 503, body: '', truncated: false },
+      "a function's own 503 to a HEAD, with a pod ready, is its answer",
+    )
+    const echo = await control.call('POST', invokePath, {
+      token: 'caller-secret',
+      json: {
+        method: 'PUT',
+        path: '/items/7?x=1&y=%20',
+        headers: {
+          'X-Custom': ['one', 'two'],
+          Connection: ['x-hop'],
+          'X-Hop': ['gone'],
+          'Keep-Alive': ['timeout=5'],
+          'Impersonate-User': ['admin'],
+          Authorization: ['Bearer caller-secret'],
+        },
+        body: 'aGVsbG8=',
+        bodyIsBase64: true,
+      },
+    })
+    t.equal(echo.status, 200, 'the envelope is always 200')
+    const result = echo.body as {
+      status: number
+      headers: Record<string, string[]>
+      body: string
+      bodyIsBase64: boolean
+      truncated: boolean
+      durationMs: number
+    }
+    t.equal(result.status, 418, "the function's status inside")
+    t.same(result.headers['x-fn'], ['a', 'b'])
+    t.equal(result.bodyIsBase64, false, 'JSON is text')
+    t.equal(result.truncated, false)
+    t.ok(result.durationMs >= 0)
+    const seen = JSON.parse(result.body) as {
+      method: string
+      url: string
+      headers: Record<string, string>
+      body: string
+    }
+    t.equal(seen.method, 'PUT')
+    t.equal(seen.url, '/items/7?x=1&y=%20', 'path and query as sent')
+    t.equal(Buffer.from(seen.body, 'base64').toString(), 'hello', 'the base64 body decoded')
+    t.equal(seen.headers['x-custom'], 'one, two')
+    for (const header of ['authorization', 'x-hop', 'keep-alive', 'impersonate-user'])
+      t.notOk(header in seen.headers, `${header} not forwarded`)
+
+    const binary = (await control.call('POST', invokePath, { json: { method: 'GET', path: '/binary' } }))
+      .body as typeof result
+    t.match(binary, {
+      status: 201,
+      body: Buffer.from([0, 1, 2, 255]).toString('base64'),
       bodyIsBase64: true,
-    },
-  })
-  t.equal(echo.status, 200, 'the envelope is always 200')
-  const result = echo.body as { status: number; headers: Record<string, string[]>; body: string; bodyIsBase64: boolean; truncated: boolean; durationMs: number }
-  t.equal(result.status, 418, "the function's status inside")
-  t.same(result.headers['x-fn'], ['a', 'b'])
-  t.equal(result.bodyIsBase64, false, 'JSON is text')
-  t.equal(result.truncated, false)
-  t.ok(result.durationMs >= 0)
-  const seen = JSON.parse(result.body) as { method: string; url: string; headers: Record<string, string>; body: string }
-  t.equal(seen.method, 'PUT')
-  t.equal(seen.url, '/items/7?x=1&y=%20', 'path and query as sent')
-  t.equal(Buffer.from(seen.body, 'base64').toString(), 'hello', 'the base64 body decoded')
-  t.equal(seen.headers['x-custom'], 'one, two')
-  for (const header of ['authorization', 'x-hop', 'keep-alive', 'impersonate-user']) t.notOk(header in seen.headers, `${header} not forwarded`)
+      truncated: false,
+    })
+    const latin = (await control.call('POST', invokePath, { json: { method: 'GET', path: '/latin1' } }))
+      .body as typeof result
+    t.match(
+      latin,
+      { status: 200, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]).toString('base64'), bodyIsBase64: true },
+      'text, but not UTF-8: base64',
+    )
+    const bigReply = await control.call('POST', invokePath, { json: { method: 'GET', path: '/big' } })
+    t.equal(bigReply.status, 200, bigReply.text.slice(0, 200))
+    const big = bigReply.body as typeof result
+    t.equal(big.truncated, true, 'cut at 1 MiB')
+    t.equal(big.body.length, 1024 * 1024)
+    const slow = await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } })
+    t.equal(slow.status, 200)
+    t.match(slow.body, { status: 504, body: 'the function did not answer within 300ms', truncated: false })
 
-  const binary = (await control.call('POST', invokePath, { json: { method: 'GET', path: '/binary' } })).body as typeof result
-  t.match(binary, { status: 201, body: Buffer.from([0, 1, 2, 255]).toString('base64'), bodyIsBase64: true, truncated: false })
-  const latin = (await control.call('POST', invokePath, { json: { method: 'GET', path: '/latin1' } })).body as typeof result
-  t.match(latin, { status: 200, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]).toString('base64'), bodyIsBase64: true }, 'text, but not UTF-8: base64')
-  const bigReply = await control.call('POST', invokePath, { json: { method: 'GET', path: '/big' } })
-  t.equal(bigReply.status, 200, bigReply.text.slice(0, 200))
-  const big = bigReply.body as typeof result
-  t.equal(big.truncated, true, 'cut at 1 MiB')
-  t.equal(big.body.length, 1024 * 1024)
-  const slow = (await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } }))
-  t.equal(slow.status, 200)
-  t.match(slow.body, { status: 504, body: 'the function did not answer within 300ms', truncated: false })
+    const maxBody = Buffer.alloc(1024 * 1024, 1).toString('base64')
+    t.equal(
+      (
+        await control.call('POST', invokePath, {
+          json: { method: 'POST', path: '/', body: maxBody, bodyIsBase64: true },
+        })
+      ).status,
+      200,
+      'a body of exactly 1 MiB passes, base64 too',
+    )
+    const tooBig = await control.call('POST', invokePath, {
+      json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024 + 1) },
+    })
+    t.equal(tooBig.status, 413)
+    t.same(tooBig.body, { error: 'invoke body too large: 1048577 bytes (UTF-8), at most 1048576' })
+    t.equal(
+      (
+        await control.call('POST', invokePath, {
+          json: { method: 'POST', path: '/', body: 'not base64!', bodyIsBase64: true },
+        })
+      ).status,
+      400,
+    )
 
-  const maxBody = Buffer.alloc(1024 * 1024, 1).toString('base64')
-  t.equal((await control.call('POST', invokePath, { json: { method: 'POST', path: '/', body: maxBody, bodyIsBase64: true } })).status, 200, 'a body of exactly 1 MiB passes, base64 too')
-  const tooBig = await control.call('POST', invokePath, { json: { method: 'POST', path: '/', body: 'x'.repeat(1024 * 1024 + 1) } })
-  t.equal(tooBig.status, 413)
-  t.same(tooBig.body, { error: 'invoke body too large: 1048577 bytes (UTF-8), at most 1048576' })
-  t.equal((await control.call('POST', invokePath, { json: { method: 'POST', path: '/', body: 'not base64!', bodyIsBase64: true } })).status, 400)
+    const api = (
+      await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'api', route: '/api/...' } })
+    ).body as { id: string }
+    const apiPath = `/applications/${app.id}/functions/${api.id}/invoke`
+    t.equal(
+      (
+        (await control.call('POST', apiPath, { json: { method: 'GET', path: '/api/users?id=1' } }))
+          .body as typeof result
+      ).status,
+      418,
+      'a path under the route',
+    )
+    const outside = await control.call('POST', apiPath, { json: { method: 'GET', path: '/other' } })
+    t.equal(outside.status, 400)
+    t.same(outside.body, { error: "path /other is not one this function's route /api/... takes" })
 
-  const api = (await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'api', route: '/api/...' } })).body as { id: string }
-  const apiPath = `/applications/${app.id}/functions/${api.id}/invoke`
-  t.equal(((await control.call('POST', apiPath, { json: { method: 'GET', path: '/api/users?id=1' } })).body as typeof result).status, 418, 'a path under the route')
-  const outside = await control.call('POST', apiPath, { json: { method: 'GET', path: '/other' } })
-  t.equal(outside.status, 400)
-  t.same(outside.body, { error: "path /other is not one this function's route /api/... takes" })
+    fake.forbiddenTypes.add(SERVICES)
+    const forbidden = await control.call('POST', invokePath, { json: { method: 'POST', path: '/' } })
+    t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create services/proxy' })
+    fake.forbiddenTypes.clear()
+    fake.remove(SERVICES, 'hello')
+    const gone = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
+    t.equal(gone.status, 404)
+    t.same(gone.body, { error: 'application is not deployed: its Service does not exist' })
+    t.notOk(control.logText().includes('caller-secret'), "the caller's token is never logged")
 
-  fake.forbiddenTypes.add(SERVICES)
-  const forbidden = await control.call('POST', invokePath, { json: { method: 'POST', path: '/' } })
-  t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create services/proxy' })
-  fake.forbiddenTypes.clear()
-  fake.remove(SERVICES, 'hello')
-  const gone = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-  t.equal(gone.status, 404)
-  t.same(gone.body, { error: 'application is not deployed: its Service does not exist' })
-  t.notOk(control.logText().includes('caller-secret'), "the caller's token is never logged")
-
-  // In the cluster, invoke goes straight to the Service, not through the API server.
-  const kube = control.server.cluster!.kube
-  kube.inCluster = true
-  kube.serviceUrl = (name) => name === 'hello' ? fnServer.url : 'http://127.0.0.1:1'
-  const proxied = fake.accesses.filter((a) => a.subresource === 'proxy').length
-  const straight = (await control.call('POST', invokePath, { json: { method: 'POST', path: '/direct?q=1', headers: { authorization: ['Bearer caller-secret'], 'x-custom': ['yes'] }, body: 'hi' } })).body as typeof result
-  t.equal(straight.status, 418)
-  const direct = JSON.parse(straight.body) as { method: string; url: string; headers: Record<string, string>; body: string }
-  t.match(direct, { method: 'POST', url: '/direct?q=1', headers: { 'x-custom': 'yes' } })
-  t.equal(Buffer.from(direct.body, 'base64').toString(), 'hi')
-  t.notOk('authorization' in direct.headers, 'no Authorization on the direct path either')
-  t.equal(fake.accesses.filter((a) => a.subresource === 'proxy').length, proxied, 'no service proxy request')
-  t.match((await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } })).body, { status: 504 }, 'the timeout on the direct path')
-  fnServer.seen.length = 0
-  kube.serviceUrl = () => 'http://127.0.0.1:1'
-  const unreachable = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-  t.equal(unreachable.status, 503)
-  t.same(unreachable.body, { error: 'application unreachable' })
-  kube.inCluster = false
-  t.notOk(control.logText().includes(fake.token), 'nor the cluster token')
-})
+    // In the cluster, invoke goes straight to the Service, not through the API server.
+    const kube = control.server.cluster!.kube
+    kube.inCluster = true
+    kube.serviceUrl = (name) => (name === 'hello' ? fnServer.url : 'http://127.0.0.1:1')
+    const proxied = fake.accesses.filter((a) => a.subresource === 'proxy').length
+    const straight = (
+      await control.call('POST', invokePath, {
+        json: {
+          method: 'POST',
+          path: '/direct?q=1',
+          headers: { authorization: ['Bearer caller-secret'], 'x-custom': ['yes'] },
+          body: 'hi',
+        },
+      })
+    ).body as typeof result
+    t.equal(straight.status, 418)
+    const direct = JSON.parse(straight.body) as {
+      method: string
+      url: string
+      headers: Record<string, string>
+      body: string
+    }
+    t.match(direct, { method: 'POST', url: '/direct?q=1', headers: { 'x-custom': 'yes' } })
+    t.equal(Buffer.from(direct.body, 'base64').toString(), 'hi')
+    t.notOk('authorization' in direct.headers, 'no Authorization on the direct path either')
+    t.equal(fake.accesses.filter((a) => a.subresource === 'proxy').length, proxied, 'no service proxy request')
+    t.match(
+      (await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } })).body,
+      { status: 504 },
+      'the timeout on the direct path',
+    )
+    fnServer.seen.length = 0
+    kube.serviceUrl = () => 'http://127.0.0.1:1'
+    const unreachable = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
+    t.equal(unreachable.status, 503)
+    t.same(unreachable.body, { error: 'application unreachable' })
+    kube.inCluster = false
+    t.notOk(control.logText().includes(fake.token), 'nor the cluster token')
+  },
+)
 
 eachEngine(t, "application logs: the running pod's log with tail and follow", async (t, engine) => {
   const cluster = await startRealClusterControl(t, engine)
@@ -296,31 +467,55 @@ eachEngine(t, "application logs: the running pod's log with tail and follow", as
   await reader.cancel()
 })
 
-eachEngine(t, 'deleting an application removes its SpinApp and what it owns, and its build Jobs and Secrets', async (t, engine) => {
-  const cluster = await startRealClusterControl(t, engine)
-  const { control, kube } = cluster
-  const { app } = await deployedReal(cluster)
-  const other = await deployedReal(cluster, 'other')
-  const pending = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  t.ok(await kube.get(real.JOB, `build-${pending.id}`) && await kube.get(real.SECRET, `build-${pending.id}`), 'a build in progress')
-  await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', false)
-  const refused = await control.call('DELETE', `/applications/${app.id}`)
-  t.equal(refused.status, 503)
-  t.same(refused.body, { error: 'cluster permission missing: the control plane may not delete core.spinkube.dev spinapps' })
-  t.equal((await control.call('GET', `/applications/${app.id}`)).status, 200, 'nothing deleted when the cluster refuses')
-  await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', true)
+eachEngine(
+  t,
+  'deleting an application removes its SpinApp and what it owns, and its build Jobs and Secrets',
+  async (t, engine) => {
+    const cluster = await startRealClusterControl(t, engine)
+    const { control, kube } = cluster
+    const { app } = await deployedReal(cluster)
+    const other = await deployedReal(cluster, 'other')
+    const pending = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+    t.ok(
+      (await kube.get(real.JOB, `build-${pending.id}`)) && (await kube.get(real.SECRET, `build-${pending.id}`)),
+      'a build in progress',
+    )
+    await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', false)
+    const refused = await control.call('DELETE', `/applications/${app.id}`)
+    t.equal(refused.status, 503)
+    t.same(refused.body, {
+      error: 'cluster permission missing: the control plane may not delete core.spinkube.dev spinapps',
+    })
+    t.equal(
+      (await control.call('GET', `/applications/${app.id}`)).status,
+      200,
+      'nothing deleted when the cluster refuses',
+    )
+    await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', true)
 
-  t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
-  t.equal(await kube.get(real.SPINAPP, 'hello'), undefined, 'SpinApp gone')
-  // What the garbage collector then deletes, from the owner references.
-  const collected = (await real.collectGarbage(kube, [real.SPINAPP, real.JOB], [real.DEPLOYMENT, real.SERVICE, real.POD, real.SECRET])).sort()
-  t.same(collected.filter((name) => !name.startsWith('pods/build-')), ['deployments/hello', 'pods/hello-pod-0', 'services/hello'], 'its Deployment, Service and pods go with it')
-  t.equal(collected.filter((name) => name.startsWith('pods/build-')).length, 1, 'and the pod of its build\'s Job, which the control plane deleted')
-  const ofApp = (objects: real.RealObject[]): real.RealObject[] => objects.filter((o) => o.metadata.labels?.['platform.wasmkube.dev/application'] === app.id)
-  t.same(ofApp(await kube.list(real.JOB)), [], 'its build Jobs gone')
-  t.same(ofApp(await kube.list(real.SECRET)), [], 'its Secrets gone')
-  t.equal((await control.call('GET', `/applications/${app.id}`)).status, 404)
-  t.ok(await kube.get(real.SPINAPP, 'other'), 'another application untouched')
-  t.ok(await kube.get(real.POD, 'other-pod-0'), 'and its pods')
-  t.equal((await control.call('GET', `/applications/${other.app.id}`)).status, 200)
-})
+    t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
+    t.equal(await kube.get(real.SPINAPP, 'hello'), undefined, 'SpinApp gone')
+    // What the garbage collector then deletes, from the owner references.
+    const collected = (
+      await real.collectGarbage(kube, [real.SPINAPP, real.JOB], [real.DEPLOYMENT, real.SERVICE, real.POD, real.SECRET])
+    ).sort()
+    t.same(
+      collected.filter((name) => !name.startsWith('pods/build-')),
+      ['deployments/hello', 'pods/hello-pod-0', 'services/hello'],
+      'its Deployment, Service and pods go with it',
+    )
+    t.equal(
+      collected.filter((name) => name.startsWith('pods/build-')).length,
+      1,
+      "and the pod of its build's Job, which the control plane deleted",
+    )
+    const ofApp = (objects: real.RealObject[]): real.RealObject[] =>
+      objects.filter((o) => o.metadata.labels?.['platform.wasmkube.dev/application'] === app.id)
+    t.same(ofApp(await kube.list(real.JOB)), [], 'its build Jobs gone')
+    t.same(ofApp(await kube.list(real.SECRET)), [], 'its Secrets gone')
+    t.equal((await control.call('GET', `/applications/${app.id}`)).status, 404)
+    t.ok(await kube.get(real.SPINAPP, 'other'), 'another application untouched')
+    t.ok(await kube.get(real.POD, 'other-pod-0'), 'and its pods')
+    t.equal((await control.call('GET', `/applications/${other.app.id}`)).status, 200)
+  },
+)

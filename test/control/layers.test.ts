@@ -13,7 +13,19 @@ const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
 // What each layer may import from control/src, besides its own folder.
 const ALLOWED: Record<string, readonly string[]> = {
   'main.ts': ['server.ts', 'config.ts', 'logger.ts'],
-  'server.ts': ['http', 'domain', 'runtime', 'store', 'cluster', 'local', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  'server.ts': [
+    'http',
+    'domain',
+    'runtime',
+    'store',
+    'cluster',
+    'local',
+    'registry',
+    'metrics',
+    'model',
+    'config.ts',
+    'logger.ts',
+  ],
   http: ['domain', 'runtime', 'store', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
   // The domain knows the runtime interface only, never which implementation runs.
   domain: ['runtime', 'store', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
@@ -34,40 +46,67 @@ const ALLOWED: Record<string, readonly string[]> = {
 }
 
 /** The layer of a path relative to control/src: its first folder, or the file itself at the top. */
-const layerOf = (path: string): string => path.includes('/') ? path.slice(0, path.indexOf('/')) : path
+const layerOf = (path: string): string => (path.includes('/') ? path.slice(0, path.indexOf('/')) : path)
 
 /** Relative imports (static, type-only and dynamic) of one module, resolved against control/src. */
-export function importsOf (path: string, text: string): string[] {
+export function importsOf(path: string, text: string): string[] {
   const specs = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)['"](\.[^'"]+)['"]/gm)].map((m) => m[1]!)
   return specs.map((spec) => posix.normalize(posix.join(posix.dirname(path), spec)).replace(/\.js$/, '.ts'))
 }
 
 /** Why the import from `from` to `to` (both relative to control/src) breaks the direction, or null. */
-export function violation (from: string, to: string): string | null {
-  if (to.startsWith('../')) return `${from} reaches out of control/src with a relative import (${to}): other packages by name`
+export function violation(from: string, to: string): string | null {
+  if (to.startsWith('../'))
+    return `${from} reaches out of control/src with a relative import (${to}): other packages by name`
   const source = layerOf(from)
   const target = layerOf(to)
-  if (from.startsWith('http/routes/') && to.startsWith('http/routes/')) return `${from} imports another route module, ${to}`
+  if (from.startsWith('http/routes/') && to.startsWith('http/routes/'))
+    return `${from} imports another route module, ${to}`
   if (source === target) return null
   const allowed = ALLOWED[source]
   if (allowed === undefined) return `${from} is in no known layer`
   return allowed.includes(target) ? null : `${from} (${source}) imports ${to} (${target}): against the direction`
 }
 
-function modules (dir: string): string[] {
+function modules(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? modules(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [])
+    entry.isDirectory() ? modules(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+  )
 }
 
 t.test('the check catches an upward import and a route importing a route', async (t) => {
-  t.equal(violation('store/db.ts', 'http/app.ts'), 'store/db.ts (store) imports http/app.ts (http): against the direction')
-  t.equal(violation('cluster/kube.ts', 'domain/builds.ts'), 'cluster/kube.ts (cluster) imports domain/builds.ts (domain): against the direction')
-  t.equal(violation('config.ts', 'http/schemas/params.ts'), 'config.ts (config.ts) imports http/schemas/params.ts (http): against the direction')
-  t.equal(violation('http/routes/sources.ts', 'http/routes/functions.ts'), 'http/routes/sources.ts imports another route module, http/routes/functions.ts')
+  t.equal(
+    violation('store/db.ts', 'http/app.ts'),
+    'store/db.ts (store) imports http/app.ts (http): against the direction',
+  )
+  t.equal(
+    violation('cluster/kube.ts', 'domain/builds.ts'),
+    'cluster/kube.ts (cluster) imports domain/builds.ts (domain): against the direction',
+  )
+  t.equal(
+    violation('config.ts', 'http/schemas/params.ts'),
+    'config.ts (config.ts) imports http/schemas/params.ts (http): against the direction',
+  )
+  t.equal(
+    violation('http/routes/sources.ts', 'http/routes/functions.ts'),
+    'http/routes/sources.ts imports another route module, http/routes/functions.ts',
+  )
   t.equal(violation('http/routes/builds.ts', 'domain/builds.ts'), null)
-  t.equal(violation('domain/builds.ts', 'cluster/build-jobs.ts'), 'domain/builds.ts (domain) imports cluster/build-jobs.ts (cluster): against the direction')
-  t.equal(violation('local/builds.ts', 'cluster/build-jobs.ts'), 'local/builds.ts (local) imports cluster/build-jobs.ts (cluster): against the direction')
-  t.same(importsOf('http/routes/x.ts', "import type { A } from '../route-deps.js'\nconst m = await import('../../store/db.js')\n"), ['http/route-deps.ts', 'store/db.ts'])
+  t.equal(
+    violation('domain/builds.ts', 'cluster/build-jobs.ts'),
+    'domain/builds.ts (domain) imports cluster/build-jobs.ts (cluster): against the direction',
+  )
+  t.equal(
+    violation('local/builds.ts', 'cluster/build-jobs.ts'),
+    'local/builds.ts (local) imports cluster/build-jobs.ts (cluster): against the direction',
+  )
+  t.same(
+    importsOf(
+      'http/routes/x.ts',
+      "import type { A } from '../route-deps.js'\nconst m = await import('../../store/db.js')\n",
+    ),
+    ['http/route-deps.ts', 'store/db.ts'],
+  )
 })
 
 t.test('every import in control/src points down', async (t) => {

@@ -15,12 +15,16 @@ import { until } from '../helpers/wait.js'
 const GET: PreparedInvoke = { method: 'GET', path: '/', headers: { 'content-length': ['0'] }, body: Buffer.alloc(0) }
 
 /** A server answering `ok`, or holding the answer of `/hold` until `release()`; the connections it accepted, and those closed. */
-async function server (t: Test): Promise<{ url: string; accepted: Socket[]; closed: () => number; held: Promise<void>; release: () => void }> {
+async function server(
+  t: Test,
+): Promise<{ url: string; accepted: Socket[]; closed: () => number; held: Promise<void>; release: () => void }> {
   const accepted: Socket[] = []
   let closed = 0
   let release = (): void => {}
   let arrived = (): void => {}
-  const held = new Promise<void>((resolve) => { arrived = resolve })
+  const held = new Promise<void>((resolve) => {
+    arrived = resolve
+  })
   const listener = http.createServer((request, response) => {
     if (request.url === '/hold') {
       release = () => response.writeHead(200, { 'content-type': 'text/plain' }).end('held')
@@ -31,15 +35,30 @@ async function server (t: Test): Promise<{ url: string; accepted: Socket[]; clos
   })
   listener.on('connection', (socket: Socket) => {
     accepted.push(socket)
-    socket.on('close', () => { closed++ })
+    socket.on('close', () => {
+      closed++
+    })
   })
   listener.listen(0, '127.0.0.1')
   await once(listener, 'listening')
-  t.teardown(() => { listener.closeAllConnections(); listener.close() })
-  return { url: `http://127.0.0.1:${(listener.address() as AddressInfo).port}`, accepted, closed: () => closed, held, release: () => release() }
+  t.teardown(() => {
+    listener.closeAllConnections()
+    listener.close()
+  })
+  return {
+    url: `http://127.0.0.1:${(listener.address() as AddressInfo).port}`,
+    accepted,
+    closed: () => closed,
+    held,
+    release: () => release(),
+  }
 }
 
-async function invoke (connections: ReturnType<typeof createConnections>, url: string, request = GET): Promise<{ status: number; body: string }> {
+async function invoke(
+  connections: ReturnType<typeof createConnections>,
+  url: string,
+  request = GET,
+): Promise<{ status: number; body: string }> {
   const done = connections.use()
   try {
     return await sendInvoke(direct(url, connections.agent), request, 10_000)
@@ -68,7 +87,10 @@ t.test('retired with a request in flight: it finishes, then the connections clos
   t.equal(closed(), 0, 'nothing closed under the request in flight')
   release()
   t.match(await inFlight, { status: 200, body: 'held' }, 'the request in flight answered')
-  await t.resolves(until(() => closed() === 2, 5000, 'both closed'), 'both connections closed once it ended')
+  await t.resolves(
+    until(() => closed() === 2, 5000, 'both closed'),
+    'both connections closed once it ended',
+  )
 })
 
 t.test('retired with nothing in flight: its kept-alive connection closes at once', async (t) => {
@@ -76,5 +98,8 @@ t.test('retired with nothing in flight: its kept-alive connection closes at once
   const connections = createConnections()
   t.match(await invoke(connections, url), { status: 200 })
   connections.retire()
-  await t.resolves(until(() => closed() === 1, 5000, 'closed'), 'closed')
+  await t.resolves(
+    until(() => closed() === 1, 5000, 'closed'),
+    'closed',
+  )
 })

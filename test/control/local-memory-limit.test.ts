@@ -17,11 +17,17 @@ t.test('the quantities users write', async (t) => {
 })
 
 t.test('any quantity: whole bytes, not below it, at most 4 GiB', async () => {
-  fc.assert(fc.property(fc.bigInt({ min: 1n, max: 10n ** 12n }), fc.constantFrom('', 'k', 'Ki', 'M', 'Mi', 'm'), (digits, suffix) => {
-    const bytes = instanceMemoryBytes(`${digits}${suffix}`)
-    if (bytes === undefined || !Number.isSafeInteger(bytes)) return false
-    const scale: Record<string, number> = { '': 1, k: 1e3, Ki: 1024, M: 1e6, Mi: 2 ** 20, m: 1e-3 }
-    const value = Number(digits) * (scale[suffix] ?? 1)
-    return bytes <= 4 * GiB && (bytes === 4 * GiB ? value >= 4 * GiB : bytes >= value && bytes - value < 1)
-  }))
+  fc.assert(
+    fc.property(
+      fc.bigInt({ min: 1n, max: 10n ** 12n }),
+      fc.constantFrom('', 'k', 'Ki', 'M', 'Mi', 'm'),
+      (digits, suffix) => {
+        const bytes = instanceMemoryBytes(`${digits}${suffix}`)
+        if (bytes === undefined || !Number.isSafeInteger(bytes)) return false
+        const scale: Record<string, number> = { '': 1, k: 1e3, Ki: 1024, M: 1e6, Mi: 2 ** 20, m: 1e-3 }
+        const value = Number(digits) * (scale[suffix] ?? 1)
+        return bytes <= 4 * GiB && (bytes === 4 * GiB ? value >= 4 * GiB : bytes >= value && bytes - value < 1)
+      },
+    ),
+  )
 })

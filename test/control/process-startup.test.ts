@@ -20,14 +20,44 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
   const skip = ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', join(dir, 'data')]
   const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
     ['an unknown flag', [...skip, '--bogus'], {}, /unknown flag --bogus/],
-    ['no issuer and no skip-auth', ['--addr', '127.0.0.1:0'], {}, /--oidc-issuer \(PLATFORM_OIDC_ISSUER\) is required unless --dev-insecure-skip-auth/],
+    [
+      'no issuer and no skip-auth',
+      ['--addr', '127.0.0.1:0'],
+      {},
+      /--oidc-issuer \(PLATFORM_OIDC_ISSUER\) is required unless --dev-insecure-skip-auth/,
+    ],
     ['a bad address', [...skip, '--addr', 'nope'], {}, /"nope".*--addr/],
-    ['a bad address in the environment', ['--dev-insecure-skip-auth'], { PLATFORM_ADDR: ':99999' }, /":99999".*PLATFORM_ADDR/],
+    [
+      'a bad address in the environment',
+      ['--dev-insecure-skip-auth'],
+      { PLATFORM_ADDR: ':99999' },
+      /":99999".*PLATFORM_ADDR/,
+    ],
     ['a zero archive limit', [...skip, '--max-archive-bytes', '0'], {}, /--max-archive-bytes.*greater than 0/],
-    ['a required claim without a value', [...skip, '--required-claim', 'groups'], {}, /--required-claim: expected claim=value/],
-    ['skip-auth that is no boolean', ['--addr', '127.0.0.1:0'], { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' }, /"yes".*PLATFORM_DEV_INSECURE_SKIP_AUTH/],
-    ['a database URL of another kind', [...skip], { PLATFORM_DATABASE_URL: 'mysql://root:hunter2@db/x' }, /^control: invalid value for PLATFORM_DATABASE_URL: expected a postgres/],
-    ['a data directory that cannot be created', ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', join(aFile, 'data')], {}, /cannot create --data-dir .*a-file\/data/],
+    [
+      'a required claim without a value',
+      [...skip, '--required-claim', 'groups'],
+      {},
+      /--required-claim: expected claim=value/,
+    ],
+    [
+      'skip-auth that is no boolean',
+      ['--addr', '127.0.0.1:0'],
+      { PLATFORM_DEV_INSECURE_SKIP_AUTH: 'yes' },
+      /"yes".*PLATFORM_DEV_INSECURE_SKIP_AUTH/,
+    ],
+    [
+      'a database URL of another kind',
+      [...skip],
+      { PLATFORM_DATABASE_URL: 'mysql://root:hunter2@db/x' },
+      /^control: invalid value for PLATFORM_DATABASE_URL: expected a postgres/,
+    ],
+    [
+      'a data directory that cannot be created',
+      ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--data-dir', join(aFile, 'data')],
+      {},
+      /cannot create --data-dir .*a-file\/data/,
+    ],
   ]
   // One child at a time: each exit wait then times one Node start, not nine
   // starts fighting over two busy cores, which is what made this test time out under load.
@@ -50,7 +80,10 @@ t.test('--help: the usage from the settings table on stdout, exit 0, whatever el
     t.match(run.stdout, /^Usage: control \[options\]\n/)
     for (const row of settings) {
       const shown = row.default === '' ? '' : ` (default ${row.default})`
-      t.ok(run.stdout.includes(`  ${row.flag}, ${row.env}${shown}\n      ${row.help}\n`), `${row.flag}: flag, variable, default and help`)
+      t.ok(
+        run.stdout.includes(`  ${row.flag}, ${row.env}${shown}\n      ${row.help}\n`),
+        `${row.flag}: flag, variable, default and help`,
+      )
     }
   }
 })
@@ -65,10 +98,18 @@ t.test('an unusable data directory: exit code 2 and one line naming it and the r
   const aFile = join(dir, 'a-file')
   writeFileSync(aFile, 'not a directory')
   const cases: Array<[string, string, RegExp]> = [
-    ['a path under /proc that cannot be created', '/proc/control-forbidden', /^control: cannot create --data-dir \/proc\/control-forbidden: ENOENT/],
+    [
+      'a path under /proc that cannot be created',
+      '/proc/control-forbidden',
+      /^control: cannot create --data-dir \/proc\/control-forbidden: ENOENT/,
+    ],
     ['a file', aFile, /^control: cannot use --data-dir .*a-file: it is not a directory/],
     ['below a file', join(aFile, 'data'), /^control: cannot create --data-dir .*a-file\/data: ENOTDIR/],
-    ['a directory the kernel refuses writes in', '/sys/kernel', /^control: cannot write to --data-dir \/sys\/kernel: EACCES/],
+    [
+      'a directory the kernel refuses writes in',
+      '/sys/kernel',
+      /^control: cannot write to --data-dir \/sys\/kernel: EACCES/,
+    ],
   ]
   // One at a time, for the same reason as the startup errors above.
   for (const [what, dataDir, message] of cases) {
@@ -81,9 +122,13 @@ t.test('an unusable data directory: exit code 2 and one line naming it and the r
 })
 
 t.test('an unreachable database: a fatal log line and exit code 1', async (t) => {
-  const run = await runToExit(t, ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0'], { PLATFORM_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x' })
+  const run = await runToExit(t, ['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0'], {
+    PLATFORM_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x',
+  })
   t.equal(run.code, 1)
-  const fatal = lines(run.stdout).map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.level === 60)
+  const fatal = lines(run.stdout)
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .find((line) => line.level === 60)
   t.match(fatal, { msg: 'control plane failed to start', err: { code: 'ECONNREFUSED' } })
   t.notMatch(run.stdout + run.stderr, /hunter2/, 'the password is not logged')
 })

@@ -28,17 +28,31 @@ const ENGINE = 'pglite'
 
 t.setTimeout(300_000)
 
-const watches = (kube: RealCluster): number => kube.server.audit().filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'jobs' && a.verb === 'watch').length
+const watches = (kube: RealCluster): number =>
+  kube.server
+    .audit()
+    .filter((a) => a.user.username === kube.user && a.objectRef?.resource === 'jobs' && a.verb === 'watch').length
 
 /** Another replica's build watcher: same cluster (through a proxy the test can cut), same database, memory of its own. */
-async function otherReplica (t: Test, cluster: RealClusterControl): Promise<CuttableProxy> {
+async function otherReplica(t: Test, cluster: RealClusterControl): Promise<CuttableProxy> {
   const { kube } = cluster
   const proxy = await cuttableProxy(t, Number(new URL(kube.server.url).port))
   const kubeconfig = join(tempDir(t), 'kubeconfig-other.yaml')
-  writeFileSync(kubeconfig, readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`))
+  writeFileSync(
+    kubeconfig,
+    readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`),
+  )
   const client = connectKube({ ...cluster.control.config, kubeconfig })
   if (client === null) throw new Error('no cluster')
-  const watcher = startBuildWatcher({ kube: client, db: cluster.control.server.db, logger: createLogger('silent'), finish: async (id, outcome) => { await finishBuild(cluster.control.server.db, id, outcome) }, retryMs: 20 })
+  const watcher = startBuildWatcher({
+    kube: client,
+    db: cluster.control.server.db,
+    logger: createLogger('silent'),
+    finish: async (id, outcome) => {
+      await finishBuild(cluster.control.server.db, id, outcome)
+    },
+    retryMs: 20,
+  })
   t.teardown(() => watcher.close())
   await watcher.ready
   return proxy
@@ -48,28 +62,39 @@ async function otherReplica (t: Test, cluster: RealClusterControl): Promise<Cutt
  * A validating admission webhook for Job creation in the namespace: each create waits for
  * `held` (a dry run is answered at once, which is how the test knows the API server calls it).
  */
-async function holdJobCreation (t: Test, kube: RealCluster, held: Promise<void>): Promise<{ arrived: () => boolean }> {
+async function holdJobCreation(t: Test, kube: RealCluster, held: Promise<void>): Promise<{ arrived: () => boolean }> {
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)
   let arrived = false
   let probed = false
-  const server = createHttpsServer({ cert: readFileSync(certPath), key: readFileSync(keyPath) }, (request: IncomingMessage, response: ServerResponse) => {
-    const chunks: Buffer[] = []
-    request.on('data', (chunk: Buffer) => chunks.push(chunk))
-    request.on('end', () => {
-      const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request: { uid: string; dryRun?: boolean } }
-      const answer = (): void => {
-        response.writeHead(200, { 'content-type': 'application/json' })
-        response.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: review.request.uid, allowed: true } }))
-      }
-      if (review.request.dryRun === true) {
-        probed = true
-        answer()
-        return
-      }
-      arrived = true
-      void held.then(answer)
-    })
-  })
+  const server = createHttpsServer(
+    { cert: readFileSync(certPath), key: readFileSync(keyPath) },
+    (request: IncomingMessage, response: ServerResponse) => {
+      const chunks: Buffer[] = []
+      request.on('data', (chunk: Buffer) => chunks.push(chunk))
+      request.on('end', () => {
+        const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          request: { uid: string; dryRun?: boolean }
+        }
+        const answer = (): void => {
+          response.writeHead(200, { 'content-type': 'application/json' })
+          response.end(
+            JSON.stringify({
+              apiVersion: 'admission.k8s.io/v1',
+              kind: 'AdmissionReview',
+              response: { uid: review.request.uid, allowed: true },
+            }),
+          )
+        }
+        if (review.request.dryRun === true) {
+          probed = true
+          answer()
+          return
+        }
+        arrived = true
+        void held.then(answer)
+      })
+    },
+  )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const name = `hold-jobs-${kube.namespace}`
   t.teardown(async () => {
@@ -81,27 +106,41 @@ async function holdJobCreation (t: Test, kube: RealCluster, held: Promise<void>)
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
     metadata: { name },
-    webhooks: [{
-      name: 'hold.jobs.test.local',
-      clientConfig: { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/`, caBundle: Buffer.from(certPem).toString('base64') },
-      rules: [{ operations: ['CREATE'], apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] }],
-      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': kube.namespace } },
-      sideEffects: 'None',
-      admissionReviewVersions: ['v1'],
-      timeoutSeconds: 30,
-      failurePolicy: 'Fail',
-    }],
+    webhooks: [
+      {
+        name: 'hold.jobs.test.local',
+        clientConfig: {
+          url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+          caBundle: Buffer.from(certPem).toString('base64'),
+        },
+        rules: [{ operations: ['CREATE'], apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] }],
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': kube.namespace } },
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        timeoutSeconds: 30,
+        failurePolicy: 'Fail',
+      },
+    ],
   })
   // The API server takes the configuration from an informer: probe with dry runs until it calls.
-  const probe = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'probe' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'probe', image: 'probe' }] } } } }
-  await until(async () => {
-    await kube.must('POST', `${kube.path(JOB)}?dryRun=All`, probe)
-    return probed
-  }, 20_000, 'the webhook to be called')
+  const probe = {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'probe' },
+    spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'probe', image: 'probe' }] } } },
+  }
+  await until(
+    async () => {
+      await kube.must('POST', `${kube.path(JOB)}?dryRun=All`, probe)
+      return probed
+    },
+    20_000,
+    'the webhook to be called',
+  )
   return { arrived: () => arrived }
 }
 
-t.test('a build whose Job one replica is still creating is not failed by the other\'s resync', async (t) => {
+t.test("a build whose Job one replica is still creating is not failed by the other's resync", async (t) => {
   const cluster = await startRealClusterControl(t, ENGINE)
   const { control, kube } = cluster
   const proxy = await otherReplica(t, cluster)
@@ -109,7 +148,9 @@ t.test('a build whose Job one replica is still creating is not failed by the oth
 
   // Hold the Job's creation until the other replica has listed the Jobs again.
   let release!: () => void
-  const held = new Promise<void>((resolve) => { release = resolve })
+  const held = new Promise<void>((resolve) => {
+    release = resolve
+  })
   const webhook = await holdJobCreation(t, kube, held)
   const started = control.call('POST', `/applications/${app.id}/builds`)
   await until(() => webhook.arrived(), 20_000, 'the Job create is in flight')
@@ -124,7 +165,7 @@ t.test('a build whose Job one replica is still creating is not failed by the oth
   const reply = await started
   t.equal(reply.status, 202)
   await succeedJob(kube, `build-${buildId}`)
-  await until(async () => await buildStatus(control.server.db, buildId) === 'succeeded', 20_000, 'the build succeeds')
+  await until(async () => (await buildStatus(control.server.db, buildId)) === 'succeeded', 20_000, 'the build succeeds')
 })
 
 t.test('a build whose Job was never created counts as lost once the grace from its creation has passed', async (t) => {
@@ -133,10 +174,16 @@ t.test('a build whose Job was never created counts as lost once the grace from i
   // As a replica that died between inserting the build and creating its Job leaves it.
   const recent = '33333333-3333-4333-8333-333333333333'
   const stale = '44444444-4444-4444-8444-444444444444'
-  await control.server.db.query("INSERT INTO builds (id, application_id, status) VALUES ($1, $2, 'pending')", [recent, app.id])
-  await control.server.db.query(`INSERT INTO builds (id, application_id, status, created_at) VALUES ($1, $2, 'pending', now() - interval '${JOB_CREATION_GRACE_SECONDS + 1} seconds')`, [stale, app.id])
+  await control.server.db.query("INSERT INTO builds (id, application_id, status) VALUES ($1, $2, 'pending')", [
+    recent,
+    app.id,
+  ])
+  await control.server.db.query(
+    `INSERT INTO builds (id, application_id, status, created_at) VALUES ($1, $2, 'pending', now() - interval '${JOB_CREATION_GRACE_SECONDS + 1} seconds')`,
+    [stale, app.id],
+  )
   // The watch breaks: the list after it settles both.
   proxy?.cut()
-  await until(async () => await buildStatus(control.server.db, stale) === 'failed', 20_000, 'the stale one fails')
+  await until(async () => (await buildStatus(control.server.db, stale)) === 'failed', 20_000, 'the stale one fails')
   t.equal(await buildStatus(control.server.db, recent), 'pending', 'the recent one waits for its Job')
 })

@@ -11,7 +11,7 @@ import { ConfigError } from '@session-relay/common/config/settings'
 import { secretBox } from '@session-relay/control/store/secret-box'
 import { startTestControl } from '../helpers/control.js'
 
-function scratch (t: Test): string {
+function scratch(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'secret-box-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
@@ -42,17 +42,33 @@ t.test('a key file: used as given; one that is not 32 bytes of base64, or missin
   const sealed = secretBox({ secretKeyFile: file, dataDir: dir }).seal('v', 'a/b')
   const other = join(dir, 'other.key')
   writeFileSync(other, Buffer.alloc(32, 9).toString('base64'))
-  t.equal(secretBox({ secretKeyFile: other, dataDir: dir }).open(sealed, 'a/b'), 'v', 'the same key in another file opens it')
+  t.equal(
+    secretBox({ secretKeyFile: other, dataDir: dir }).open(sealed, 'a/b'),
+    'v',
+    'the same key in another file opens it',
+  )
   const short = join(dir, 'short.key')
   writeFileSync(short, 'c2hvcnQtYW5kLXNlY3JldA==')
-  t.throws(() => secretBox({ secretKeyFile: short, dataDir: dir }), new ConfigError(`the secret key ${short} is not 32 bytes of base64 (openssl rand -base64 32 makes one)`))
-  t.throws(() => secretBox({ secretKeyFile: join(dir, 'missing.key'), dataDir: dir }), { name: 'ConfigError', message: /^cannot read the secret key .*missing\.key/ })
-  t.throws(() => secretBox({ secretKeyFile: '', dataDir: join(dir, 'no', 'such') }), { name: 'ConfigError', message: /^cannot create the secret key / })
+  t.throws(
+    () => secretBox({ secretKeyFile: short, dataDir: dir }),
+    new ConfigError(`the secret key ${short} is not 32 bytes of base64 (openssl rand -base64 32 makes one)`),
+  )
+  t.throws(() => secretBox({ secretKeyFile: join(dir, 'missing.key'), dataDir: dir }), {
+    name: 'ConfigError',
+    message: /^cannot read the secret key .*missing\.key/,
+  })
+  t.throws(() => secretBox({ secretKeyFile: '', dataDir: join(dir, 'no', 'such') }), {
+    name: 'ConfigError',
+    message: /^cannot create the secret key /,
+  })
 })
 
 t.test('the local runtime checks its key at start: a bad one stops the start with a ConfigError', async (t) => {
   const dir = scratch(t)
   const bad = join(dir, 'bad.key')
   writeFileSync(bad, 'not a key')
-  await t.rejects(startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', '--secret-key-file', bad]), { name: 'ConfigError', message: /is not 32 bytes of base64/ })
+  await t.rejects(
+    startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--runtime', 'local', '--secret-key-file', bad]),
+    { name: 'ConfigError', message: /is not 32 bytes of base64/ },
+  )
 })

@@ -14,65 +14,112 @@ type Source = { files: Record<string, string>; updatedAt: string }
 
 const SMALL_LIMIT = ['--dev-insecure-skip-auth', '--max-archive-bytes', '64KiB']
 
-async function setup (t: Test, engine: 'pglite' | 'postgres', flags?: string[]): Promise<{ control: TestControl; base: string }> {
+async function setup(
+  t: Test,
+  engine: 'pglite' | 'postgres',
+  flags?: string[],
+): Promise<{ control: TestControl; base: string }> {
   const control = await startTestControl(t, engine, flags)
   const app = await createApp(control)
   return { control, base: `/applications/${app.id}/functions/${firstFunction(app).id}` }
 }
 
 /** A .tar.gz of one random (incompressible) file, stored without compression: as big as it says. */
-async function storedTgz (bytes: number): Promise<Buffer> {
+async function storedTgz(bytes: number): Promise<Buffer> {
   return gzipSync(await tarOf([{ name: 'noise', content: randomBytes(bytes) }]), { level: 0 })
 }
 
-function upload (control: TestControl, base: string, archive: Buffer, how: 'multipart' | 'raw' = 'multipart', field = 'archive'): Promise<Reply> {
-  if (how === 'raw') return control.call('POST', `${base}/source.tar.gz`, { body: archive, headers: { 'content-type': 'application/gzip' } })
+function upload(
+  control: TestControl,
+  base: string,
+  archive: Buffer,
+  how: 'multipart' | 'raw' = 'multipart',
+  field = 'archive',
+): Promise<Reply> {
+  if (how === 'raw')
+    return control.call('POST', `${base}/source.tar.gz`, {
+      body: archive,
+      headers: { 'content-type': 'application/gzip' },
+    })
   const form = new FormData()
   form.append(field, new Blob([archive], { type: 'application/gzip' }), 'source.tar.gz')
   return control.call('POST', `${base}/source.tar.gz`, { body: form })
 }
 
-eachEngine(t, "a new application's first function has its language's hello-world source; PUT replaces the whole map at once", async (t, engine) => {
-  const { control, base } = await setup(t, engine)
-  const fresh = await control.call('GET', `${base}/source`)
-  t.equal(fresh.status, 200)
-  const empty = fresh.body as Source
-  t.same(empty.files, templateFiles('go', 'hello'), 'the go template, named after the function')
-  t.match(empty.files['main.go'], /hello from hello/)
-  t.match(empty.updatedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'updatedAt is ISO 8601 in UTC')
+eachEngine(
+  t,
+  "a new application's first function has its language's hello-world source; PUT replaces the whole map at once",
+  async (t, engine) => {
+    const { control, base } = await setup(t, engine)
+    const fresh = await control.call('GET', `${base}/source`)
+    t.equal(fresh.status, 200)
+    const empty = fresh.body as Source
+    t.same(empty.files, templateFiles('go', 'hello'), 'the go template, named after the function')
+    t.match(empty.files['main.go'], /hello from hello/)
+    t.match(empty.updatedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'updatedAt is ISO 8601 in UTC')
 
-  const first = await control.call('PUT', `${base}/source`, { json: { files: { 'main.go': 'package main\n', 'go.mod': 'module hello\n' } } })
-  t.equal(first.status, 200)
-  const stored = first.body as Source
-  t.same(stored.files, { 'go.mod': 'module hello\n', 'main.go': 'package main\n' })
-  t.same(Object.keys(stored.files), ['go.mod', 'main.go'], 'paths in order')
-  t.ok(Date.parse(stored.updatedAt) >= Date.parse(empty.updatedAt), 'updatedAt moved on')
-  t.same((await control.call('GET', `${base}/source`)).body, stored, 'GET answers what PUT stored')
+    const first = await control.call('PUT', `${base}/source`, {
+      json: { files: { 'main.go': 'package main\n', 'go.mod': 'module hello\n' } },
+    })
+    t.equal(first.status, 200)
+    const stored = first.body as Source
+    t.same(stored.files, { 'go.mod': 'module hello\n', 'main.go': 'package main\n' })
+    t.same(Object.keys(stored.files), ['go.mod', 'main.go'], 'paths in order')
+    t.ok(Date.parse(stored.updatedAt) >= Date.parse(empty.updatedAt), 'updatedAt moved on')
+    t.same((await control.call('GET', `${base}/source`)).body, stored, 'GET answers what PUT stored')
 
-  const second = (await control.call('PUT', `${base}/source`, { json: { files: { 'lib/util.go': 'package lib\n' } } })).body as Source
-  t.same(second.files, { 'lib/util.go': 'package lib\n' }, 'files left out of a PUT are gone: it replaces, it does not merge')
-  t.ok(Date.parse(second.updatedAt) >= Date.parse(stored.updatedAt))
-  t.same(((await control.call('PUT', `${base}/source`, { json: { files: {} } })).body as Source).files, {}, 'an empty map empties it')
+    const second = (
+      await control.call('PUT', `${base}/source`, { json: { files: { 'lib/util.go': 'package lib\n' } } })
+    ).body as Source
+    t.same(
+      second.files,
+      { 'lib/util.go': 'package lib\n' },
+      'files left out of a PUT are gone: it replaces, it does not merge',
+    )
+    t.ok(Date.parse(second.updatedAt) >= Date.parse(stored.updatedAt))
+    t.same(
+      ((await control.call('PUT', `${base}/source`, { json: { files: {} } })).body as Source).files,
+      {},
+      'an empty map empties it',
+    )
 
-  const unicode = { 'docs/ünïcødé.md': '✓ — 日本語 🎉\n', 'a b/c.txt': 'spaces are fine', '.hidden/.env': 'X=1', 'x.': 'a trailing dot', '...': 'three dots is a name' }
-  t.same(((await control.call('PUT', `${base}/source`, { json: { files: unicode } })).body as Source).files, unicode, 'unicode, spaces, dot files')
-})
+    const unicode = {
+      'docs/ünïcødé.md': '✓ — 日本語 🎉\n',
+      'a b/c.txt': 'spaces are fine',
+      '.hidden/.env': 'X=1',
+      'x.': 'a trailing dot',
+      '...': 'three dots is a name',
+    }
+    t.same(
+      ((await control.call('PUT', `${base}/source`, { json: { files: unicode } })).body as Source).files,
+      unicode,
+      'unicode, spaces, dot files',
+    )
+  },
+)
 
 eachEngine(t, "an added function gets its application's template, named after it", async (t, engine) => {
   const control = await startTestControl(t, engine)
   const app = await createApp(control, 'shop', { language: 'ts' })
   const added = await control.call('POST', `/applications/${app.id}/functions`, { json: { name: 'cart' } })
   t.equal(added.status, 201)
-  const source = (await control.call('GET', `/applications/${app.id}/functions/${(added.body as { id: string }).id}/source`)).body as Source
+  const source = (
+    await control.call('GET', `/applications/${app.id}/functions/${(added.body as { id: string }).id}/source`)
+  ).body as Source
   t.same(source.files, templateFiles('ts', 'cart'))
   t.match(source.files['src/index.ts'], /\$\{greeting\} from cart\\n/)
 })
 
 eachEngine(t, 'concurrent PUTs: the stored map is one of them, never a mix', async (t, engine) => {
   const { control, base } = await setup(t, engine)
-  const maps = Array.from({ length: 6 }, (_, i) => Object.fromEntries(Array.from({ length: 20 }, (_, j) => [`f${j}.txt`, `writer ${i}`])))
+  const maps = Array.from({ length: 6 }, (_, i) =>
+    Object.fromEntries(Array.from({ length: 20 }, (_, j) => [`f${j}.txt`, `writer ${i}`])),
+  )
   const replies = await Promise.all(maps.map((files) => control.call('PUT', `${base}/source`, { json: { files } })))
-  t.same(replies.map((r) => r.status), Array(6).fill(200))
+  t.same(
+    replies.map((r) => r.status),
+    Array(6).fill(200),
+  )
   const { files } = (await control.call('GET', `${base}/source`)).body as Source
   t.equal(new Set(Object.values(files)).size, 1, 'every file from the same writer')
   t.equal(Object.keys(files).length, 20)
@@ -80,7 +127,8 @@ eachEngine(t, 'concurrent PUTs: the stored map is one of them, never a mix', asy
 
 eachEngine(t, 'file paths and contents are checked: 400, the source untouched', async (t, engine) => {
   const { control, base } = await setup(t, engine)
-  const kept = (await control.call('PUT', `${base}/source`, { json: { files: { 'keep.go': 'package keep' } } })).body as Source
+  const kept = (await control.call('PUT', `${base}/source`, { json: { files: { 'keep.go': 'package keep' } } }))
+    .body as Source
   const cases: Array<[string, unknown, RegExp]> = [
     ['a parent-directory path', { '../evil': 'x' }, /^invalid file path "..\/evil": the path contains ".."$/],
     ['a path climbing out', { 'a/../../evil': 'x' }, /the path contains ".."/],
@@ -128,9 +176,12 @@ eachEngine(t, 'file paths and contents are checked: 400, the source untouched', 
 
 eachEngine(t, 'source limits: 413 past the file count, the total size and the JSON body limit', async (t, engine) => {
   const { control, base } = await setup(t, engine, SMALL_LIMIT)
-  const kept = (await control.call('PUT', `${base}/source`, { json: { files: { 'keep.go': 'package keep' } } })).body as Source
+  const kept = (await control.call('PUT', `${base}/source`, { json: { files: { 'keep.go': 'package keep' } } }))
+    .body as Source
 
-  const tooManyFirst = await control.call('PUT', `${base}/source`, { json: { files: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, ''])) } })
+  const tooManyFirst = await control.call('PUT', `${base}/source`, {
+    json: { files: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, ''])) },
+  })
   t.equal(tooManyFirst.status, 413)
   t.same((await control.call('GET', `${base}/source`)).body, kept, 'a refused PUT leaves the source as it was')
 
@@ -145,16 +196,25 @@ eachEngine(t, 'source limits: 413 past the file count, the total size and the JS
   const tooBig = await control.call('PUT', `${base}/source`, { json: { files: { a: half, b: half, c: 'x' } } })
   t.equal(tooBig.status, 413, 'files adding up to one byte past --max-archive-bytes')
   t.same(tooBig.body, { error: 'source too large: the files hold more than 65536 bytes' })
-  t.equal((await control.call('PUT', `${base}/source`, { json: { files: { a: half, b: half } } })).status, 200, 'exactly the limit passes')
+  t.equal(
+    (await control.call('PUT', `${base}/source`, { json: { files: { a: half, b: half } } })).status,
+    200,
+    'exactly the limit passes',
+  )
 
   const hugeControl = await startTestControl(t, engine)
   const app = await createApp(hugeControl)
   const hugeBase = `/applications/${app.id}/functions/${firstFunction(app).id}`
-  const huge = await hugeControl.call('PUT', `${hugeBase}/source`, { json: { files: { big: 'x'.repeat(1024 * 1024) } } })
+  const huge = await hugeControl.call('PUT', `${hugeBase}/source`, {
+    json: { files: { big: 'x'.repeat(1024 * 1024) } },
+  })
   t.equal(huge.status, 413, 'a JSON body past 1 MiB')
   t.same(huge.body, { error: 'request body too large: at most 1048576 bytes' })
-  t.same(((await hugeControl.call('GET', `${hugeBase}/source`)).body as Source).files, templateFiles('go', 'hello'), 'nothing was stored')
-
+  t.same(
+    ((await hugeControl.call('GET', `${hugeBase}/source`)).body as Source).files,
+    templateFiles('go', 'hello'),
+    'nothing was stored',
+  )
 })
 
 eachEngine(t, 'download: application/gzip, a tar of the files that GNU tar and tar-stream read', async (t, engine) => {
@@ -171,49 +231,117 @@ eachEngine(t, 'download: application/gzip, a tar of the files that GNU tar and t
 
   const empty = await setup(t, engine)
   await empty.control.call('PUT', `${empty.base}/source`, { json: { files: {} } })
-  t.same(await filesOf((await empty.control.call('GET', `${empty.base}/source.tar.gz`)).body as Buffer), {}, 'an empty source is an empty archive')
-  t.equal((await control.call('GET', `${base.replace(/functions\/.*/, 'functions/00000000-0000-4000-8000-000000000000')}/source.tar.gz`)).status, 404, 'unknown function')
+  t.same(
+    await filesOf((await empty.control.call('GET', `${empty.base}/source.tar.gz`)).body as Buffer),
+    {},
+    'an empty source is an empty archive',
+  )
+  t.equal(
+    (
+      await control.call(
+        'GET',
+        `${base.replace(/functions\/.*/, 'functions/00000000-0000-4000-8000-000000000000')}/source.tar.gz`,
+      )
+    ).status,
+    404,
+    'unknown function',
+  )
 })
 
-eachEngine(t, 'upload: multipart field "archive" or a raw application/gzip body; round trip with download', async (t, engine) => {
-  const { control, base } = await setup(t, engine)
-  const files = { 'main.go': 'package main\n', 'internal/x/x.go': 'package x\n', 'README.md': '# héllo\n' }
-  const multipart = await upload(control, base, gnuTarOf(files))
-  t.equal(multipart.status, 200, 'multipart upload of what `tar -czf` made')
-  const stored = multipart.body as Source
-  t.same(stored.files, { 'README.md': '# héllo\n', 'internal/x/x.go': 'package x\n', 'main.go': 'package main\n' })
-  t.same((await control.call('GET', `${base}/source`)).body, stored, 'GET source answers what the upload answered')
+eachEngine(
+  t,
+  'upload: multipart field "archive" or a raw application/gzip body; round trip with download',
+  async (t, engine) => {
+    const { control, base } = await setup(t, engine)
+    const files = { 'main.go': 'package main\n', 'internal/x/x.go': 'package x\n', 'README.md': '# héllo\n' }
+    const multipart = await upload(control, base, gnuTarOf(files))
+    t.equal(multipart.status, 200, 'multipart upload of what `tar -czf` made')
+    const stored = multipart.body as Source
+    t.same(stored.files, { 'README.md': '# héllo\n', 'internal/x/x.go': 'package x\n', 'main.go': 'package main\n' })
+    t.same((await control.call('GET', `${base}/source`)).body, stored, 'GET source answers what the upload answered')
 
-  const raw = await upload(control, base, await tgzOf([{ name: 'only.txt', content: 'one' }]), 'raw')
-  t.equal(raw.status, 200, 'raw application/gzip body')
-  t.same((raw.body as Source).files, { 'only.txt': 'one' }, 'the upload replaced the whole map')
-  const xgzip = await control.call('POST', `${base}/source.tar.gz`, { body: await tgzOf([{ name: 'x.txt', content: 'x' }]), headers: { 'content-type': 'application/x-gzip' } })
-  t.equal(xgzip.status, 200, 'application/x-gzip too')
+    const raw = await upload(control, base, await tgzOf([{ name: 'only.txt', content: 'one' }]), 'raw')
+    t.equal(raw.status, 200, 'raw application/gzip body')
+    t.same((raw.body as Source).files, { 'only.txt': 'one' }, 'the upload replaced the whole map')
+    const xgzip = await control.call('POST', `${base}/source.tar.gz`, {
+      body: await tgzOf([{ name: 'x.txt', content: 'x' }]),
+      headers: { 'content-type': 'application/x-gzip' },
+    })
+    t.equal(xgzip.status, 200, 'application/x-gzip too')
 
-  await control.call('PUT', `${base}/source`, { json: { files } })
-  const downloaded = (await control.call('GET', `${base}/source.tar.gz`)).body as Buffer
-  await control.call('PUT', `${base}/source`, { json: { files: {} } })
-  t.same(((await upload(control, base, downloaded)).body as Source).files, files, 'a downloaded archive uploads back to the same files')
-})
+    await control.call('PUT', `${base}/source`, { json: { files } })
+    const downloaded = (await control.call('GET', `${base}/source.tar.gz`)).body as Buffer
+    await control.call('PUT', `${base}/source`, { json: { files: {} } })
+    t.same(
+      ((await upload(control, base, downloaded)).body as Source).files,
+      files,
+      'a downloaded archive uploads back to the same files',
+    )
+  },
+)
 
 eachEngine(t, 'refused uploads: the right status, {error}, and the stored source untouched', async (t, engine) => {
   const { control, base } = await setup(t, engine, SMALL_LIMIT)
-  const kept = (await control.call('PUT', `${base}/source`, { json: { files: { 'keep.go': 'package keep\n' } } })).body as Source
+  const kept = (await control.call('PUT', `${base}/source`, { json: { files: { 'keep.go': 'package keep\n' } } }))
+    .body as Source
   const tarball = await tarOf([{ name: 'a.txt', content: 'x' }])
   const zeros = gzipSync(await tarOf([{ name: 'zeros', content: Buffer.alloc(64 * 1024 * 1024, 0x30) }]), { level: 9 })
   const cases: Array<[string, Buffer, number, RegExp]> = [
-    ['path traversal', await tgzOf([{ name: 'ok.txt', content: 'x' }, { name: '../../etc/cron.d/evil', content: 'x' }]), 400, /the path contains ".."/],
+    [
+      'path traversal',
+      await tgzOf([
+        { name: 'ok.txt', content: 'x' },
+        { name: '../../etc/cron.d/evil', content: 'x' },
+      ]),
+      400,
+      /the path contains ".."/,
+    ],
     ['an absolute path', await tgzOf([{ name: '/etc/passwd', content: 'x' }]), 400, /the path is absolute/],
     ['a symlink', await tgzOf([{ name: 'link', type: 'symlink', linkname: '/etc/shadow' }]), 400, /is a link/],
-    ['a hard link', await tgzOf([{ name: 'a', content: 'x' }, { name: 'b', type: 'link', linkname: '/etc/shadow' }]), 400, /is a link/],
+    [
+      'a hard link',
+      await tgzOf([
+        { name: 'a', content: 'x' },
+        { name: 'b', type: 'link', linkname: '/etc/shadow' },
+      ]),
+      400,
+      /is a link/,
+    ],
     ['a device', await tgzOf([{ name: 'dev', type: 'character-device' }]), 400, /is a character-device/],
-    ['too many files', await tgzOf(Array.from({ length: 1001 }, (_, i) => ({ name: `f${i}`, content: '' }))), 413, /too many files: at most 1000/],
-    ['more bytes than the limit', await tgzOf([{ name: 'a', content: randomBytes(40 * 1024).toString('hex').slice(0, 70 * 1024) }]), 413, /unpacks to more than 65536 bytes/],
+    [
+      'too many files',
+      await tgzOf(Array.from({ length: 1001 }, (_, i) => ({ name: `f${i}`, content: '' }))),
+      413,
+      /too many files: at most 1000/,
+    ],
+    [
+      'more bytes than the limit',
+      await tgzOf([
+        {
+          name: 'a',
+          content: randomBytes(40 * 1024)
+            .toString('hex')
+            .slice(0, 70 * 1024),
+        },
+      ]),
+      413,
+      /unpacks to more than 65536 bytes/,
+    ],
     ['a gzip bomb (64 MiB of zeros)', zeros, 413, /unpacks to more than 65536 bytes/],
-    ['an upload past the compressed limit', await storedTgz(100 * 1024), 413, /archive too large: more than 65536 bytes/],
+    [
+      'an upload past the compressed limit',
+      await storedTgz(100 * 1024),
+      413,
+      /archive too large: more than 65536 bytes/,
+    ],
     ['not gzip', tarball, 400, /^not a valid gzip file/],
     ['gzip but not tar', gzipSync(Buffer.from('hello '.repeat(200))), 400, /^not a valid tar archive/],
-    ['non-UTF-8 content', await tgzOf([{ name: 'latin1.txt', content: Buffer.from([0x63, 0x61, 0x66, 0xe9]) }]), 400, /not UTF-8 text/],
+    [
+      'non-UTF-8 content',
+      await tgzOf([{ name: 'latin1.txt', content: Buffer.from([0x63, 0x61, 0x66, 0xe9]) }]),
+      400,
+      /not UTF-8 text/,
+    ],
     ['a NUL in the content', await tgzOf([{ name: 'nul.txt', content: 'a\u0000b' }]), 400, /NUL/],
   ]
   for (const [what, archive, status, reason] of cases) {
@@ -222,7 +350,11 @@ eachEngine(t, 'refused uploads: the right status, {error}, and the stored source
       t.equal(reply.status, status, `${what} (${how})`)
       t.ok(isErrorBody(reply.body), `${what} (${how}): {error}`)
       t.match((reply.body as { error: string }).error, reason, `${what} (${how}): says why`)
-      t.same((await control.call('GET', `${base}/source`)).body, kept, `${what} (${how}): the stored source is untouched`)
+      t.same(
+        (await control.call('GET', `${base}/source`)).body,
+        kept,
+        `${what} (${how}): the stored source is untouched`,
+      )
     }
   }
   const wrongField = await upload(control, base, await tgzOf([{ name: 'a', content: 'x' }]), 'multipart', 'file')
@@ -230,11 +362,19 @@ eachEngine(t, 'refused uploads: the right status, {error}, and the stored source
   t.same(wrongField.body, { error: 'expected the archive in the multipart file field "archive"' })
   const form = new FormData()
   form.append('archive', 'just a text field')
-  t.equal((await control.call('POST', `${base}/source.tar.gz`, { body: form })).status, 400, 'a multipart text field, no file')
+  t.equal(
+    (await control.call('POST', `${base}/source.tar.gz`, { body: form })).status,
+    400,
+    'a multipart text field, no file',
+  )
   const json = await control.call('POST', `${base}/source.tar.gz`, { json: { files: {} } })
   t.equal(json.status, 415, 'a JSON body')
   t.match((json.body as { error: string }).error, /multipart\/form-data.*application\/gzip/)
-  const unknown = await upload(control, base.replace(/functions\/.*/, 'functions/00000000-0000-4000-8000-000000000000'), await tgzOf([]))
+  const unknown = await upload(
+    control,
+    base.replace(/functions\/.*/, 'functions/00000000-0000-4000-8000-000000000000'),
+    await tgzOf([]),
+  )
   t.equal(unknown.status, 404, 'an unknown function')
   t.same((await control.call('GET', `${base}/source`)).body, kept, 'still untouched')
 })

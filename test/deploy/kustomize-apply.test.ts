@@ -18,11 +18,16 @@ const deploy = join(repo, 'deploy')
 const KUSTOMIZATIONS = ['base', 'overlays/production', 'overlays/registry']
 
 /** The resource path of each kind, from discovery. */
-async function resourcesOf (server: KubeApiServer, apiVersion: string): Promise<Map<string, { name: string; namespaced: boolean }>> {
+async function resourcesOf(
+  server: KubeApiServer,
+  apiVersion: string,
+): Promise<Map<string, { name: string; namespaced: boolean }>> {
   const answer = await server.admin('GET', apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`)
   if (answer.status !== 200) throw new Error(`discovery of ${apiVersion} answered ${answer.status}`)
   const list = (answer.body as { resources: Array<{ name: string; kind: string; namespaced: boolean }> }).resources
-  return new Map(list.filter((r) => !r.name.includes('/')).map((r) => [r.kind, { name: r.name, namespaced: r.namespaced }]))
+  return new Map(
+    list.filter((r) => !r.name.includes('/')).map((r) => [r.kind, { name: r.name, namespaced: r.namespaced }]),
+  )
 }
 
 for (const dir of KUSTOMIZATIONS) {
@@ -34,22 +39,34 @@ for (const dir of KUSTOMIZATIONS) {
     const namespaces = new Set(rendered.map((o) => o.metadata.namespace ?? fallback))
     for (const namespace of namespaces) {
       if (rendered.some((o) => o.kind === 'Namespace' && o.metadata.name === namespace)) continue
-      await server.admin('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } })
+      await server.admin('POST', '/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: namespace },
+      })
     }
     // Namespaces first, as kubectl orders them.
-    const ordered = [...rendered.filter((o) => o.kind === 'Namespace'), ...rendered.filter((o) => o.kind !== 'Namespace')]
+    const ordered = [
+      ...rendered.filter((o) => o.kind === 'Namespace'),
+      ...rendered.filter((o) => o.kind !== 'Namespace'),
+    ]
     const refused: string[] = []
     for (const object of ordered) {
       const resource = (await resourcesOf(server, object.apiVersion)).get(object.kind)
       if (resource === undefined) {
-        refused.push(`${object.kind} ${object.metadata.name}: the API server does not serve ${object.apiVersion} ${object.kind}`)
+        refused.push(
+          `${object.kind} ${object.metadata.name}: the API server does not serve ${object.apiVersion} ${object.kind}`,
+        )
         continue
       }
       const base = object.apiVersion.includes('/') ? `/apis/${object.apiVersion}` : `/api/${object.apiVersion}`
       const namespace = object.metadata.namespace ?? fallback
       const path = `${base}${resource.namespaced ? `/namespaces/${namespace}` : ''}/${resource.name}/${object.metadata.name}?fieldManager=kustomize-test&force=true`
       const answer = await server.admin('PATCH', path, JSON.stringify(object), 'application/apply-patch+yaml')
-      if (answer.status !== 200 && answer.status !== 201) refused.push(`${object.kind} ${object.metadata.name}: ${answer.status} ${(answer.body as { message?: string }).message ?? answer.text}`)
+      if (answer.status !== 200 && answer.status !== 201)
+        refused.push(
+          `${object.kind} ${object.metadata.name}: ${answer.status} ${(answer.body as { message?: string }).message ?? answer.text}`,
+        )
     }
     t.same(refused, [], `every object of ${dir} applied`)
   })

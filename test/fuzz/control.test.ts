@@ -23,14 +23,31 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
   t.teardown(() => oidc.close())
   const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
   const finished: BuildT[] = []
-  const control = await startTestControl(t, 'pglite', [
-    '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.clientId,
-    '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE, '--builder-images', BUILDERS, '--image-repository', REPOSITORY,
-    '--log-level', 'debug',
-  ], { deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build) } })
+  const control = await startTestControl(
+    t,
+    'pglite',
+    [
+      '--oidc-issuer',
+      oidc.issuer,
+      '--oidc-audience',
+      oidc.clientId,
+      '--kubeconfig',
+      fake.kubeconfig,
+      '--namespace',
+      NAMESPACE,
+      '--builder-images',
+      BUILDERS,
+      '--image-repository',
+      REPOSITORY,
+      '--log-level',
+      'debug',
+    ],
+    { deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build) } },
+  )
   await control.server.cluster?.watcher.ready
   const token = await oidc.idToken()
-  const as = (method: string, path: string, opts: Parameters<typeof control.call>[2] = {}): Promise<Reply> => control.call(method, path, { token, ...opts })
+  const as = (method: string, path: string, opts: Parameters<typeof control.call>[2] = {}): Promise<Reply> =>
+    control.call(method, path, { token, ...opts })
 
   // One application deployed on the fake cluster, its Service backed by an echo server.
   const echo = createServer((request, response) => {
@@ -38,10 +55,17 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     request.on('end', () => response.end(JSON.stringify({ url: request.url })))
   })
   await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { echo.closeAllConnections(); echo.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        echo.closeAllConnections()
+        echo.close(() => resolve())
+      }),
+  )
   const app = await deployApp({ control, fake, finished }, 'fuzzed', {
     call: { token },
-    prepare: (created) => as('POST', `/applications/${created.id}/functions`, { json: { name: 'api', route: '/api/...' } }),
+    prepare: (created) =>
+      as('POST', `/applications/${created.id}/functions`, { json: { name: 'api', route: '/api/...' } }),
   })
   const fn = firstFunction(app)
   setServiceBackend(fake, 'fuzzed', `http://127.0.0.1:${(echo.address() as AddressInfo).port}`)
@@ -56,20 +80,62 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
   // Invoke: every request the fake cluster serves meanwhile is the Service's proxy.
   const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
   const seenBefore = fake.accesses.length
-  const invokeRequest = fc.record({
-    method: fc.oneof({ weight: 5, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS') },
-      fc.constantFrom('CONNECT', 'TRACE', 'get', ''), fc.string({ maxLength: 10 })),
-    path: glued(['/', '/..', '..', '.', '%2e', '%2E', '%2f', '%2F', '%5c', '\\', '//', '?', '#', '%', '%00', '/api', 'secrets', 'x', '@', ':'], 12).map((path) => `/${path}`),
-    headers: fc.dictionary(headerName, fc.array(headerValue, { maxLength: 2 }), { maxKeys: 4 }),
-    body: fc.option(fc.string({ maxLength: 100 })),
-    bodyIsBase64: fc.option(fc.boolean()),
-  }, { requiredKeys: ['method', 'path'] })
+  const invokeRequest = fc.record(
+    {
+      method: fc.oneof(
+        { weight: 5, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS') },
+        fc.constantFrom('CONNECT', 'TRACE', 'get', ''),
+        fc.string({ maxLength: 10 }),
+      ),
+      path: glued(
+        [
+          '/',
+          '/..',
+          '..',
+          '.',
+          '%2e',
+          '%2E',
+          '%2f',
+          '%2F',
+          '%5c',
+          '\\',
+          '//',
+          '?',
+          '#',
+          '%',
+          '%00',
+          '/api',
+          'secrets',
+          'x',
+          '@',
+          ':',
+        ],
+        12,
+      ).map((path) => `/${path}`),
+      headers: fc.dictionary(headerName, fc.array(headerValue, { maxLength: 2 }), { maxKeys: 4 }),
+      body: fc.option(fc.string({ maxLength: 100 })),
+      bodyIsBase64: fc.option(fc.boolean()),
+    },
+    { requiredKeys: ['method', 'path'] },
+  )
   // The shapes of the review's findings always run first; the generator explores around them.
-  const known = ['/../../../secrets', '/%2e%2e/%2E%2E/%2e%2e/secrets', '/..%2f..%2f..%2fsecrets', '/a/%2f../../../../secrets', '/..\\..\\secrets', '//../../secrets']
-  await fc.assert(fc.asyncProperty(invokeRequest, async (request) => {
-    check(`invoke ${JSON.stringify(request)}`, await as('POST', invokePath, { json: request }))
-  }), { ...fuzzOptions(), examples: known.map((path) => [{ method: 'GET', path }]) })
-  const strays = fake.accesses.slice(seenBefore).filter((access) => access.resource !== 'services' || access.subresource !== 'proxy')
+  const known = [
+    '/../../../secrets',
+    '/%2e%2e/%2E%2E/%2e%2e/secrets',
+    '/..%2f..%2f..%2fsecrets',
+    '/a/%2f../../../../secrets',
+    '/..\\..\\secrets',
+    '//../../secrets',
+  ]
+  await fc.assert(
+    fc.asyncProperty(invokeRequest, async (request) => {
+      check(`invoke ${JSON.stringify(request)}`, await as('POST', invokePath, { json: request }))
+    }),
+    { ...fuzzOptions(), examples: known.map((path) => [{ method: 'GET', path }]) },
+  )
+  const strays = fake.accesses
+    .slice(seenBefore)
+    .filter((access) => access.resource !== 'services' || access.subresource !== 'proxy')
   t.same(strays, [], 'invoke reached nothing in the cluster but the Service proxy')
 
   // Source file maps: accepted, or refused with the stored source kept.
@@ -85,31 +151,58 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     check(what, reply)
     if (reply.status === 200) return await restore()
     const stored = (await as('GET', sourcePath)).body as { files: Record<string, string> }
-    if (JSON.stringify(stored.files) !== JSON.stringify(kept)) throw new Error(`${what}, refused with ${reply.status}, changed the source`)
+    if (JSON.stringify(stored.files) !== JSON.stringify(kept))
+      throw new Error(`${what}, refused with ${reply.status}, changed the source`)
   }
-  const fileName = glued(['a', 'b', '/', '.', '..', '\\', '__proto__', 'constructor', '%2e', ' ', '\0', 'é', '~', 'C:'], 8)
+  const fileName = glued(
+    ['a', 'b', '/', '.', '..', '\\', '__proto__', 'constructor', '%2e', ' ', '\0', 'é', '~', 'C:'],
+    8,
+  )
   const fileMap = fc.dictionary(fileName, fc.string({ maxLength: 50 }), { maxKeys: 5 })
-  await fc.assert(fc.asyncProperty(fileMap, async (files) => {
-    await settled(`source ${JSON.stringify(files)}`, await as('PUT', sourcePath, { json: { files } }))
-  }), fuzzOptions())
+  await fc.assert(
+    fc.asyncProperty(fileMap, async (files) => {
+      await settled(`source ${JSON.stringify(files)}`, await as('PUT', sourcePath, { json: { files } }))
+    }),
+    fuzzOptions(),
+  )
 
   // Archives: generated entries of every type, names and link targets.
-  const entry: fc.Arbitrary<Entry> = fc.record({
-    name: fileName,
-    type: fc.constantFrom('file', 'file', 'directory', 'symlink', 'link', 'character-device', 'fifo'),
-    content: fc.string({ maxLength: 40 }),
-    linkname: glued(['/', '..', 'etc', 'passwd', 'a', '.'], 5),
-  }).map(({ name, type, content, linkname }) => type === 'symlink' || type === 'link' ? { name, type, linkname } : type === 'file' ? { name, type, content } : { name, type })
-  await fc.assert(fc.asyncProperty(fc.array(entry, { maxLength: 5 }), async (entries) => {
-    const body = await tgzOf(entries)
-    await settled(`archive ${JSON.stringify(entries)}`, await as('POST', `${sourcePath}.tar.gz`, { body, headers: { 'content-type': 'application/gzip' } }))
-  }), fuzzOptions())
+  const entry: fc.Arbitrary<Entry> = fc
+    .record({
+      name: fileName,
+      type: fc.constantFrom('file', 'file', 'directory', 'symlink', 'link', 'character-device', 'fifo'),
+      content: fc.string({ maxLength: 40 }),
+      linkname: glued(['/', '..', 'etc', 'passwd', 'a', '.'], 5),
+    })
+    .map(({ name, type, content, linkname }) =>
+      type === 'symlink' || type === 'link'
+        ? { name, type, linkname }
+        : type === 'file'
+          ? { name, type, content }
+          : { name, type },
+    )
+  await fc.assert(
+    fc.asyncProperty(fc.array(entry, { maxLength: 5 }), async (entries) => {
+      const body = await tgzOf(entries)
+      await settled(
+        `archive ${JSON.stringify(entries)}`,
+        await as('POST', `${sourcePath}.tar.gz`, { body, headers: { 'content-type': 'application/gzip' } }),
+      )
+    }),
+    fuzzOptions(),
+  )
 
   // A stage whose inputs were all refused (or all taken) would pass while testing little.
-  t.ok(statuses.has(200) && statuses.has(400), `inputs both taken and refused: ${JSON.stringify(Object.fromEntries(statuses))}`)
+  t.ok(
+    statuses.has(200) && statuses.has(400),
+    `inputs both taken and refused: ${JSON.stringify(Object.fromEntries(statuses))}`,
+  )
   t.equal((await control.call('GET', '/healthz')).status, 200, 'the control plane still serves')
   const logs = control.logText()
   t.notOk(logs.includes(token.split('.')[2]!), 'the id token is in no log line')
   t.notOk(logs.includes(fake.token), 'nor the cluster token')
-  t.notOk(control.logs.some((line) => Number(line.level) >= 50), 'no error-level log line: bad input is the client\'s fault')
+  t.notOk(
+    control.logs.some((line) => Number(line.level) >= 50),
+    "no error-level log line: bad input is the client's fault",
+  )
 })

@@ -10,7 +10,7 @@ import type { Test } from 'tap'
 import { keepPromise, rawRequest, rawRequestBytes } from '../helpers/raw-http.js'
 
 /** A server that hands each connection to `handle`; its port. */
-async function server (t: Test, handle: (socket: Socket) => void): Promise<number> {
+async function server(t: Test, handle: (socket: Socket) => void): Promise<number> {
   const listener = createServer(handle)
   listener.listen(0, '127.0.0.1')
   await once(listener, 'listening')
@@ -49,8 +49,26 @@ t.test('a request that cannot be made whole is half-closed, so the wait ends on 
 t.test('which requests keepPromise calls whole', async (t) => {
   t.same(keepPromise([], 'x'), { body: 'x', whole: true }, 'no length named: rawRequestBytes adds the right one')
   t.same(keepPromise([['Content-Length', ' 2 ']], ''), { body: '  ', whole: true }, 'spaces around the number')
-  t.same(keepPromise([['content-length', 'abc']], ''), { body: '', whole: true }, 'not a number: answered as a bad request')
-  t.same(keepPromise([['content-length', '1']], 'abc'), { body: 'abc', whole: true }, 'more than promised: the rest is the next request')
-  t.same(keepPromise([['content-length', '1'], ['content-length', '2']], ''), { body: '', whole: false }, 'two lengths')
+  t.same(
+    keepPromise([['content-length', 'abc']], ''),
+    { body: '', whole: true },
+    'not a number: answered as a bad request',
+  )
+  t.same(
+    keepPromise([['content-length', '1']], 'abc'),
+    { body: 'abc', whole: true },
+    'more than promised: the rest is the next request',
+  )
+  t.same(
+    keepPromise(
+      [
+        ['content-length', '1'],
+        ['content-length', '2'],
+      ],
+      '',
+    ),
+    { body: '', whole: false },
+    'two lengths',
+  )
   t.same(keepPromise([['content-length', String(1 << 20)]], '', 1024), { body: '', whole: false }, 'past the limit')
 })

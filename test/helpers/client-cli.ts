@@ -18,16 +18,21 @@ export type Cli = {
   peakRss: () => number
 }
 
-export function runCli (t: Test, args: string[], env: Record<string, string> = {}): Cli {
+export function runCli(t: Test, args: string[], env: Record<string, string> = {}): Cli {
   if (!existsSync(CLI_MAIN)) throw new Error(`${CLI_MAIN} is missing: run "npm run build" first (npm test builds it)`)
   const base: NodeJS.ProcessEnv = {}
   // Not tap's runner settings (TAP*) nor the relay's: tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays
   for (const [key, value] of Object.entries(process.env)) {
     if (!/^(TAP|RELAY_)/.test(key)) base[key] = value
   }
-  const child = spawn(process.execPath, [CLI_MAIN, ...args], { env: { ...base, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [CLI_MAIN, ...args], {
+    env: { ...base, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
   let peak = 0
   const sample = () => {
     try {
@@ -38,17 +43,28 @@ export function runCli (t: Test, args: string[], env: Record<string, string> = {
   const sampler = setInterval(sample, 100)
   const exited = new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
-    child.once('close', (code) => { clearInterval(sampler); resolve(code) })
+    child.once('close', (code) => {
+      clearInterval(sampler)
+      resolve(code)
+    })
   })
   t.teardown(() => {
     clearInterval(sampler)
     return stopChild(child)
   })
-  return { child, stderr: () => stderr, exited, peakRss: () => { sample(); return peak } }
+  return {
+    child,
+    stderr: () => stderr,
+    exited,
+    peakRss: () => {
+      sample()
+      return peak
+    },
+  }
 }
 
 /** All of a stream's bytes. */
-export async function collect (stream: Readable): Promise<Buffer> {
+export async function collect(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = []
   for await (const chunk of stream) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks)

@@ -28,7 +28,7 @@ export const REPOSITORY = 'registry.test/apps'
 /** What every built image measures here: registry.test is no registry (the real reading is tested on an OCI layout). */
 export const IMAGE_SIZE = 4096
 
-export function tempDir (t: Test): string {
+export function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'control-kube-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
@@ -41,13 +41,42 @@ export type ClusterControl = { control: TestControl; fake: FakeKube; finished: B
  * for the registry (another digest, a refusal); by default the built image runs as it is, since
  * registry.test is no registry (the credentials are still read).
  */
-export async function startClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' | Relock } = {}): Promise<ClusterControl> {
-  const fake = opts.fake ?? await startFakeCluster(t, tempDir(t), NAMESPACE)
+export async function startClusterControl(
+  t: Test,
+  engine: Engine,
+  opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' | Relock } = {},
+): Promise<ClusterControl> {
+  const fake = opts.fake ?? (await startFakeCluster(t, tempDir(t), NAMESPACE))
   const finished: BuildT[] = []
-  const control = await startTestControl(t, engine, [
-    '--dev-insecure-skip-auth', '--kubeconfig', fake.kubeconfig, '--namespace', NAMESPACE,
-    '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
-  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: typeof opts.relock === 'function' ? opts.relock : async (image: string) => image }) } })
+  const control = await startTestControl(
+    t,
+    engine,
+    [
+      '--dev-insecure-skip-auth',
+      '--kubeconfig',
+      fake.kubeconfig,
+      '--namespace',
+      NAMESPACE,
+      '--builder-images',
+      BUILDERS,
+      '--image-repository',
+      REPOSITORY,
+      '--log-level',
+      'debug',
+      ...(opts.flags ?? []),
+    ],
+    {
+      ...(opts.store !== undefined ? { store: opts.store } : {}),
+      deps: {
+        cluster: { retryMs: 20, pollMs: 20 },
+        onBuildFinished: (build) => finished.push(build),
+        measureImage: async () => IMAGE_SIZE,
+        ...(opts.relock === 'registry'
+          ? {}
+          : { relock: typeof opts.relock === 'function' ? opts.relock : async (image: string) => image }),
+      },
+    },
+  )
   await control.server.cluster?.watcher.ready
   return { control, fake, finished }
 }
@@ -57,7 +86,7 @@ export async function startClusterControl (t: Test, engine: Engine, opts: { flag
  * `call` (a token) goes with every request; `prepare` runs between the create and the build
  * (another function, say).
  */
-export async function deployApp (
+export async function deployApp(
   cluster: ClusterControl,
   name = 'hello',
   opts: { call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
@@ -69,13 +98,23 @@ export async function deployApp (
   succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
   // The whole deploy, not just its SpinApp: the autoscaler and the route are reconciled after
   // it, and a test that counts the cluster requests it causes must not see those.
-  await until(() => cluster.finished.some((finished) => finished.id === build.id), 5000, 'build finished and its deploy done')
+  await until(
+    () => cluster.finished.some((finished) => finished.id === build.id),
+    5000,
+    'build finished and its deploy done',
+  )
   if (fake.get(SPINAPPS, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
   operateSpinApp(fake, name)
   return app
 }
 
-export type RealClusterControl = { control: TestControl; kube: RealCluster; finished: BuildT[]; proxy: CuttableProxy | null; watches: WatchProxy | null }
+export type RealClusterControl = {
+  control: TestControl
+  kube: RealCluster
+  finished: BuildT[]
+  proxy: CuttableProxy | null
+  watches: WatchProxy | null
+}
 
 /**
  * The control plane on the real API server (test/helpers/kube-apiserver.ts): a namespace of its
@@ -83,7 +122,18 @@ export type RealClusterControl = { control: TestControl; kube: RealCluster; fini
  * bound to, the same flags and deps as on the fake. `kube` reuses a namespace (a second control
  * plane on the same cluster).
  */
-export async function startRealClusterControl (t: Test, engine: Engine, opts: { flags?: string[]; kube?: RealCluster; store?: Store; relock?: 'registry'; proxy?: boolean; watchProxy?: boolean } = {}): Promise<RealClusterControl> {
+export async function startRealClusterControl(
+  t: Test,
+  engine: Engine,
+  opts: {
+    flags?: string[]
+    kube?: RealCluster
+    store?: Store
+    relock?: 'registry'
+    proxy?: boolean
+    watchProxy?: boolean
+  } = {},
+): Promise<RealClusterControl> {
   let kube = opts.kube
   if (kube === undefined) {
     kube = realCluster(await kubeNamespace(t, tempDir(t)))
@@ -95,7 +145,10 @@ export async function startRealClusterControl (t: Test, engine: Engine, opts: { 
   if (opts.proxy === true) {
     proxy = await cuttableProxy(t, Number(new URL(kube.server.url).port))
     kubeconfig = join(tempDir(t), 'kubeconfig-proxied.yaml')
-    writeFileSync(kubeconfig, readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`))
+    writeFileSync(
+      kubeconfig,
+      readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`),
+    )
   }
   // `watchProxy`: through an HTTPS proxy that ends or refuses watches and nothing else.
   let watches: WatchProxy | null = null
@@ -104,10 +157,33 @@ export async function startRealClusterControl (t: Test, engine: Engine, opts: { 
     kubeconfig = watches.kubeconfig
   }
   const finished: BuildT[] = []
-  const control = await startTestControl(t, engine, [
-    '--dev-insecure-skip-auth', '--kubeconfig', kubeconfig, '--namespace', kube.namespace,
-    '--builder-images', BUILDERS, '--image-repository', REPOSITORY, '--log-level', 'debug', ...opts.flags ?? [],
-  ], { ...(opts.store !== undefined ? { store: opts.store } : {}), deps: { cluster: { retryMs: 20, pollMs: 20 }, onBuildFinished: (build) => finished.push(build), measureImage: async () => IMAGE_SIZE, ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }) } })
+  const control = await startTestControl(
+    t,
+    engine,
+    [
+      '--dev-insecure-skip-auth',
+      '--kubeconfig',
+      kubeconfig,
+      '--namespace',
+      kube.namespace,
+      '--builder-images',
+      BUILDERS,
+      '--image-repository',
+      REPOSITORY,
+      '--log-level',
+      'debug',
+      ...(opts.flags ?? []),
+    ],
+    {
+      ...(opts.store !== undefined ? { store: opts.store } : {}),
+      deps: {
+        cluster: { retryMs: 20, pollMs: 20 },
+        onBuildFinished: (build) => finished.push(build),
+        measureImage: async () => IMAGE_SIZE,
+        ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }),
+      },
+    },
+  )
   await control.server.cluster?.watcher.ready
   return { control, kube, finished, proxy, watches }
 }

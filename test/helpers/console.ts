@@ -18,12 +18,14 @@ const AXE = axe.source
 type Violation = { id: string; impact: string | null; help: string; nodes: string[] }
 
 /** Screenshot `name`, then fail the test on any serious or critical axe violation. */
-export async function checkPage (t: Test, page: Page, name: string): Promise<void> {
+export async function checkPage(t: Test, page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
   await page.evaluate(AXE)
   // A string, evaluated in the page: this file is compiled without the DOM's types.
-  const violations = await page.evaluate<Violation[]>(`axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations.map((v) => ({
+  const violations = await page.evaluate<
+    Violation[]
+  >(`axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations.map((v) => ({
     id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)),
   })))`)
   const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
@@ -31,10 +33,11 @@ export async function checkPage (t: Test, page: Page, name: string): Promise<voi
 }
 
 /** Collects what the page reports as Content-Security-Policy violations and script errors. */
-export function pageProblems (page: Page): string[] {
+export function pageProblems(page: Page): string[] {
   const problems: string[] = []
   page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text())) problems.push(message.text())
+    if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text()))
+      problems.push(message.text())
   })
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
   return problems
@@ -44,14 +47,27 @@ export function pageProblems (page: Page): string[] {
  * A control plane on the local runtime whose console signs in through a real OpenID provider
  * (authorization code + PKCE); the login `viewer` is read-only. `flags` come after these.
  */
-export async function startConsoleControl (t: Test, flags: string[] = []) {
+export async function startConsoleControl(t: Test, flags: string[] = []) {
   const port = await freePort()
-  const oidc = await startOidcProvider({ browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } } })
+  const oidc = await startOidcProvider({
+    browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } },
+  })
   t.teardown(() => oidc.close())
   const control = await startTestControl(t, 'pglite', [
-    '--addr', `127.0.0.1:${port}`, '--runtime', 'local', '--log-level', 'warn',
-    '--oidc-issuer', oidc.issuer, '--oidc-audience', oidc.browserClientId, '--console-client-id', oidc.browserClientId,
-    '--readonly-claim', 'groups=viewers',
+    '--addr',
+    `127.0.0.1:${port}`,
+    '--runtime',
+    'local',
+    '--log-level',
+    'warn',
+    '--oidc-issuer',
+    oidc.issuer,
+    '--oidc-audience',
+    oidc.browserClientId,
+    '--console-client-id',
+    oidc.browserClientId,
+    '--readonly-claim',
+    'groups=viewers',
     ...flags,
   ])
   return { port, oidc, control }

@@ -10,11 +10,13 @@ const controlMainJs = fileURLToPath(new URL('../../control/dist/main.js', import
 export const controlHealthcheckJs = fileURLToPath(new URL('../../control/dist/healthcheck.js', import.meta.url))
 
 export const controlProcess = processRunner({
-  mainJs: controlMainJs, ownEnv: /^PLATFORM_/, listening: 'control plane listening',
+  mainJs: controlMainJs,
+  ownEnv: /^PLATFORM_/,
+  listening: 'control plane listening',
 })
 
 /** A fresh directory, removed when the test ends. */
-export function scratchDir (t: Test): string {
+export function scratchDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'control-process-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir

@@ -4,7 +4,7 @@
 
 type Jar = Map<string, string>
 
-async function go (jar: Jar, url: string, form?: Record<string, string>): Promise<Response> {
+async function go(jar: Jar, url: string, form?: Record<string, string>): Promise<Response> {
   const headers: Record<string, string> = { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') }
   const response = await fetch(url, {
     method: form === undefined ? 'GET' : 'POST',
@@ -20,7 +20,7 @@ async function go (jar: Jar, url: string, form?: Record<string, string>): Promis
   return response
 }
 
-function formOf (html: string, base: string): { action: string; fields: Record<string, string> } {
+function formOf(html: string, base: string): { action: string; fields: Record<string, string> } {
   const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1]
   if (action === undefined) throw new Error(`no form on the page: ${html.slice(0, 300)}`)
   const fields: Record<string, string> = {}
@@ -32,7 +32,11 @@ function formOf (html: string, base: string): { action: string; fields: Record<s
 }
 
 /** Approves (or with deny, aborts) the login shown at `verificationUri` for `userCode`; returns the last page. */
-export async function actAsUser (verificationUri: string, userCode: string, opts: { deny?: boolean } = {}): Promise<string> {
+export async function actAsUser(
+  verificationUri: string,
+  userCode: string,
+  opts: { deny?: boolean } = {},
+): Promise<string> {
   const jar: Jar = new Map()
   const entry = await go(jar, verificationUri)
   const input = formOf(await entry.text(), verificationUri)

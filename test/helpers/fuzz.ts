@@ -6,7 +6,7 @@ import fc from 'fast-check'
 const DEFAULT_SEED = 20261123
 const DEFAULT_RUNS = 40
 
-function fromEnv (name: string, fallback: number): number {
+function fromEnv(name: string, fallback: number): number {
   const text = process.env[name]
   if (text === undefined || text === '') return fallback
   const value = Number(text)
@@ -15,13 +15,24 @@ function fromEnv (name: string, fallback: number): number {
 }
 
 /** Options for fc.assert: the stage's seed and `scale` times its run count. */
-export function fuzzOptions (scale = 1): { seed: number; numRuns: number; endOnFailure: true } {
-  return { seed: fromEnv('FUZZ_SEED', DEFAULT_SEED), numRuns: Math.max(1, Math.round(fromEnv('FUZZ_RUNS', DEFAULT_RUNS) * scale)), endOnFailure: true }
+export function fuzzOptions(scale = 1): { seed: number; numRuns: number; endOnFailure: true } {
+  return {
+    seed: fromEnv('FUZZ_SEED', DEFAULT_SEED),
+    numRuns: Math.max(1, Math.round(fromEnv('FUZZ_RUNS', DEFAULT_RUNS) * scale)),
+    endOnFailure: true,
+  }
 }
 
 /** Strings drawn mostly from `pieces`: the tokens that matter to a parser, glued at random. */
-export function glued (pieces: string[], maxLength = 12): fc.Arbitrary<string> {
-  return fc.array(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...pieces) }, { weight: 1, arbitrary: fc.string({ maxLength: 4 }) }), { maxLength })
+export function glued(pieces: string[], maxLength = 12): fc.Arbitrary<string> {
+  return fc
+    .array(
+      fc.oneof(
+        { weight: 4, arbitrary: fc.constantFrom(...pieces) },
+        { weight: 1, arbitrary: fc.string({ maxLength: 4 }) },
+      ),
+      { maxLength },
+    )
     .map((parts) => parts.join(''))
 }
 
@@ -34,8 +45,25 @@ export const headerValue = fc.oneof(
 
 /** Header names, valid and not. */
 export const headerName = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom('content-type', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'host', 'authorization',
-    'origin', 'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-protocol', 'x-forwarded-for', 'expect', 'te') },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      'content-type',
+      'content-length',
+      'transfer-encoding',
+      'connection',
+      'upgrade',
+      'host',
+      'authorization',
+      'origin',
+      'sec-websocket-key',
+      'sec-websocket-version',
+      'sec-websocket-protocol',
+      'x-forwarded-for',
+      'expect',
+      'te',
+    ),
+  },
   { weight: 3, arbitrary: fc.stringMatching(/^[!#$%&'*+.^_`|~0-9a-zA-Z-]{1,20}$/) },
   { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 12 }) },
 )

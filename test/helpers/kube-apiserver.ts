@@ -29,14 +29,15 @@ import { withTimeout } from './wait.js'
 const repo = new URL('../../', import.meta.url).pathname
 
 /** Where scripts/install-kube-apiserver.sh puts the binaries of the versions it pins (kustomize too). */
-export function kubeBinDir (): string {
+export function kubeBinDir(): string {
   const script = readFileSync(join(repo, 'scripts/install-kube-apiserver.sh'), 'utf8')
   const version = /^KUBE_VERSION=(\S+)/m.exec(script)?.[1]
   if (version === undefined) throw new Error('no KUBE_VERSION in scripts/install-kube-apiserver.sh')
   return join(repo, '.cache/kube', version, 'bin')
 }
 
-const INSTALL_HINT = 'kube-apiserver and etcd are not built: run scripts/install-kube-apiserver.sh (Go and the module proxy; several minutes once); npm test does it'
+const INSTALL_HINT =
+  'kube-apiserver and etcd are not built: run scripts/install-kube-apiserver.sh (Go and the module proxy; several minutes once); npm test does it'
 
 // A bound for a hung start, not an expectation: both start in seconds on an idle machine.
 const START_TIMEOUT_MS = 120_000
@@ -59,23 +60,23 @@ export type KubeApiServer = {
   /** The admin's bearer token (system:masters), for what `admin` cannot do (a watch). */
   adminToken: string
   /** A request as the admin (system:masters); `body` is sent as JSON unless it is a string or a Buffer. */
-  admin (method: string, path: string, body?: unknown, contentType?: string): Promise<KubeAnswer>
+  admin(method: string, path: string, body?: unknown, contentType?: string): Promise<KubeAnswer>
   /** The audit log's events so far (requests of service accounts only). */
-  audit (): AuditEvent[]
+  audit(): AuditEvent[]
   /** The API server's stderr so far, for a failure's message. */
-  log (): string
+  log(): string
 }
 
 let shared: Promise<KubeApiServer> | null = null
 
 /** The file's API server, started on first use and stopped when the test file ends. */
-export function kubeApiServer (): Promise<KubeApiServer> {
+export function kubeApiServer(): Promise<KubeApiServer> {
   shared ??= startKubeApiServer(tap)
   return shared
 }
 
 /** Start etcd and kube-apiserver; both stopped and their files deleted when `t` ends. */
-async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
+async function startKubeApiServer(t: Test): Promise<KubeApiServer> {
   const bin = kubeBinDir()
   if (!existsSync(join(bin, 'kube-apiserver')) || !existsSync(join(bin, 'etcd'))) throw new Error(INSTALL_HINT)
   const dir = mkdtempSync(join(tmpdir(), 'test-kube-apiserver-'))
@@ -86,7 +87,9 @@ async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
     rmSync(dir, { recursive: true, force: true })
   })
   // A test process ended mid-teardown (tap's timeout signals it) must not leave etcd running.
-  process.once('exit', () => { for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  process.once('exit', () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
 
   const tls = await servingCertificate(dir)
   const accounts = generateKeyPairSync('rsa', { modulusLength: 2048 })
@@ -95,52 +98,78 @@ async function startKubeApiServer (t: Test): Promise<KubeApiServer> {
   const adminToken = randomBytes(24).toString('base64url')
   writeFileSync(join(dir, 'tokens.csv'), `${adminToken},test-admin,test-admin,"system:masters"\n`, { mode: 0o600 })
   // The control plane's requests (service accounts), as RBAC sees them: what the RBAC test reads.
-  writeFileSync(join(dir, 'audit-policy.yaml'), JSON.stringify({
-    apiVersion: 'audit.k8s.io/v1',
-    kind: 'Policy',
-    omitStages: ['RequestReceived'],
-    rules: [{ level: 'Metadata', userGroups: ['system:serviceaccounts'] }, { level: 'None' }],
-  }))
+  writeFileSync(
+    join(dir, 'audit-policy.yaml'),
+    JSON.stringify({
+      apiVersion: 'audit.k8s.io/v1',
+      kind: 'Policy',
+      omitStages: ['RequestReceived'],
+      rules: [{ level: 'Metadata', userGroups: ['system:serviceaccounts'] }, { level: 'None' }],
+    }),
+  )
 
   const [etcdPort, peerPort, port] = [await freePort(), await freePort(), await freePort()]
   const etcdUrl = `http://127.0.0.1:${etcdPort}`
-  const etcd = start(join(bin, 'etcd'), [
-    '--name=test', `--data-dir=${join(dir, 'etcd')}`,
-    `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-    `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-    `--initial-cluster=test=http://127.0.0.1:${peerPort}`,
-    // Throwaway data: no fsync, which a loaded machine's disk would make the slowest part.
-    '--unsafe-no-fsync', '--log-level=error',
-  ], children)
+  const etcd = start(
+    join(bin, 'etcd'),
+    [
+      '--name=test',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=test=http://127.0.0.1:${peerPort}`,
+      // Throwaway data: no fsync, which a loaded machine's disk would make the slowest part.
+      '--unsafe-no-fsync',
+      '--log-level=error',
+    ],
+    children,
+  )
   await poll(async () => {
     etcd.check()
     return (await fetch(`${etcdUrl}/health`).catch(() => null))?.ok === true
   }, 'etcd to be healthy')
 
   const url = `https://127.0.0.1:${port}`
-  const apiserver = start(join(bin, 'kube-apiserver'), [
-    `--etcd-servers=${etcdUrl}`,
-    '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${port}`,
-    `--tls-cert-file=${tls.cert}`, `--tls-private-key-file=${tls.key}`, `--cert-dir=${join(dir, 'certs')}`,
-    `--token-auth-file=${join(dir, 'tokens.csv')}`,
-    '--authorization-mode=RBAC',
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
-    // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints refuse (loopback).
-    '--endpoint-reconciler-type=none',
-    `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'audit.log')}`,
-    // No priority and fairness: its bootstrap configuration is startup work the tests do not need,
-    // and nothing here competes for the server.
-    '--enable-priority-and-fairness=false',
-  ], children)
+  const apiserver = start(
+    join(bin, 'kube-apiserver'),
+    [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--tls-cert-file=${tls.cert}`,
+      `--tls-private-key-file=${tls.key}`,
+      `--cert-dir=${join(dir, 'certs')}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--authorization-mode=RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints refuse (loopback).
+      '--endpoint-reconciler-type=none',
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${join(dir, 'audit.log')}`,
+      // No priority and fairness: its bootstrap configuration is startup work the tests do not need,
+      // and nothing here competes for the server.
+      '--enable-priority-and-fairness=false',
+    ],
+    children,
+  )
 
-  const admin: KubeApiServer['admin'] = (method, path, body, contentType) => kubeRequest(url, tls.ca, adminToken, method, path, body, contentType)
+  const admin: KubeApiServer['admin'] = (method, path, body, contentType) =>
+    kubeRequest(url, tls.ca, adminToken, method, path, body, contentType)
   await poll(async () => {
     apiserver.check()
     return (await admin('GET', '/readyz').catch(() => null))?.status === 200
   }, 'kube-apiserver to be ready')
-  for (const file of ['core.spinkube.dev_spinapps.yaml', 'gateway.networking.k8s.io_httproutes.yaml', 'monitoring.coreos.com_servicemonitors.yaml']) {
+  for (const file of [
+    'core.spinkube.dev_spinapps.yaml',
+    'gateway.networking.k8s.io_httproutes.yaml',
+    'monitoring.coreos.com_servicemonitors.yaml',
+  ]) {
     await installCrd(admin, readFileSync(join(repo, 'test/fixtures/crds', file), 'utf8'))
   }
   return {
@@ -169,7 +198,7 @@ export type KubeNamespace = {
  * plane there: the ServiceAccount, the Role and its RoleBinding. `default` exists too (pods
  * need their ServiceAccount, which a controller manager would have made). Deleted when `t` ends.
  */
-export async function kubeNamespace (t: Test, dir: string, prefix = 'apps'): Promise<KubeNamespace> {
+export async function kubeNamespace(t: Test, dir: string, prefix = 'apps'): Promise<KubeNamespace> {
   const server = await kubeApiServer()
   const namespace = `${prefix}-${randomBytes(4).toString('hex')}`
   const must = async (method: string, path: string, body?: unknown): Promise<KubeAnswer> => {
@@ -178,38 +207,78 @@ export async function kubeNamespace (t: Test, dir: string, prefix = 'apps'): Pro
     return answer
   }
   await must('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } })
-  t.teardown(async () => { await server.admin('DELETE', `/api/v1/namespaces/${namespace}`) })
+  t.teardown(async () => {
+    await server.admin('DELETE', `/api/v1/namespaces/${namespace}`)
+  })
   for (const account of ['default', 'control-plane']) {
-    await must('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: account } })
+    await must('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: account },
+    })
   }
-  const role = parse(readFileSync(join(repo, 'deploy/base/control/role.yaml'), 'utf8')) as { metadata: Record<string, unknown> }
-  await must('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, { ...role, metadata: { ...role.metadata, namespace } })
+  const role = parse(readFileSync(join(repo, 'deploy/base/control/role.yaml'), 'utf8')) as {
+    metadata: Record<string, unknown>
+  }
+  await must('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, {
+    ...role,
+    metadata: { ...role.metadata, namespace },
+  })
   // As kustomize renders it: the namespace on the object and on its ServiceAccount subject.
-  const binding = parse(readFileSync(join(repo, 'deploy/base/control/rolebinding.yaml'), 'utf8')) as { metadata: Record<string, unknown>; subjects: Array<Record<string, unknown>> }
+  const binding = parse(readFileSync(join(repo, 'deploy/base/control/rolebinding.yaml'), 'utf8')) as {
+    metadata: Record<string, unknown>
+    subjects: Array<Record<string, unknown>>
+  }
   await must('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
     ...binding,
     metadata: { ...binding.metadata, namespace },
-    subjects: binding.subjects.map((subject) => subject.kind === 'ServiceAccount' ? { ...subject, namespace } : subject),
+    subjects: binding.subjects.map((subject) =>
+      subject.kind === 'ServiceAccount' ? { ...subject, namespace } : subject,
+    ),
   })
   const issued = await must('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/control-plane/token`, {
-    apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 24 * 3600 },
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 24 * 3600 },
   })
   const token = (issued.body as { status: { token: string } }).status.token
   const kubeconfig = join(dir, 'kubeconfig.yaml')
-  writeFileSync(kubeconfig, JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'test', cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.ca).toString('base64') } }],
-    users: [{ name: 'control-plane', user: { token } }],
-    contexts: [{ name: 'test', context: { cluster: 'test', user: 'control-plane', namespace } }],
-    'current-context': 'test',
-  }), { mode: 0o600 })
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'test',
+          cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.ca).toString('base64') },
+        },
+      ],
+      users: [{ name: 'control-plane', user: { token } }],
+      contexts: [{ name: 'test', context: { cluster: 'test', user: 'control-plane', namespace } }],
+      'current-context': 'test',
+    }),
+    { mode: 0o600 },
+  )
   return { server, namespace, kubeconfig, user: `system:serviceaccount:${namespace}:control-plane`, token }
 }
 
 /** A request to the API server with a bearer token, answered in full. */
-export function kubeRequest (url: string, ca: string, token: string, method: string, path: string, body?: unknown, contentType?: string): Promise<KubeAnswer> {
-  const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))
+export function kubeRequest(
+  url: string,
+  ca: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType?: string,
+): Promise<KubeAnswer> {
+  const payload =
+    body === undefined
+      ? undefined
+      : Buffer.isBuffer(body)
+        ? body
+        : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
   if (payload !== undefined) {
     headers['content-type'] = contentType ?? 'application/json'
@@ -223,7 +292,8 @@ export function kubeRequest (url: string, ca: string, token: string, method: str
       response.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8')
         let parsed: unknown = text
-        if (response.headers['content-type']?.startsWith('application/json') === true && text !== '') parsed = JSON.parse(text)
+        if (response.headers['content-type']?.startsWith('application/json') === true && text !== '')
+          parsed = JSON.parse(text)
         resolve({ status: response.statusCode ?? 0, headers: response.headers, text, body: parsed })
       })
       response.on('error', reject)
@@ -233,16 +303,21 @@ export function kubeRequest (url: string, ca: string, token: string, method: str
   })
 }
 
-async function installCrd (admin: KubeApiServer['admin'], yaml: string): Promise<void> {
+async function installCrd(admin: KubeApiServer['admin'], yaml: string): Promise<void> {
   for (const document of parseAllDocuments(yaml)) {
-    const crd = document.toJS() as { metadata: { name: string }; spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> } } | null
+    const crd = document.toJS() as {
+      metadata: { name: string }
+      spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> }
+    } | null
     if (crd === null) continue
     const created = await admin('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
-    if (created.status !== 201) throw new Error(`installing the CRD ${crd.metadata.name} answered ${created.status}: ${created.text}`)
+    if (created.status !== 201)
+      throw new Error(`installing the CRD ${crd.metadata.name} answered ${created.status}: ${created.text}`)
     // Established: names accepted and served.
     await poll(async () => {
       const current = await admin('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`)
-      const conditions = (current.body as { status?: { conditions?: Array<{ type: string; status: string }> } }).status?.conditions ?? []
+      const conditions =
+        (current.body as { status?: { conditions?: Array<{ type: string; status: string }> } }).status?.conditions ?? []
       return conditions.some((c) => c.type === 'Established' && c.status === 'True')
     }, `the CRD ${crd.metadata.name} to be established`)
     // Then each served version is discoverable, and listable: until its storage has initialized
@@ -250,27 +325,79 @@ async function installCrd (admin: KubeApiServer['admin'], yaml: string): Promise
     // @kubernetes/client-node does not.
     const plural = crd.spec.names.plural
     for (const version of crd.spec.versions.filter((v) => v.served)) {
-      await poll(async () => (await admin('GET', `/apis/${crd.spec.group}/${version.name}`)).status === 200, `${crd.spec.group}/${version.name} to be served`)
-      await poll(async () => (await admin('GET', `/apis/${crd.spec.group}/${version.name}/${plural}?limit=1`)).status === 200, `${crd.spec.group}/${version.name} ${plural} to be listable`)
+      await poll(
+        async () => (await admin('GET', `/apis/${crd.spec.group}/${version.name}`)).status === 200,
+        `${crd.spec.group}/${version.name} to be served`,
+      )
+      await poll(
+        async () => (await admin('GET', `/apis/${crd.spec.group}/${version.name}/${plural}?limit=1`)).status === 200,
+        `${crd.spec.group}/${version.name} ${plural} to be listable`,
+      )
     }
   }
 }
 
-function readAudit (path: string): AuditEvent[] {
+function readAudit(path: string): AuditEvent[] {
   if (!existsSync(path)) return []
-  return readFileSync(path, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as AuditEvent)
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as AuditEvent)
 }
 
 /** A CA and a serving certificate for 127.0.0.1 and localhost signed by it, with the openssl CLI. */
-async function servingCertificate (dir: string): Promise<{ ca: string; cert: string; key: string }> {
+async function servingCertificate(dir: string): Promise<{ ca: string; cert: string; key: string }> {
   const run = promisify(execFile)
   const path = (name: string): string => join(dir, name)
-  writeFileSync(path('serving.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n')
+  writeFileSync(
+    path('serving.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
+  )
   try {
-    await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', path('ca.key'), '-out', path('ca.crt'), '-days', '1', '-subj', '/CN=test-kube-ca'])
-    await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', path('serving.key'), '-out', path('serving.csr'), '-subj', '/CN=127.0.0.1'])
-    await run('openssl', ['x509', '-req', '-in', path('serving.csr'), '-CA', path('ca.crt'), '-CAkey', path('ca.key'), '-CAcreateserial',
-      '-out', path('serving.crt'), '-days', '1', '-extfile', path('serving.ext')])
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      path('ca.key'),
+      '-out',
+      path('ca.crt'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=test-kube-ca',
+    ])
+    await run('openssl', [
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      path('serving.key'),
+      '-out',
+      path('serving.csr'),
+      '-subj',
+      '/CN=127.0.0.1',
+    ])
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      path('serving.csr'),
+      '-CA',
+      path('ca.crt'),
+      '-CAkey',
+      path('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      path('serving.crt'),
+      '-days',
+      '1',
+      '-extfile',
+      path('serving.ext'),
+    ])
   } catch (error) {
     throw new Error(`could not make the API server's certificates with the openssl CLI: ${(error as Error).message}`)
   }
@@ -280,23 +407,33 @@ async function servingCertificate (dir: string): Promise<{ ca: string; cert: str
 type Started = { check: () => void; log: () => string }
 
 /** Spawn with its output kept (the last 64 KiB) for a failure's message, never printed. */
-function start (command: string, args: string[], children: ChildProcess[]): Started {
+function start(command: string, args: string[], children: ChildProcess[]): Started {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
   let output = ''
-  const keep = (chunk: string): void => { output = (output + chunk).slice(-65536) }
+  const keep = (chunk: string): void => {
+    output = (output + chunk).slice(-65536)
+  }
   child.stdout?.setEncoding('utf8').on('data', keep)
   child.stderr?.setEncoding('utf8').on('data', keep)
   let failure: Error | null = null
-  child.once('error', (error) => { failure = error })
-  child.once('exit', (code, signal) => { failure ??= new Error(`${command} exited at start (${code ?? signal}): ${output.trim().split('\n').slice(-5).join(' | ')}`) })
+  child.once('error', (error) => {
+    failure = error
+  })
+  child.once('exit', (code, signal) => {
+    failure ??= new Error(
+      `${command} exited at start (${code ?? signal}): ${output.trim().split('\n').slice(-5).join(' | ')}`,
+    )
+  })
   return {
-    check () { if (failure !== null) throw failure },
+    check() {
+      if (failure !== null) throw failure
+    },
     log: () => output,
   }
 }
 
-async function stopProcess (child: ChildProcess): Promise<void> {
+async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   child.kill('SIGTERM')
@@ -307,7 +444,7 @@ async function stopProcess (child: ChildProcess): Promise<void> {
 }
 
 /** Poll `check` until it holds (a start or a CRD, whose readiness nothing announces), within a hung process's bound. */
-async function poll (check: () => Promise<boolean>, what: string): Promise<void> {
+async function poll(check: () => Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS
   for (;;) {
     if (await check()) return

@@ -18,53 +18,75 @@ export type WatchProxy = {
   /** A kubeconfig of the namespace's control-plane identity, through this proxy. */
   kubeconfig: string
   /** Watches open through the proxy now. */
-  watches (): number
+  watches(): number
   /** End every open watch cleanly (the client sees its stream end and lists again). */
-  endWatches (): void
+  endWatches(): void
   /** While true, a watch is answered 500 with a Status; every other request goes through. */
   refuseWatches: boolean
 }
 
 const isWatch = (request: IncomingMessage): boolean => /[?&]watch=(true|1)(&|$)/.test(request.url ?? '')
 
-export async function kubeWatchProxy (t: Test, kube: KubeNamespace, dir: string): Promise<WatchProxy> {
+export async function kubeWatchProxy(t: Test, kube: KubeNamespace, dir: string): Promise<WatchProxy> {
   const upstream = new URL(kube.server.url)
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)
   const open = new Set<{ response: ServerResponse; upstream: IncomingMessage }>()
   const server = createServer({ cert: readFileSync(certPath), key: readFileSync(keyPath) }, (request, response) => {
     if (proxy.refuseWatches && isWatch(request)) {
       request.resume()
-      const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'watches are refused by this test', reason: 'InternalError', code: 500 }
+      const status = {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'watches are refused by this test',
+        reason: 'InternalError',
+        code: 500,
+      }
       response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify(status))
       return
     }
-    const forwarded = httpsRequest({
-      hostname: upstream.hostname, port: upstream.port, path: request.url, method: request.method,
-      headers: request.headers, ca: kube.server.ca,
-    }, (answer) => {
-      answer.on('error', () => response.destroy())
-      response.writeHead(answer.statusCode ?? 502, answer.rawHeaders)
-      if (isWatch(request)) {
-        // Headers at once, as the API server sends them: the client's watch starts on them.
-        response.flushHeaders()
-        const entry = { response, upstream: answer }
-        open.add(entry)
-        response.on('close', () => open.delete(entry))
-      }
-      answer.pipe(response)
-    })
+    const forwarded = httpsRequest(
+      {
+        hostname: upstream.hostname,
+        port: upstream.port,
+        path: request.url,
+        method: request.method,
+        headers: request.headers,
+        ca: kube.server.ca,
+      },
+      (answer) => {
+        answer.on('error', () => response.destroy())
+        response.writeHead(answer.statusCode ?? 502, answer.rawHeaders)
+        if (isWatch(request)) {
+          // Headers at once, as the API server sends them: the client's watch starts on them.
+          response.flushHeaders()
+          const entry = { response, upstream: answer }
+          open.add(entry)
+          response.on('close', () => open.delete(entry))
+        }
+        answer.pipe(response)
+      },
+    )
     forwarded.on('error', () => response.destroy())
     // The client went away before its answer was complete: so does the upstream request.
-    response.on('close', () => { if (!response.writableFinished) forwarded.destroy() })
+    response.on('close', () => {
+      if (!response.writableFinished) forwarded.destroy()
+    })
     request.pipe(forwarded)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections()
-    server.close(() => resolve())
-  }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   const kubeconfig = join(dir, 'kubeconfig-watch-proxy.yaml')
-  const config = JSON.parse(readFileSync(kube.kubeconfig, 'utf8')) as { clusters: Array<{ cluster: Record<string, string> }> }
+  const config = JSON.parse(readFileSync(kube.kubeconfig, 'utf8')) as {
+    clusters: Array<{ cluster: Record<string, string> }>
+  }
   for (const { cluster } of config.clusters) {
     cluster.server = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
     cluster['certificate-authority-data'] = Buffer.from(certPem).toString('base64')
@@ -74,7 +96,7 @@ export async function kubeWatchProxy (t: Test, kube: KubeNamespace, dir: string)
     kubeconfig,
     refuseWatches: false,
     watches: () => open.size,
-    endWatches () {
+    endWatches() {
       for (const entry of open) {
         entry.upstream.unpipe(entry.response)
         entry.upstream.destroy()

@@ -10,7 +10,7 @@ import { createServer } from 'node:net'
 
 const BELOW = 10_000
 
-function ephemeralStart (): number {
+function ephemeralStart(): number {
   try {
     const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
     return low !== undefined && Number.isInteger(low) && low > BELOW + 1_000 ? low : 32_768
@@ -19,7 +19,7 @@ function ephemeralStart (): number {
   }
 }
 
-function bindable (port: number): Promise<boolean> {
+function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer()
     server.once('error', () => resolve(false))
@@ -27,7 +27,7 @@ function bindable (port: number): Promise<boolean> {
   })
 }
 
-export async function freePort (): Promise<number> {
+export async function freePort(): Promise<number> {
   const top = ephemeralStart()
   for (let tries = 0; tries < 100; tries++) {
     const port = BELOW + Math.floor(Math.random() * (top - BELOW))

@@ -14,14 +14,18 @@ export type RawAnswer = { status: number | null; head: string; ended: 'answered'
  * end of the stream, and it answers or closes. Otherwise not half-closed: uWS drops a request
  * whose client half-closes before its asynchronous answer is ready.
  */
-export function rawRequest (port: number, bytes: Buffer | string, options: { end?: boolean } = {}): Promise<RawAnswer> {
+export function rawRequest(port: number, bytes: Buffer | string, options: { end?: boolean } = {}): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     let head = ''
     const done = (): void => {
       socket.destroy()
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(head)
-      resolve({ status: match === null ? null : Number(match[1]), head: head.split('\r\n\r\n')[0] ?? '', ended: match !== null ? 'answered' : 'closed' })
+      resolve({
+        status: match === null ? null : Number(match[1]),
+        head: head.split('\r\n\r\n')[0] ?? '',
+        ended: match !== null ? 'answered' : 'closed',
+      })
     }
     socket.on('data', (chunk: Buffer) => {
       head += chunk.toString('latin1')
@@ -35,11 +39,12 @@ export function rawRequest (port: number, bytes: Buffer | string, options: { end
 }
 
 /** A request from its parts, UTF-8 on the wire; `body` gets a matching Content-Length unless `headers` name one. */
-export function rawRequestBytes (method: string, target: string, headers: Array<[string, string]>, body = ''): Buffer {
+export function rawRequestBytes(method: string, target: string, headers: Array<[string, string]>, body = ''): Buffer {
   const lines = [`${method} ${target} HTTP/1.1`, 'host: 127.0.0.1']
   const named = new Set(headers.map(([name]) => name.toLowerCase()))
   for (const [name, value] of headers) lines.push(`${name}: ${value}`)
-  if (body !== '' && !named.has('content-length') && !named.has('transfer-encoding')) lines.push(`content-length: ${Buffer.byteLength(body)}`)
+  if (body !== '' && !named.has('content-length') && !named.has('transfer-encoding'))
+    lines.push(`content-length: ${Buffer.byteLength(body)}`)
   return Buffer.from(lines.join('\r\n') + '\r\n\r\n' + body, 'utf8')
 }
 
@@ -48,9 +53,14 @@ export function rawRequestBytes (method: string, target: string, headers: Array<
  * so the request is whole; `whole` false when it still promises more than it sends (a
  * Transfer-Encoding, several lengths, one past the limit), which only the end of the stream ends.
  */
-export function keepPromise (headers: Array<[string, string]>, body: string, limit = 64 * 1024): { body: string; whole: boolean } {
+export function keepPromise(
+  headers: Array<[string, string]>,
+  body: string,
+  limit = 64 * 1024,
+): { body: string; whole: boolean } {
   const lengths = headers.filter(([name]) => name.toLowerCase() === 'content-length')
-  if (headers.some(([name]) => name.toLowerCase() === 'transfer-encoding') || lengths.length > 1) return { body, whole: false }
+  if (headers.some(([name]) => name.toLowerCase() === 'transfer-encoding') || lengths.length > 1)
+    return { body, whole: false }
   if (lengths.length === 0) return { body, whole: true }
   const text = lengths[0]![1].trim()
   if (!/^\d{1,9}$/.test(text)) return { body, whole: true }

@@ -29,10 +29,13 @@ const START_TIMEOUT_MS = 15_000
 export type TokenAuth = { realm: string; service: string; issuer: string; certPath: string }
 
 /** `port`: one picked earlier (freePort), when something started before must name the registry. */
-export async function startRegistry (t: Test, options: { auth?: boolean; token?: TokenAuth; port?: number } = {}): Promise<TestRegistry> {
+export async function startRegistry(
+  t: Test,
+  options: { auth?: boolean; token?: TokenAuth; port?: number } = {},
+): Promise<TestRegistry> {
   const dir = await mkdtemp(join(tmpdir(), 'test-registry-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const port = options.port ?? await freePort()
+  const port = options.port ?? (await freePort())
   const auth = options.auth === true
   if (auth) await writeFile(join(dir, 'htpasswd'), TEST_HTPASSWD)
   const config = [
@@ -47,26 +50,46 @@ export async function startRegistry (t: Test, options: { auth?: boolean; token?:
     ...(auth ? ['auth:', '  htpasswd:', '    realm: test-registry', `    path: ${join(dir, 'htpasswd')}`] : []),
     ...(options.token === undefined
       ? []
-      : ['auth:', '  token:', `    realm: ${options.token.realm}`, `    service: ${options.token.service}`, `    issuer: ${options.token.issuer}`, `    rootcertbundle: ${options.token.certPath}`]),
+      : [
+          'auth:',
+          '  token:',
+          `    realm: ${options.token.realm}`,
+          `    service: ${options.token.service}`,
+          `    issuer: ${options.token.issuer}`,
+          `    rootcertbundle: ${options.token.certPath}`,
+        ]),
   ].join('\n')
   await writeFile(join(dir, 'config.yml'), `${config}\n`)
   const child = spawn(REGISTRY_BINARY, ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk
+  })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk
+  })
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
   const spawned = new Promise<never>((_resolve, reject) => {
-    child.once('error', (error) => reject(new Error(`cannot start ${REGISTRY_BINARY} (run scripts/install-test-tools.sh): ${error.message}`)))
+    child.once('error', (error) =>
+      reject(new Error(`cannot start ${REGISTRY_BINARY} (run scripts/install-test-tools.sh): ${error.message}`)),
+    )
     child.once('exit', (code) => reject(new Error(`${REGISTRY_BINARY} exited with ${String(code)}: ${output}`)))
   })
   const url = `http://127.0.0.1:${port}`
   await Promise.race([spawned, answering(`${url}/v2/`)])
   spawned.catch(() => {})
-  return { host: `127.0.0.1:${port}`, url, credentials: auth ? { username: TEST_USER, password: TEST_PASSWORD } : null, output: () => output }
+  return {
+    host: `127.0.0.1:${port}`,
+    url,
+    credentials: auth ? { username: TEST_USER, password: TEST_PASSWORD } : null,
+    output: () => output,
+  }
 }
 
 // Polls /v2/ until the registry answers (200, or 401 with auth): it has no readiness signal.
-async function answering (url: string): Promise<void> {
+async function answering(url: string): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS
   for (;;) {
     try {
@@ -81,7 +104,11 @@ async function answering (url: string): Promise<void> {
 }
 
 /** A Docker config.json directory holding `credentials` for `host`. */
-export async function dockerConfigDir (t: Test, host: string, credentials: { username: string; password: string }): Promise<string> {
+export async function dockerConfigDir(
+  t: Test,
+  host: string,
+  credentials: { username: string; password: string },
+): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'test-docker-config-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const auth = Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')

@@ -10,9 +10,15 @@ import type { SessionTable } from '@session-relay/relay/session/table'
 import { createSessionTable } from '@session-relay/relay/session/table'
 
 /** A table with one session and a forwarder whose total backlog limit is four connections' worth. Stopped when the test ends. */
-export function unitRelay (t: Test, maxBacklog = 1024 * 1024) {
+export function unitRelay(t: Test, maxBacklog = 1024 * 1024) {
   const metrics = createMetrics()
-  const table = createSessionTable({ ttlMs: 60_000, peerWaitMs: 60_000, reapIntervalMs: 60_000, logger: createLogger('silent'), metrics })
+  const table = createSessionTable({
+    ttlMs: 60_000,
+    peerWaitMs: 60_000,
+    reapIntervalMs: 60_000,
+    logger: createLogger('silent'),
+    metrics,
+  })
   t.teardown(() => table.closeAll('shutdown', { code: 1001, message: 'test over' }))
   const forwarder = createForwarder(table, { maxBacklog, maxTotalBacklog: 4 * maxBacklog, metrics })
   const { session } = table.create('address:127.0.0.1')
@@ -29,16 +35,16 @@ export type FakePeer = {
   ends: Array<[number, string]>
   /** What getBufferedAmount() answers; the test sets it. */
   buffered: number
-  corks (): number
+  corks(): number
   /** Times the relay dropped it without a close frame. */
-  closes (): number
+  closes(): number
 }
 
 /**
  * A stand-in for a uWS WebSocket on `slot`. send() answers what `answer` says (1 sent, 2
  * dropped); close() runs the relay's close path for a connection it closed, as uWS does.
  */
-export function fakePeer (slot: Slot, table: SessionTable, answer: () => number = () => 1): FakePeer {
+export function fakePeer(slot: Slot, table: SessionTable, answer: () => number = () => 1): FakePeer {
   const data: PeerData = { slot, ended: false }
   let corked = 0
   let closed = 0
@@ -57,9 +63,17 @@ export function fakePeer (slot: Slot, table: SessionTable, answer: () => number 
       return answer()
     },
     getBufferedAmount: () => fake.buffered,
-    cork: (fn: () => void) => { corked++; fn() },
-    end: (code: number, message: string | Uint8Array) => { fake.ends.push([code, Buffer.from(message).toString()]) },
-    close: () => { closed++; table.closingGone(fake.peer) },
+    cork: (fn: () => void) => {
+      corked++
+      fn()
+    },
+    end: (code: number, message: string | Uint8Array) => {
+      fake.ends.push([code, Buffer.from(message).toString()])
+    },
+    close: () => {
+      closed++
+      table.closingGone(fake.peer)
+    },
   } as unknown as Peer
   return fake
 }

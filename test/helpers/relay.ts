@@ -26,10 +26,18 @@ export type TestRelay = {
  * A relay on 127.0.0.1 and an ephemeral port, built from the same flags the binary takes,
  * with its logs captured for assertions. Shut down when the test ends.
  */
-export async function startTestRelay (t: Test, flags: string[] = ['--no-auth'], deps: Partial<RelayDeps> = {}): Promise<TestRelay> {
+export async function startTestRelay(
+  t: Test,
+  flags: string[] = ['--no-auth'],
+  deps: Partial<RelayDeps> = {},
+): Promise<TestRelay> {
   const config = parseConfig(['--addr', '127.0.0.1:0', '--log-level', 'debug', ...flags], {})
   const lines: string[] = []
-  const logger = createLogger(config.logLevel, { write: (line: string) => { lines.push(line) } })
+  const logger = createLogger(config.logLevel, {
+    write: (line: string) => {
+      lines.push(line)
+    },
+  })
   let relay: Awaited<ReturnType<typeof startRelay>> | null = null
   t.teardown(() => relay?.shutdown())
   relay = await startRelay(config, { logger, ...deps })
@@ -40,7 +48,9 @@ export async function startTestRelay (t: Test, flags: string[] = ['--no-auth'], 
     port: relay.port,
     http: `http${scheme}://${host}`,
     ws: `ws${scheme}://${host}`,
-    get logs () { return lines.map((line) => JSON.parse(line) as Record<string, unknown>) },
+    get logs() {
+      return lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+    },
     logText: () => lines.join(''),
     sessionCount: () => relay.sessionCount(),
     backlogBytes: () => relay.backlogBytes(),
@@ -58,15 +68,18 @@ export type Created = {
   expires_at: string
 }
 
-export async function createSession (relay: TestRelay, headers: Record<string, string> = {}): Promise<Created> {
+export async function createSession(relay: TestRelay, headers: Record<string, string> = {}): Promise<Created> {
   const response = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', headers })
   if (response.status !== 201) throw new Error(`create answered ${response.status}: ${await response.text()}`)
-  return await response.json() as Created
+  return (await response.json()) as Created
 }
 
-export async function getSession (relay: TestRelay, id: string): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function getSession(
+  relay: TestRelay,
+  id: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${relay.http}/admin/sessions/${id}`)
-  return { status: response.status, body: await response.json() as Record<string, unknown> }
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> }
 }
 
 type Received = { data: Buffer; isBinary: boolean }
@@ -82,9 +95,15 @@ export type TestPeer = {
 
 export type Refusal = { status: number; body: unknown; headers: Record<string, string | string[] | undefined> }
 
-export function attach (
+export function attach(
   url: string,
-  opts: { token?: string; query?: boolean; headers?: Record<string, string>; origin?: string; ca?: string | Buffer } = {},
+  opts: {
+    token?: string
+    query?: boolean
+    headers?: Record<string, string>
+    origin?: string
+    ca?: string | Buffer
+  } = {},
 ): Promise<TestPeer> {
   const headers: Record<string, string> = { ...opts.headers }
   let target = url
@@ -113,9 +132,10 @@ export function attach (
     socket,
     received,
     closed,
-    receive: (count) => received.length >= count
-      ? Promise.resolve(received.slice(0, count))
-      : new Promise((resolve) => waiters.push({ count, resolve })),
+    receive: (count) =>
+      received.length >= count
+        ? Promise.resolve(received.slice(0, count))
+        : new Promise((resolve) => waiters.push({ count, resolve })),
   }
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve(peer))
@@ -125,7 +145,9 @@ export function attach (
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString()
         let body: unknown = text
-        try { body = JSON.parse(text) } catch {}
+        try {
+          body = JSON.parse(text)
+        } catch {}
         const refusal: Refusal = { status: res.statusCode ?? 0, body, headers: res.headers }
         reject(Object.assign(new Error(`attach refused with ${res.statusCode}`), { refusal }))
       })
@@ -135,7 +157,7 @@ export function attach (
 }
 
 /** The refusal an attach got, or a failed test if it was accepted. */
-export async function refusalOf (attempt: Promise<TestPeer>): Promise<Refusal> {
+export async function refusalOf(attempt: Promise<TestPeer>): Promise<Refusal> {
   try {
     const peer = await attempt
     peer.socket.terminate()
@@ -147,7 +169,7 @@ export async function refusalOf (attempt: Promise<TestPeer>): Promise<Refusal> {
   throw new Error('attach was accepted, expected a refusal')
 }
 
-export async function pair (relay: TestRelay): Promise<{ session: Created; initiator: TestPeer; responder: TestPeer }> {
+export async function pair(relay: TestRelay): Promise<{ session: Created; initiator: TestPeer; responder: TestPeer }> {
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
   const initiator = await attach(url, { token: session.initiator_token })
@@ -155,14 +177,13 @@ export async function pair (relay: TestRelay): Promise<{ session: Created; initi
   return { session, initiator, responder }
 }
 
-
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** One turn of the event loop: what a tight sending loop yields so the sockets' events run. */
 export const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /** Resolves once `peer`'s TCP socket has written out what it held ('drain'), or the connection is closed. */
-export function drained (peer: TestPeer): Promise<void> {
+export function drained(peer: TestPeer): Promise<void> {
   const tcp = (peer.socket as unknown as { _socket?: NodeJS.EventEmitter })._socket
   return Promise.race([
     tcp === undefined ? Promise.resolve() : new Promise<void>((resolve) => tcp.once('drain', resolve)),
@@ -173,7 +194,7 @@ export function drained (peer: TestPeer): Promise<void> {
 export { until } from './wait.js'
 
 /** relay_outgoing_backlog_bytes from the relay's /metrics. */
-export async function backlogGauge (relay: TestRelay): Promise<number> {
+export async function backlogGauge(relay: TestRelay): Promise<number> {
   const text = await (await fetch(`${relay.http}/metrics`)).text()
   return Number(/^relay_outgoing_backlog_bytes (\d+)$/m.exec(text)?.[1] ?? NaN)
 }

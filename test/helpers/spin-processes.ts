@@ -17,7 +17,7 @@ export const BUILDER = join(root, 'builders/dist/main.js')
 
 // The parent's environment without tap's runner settings (TAP*), the registry credentials and
 // the control plane's own settings. tap's coverage hook (NODE_OPTIONS, _TAPJS_*) stays.
-export function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
     if (!/^TAP|^DOCKER_CONFIG$|^PLATFORM_/.test(key)) env[key] = value
@@ -25,13 +25,17 @@ export function childEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra }
 }
 
-function compiled (path: string): string {
+function compiled(path: string): string {
   if (!existsSync(path)) throw new Error(`${path} is missing: run "npm run build" first (npm test builds it)`)
   return path
 }
 
 /** The archive the control plane would pack for an application of these functions. */
-export async function sourceArchive (t: Test, app: { name: string; language: LanguageT }, functions: Array<{ name: string; route: string; files: Record<string, string> }>): Promise<string> {
+export async function sourceArchive(
+  t: Test,
+  app: { name: string; language: LanguageT },
+  functions: Array<{ name: string; route: string; files: Record<string, string> }>,
+): Promise<string> {
   const files: Record<string, string> = { 'spin.toml': spinManifest(app, functions) }
   for (const fn of functions) {
     for (const [path, content] of Object.entries(fn.files)) files[`functions/${fn.name}/${path}`] = content
@@ -45,16 +49,23 @@ export async function sourceArchive (t: Test, app: { name: string; language: Lan
 
 export type BuilderRun = { code: number | null; log: string; termination: string; ms: number }
 
-export async function runBuilder (t: Test, env: Record<string, string>): Promise<BuilderRun> {
+export async function runBuilder(t: Test, env: Record<string, string>): Promise<BuilderRun> {
   const dir = await mkdtemp(join(tmpdir(), 'builder-run-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const terminationLog = join(dir, 'termination-log')
   const started = Date.now()
-  const child = spawn(process.execPath, [compiled(BUILDER)], { env: childEnv({ TERMINATION_LOG: terminationLog, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [compiled(BUILDER)], {
+    env: childEnv({ TERMINATION_LOG: terminationLog, ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   stopAtTeardown(t, child)
   let log = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { log += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { log += chunk })
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    log += chunk
+  })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    log += chunk
+  })
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
     child.once('close', (exitCode) => resolve(exitCode))

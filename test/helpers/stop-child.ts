@@ -12,21 +12,25 @@ import type { Test } from 'tap'
 // here; it only bounds a teardown on a loaded machine (a stop takes milliseconds when idle).
 const STOP_GRACE_MS = 15_000
 
-function running (child: ChildProcess): boolean {
+function running(child: ChildProcess): boolean {
   return child.pid !== undefined && child.exitCode === null && child.signalCode === null
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within the grace; resolves once it has exited. */
-export async function stopChild (child: ChildProcess, graceMs = STOP_GRACE_MS): Promise<void> {
+export async function stopChild(child: ChildProcess, graceMs = STOP_GRACE_MS): Promise<void> {
   if (!running(child)) return
-  const exited = new Promise<void>((resolve) => { child.once('exit', () => resolve()) })
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve())
+  })
   child.kill('SIGTERM')
-  const timer = setTimeout(() => { if (running(child)) child.kill('SIGKILL') }, graceMs)
+  const timer = setTimeout(() => {
+    if (running(child)) child.kill('SIGKILL')
+  }, graceMs)
   await exited
   clearTimeout(timer)
 }
 
 /** Stops the child when the test ends (see stopChild). */
-export function stopAtTeardown (t: Test, child: ChildProcess): void {
+export function stopAtTeardown(t: Test, child: ChildProcess): void {
   t.teardown(() => stopChild(child))
 }

@@ -13,7 +13,7 @@ export type CuttableProxy = {
   resume: () => void
 }
 
-export async function cuttableProxy (t: Test, port: number): Promise<CuttableProxy> {
+export async function cuttableProxy(t: Test, port: number): Promise<CuttableProxy> {
   const sockets = new Set<Socket>()
   let paused = false
   const server = createServer((client) => {
@@ -29,14 +29,27 @@ export async function cuttableProxy (t: Test, port: number): Promise<CuttablePro
     }
     client.pipe(upstream).pipe(client)
   })
-  t.teardown(() => { for (const s of sockets) s.destroy(); server.close() })
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    server.close()
+  })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     port: (server.address() as AddressInfo).port,
-    cut: () => { for (const s of sockets) s.destroy() },
+    cut: () => {
+      for (const s of sockets) s.destroy()
+    },
     /** Cut every connection and refuse new ones. */
-    stop: () => { server.close(); for (const s of sockets) s.destroy() },
-    pause: () => { paused = true; for (const s of sockets) s.destroy() },
-    resume: () => { paused = false },
+    stop: () => {
+      server.close()
+      for (const s of sockets) s.destroy()
+    },
+    pause: () => {
+      paused = true
+      for (const s of sockets) s.destroy()
+    },
+    resume: () => {
+      paused = false
+    },
   }
 }

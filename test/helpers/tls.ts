@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { Test } from 'tap'
 
-export async function selfSignedCertificate (t: Test): Promise<{ certPath: string; keyPath: string; certPem: string }> {
+export async function selfSignedCertificate(t: Test): Promise<{ certPath: string; keyPath: string; certPem: string }> {
   // A directory of its own, so two certificates of one test (or a test's own t.testdir) never collide.
   const dir = await mkdtemp(join(tmpdir(), 'test-tls-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -14,8 +14,21 @@ export async function selfSignedCertificate (t: Test): Promise<{ certPath: strin
   const keyPath = join(dir, 'key.pem')
   try {
     await promisify(execFile)('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath,
-      '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
     ])
   } catch (error) {
     throw new Error(`could not make a test certificate with the openssl CLI: ${(error as Error).message}`)

@@ -1,6 +1,6 @@
 // Waiting in tests: for a condition to hold, or for a promise within a deadline.
 
-export function until (check: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
+export function until(check: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs
   return new Promise((resolve, reject) => {
     const poll = async (): Promise<void> => {
@@ -12,7 +12,7 @@ export function until (check: () => boolean | Promise<boolean>, timeoutMs = 5_00
   })
 }
 
-export function withTimeout<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)

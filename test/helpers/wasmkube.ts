@@ -10,15 +10,23 @@ import { run } from '../../wasmkube/src/cli.js'
 type Outcome = { code: number; stdout: Buffer; stderr: string; out: string }
 
 export type WasmkubeRunner = {
-  (args: string[], opts?: { env?: Record<string, string>; signal?: AbortSignal; onStderr?: (text: string) => void; onStdout?: (text: string) => void }): Promise<Outcome>
+  (
+    args: string[],
+    opts?: {
+      env?: Record<string, string>
+      signal?: AbortSignal
+      onStderr?: (text: string) => void
+      onStdout?: (text: string) => void
+    },
+  ): Promise<Outcome>
   /** The XDG_CONFIG_HOME the runs use: logins are stored below it. */
   configHome: string
 }
 
-function sink (onText?: (text: string) => void): { stream: Writable; chunks: Buffer[] } {
+function sink(onText?: (text: string) => void): { stream: Writable; chunks: Buffer[] } {
   const chunks: Buffer[] = []
   const stream = new Writable({
-    write (chunk: Buffer | string, _encoding, done) {
+    write(chunk: Buffer | string, _encoding, done) {
       const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk)
       chunks.push(bytes)
       onText?.(Buffer.concat(chunks).toString('utf8'))
@@ -29,10 +37,18 @@ function sink (onText?: (text: string) => void): { stream: Writable; chunks: Buf
 }
 
 /** A runner against `server` (none: the default), with a config directory of its own. */
-export function wasmkube (t: Test, env: Record<string, string> = {}): WasmkubeRunner {
+export function wasmkube(t: Test, env: Record<string, string> = {}): WasmkubeRunner {
   const configHome = mkdtempSync(join(tmpdir(), 'wasmkube-test-'))
   t.teardown(() => rmSync(configHome, { recursive: true, force: true }))
-  const runner = async (args: string[], opts: { env?: Record<string, string>; signal?: AbortSignal; onStderr?: (text: string) => void; onStdout?: (text: string) => void } = {}): Promise<Outcome> => {
+  const runner = async (
+    args: string[],
+    opts: {
+      env?: Record<string, string>
+      signal?: AbortSignal
+      onStderr?: (text: string) => void
+      onStdout?: (text: string) => void
+    } = {},
+  ): Promise<Outcome> => {
     const out = sink(opts.onStdout)
     const err = sink(opts.onStderr)
     const code = await run(args, {

@@ -17,7 +17,7 @@ export const PROBE_WASM = join(fixtures, 'probe', 'component.wasm')
 export const SHARED_COMPILED = join(root, '.cache', 'worker', 'test-compiled')
 
 /** The probe's wasm, built first when it is missing or older than its source. */
-export function probeWasm (): Buffer {
+export function probeWasm(): Buffer {
   const source = join(fixtures, 'probe', 'src', 'index.js')
   if (!existsSync(PROBE_WASM) || statSync(PROBE_WASM).mtimeMs < statSync(source).mtimeMs) {
     execFileSync(process.execPath, [join(fixtures, 'build-probe.mjs')], { stdio: 'ignore' })
@@ -27,14 +27,17 @@ export function probeWasm (): Buffer {
 }
 
 /** The probe as a Spin application routed at /..., pushed to `image` (oci-layout:DIR:TAG); its digest-pinned reference. */
-export async function pushProbe (image: string, lock: { allowedOutboundHosts?: string[] } = {}): Promise<string> {
+export async function pushProbe(image: string, lock: { allowedOutboundHosts?: string[] } = {}): Promise<string> {
   const ref = parseRef(image)
   const store = await openStore(ref, { dockerConfigDir: null })
-  const metadata = lock.allowedOutboundHosts === undefined ? {} : { metadata: { allowed_outbound_hosts: lock.allowedOutboundHosts } }
+  const metadata =
+    lock.allowedOutboundHosts === undefined ? {} : { metadata: { allowed_outbound_hosts: lock.allowedOutboundHosts } }
   const pushed = await pushSpinApp(store, ref.tag ?? 'latest', {
     lockedApp: {
       spin_lock_version: 1,
-      triggers: [{ id: 'probe-http-trigger', trigger_type: 'http', trigger_config: { component: 'probe', route: '/...' } }],
+      triggers: [
+        { id: 'probe-http-trigger', trigger_type: 'http', trigger_config: { component: 'probe', route: '/...' } },
+      ],
       components: [{ id: 'probe', source: { content_type: 'application/wasm' }, ...metadata }],
     },
     wasm: new Map([['probe', probeWasm()]]),
@@ -46,7 +49,7 @@ export async function pushProbe (image: string, lock: { allowedOutboundHosts?: s
 export const WORKER_BIN = join(root, '.cache', 'worker', 'target', 'release', 'worker')
 
 /** A compiled-components directory of its own (a test that prunes it), filled from the shared one so nothing compiles again. */
-export function ownCompiledDir (dir: string): string {
+export function ownCompiledDir(dir: string): string {
   mkdirSync(dir, { recursive: true })
   // The first test of a fresh checkout finds nothing compiled yet: its worker compiles.
   mkdirSync(SHARED_COMPILED, { recursive: true })

@@ -24,14 +24,16 @@ type Worker = {
   log: () => string
 }
 
-export async function startWorker (t: Test): Promise<Worker> {
+export async function startWorker(t: Test): Promise<Worker> {
   if (!existsSync(WORKER)) throw new Error(`${WORKER} is missing: run scripts/test-worker.sh (or set WORKER_BIN)`)
   const cache = await mkdtemp(join(tmpdir(), 'worker-cache-'))
   t.teardown(() => rm(cache, { recursive: true, force: true }))
   const child = spawn(WORKER, ['--cache-dir', cache], { stdio: ['pipe', 'pipe', 'pipe'] })
   stopAtTeardown(t, child)
   let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
   const waiting = new Map<number, (reply: Record<string, unknown>) => void>()
   createInterface({ input: child.stdout }).on('line', (line) => {
     const reply = JSON.parse(line) as Record<string, unknown>
@@ -40,17 +42,22 @@ export async function startWorker (t: Test): Promise<Worker> {
   })
   let next = 1
   return {
-    send: async (command) => await new Promise((resolve) => {
-      const id = next++
-      waiting.set(id, resolve)
-      child.stdin.write(`${JSON.stringify({ id, ...command })}\n`)
-    }),
+    send: async (command) =>
+      await new Promise((resolve) => {
+        const id = next++
+        waiting.set(id, resolve)
+        child.stdin.write(`${JSON.stringify({ id, ...command })}\n`)
+      }),
     log: () => stderr,
   }
 }
 
 /** The Spin application `image` pulled (a registry with `dockerConfigDir`'s credentials, or an OCI layout) and loaded into a worker of its own. */
-export async function serveImage (t: Test, image: string, options: { dockerConfigDir?: string } = {}): Promise<{ url: string; digest: string; log: () => string }> {
+export async function serveImage(
+  t: Test,
+  image: string,
+  options: { dockerConfigDir?: string } = {},
+): Promise<{ url: string; digest: string; log: () => string }> {
   const dir = await mkdtemp(join(tmpdir(), 'worker-app-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const app = await unpackSpinApp(image, dir, { dockerConfigDir: options.dockerConfigDir ?? null })

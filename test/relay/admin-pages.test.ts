@@ -6,12 +6,12 @@ import type { TestRelay } from '../helpers/relay.js'
 
 type ListAnswer = { sessions: Array<{ id: string }>; next_cursor?: string }
 
-async function list (relay: TestRelay, query = ''): Promise<{ status: number; body: Record<string, unknown> }> {
+async function list(relay: TestRelay, query = ''): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${relay.http}/admin/sessions${query}`)
-  return { status: response.status, body: await response.json() as Record<string, unknown> }
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> }
 }
 
-async function createMany (relay: TestRelay, count: number): Promise<string[]> {
+async function createMany(relay: TestRelay, count: number): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < count; i += 25) {
     const batch = await Promise.all(Array.from({ length: Math.min(25, count - i) }, () => createSession(relay)))
@@ -33,7 +33,8 @@ t.test('a walk with limit=100 over 250 sessions sees each exactly once, under cr
   // Meanwhile: the session the cursor points after and one not yet listed go, five new ones come.
   const listed = page1.sessions[99]!.id
   const unlisted = before.find((id) => !page1.sessions.some((session) => session.id === id))!
-  for (const id of [listed, unlisted]) t.equal((await fetch(`${relay.http}/admin/sessions/${id}`, { method: 'DELETE' })).status, 204)
+  for (const id of [listed, unlisted])
+    t.equal((await fetch(`${relay.http}/admin/sessions/${id}`, { method: 'DELETE' })).status, 204)
   const added = await createMany(relay, 5)
 
   const seen = page1.sessions.map((session) => session.id)
@@ -51,7 +52,11 @@ t.test('a walk with limit=100 over 250 sessions sees each exactly once, under cr
   t.same(sizes, [100, 100, 54], 'pages of 100, 100, then the 54 left (250 - 100 seen - 1 deleted + 5 new = 154)')
   t.equal(new Set(seen).size, seen.length, 'no session twice')
   const expected = [...before.filter((id) => id !== unlisted), ...added]
-  t.same([...seen].sort(), expected.sort(), 'every session that existed for the walk, the new ones included, and none deleted before its page')
+  t.same(
+    [...seen].sort(),
+    expected.sort(),
+    'every session that existed for the walk, the new ones included, and none deleted before its page',
+  )
 })
 
 t.test('without a limit a large table answers the default page and a cursor', async (t) => {
@@ -63,7 +68,7 @@ t.test('without a limit a large table answers the default page and a cursor', as
   t.type(body.next_cursor, 'string')
 })
 
-t.test('a small table answers the specification\'s shape alone', async (t) => {
+t.test("a small table answers the specification's shape alone", async (t) => {
   const relay = await startTestRelay(t)
   const ids = await createMany(relay, 3)
   const { status, body } = await list(relay)
@@ -74,7 +79,7 @@ t.test('a small table answers the specification\'s shape alone', async (t) => {
   t.same(Object.keys(exact.body), ['sessions'], 'a page that takes the rest exactly has no next_cursor')
 })
 
-t.test('a bad limit or cursor answers 400 with the relay\'s error body', async (t) => {
+t.test("a bad limit or cursor answers 400 with the relay's error body", async (t) => {
   const relay = await startTestRelay(t)
   await createMany(relay, 2)
   const limitError = { error: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}` }
@@ -85,7 +90,14 @@ t.test('a bad limit or cursor answers 400 with the relay\'s error body', async (
   }
   const garbage = Buffer.from('not a position').toString('base64url')
   const wrongId = Buffer.from('1700000000000.short').toString('base64url')
-  for (const cursor of ['', '!!!', garbage, wrongId, 'A'.repeat(65), Buffer.from('x'.repeat(10_000)).toString('base64url')]) {
+  for (const cursor of [
+    '',
+    '!!!',
+    garbage,
+    wrongId,
+    'A'.repeat(65),
+    Buffer.from('x'.repeat(10_000)).toString('base64url'),
+  ]) {
     const { status, body } = await list(relay, `?cursor=${encodeURIComponent(cursor)}`)
     t.equal(status, 400, `cursor ${cursor.slice(0, 20)}: 400`)
     t.same(body, { error: 'invalid cursor' }, `cursor ${cursor.slice(0, 20)}: says why`)

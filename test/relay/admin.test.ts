@@ -11,7 +11,7 @@ t.test('create answers 201 with the creation result and no URLs without a public
   t.equal(response.status, 201)
   t.match(response.headers.get('content-type'), /^application\/json/)
   t.equal(response.headers.get('cache-control'), 'no-store')
-  const body = await response.json() as Record<string, string>
+  const body = (await response.json()) as Record<string, string>
   t.same(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'initiator_token', 'responder_token'])
   t.match(body.id, /^[A-Za-z0-9_-]{16,}$/, 'id has at least 96 random bits, base64url')
   t.match(body.initiator_token, BASE64URL_16)
@@ -21,7 +21,11 @@ t.test('create answers 201 with the creation result and no URLs without a public
   t.equal(Date.parse(body.expires_at!) - Date.parse(body.created_at!), 90 * 60_000, 'expires after the session TTL')
   t.equal(response.headers.get('location'), `/admin/sessions/${body.id}`)
 
-  const withBody = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
+  const withBody = await fetch(`${relay.http}/admin/sessions`, {
+    method: 'POST',
+    body: '{}',
+    headers: { 'content-type': 'application/json' },
+  })
   t.equal(withBody.status, 201, 'an empty JSON object is accepted too')
 })
 
@@ -43,7 +47,18 @@ t.test('list and get show the admin view and never a token', async (t) => {
   const { sessions } = JSON.parse(text) as { sessions: Array<Record<string, unknown>> }
   t.same(sessions.map((s) => s.id).sort(), [a.id, b.id].sort())
   for (const s of sessions) {
-    t.same(Object.keys(s).sort(), ['bytes_in', 'bytes_out', 'created_at', 'expires_at', 'id', 'initiator_connected', 'last_activity', 'limits', 'responder_connected', 'state'])
+    t.same(Object.keys(s).sort(), [
+      'bytes_in',
+      'bytes_out',
+      'created_at',
+      'expires_at',
+      'id',
+      'initiator_connected',
+      'last_activity',
+      'limits',
+      'responder_connected',
+      'state',
+    ])
     t.equal(s.state, 'pending')
     t.equal(s.bytes_in, 0)
     t.equal(s.initiator_connected, false)
@@ -69,7 +84,10 @@ t.test('no log line carries a token', async (t) => {
   t.match(logs, /session created/)
   t.match(logs, /peer attached/)
   t.match(logs, /session closed/)
-  t.ok(relay.logs.every((line) => line.session === undefined || typeof line.session === 'string'), 'lifecycle lines carry the session id')
+  t.ok(
+    relay.logs.every((line) => line.session === undefined || typeof line.session === 'string'),
+    'lifecycle lines carry the session id',
+  )
   t.notOk(logs.includes(session.initiator_token), 'initiator token never logged')
   t.notOk(logs.includes(session.responder_token), 'responder token never logged')
 })
@@ -117,16 +135,23 @@ t.test('unknown paths answer 404 and wrong methods 405 with Allow, all in JSON',
 t.test('bad bodies on create: 400 for non-JSON or non-objects, 413 past the cap; nothing is created', async (t) => {
   const relay = await startTestRelay(t)
   for (const body of ['{', 'null', '[]', '"text"', '42', '\u0000\u0001', '{"a":']) {
-    const response = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', body, headers: { 'content-type': 'application/json' } })
+    const response = await fetch(`${relay.http}/admin/sessions`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+    })
     t.equal(response.status, 400, JSON.stringify(body))
     t.match(await response.json(), { error: /JSON/ })
   }
-  const big = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', body: JSON.stringify({ pad: 'x'.repeat(64 * 1024) }) })
+  const big = await fetch(`${relay.http}/admin/sessions`, {
+    method: 'POST',
+    body: JSON.stringify({ pad: 'x'.repeat(64 * 1024) }),
+  })
   t.equal(big.status, 413)
   t.match(await big.json(), { error: /larger than/ })
   const streamed = await postChunked(relay.port, 'x'.repeat(40 * 1024))
   t.equal(streamed.status, 413, 'a chunked body past the cap is refused while it streams')
-  const list = await (await fetch(`${relay.http}/admin/sessions`)).json() as { sessions: unknown[] }
+  const list = (await (await fetch(`${relay.http}/admin/sessions`)).json()) as { sessions: unknown[] }
   t.same(list.sessions, [], 'no refused request created a session')
   t.equal((await fetch(`${relay.http}/healthz`)).status, 200, 'still serving')
 })
@@ -157,7 +182,11 @@ t.test('CORS follows the allowed-origins patterns on /admin/* and /.well-known/*
   const relay = await startTestRelay(t, ['--no-auth', '--allowed-origins', 'app.example.com,*.example.org'])
   const preflight = await fetch(`${relay.http}/admin/sessions`, {
     method: 'OPTIONS',
-    headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+    headers: {
+      origin: 'https://app.example.com',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization',
+    },
   })
   t.equal(preflight.status, 204)
   t.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example.com')
@@ -166,18 +195,24 @@ t.test('CORS follows the allowed-origins patterns on /admin/* and /.well-known/*
   t.equal(preflight.headers.get('vary'), 'Origin')
 
   const refused = await fetch(`${relay.http}/admin/sessions/abc`, {
-    method: 'OPTIONS', headers: { origin: 'https://evil-example.org', 'access-control-request-method': 'DELETE' },
+    method: 'OPTIONS',
+    headers: { origin: 'https://evil-example.org', 'access-control-request-method': 'DELETE' },
   })
   t.equal(refused.status, 403)
   t.same(await refused.json(), { error: 'origin not allowed' })
   t.equal(refused.headers.get('access-control-allow-origin'), null)
 
-  const created = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', headers: { origin: 'https://a.b.example.org' } })
+  const created = await fetch(`${relay.http}/admin/sessions`, {
+    method: 'POST',
+    headers: { origin: 'https://a.b.example.org' },
+  })
   t.equal(created.status, 201)
   t.equal(created.headers.get('access-control-allow-origin'), 'https://a.b.example.org')
   const foreign = await fetch(`${relay.http}/admin/sessions`, { headers: { origin: 'https://example.net' } })
   t.equal(foreign.headers.get('access-control-allow-origin'), null, 'no CORS grant for an origin outside the patterns')
-  const discovery = await fetch(`${relay.http}/.well-known/relay-config`, { headers: { origin: 'https://app.example.com' } })
+  const discovery = await fetch(`${relay.http}/.well-known/relay-config`, {
+    headers: { origin: 'https://app.example.com' },
+  })
   t.equal(discovery.headers.get('access-control-allow-origin'), 'https://app.example.com')
 })
 
@@ -185,7 +220,13 @@ t.test('WebSocket upgrades check Origin against the same patterns', async (t) =>
   const relay = await startTestRelay(t, ['--no-auth', '--allowed-origins', '*.example.com,localhost:*'])
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
-  for (const origin of ['https://evil-example.com', 'https://example.com.evil.net', 'https://example.com@evil.net', 'null', 'https://example.com']) {
+  for (const origin of [
+    'https://evil-example.com',
+    'https://example.com.evil.net',
+    'https://example.com@evil.net',
+    'null',
+    'https://example.com',
+  ]) {
     const refusal = await refusalOf403(attach(url, { token: session.initiator_token, origin }))
     t.equal(refusal, 403, origin)
   }
@@ -196,12 +237,21 @@ t.test('WebSocket upgrades check Origin against the same patterns', async (t) =>
 
   const sameOrigin = await startTestRelay(t)
   const s2 = await createSession(sameOrigin)
-  t.equal(await refusalOf403(attach(`${sameOrigin.ws}/relay/${s2.id}`, { token: s2.initiator_token, origin: 'https://elsewhere.example' })), 403, 'empty list: cross-origin refused')
-  const same = await attach(`${sameOrigin.ws}/relay/${s2.id}`, { token: s2.initiator_token, origin: `http://127.0.0.1:${sameOrigin.port}` })
+  t.equal(
+    await refusalOf403(
+      attach(`${sameOrigin.ws}/relay/${s2.id}`, { token: s2.initiator_token, origin: 'https://elsewhere.example' }),
+    ),
+    403,
+    'empty list: cross-origin refused',
+  )
+  const same = await attach(`${sameOrigin.ws}/relay/${s2.id}`, {
+    token: s2.initiator_token,
+    origin: `http://127.0.0.1:${sameOrigin.port}`,
+  })
   t.equal(same.socket.readyState, same.socket.OPEN, 'empty list: same origin allowed')
 })
 
-async function refusalOf403 (attempt: Promise<unknown>): Promise<number> {
+async function refusalOf403(attempt: Promise<unknown>): Promise<number> {
   try {
     await attempt
     return 101
@@ -210,12 +260,14 @@ async function refusalOf403 (attempt: Promise<unknown>): Promise<number> {
   }
 }
 
-async function refusalIgnored (attempt: Promise<unknown>): Promise<void> {
-  try { await attempt } catch {}
+async function refusalIgnored(attempt: Promise<unknown>): Promise<void> {
+  try {
+    await attempt
+  } catch {}
 }
 
 /** A POST with a chunked body, which carries no Content-Length to refuse up front. */
-function postChunked (port: number, body: string): Promise<{ status: number }> {
+function postChunked(port: number, body: string): Promise<{ status: number }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => {
       socket.write('POST /admin/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n')

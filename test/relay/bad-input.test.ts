@@ -15,7 +15,9 @@ t.test('bad input gets its documented answer and disturbs no other session', asy
   const longQuery = 'q=' + 'x'.repeat(30_000)
   const hugeQuery = 'q=' + 'x'.repeat(100_000)
 
-  const expectations: Array<[string, () => Promise<{ status: number; body: unknown; allow: string | undefined }>, number]> = [
+  const expectations: Array<
+    [string, () => Promise<{ status: number; body: unknown; allow: string | undefined }>, number]
+  > = [
     ['malformed JSON body', () => call('POST', '/admin/sessions', '{"a":'), 400],
     ['a JSON array body', () => call('POST', '/admin/sessions', '[1,2]'), 400],
     ['an oversized body', () => call('POST', '/admin/sessions', 'x'.repeat(200_000)), 413],
@@ -31,7 +33,11 @@ t.test('bad input gets its documented answer and disturbs no other session', asy
     ['a made-up method on a known path', () => call('FOO', '/healthz'), 405],
     ['a non-standard method elsewhere', () => call('PROPFIND', '/nowhere'), 404],
     ['a plain GET on the relay path', () => call('GET', `/relay/${victim.id}`), 426],
-    ['an upgrade without a key', () => call('GET', `/relay/${victim.id}`, undefined, { connection: 'Upgrade', upgrade: 'websocket' }), 400],
+    [
+      'an upgrade without a key',
+      () => call('GET', `/relay/${victim.id}`, undefined, { connection: 'Upgrade', upgrade: 'websocket' }),
+      400,
+    ],
   ]
   for (const [what, send, status] of expectations) {
     const answer = await send()
@@ -50,7 +56,12 @@ t.test('bad input gets its documented answer and disturbs no other session', asy
     ['a long junk query with no token', {}, `${url}?${longQuery}`, 401],
     ['an upgrade whose head is over --max-headers-size', {}, `${url}?${hugeQuery}`, 431],
     ['an unknown session', { token: victim.initiator_token }, `${relay.ws}/relay/unknown`, 404],
-    ['the live session\'s slot, already taken', { token: live.session.initiator_token }, `${relay.ws}/relay/${live.session.id}`, 409],
+    [
+      "the live session's slot, already taken",
+      { token: live.session.initiator_token },
+      `${relay.ws}/relay/${live.session.id}`,
+      409,
+    ],
   ]
   for (const [what, opts, target, status] of attaches) {
     const refusal = await refusalOf(attach(target, opts))
@@ -58,7 +69,9 @@ t.test('bad input gets its documented answer and disturbs no other session', asy
     if (status === 431) t.match(refusal.body, /Request Header Fields Too Large/, `${what}: uWS's page`)
     else t.match(refusal.body, { error: String }, `${what}: JSON error`)
   }
-  const racing = await Promise.allSettled(Array.from({ length: 10 }, () => attach(url, { token: victim.responder_token })))
+  const racing = await Promise.allSettled(
+    Array.from({ length: 10 }, () => attach(url, { token: victim.responder_token })),
+  )
   t.equal(racing.filter((r) => r.status === 'fulfilled').length, 1, 'ten racing attaches: one wins')
 
   live.initiator.socket.send('still flowing')
@@ -67,14 +80,23 @@ t.test('bad input gets its documented answer and disturbs no other session', asy
   t.equal((await live.initiator.receive(1))[0]!.data.toString(), 'both ways')
   t.equal((await fetch(`${relay.http}/healthz`)).status, 200, 'the process keeps serving')
 
-  function call (method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown; allow: string | undefined }> {
+  function call(
+    method: string,
+    path: string,
+    body?: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: unknown; allow: string | undefined }> {
     return new Promise((resolve, reject) => {
       const req = request(`${relay.http}${path}`, { method, headers }, (res) => {
         let text = ''
-        res.on('data', (chunk) => { text += chunk })
+        res.on('data', (chunk) => {
+          text += chunk
+        })
         res.on('end', () => {
           let parsed: unknown = text
-          try { parsed = JSON.parse(text) } catch {}
+          try {
+            parsed = JSON.parse(text)
+          } catch {}
           resolve({ status: res.statusCode ?? 0, body: parsed, allow: res.headers.allow })
         })
       })

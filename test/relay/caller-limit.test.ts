@@ -13,7 +13,13 @@ const SCOPES = 'relay:session:create relay:session:read relay:session:delete'
 type Answer = { status: number; retryAfter: string | undefined; body: Record<string, unknown> }
 
 /** An admin request from `localAddress` (any 127.0.0.0/8 address reaches the relay on 127.0.0.1). */
-function call (relay: TestRelay, method: string, path: string, headers: Record<string, string> = {}, localAddress = '127.0.0.1'): Promise<Answer> {
+function call(
+  relay: TestRelay,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  localAddress = '127.0.0.1',
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port: relay.port, method, path, headers, localAddress }, (res) => {
       const chunks: Buffer[] = []
@@ -21,7 +27,11 @@ function call (relay: TestRelay, method: string, path: string, headers: Record<s
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString()
         const retry = res.headers['retry-after']
-        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retry) ? retry[0] : retry, body: text === '' ? {} : JSON.parse(text) as Record<string, unknown> })
+        resolve({
+          status: res.statusCode ?? 0,
+          retryAfter: Array.isArray(retry) ? retry[0] : retry,
+          body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
+        })
       })
     })
     req.on('error', reject)
@@ -29,7 +39,7 @@ function call (relay: TestRelay, method: string, path: string, headers: Record<s
   })
 }
 
-async function refusedForCaller (relay: TestRelay): Promise<number> {
+async function refusedForCaller(relay: TestRelay): Promise<number> {
   const text = await (await fetch(`${relay.http}/metrics`)).text()
   return Number(/^relay_admin_refused_total\{reason="caller_sessions"\} (\d+)$/m.exec(text)?.[1])
 }
@@ -37,7 +47,14 @@ async function refusedForCaller (relay: TestRelay): Promise<number> {
 t.test('a subject past its cap gets 429, another subject 201; a closed session frees a place', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
-  const relay = await startTestRelay(t, ['--oidc-issuer', oidc.issuer, '--oidc-audience', AUDIENCE, '--max-sessions-per-caller', '2'])
+  const relay = await startTestRelay(t, [
+    '--oidc-issuer',
+    oidc.issuer,
+    '--oidc-audience',
+    AUDIENCE,
+    '--max-sessions-per-caller',
+    '2',
+  ])
   const now = Math.floor(Date.now() / 1000)
   const tokenOf = async (claims: Record<string, unknown>) => ({
     authorization: `Bearer ${await oidc.sign({ iss: oidc.issuer, aud: AUDIENCE, iat: now, exp: now + 600, scope: SCOPES, ...claims })}`,
@@ -62,14 +79,31 @@ t.test('a subject past its cap gets 429, another subject 201; a closed session f
 t.test('--caller-claim names the caller by another claim; a token without it counts as its address', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
-  const relay = await startTestRelay(t, ['--oidc-issuer', oidc.issuer, '--oidc-audience', AUDIENCE, '--max-sessions-per-caller', '1', '--caller-claim', 'azp'])
+  const relay = await startTestRelay(t, [
+    '--oidc-issuer',
+    oidc.issuer,
+    '--oidc-audience',
+    AUDIENCE,
+    '--max-sessions-per-caller',
+    '1',
+    '--caller-claim',
+    'azp',
+  ])
   const now = Math.floor(Date.now() / 1000)
   const tokenOf = async (claims: Record<string, unknown>) => ({
     authorization: `Bearer ${await oidc.sign({ iss: oidc.issuer, aud: AUDIENCE, iat: now, exp: now + 600, scope: SCOPES, sub: 'service', ...claims })}`,
   })
   t.equal((await call(relay, 'POST', '/admin/sessions', await tokenOf({ azp: 'app-a' }))).status, 201, 'app-a')
-  t.equal((await call(relay, 'POST', '/admin/sessions', await tokenOf({ azp: 'app-a' }))).status, 429, 'app-a again: past its cap')
-  t.equal((await call(relay, 'POST', '/admin/sessions', await tokenOf({ azp: 'app-b' }))).status, 201, 'app-b, same sub: a caller of its own')
+  t.equal(
+    (await call(relay, 'POST', '/admin/sessions', await tokenOf({ azp: 'app-a' }))).status,
+    429,
+    'app-a again: past its cap',
+  )
+  t.equal(
+    (await call(relay, 'POST', '/admin/sessions', await tokenOf({ azp: 'app-b' }))).status,
+    201,
+    'app-b, same sub: a caller of its own',
+  )
   const noClaim = await tokenOf({})
   t.equal((await call(relay, 'POST', '/admin/sessions', noClaim)).status, 201, 'no azp: counted as 127.0.0.1')
   t.equal((await call(relay, 'POST', '/admin/sessions', noClaim)).status, 429, 'and 127.0.0.1 is past its cap')

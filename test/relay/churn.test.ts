@@ -25,8 +25,19 @@ const HEAP_SLACK_BYTES = 4 * 1024 * 1024
 t.test('thousands of sessions churn through the relay and leave nothing behind', async (t) => {
   // Logs at warn: a test relay keeps every log line it writes, which would look like a leak.
   const relay = await startTestRelay(t, [
-    '--no-auth', '--log-level', 'warn', '--session-ttl', TTL, '--peer-wait', '2s', '--reap-interval', '200ms',
-    '--session-create-limit', 'off', '--attach-failure-limit', 'off',
+    '--no-auth',
+    '--log-level',
+    'warn',
+    '--session-ttl',
+    TTL,
+    '--peer-wait',
+    '2s',
+    '--reap-interval',
+    '200ms',
+    '--session-create-limit',
+    'off',
+    '--attach-failure-limit',
+    'off',
   ])
 
   await round(t, relay) // warm-up: JIT, pools and caches reach their working size
@@ -38,7 +49,10 @@ t.test('thousands of sessions churn through the relay and leave nothing behind',
   t.same(after.resources, before.resources, `active handles and timers by type: ${JSON.stringify(after.resources)}`)
   t.same(after.listeners, before.listeners, 'process listeners')
   const growth = after.heapUsed - before.heapUsed
-  t.ok(growth < HEAP_SLACK_BYTES, `heap after 2,000 more sessions: ${(growth / 1024).toFixed(0)} KiB more (before ${mib(before.heapUsed)}, after ${mib(after.heapUsed)})`)
+  t.ok(
+    growth < HEAP_SLACK_BYTES,
+    `heap after 2,000 more sessions: ${(growth / 1024).toFixed(0)} KiB more (before ${mib(before.heapUsed)}, after ${mib(after.heapUsed)})`,
+  )
   const metrics = await (await fetch(`${relay.http}/metrics`)).text()
   t.match(metrics, /^relay_connections 0$/m, 'no connection counted')
   t.match(metrics, /^relay_outgoing_backlog_bytes 0$/m, 'no backlog counted')
@@ -46,11 +60,11 @@ t.test('thousands of sessions churn through the relay and leave nothing behind',
 })
 
 /** One round: every session through attach, drop, reattach with a held message, then an end. */
-async function round (t: Test, relay: TestRelay): Promise<void> {
+async function round(t: Test, relay: TestRelay): Promise<void> {
   const peers: TestPeer[] = []
   let next = 0
   const worker = async (): Promise<void> => {
-    while (next < SESSIONS_PER_ROUND) peers.push(...await lifecycle(relay, next++))
+    while (next < SESSIONS_PER_ROUND) peers.push(...(await lifecycle(relay, next++)))
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, worker))
   await until(() => relay.sessionCount() === 0, 20_000, 'the session table to empty')
@@ -58,7 +72,7 @@ async function round (t: Test, relay: TestRelay): Promise<void> {
   t.equal(relay.sessionCount(), 0, `round of ${SESSIONS_PER_ROUND}: the table is empty`)
 }
 
-async function lifecycle (relay: TestRelay, index: number): Promise<TestPeer[]> {
+async function lifecycle(relay: TestRelay, index: number): Promise<TestPeer[]> {
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
   const initiator = await attach(url, { token: session.initiator_token })
@@ -72,16 +86,24 @@ async function lifecycle (relay: TestRelay, index: number): Promise<TestPeer[]> 
   if (held?.data.toString() !== 'while away') throw new Error(`session ${index}: the held message was lost`)
 
   switch (index % 4) {
-    case 0: initiator.socket.close(1000); break // closed, then swept
-    case 1: await fetch(`${relay.http}/admin/sessions/${session.id}`, { method: 'DELETE' }); break // removed at once
-    case 2: initiator.socket.terminate(); responder.socket.terminate(); break // peer-wait closes it, then the sweep
-    default: break // both stay until the session expires
+    case 0:
+      initiator.socket.close(1000)
+      break // closed, then swept
+    case 1:
+      await fetch(`${relay.http}/admin/sessions/${session.id}`, { method: 'DELETE' })
+      break // removed at once
+    case 2:
+      initiator.socket.terminate()
+      responder.socket.terminate()
+      break // peer-wait closes it, then the sweep
+    default:
+      break // both stay until the session expires
   }
   return [initiator, first, responder]
 }
 
 /** Attach again; until the relay has noticed the drop the slot answers 409, and each 409 is the cue for the next try. */
-async function reattach (url: string, token: string): Promise<TestPeer> {
+async function reattach(url: string, token: string): Promise<TestPeer> {
   for (;;) {
     try {
       return await attach(url, { token })
@@ -91,7 +113,7 @@ async function reattach (url: string, token: string): Promise<TestPeer> {
   }
 }
 
-async function snapshot () {
+async function snapshot() {
   // Every peer's close has been seen (round awaits them): one turn lets their callbacks finish.
   await new Promise((resolve) => setImmediate(resolve))
   for (let i = 0; i < 4; i++) gc()

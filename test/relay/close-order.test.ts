@@ -12,6 +12,13 @@ t.test('messages sent just before a close frame reach the counterpart before the
     initiator.socket.send(Buffer.from('b'))
     initiator.socket.close(1000, 'done')
     t.same(await responder.closed, { code: 1000, reason: 'done' })
-    t.same(responder.received.map((m) => [m.data.toString(), m.isBinary]), [['a', false], ['b', true]], `run ${run}`)
+    t.same(
+      responder.received.map((m) => [m.data.toString(), m.isBinary]),
+      [
+        ['a', false],
+        ['b', true],
+      ],
+      `run ${run}`,
+    )
   }
 })

@@ -1,6 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { attach, createSession, drained, getSession, pair, refusalOf, startTestRelay, turn, until } from '../helpers/relay.js'
+import {
+  attach,
+  createSession,
+  drained,
+  getSession,
+  pair,
+  refusalOf,
+  startTestRelay,
+  turn,
+  until,
+} from '../helpers/relay.js'
 
 t.test('frames flow both ways, in order, byte-exact, with their text or binary type', async (t) => {
   const relay = await startTestRelay(t)
@@ -12,7 +22,10 @@ t.test('frames flow both ways, in order, byte-exact, with their text or binary t
   got.forEach((m, i) => {
     const expected = sent[i]!
     t.equal(m.isBinary, expected.isBinary, `message ${i} keeps its type`)
-    t.ok(m.data.equals(expected.isBinary ? expected.data : Buffer.from(expected.data.toString('base64'))), `message ${i} is byte-exact`)
+    t.ok(
+      m.data.equals(expected.isBinary ? expected.data : Buffer.from(expected.data.toString('base64'))),
+      `message ${i} is byte-exact`,
+    )
   })
   responder.socket.send('pong', { binary: false })
   const [back] = await initiator.receive(1)
@@ -35,7 +48,10 @@ t.test('many small frames arrive once and in order (coalesced path)', async (t) 
   for (let i = 0; i < count; i++) initiator.socket.send(String(i))
   const got = await responder.receive(count)
   t.equal(got.length, count)
-  t.ok(got.every((m, i) => m.data.toString() === String(i) && !m.isBinary), 'every frame once, in order, as text')
+  t.ok(
+    got.every((m, i) => m.data.toString() === String(i) && !m.isBinary),
+    'every frame once, in order, as text',
+  )
 })
 
 t.test('the token goes in Authorization or in ?token=', async (t) => {
@@ -87,11 +103,16 @@ t.test('two attaches racing for one slot: exactly one wins', async (t) => {
   const relay = await startTestRelay(t)
   const session = await createSession(relay)
   const url = `${relay.ws}/relay/${session.id}`
-  const results = await Promise.allSettled(Array.from({ length: 8 }, () => attach(url, { token: session.responder_token })))
+  const results = await Promise.allSettled(
+    Array.from({ length: 8 }, () => attach(url, { token: session.responder_token })),
+  )
   const won = results.filter((r) => r.status === 'fulfilled')
   const lost = results.filter((r) => r.status === 'rejected')
   t.equal(won.length, 1)
-  t.ok(lost.every((r) => (r.reason as { refusal?: { status: number } }).refusal?.status === 409), 'the others get 409')
+  t.ok(
+    lost.every((r) => (r.reason as { refusal?: { status: number } }).refusal?.status === 409),
+    'the others get 409',
+  )
 })
 
 t.test('non-upgrade and malformed upgrade requests on /relay/{id}', async (t) => {
@@ -102,10 +123,14 @@ t.test('non-upgrade and malformed upgrade requests on /relay/{id}', async (t) =>
   t.same(await plain.json(), { error: 'websocket upgrade required' })
   const { request } = await import('node:http')
   const missingKey = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request(`${relay.http}/relay/${session.id}`, { headers: { connection: 'Upgrade', upgrade: 'websocket', authorization: `Bearer ${session.initiator_token}` } })
+    const req = request(`${relay.http}/relay/${session.id}`, {
+      headers: { connection: 'Upgrade', upgrade: 'websocket', authorization: `Bearer ${session.initiator_token}` },
+    })
     req.on('response', (res) => {
       let body = ''
-      res.on('data', (c) => { body += c })
+      res.on('data', (c) => {
+        body += c
+      })
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
     })
     req.on('upgrade', () => reject(new Error('upgraded without a key')))
@@ -129,11 +154,14 @@ t.test('messages sent before the counterpart attaches are delivered in order whe
   t.equal((await getSession(relay, session.id)).body.bytes_out, 0, 'nothing delivered yet')
   const responder = await attach(url, { token: session.responder_token })
   const got = await responder.receive(3)
-  t.same(got.map((m) => [m.data.toString('hex'), m.isBinary]), [
-    [Buffer.from('one').toString('hex'), false],
-    ['010203', true],
-    [Buffer.from('x'.repeat(10_000)).toString('hex'), false],
-  ])
+  t.same(
+    got.map((m) => [m.data.toString('hex'), m.isBinary]),
+    [
+      [Buffer.from('one').toString('hex'), false],
+      ['010203', true],
+      [Buffer.from('x'.repeat(10_000)).toString('hex'), false],
+    ],
+  )
   t.equal((await getSession(relay, session.id)).body.bytes_out, 10_006)
 })
 
@@ -146,7 +174,10 @@ t.test('a dropped peer reattaches within peer-wait and gets what was sent meanwh
   await until(async () => (await getSession(relay, session.id)).body.bytes_in === 5 * 12, 2000, 'bytes_in')
   const back = await attach(`${relay.ws}/relay/${session.id}`, { token: session.responder_token })
   const got = await back.receive(5)
-  t.same(got.map((m) => m.data.toString()), [0, 1, 2, 3, 4].map((i) => `while away ${i}`))
+  t.same(
+    got.map((m) => m.data.toString()),
+    [0, 1, 2, 3, 4].map((i) => `while away ${i}`),
+  )
   t.equal((await getSession(relay, session.id)).body.state, 'open')
   t.equal(initiator.socket.readyState, initiator.socket.OPEN, 'the other peer never noticed')
 })
@@ -167,7 +198,11 @@ t.test('peer-wait: a slot left empty closes the session with 4002', async (t) =>
   dropped.responder.socket.terminate()
   t.same(await dropped.initiator.closed, { code: 4002, reason: 'peer did not arrive' })
 
-  t.equal((await getSession(relay, untouched.id)).body.state, 'pending', 'a session nobody attached to has no peer-wait')
+  t.equal(
+    (await getSession(relay, untouched.id)).body.state,
+    'pending',
+    'a session nobody attached to has no peer-wait',
+  )
 })
 
 t.test('a deliberate close is forwarded with its code and reason and closes the session', async (t) => {
@@ -202,7 +237,7 @@ t.test('expiry closes peers with 4001 and the session answers 404 at once', asyn
   t.same(await initiator.closed, { code: 4001, reason: 'session expired' })
   t.same(await responder.closed, { code: 4001, reason: 'session expired' })
   t.equal((await getSession(relay, session.id)).status, 404, 'gone without waiting for the sweep')
-  const list = await (await fetch(`${relay.http}/admin/sessions`)).json() as { sessions: unknown[] }
+  const list = (await (await fetch(`${relay.http}/admin/sessions`)).json()) as { sessions: unknown[] }
   t.same(list.sessions, [])
 })
 
@@ -220,7 +255,7 @@ t.test('a receiver that stops reading: the session closes with 4003, other sessi
   const { session, initiator, responder } = await pair(relay)
   const healthy = await pair(relay)
   // Stop reading at the TCP level: the relay's writes to the responder back up.
-  ;(responder.socket as unknown as { _socket: { pause (): void } })._socket.pause()
+  ;(responder.socket as unknown as { _socket: { pause(): void } })._socket.pause()
   const chunk = randomBytes(64 * 1024)
   let sending = true
   const pump = async (): Promise<void> => {
@@ -266,11 +301,19 @@ t.test('past the total backlog limit the session furthest behind closes, not the
   peerB.socket.send(randomBytes(20 * 1024))
   t.same(await peerA.closed, { code: 4003, reason: 'receiver too slow' }, 'the largest backlog (60 KiB) closes')
   await until(async () => (await getSession(relay, b.id)).body.bytes_in === 40 * 1024, 2000, 'b received it all')
-  t.equal((await getSession(relay, b.id)).body.state, 'half_open', 'the session that crossed the total keeps its 40 KiB')
+  t.equal(
+    (await getSession(relay, b.id)).body.state,
+    'half_open',
+    'the session that crossed the total keeps its 40 KiB',
+  )
   t.equal(peerB.socket.readyState, peerB.socket.OPEN)
   const responderB = await attach(`${relay.ws}/relay/${b.id}`, { token: b.responder_token })
   const held = await responderB.receive(2)
-  t.same(held.map((m) => m.data.length), [20 * 1024, 20 * 1024], 'and delivers it when its receiver comes')
+  t.same(
+    held.map((m) => m.data.length),
+    [20 * 1024, 20 * 1024],
+    'and delivers it when its receiver comes',
+  )
 })
 
 t.test('a message above --max-frame-size closes that connection only', async (t) => {
@@ -297,9 +340,9 @@ t.test('session states follow the slots', async (t) => {
   const initiator = await attach(url, { token: session.initiator_token })
   t.equal(await state(), 'open')
   initiator.socket.terminate()
-  await until(async () => await state() === 'half_open', 2000, 'half_open')
+  await until(async () => (await state()) === 'half_open', 2000, 'half_open')
   responder.socket.terminate()
-  await until(async () => await state() === 'pending', 2000, 'pending after both dropped')
+  await until(async () => (await state()) === 'pending', 2000, 'pending after both dropped')
   const view = (await getSession(relay, session.id)).body
   t.equal(view.initiator_connected, false)
   t.equal(view.responder_connected, false)

@@ -5,8 +5,6 @@ import t from 'tap'
 import { DIRECT_SEND_MIN_BYTES } from '@session-relay/relay/data-plane/message-costs'
 import { fakePeer, unitRelay } from '../helpers/relay-unit.js'
 
-
-
 t.test('a large message goes to the peer as the same ArrayBuffer, without a copy', async (t) => {
   const { table, forwarder, session } = unitRelay(t)
   const responder = fakePeer(session.responder, table)
@@ -27,8 +25,15 @@ t.test('small messages are copied, then written in one corked batch per event-lo
   t.equal(responder.sent.length, 0, 'nothing written inside the handler')
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(responder.corks(), 1, 'one corked flush')
-  t.same(responder.sent.map((s) => [...(s.message as Uint8Array)]), [[1], [2], [3]], 'in order')
-  t.ok(responder.sent.every((s, i) => s.message !== messages[i] && s.isBinary === false), 'copies, types kept')
+  t.same(
+    responder.sent.map((s) => [...(s.message as Uint8Array)]),
+    [[1], [2], [3]],
+    'in order',
+  )
+  t.ok(
+    responder.sent.every((s, i) => s.message !== messages[i] && s.isBinary === false),
+    'copies, types kept',
+  )
 })
 
 t.test('a turn of small messages larger than the arena keeps every byte, in order', async (t) => {
@@ -55,7 +60,10 @@ t.test('a large message behind held ones is held too, so order is kept', async (
   forwarder.forward(session.initiator, new ArrayBuffer(DIRECT_SEND_MIN_BYTES * 2), true)
   t.equal(responder.sent.length, 0)
   await new Promise((resolve) => setImmediate(resolve))
-  t.same(responder.sent.map((s) => (s.message as Uint8Array).byteLength), [1, DIRECT_SEND_MIN_BYTES * 2])
+  t.same(
+    responder.sent.map((s) => (s.message as Uint8Array).byteLength),
+    [1, DIRECT_SEND_MIN_BYTES * 2],
+  )
 })
 
 t.test('a send uWS reports as dropped closes the session with 4003', async (t) => {

@@ -31,20 +31,43 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
   const relay = await startTestRelay(t, [
-    '--oidc-issuer', oidc.issuer, '--oidc-audience', AUDIENCE, '--allowed-origins', '*.example.com',
-    '--max-frame-size', '4096', '--peer-wait', '30s',
+    '--oidc-issuer',
+    oidc.issuer,
+    '--oidc-audience',
+    AUDIENCE,
+    '--allowed-origins',
+    '*.example.com',
+    '--max-frame-size',
+    '4096',
+    '--peer-wait',
+    '30s',
     // Hundreds of refusals from one address: the admission limits would answer most with 429.
-    '--attach-failure-limit', 'off', '--admin-auth-failure-limit', 'off',
+    '--attach-failure-limit',
+    'off',
+    '--admin-auth-failure-limit',
+    'off',
   ])
   const adminToken = await oidc.token()
   const live = await authedPair(relay, adminToken)
   const victim = await authedCreate(relay, adminToken)
   const jwts = await malformedJwts(oidc.jwksUri, adminToken)
-  const secrets = [adminToken, live.session.initiator_token, live.session.responder_token, victim.initiator_token, victim.responder_token, ...Object.values(jwts)]
+  const secrets = [
+    adminToken,
+    live.session.initiator_token,
+    live.session.responder_token,
+    victim.initiator_token,
+    victim.responder_token,
+    ...Object.values(jwts),
+  ]
 
   await t.test('malformed JWTs on every admin route: 401, and no JWT opens a slot', async (t) => {
     for (const [what, jwt] of Object.entries(jwts)) {
-      for (const [method, path] of [['POST', '/admin/sessions'], ['GET', '/admin/sessions'], ['GET', `/admin/sessions/${victim.id}`], ['DELETE', `/admin/sessions/${victim.id}`]]) {
+      for (const [method, path] of [
+        ['POST', '/admin/sessions'],
+        ['GET', '/admin/sessions'],
+        ['GET', `/admin/sessions/${victim.id}`],
+        ['DELETE', `/admin/sessions/${victim.id}`],
+      ]) {
         const answer = await raw(relay.port, method!, path!, { authorization: `Bearer ${jwt}` })
         t.equal(status(answer), jwt.length > MAX_HEADERS_SIZE ? 431 : 401, `${what}: ${method} ${path}`)
         t.notOk(textOf(answer).includes(jwt.split('.')[2] || jwt), `${what}: not echoed`)
@@ -52,12 +75,32 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
       const refusal = await refusalOf(attach(`${relay.ws}/relay/${victim.id}`, { token: jwt }))
       t.equal(refusal.status, jwt.length > MAX_HEADERS_SIZE ? 431 : 401, `${what} as a slot token`)
     }
-    t.equal((await refusalOf(attach(`${relay.ws}/relay/${victim.id}`, { token: adminToken }))).status, 401, 'a valid admin JWT is not a slot token')
-    const tooBig = await raw(relay.port, 'GET', '/admin/sessions', { authorization: `Bearer ${'A'.repeat(1024 * 1024)}` })
-    t.equal(status(tooBig), 431, 'a 1 MiB Authorization header: past --max-headers-size, uWS answers 431 (docs/relay.md)')
-    const slotAsJwt = await raw(relay.port, 'GET', '/admin/sessions', { authorization: `Bearer ${victim.initiator_token}` })
+    t.equal(
+      (await refusalOf(attach(`${relay.ws}/relay/${victim.id}`, { token: adminToken }))).status,
+      401,
+      'a valid admin JWT is not a slot token',
+    )
+    const tooBig = await raw(relay.port, 'GET', '/admin/sessions', {
+      authorization: `Bearer ${'A'.repeat(1024 * 1024)}`,
+    })
+    t.equal(
+      status(tooBig),
+      431,
+      'a 1 MiB Authorization header: past --max-headers-size, uWS answers 431 (docs/relay.md)',
+    )
+    const slotAsJwt = await raw(relay.port, 'GET', '/admin/sessions', {
+      authorization: `Bearer ${victim.initiator_token}`,
+    })
     t.equal(status(slotAsJwt), 401, 'a slot token is not an admin token')
-    t.equal((await raw(relay.port, 'GET', `/admin/sessions/${victim.id}`, { authorization: `Bearer ${adminToken}` }) as { status: number }).status, 200, 'the victim session is untouched')
+    t.equal(
+      (
+        (await raw(relay.port, 'GET', `/admin/sessions/${victim.id}`, { authorization: `Bearer ${adminToken}` })) as {
+          status: number
+        }
+      ).status,
+      200,
+      'the victim session is untouched',
+    )
   })
 
   await t.test(`seeded fuzz of admin routes and upgrades (${FUZZ_REQUESTS} requests)`, async (t) => {
@@ -80,15 +123,26 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
       }
       statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
       if (!DOCUMENTED.has(answer.status)) t.fail(`${what}: undocumented status ${answer.status}`)
-      const headSize = input.path.length + Object.entries(input.headers).reduce((sum, [k, v]) => sum + k.length + v.length, 0)
-      if ((answer.status === 431) !== (headSize > MAX_HEADERS_SIZE)) t.fail(`${what}: ${answer.status} for a ${headSize}-byte head`)
-      if (answer.status >= 400 && answer.status !== 431 && input.method !== 'HEAD' && !isJsonError(answer.body) && !(answer.status === 404 && input.path.startsWith('/.well-known'))) {
+      const headSize =
+        input.path.length + Object.entries(input.headers).reduce((sum, [k, v]) => sum + k.length + v.length, 0)
+      if ((answer.status === 431) !== headSize > MAX_HEADERS_SIZE)
+        t.fail(`${what}: ${answer.status} for a ${headSize}-byte head`)
+      if (
+        answer.status >= 400 &&
+        answer.status !== 431 &&
+        input.method !== 'HEAD' &&
+        !isJsonError(answer.body) &&
+        !(answer.status === 404 && input.path.startsWith('/.well-known'))
+      ) {
         t.fail(`${what}: ${answer.status} without a JSON error body: ${answer.body.slice(0, 100)}`)
       }
       if (STACK_TRACE.test(answer.head + answer.body)) t.fail(`${what}: stack trace in the answer`)
-      for (const secret of secrets) if ((answer.head + answer.body).includes(secret)) t.fail(`${what}: a token in the answer`)
+      for (const secret of secrets)
+        if ((answer.head + answer.body).includes(secret)) t.fail(`${what}: a token in the answer`)
     }
-    t.comment(`statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}; closed without an answer: ${closedWithoutAnswer}`)
+    t.comment(
+      `statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}; closed without an answer: ${closedWithoutAnswer}`,
+    )
     t.notOk(statuses.has(500), 'no 500')
     t.ok(statuses.size >= 5, 'the fuzz reached many answers')
   })
@@ -102,12 +156,22 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
     ] as const) {
       const session = await authedCreate(relay, adminToken)
       const counterpart = await attach(`${relay.ws}/relay/${session.id}`, { token: session.responder_token })
-      const hostile = await rawUpgrade(relay.port, `/relay/${session.id}`, session.initiator_token, ['Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits'])
-      t.notMatch(hostile.response, /sec-websocket-extensions/i, `${what}: no extension negotiated though the client offered permessage-deflate`)
+      const hostile = await rawUpgrade(relay.port, `/relay/${session.id}`, session.initiator_token, [
+        'Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits',
+      ])
+      t.notMatch(
+        hostile.response,
+        /sec-websocket-extensions/i,
+        `${what}: no extension negotiated though the client offered permessage-deflate`,
+      )
       for (const f of frames) hostile.socket.write(f)
       await hostile.ended
       t.pass(`${what}: the relay ended the hostile connection`)
-      await until(async () => (await adminGet(relay, adminToken, session.id)).initiator_connected === false, 2000, 'the slot to empty')
+      await until(
+        async () => (await adminGet(relay, adminToken, session.id)).initiator_connected === false,
+        2000,
+        'the slot to empty',
+      )
       t.equal(counterpart.received.length, 0, `${what}: nothing reached the counterpart`)
       t.equal(counterpart.socket.readyState, counterpart.socket.OPEN, `${what}: the counterpart stays for a reattach`)
       counterpart.socket.close()
@@ -116,21 +180,48 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
 
   await t.test('Origin bypass attempts on upgrades and CORS', async (t) => {
     const refused = [
-      'https://evil-example.com', 'https://example.com', 'https://example.com.evil.com', 'https://a.example.com@evil.com',
-      'https://evil.com@a.example.com', 'https://user:pw@a.example.com', 'https://evil.com#.a.example.com', 'https://evil.com/.a.example.com',
-      'https://evil.com?.a.example.com', 'null', 'https://a.example.com:8443', 'https://a.example.com:99999', 'https://a.example.com:-1',
-      'https://a.example.com:443x', 'file://a.example.com', 'javascript://a.example.com', 'https://a.example.com.', 'https://a.example.com, https://evil.com',
-      'https://a.example.com/', 'https://a%2eexample.com', 'https://*.example.com', '*', 'https://a.example.com\\@evil.com', 'https:a.example.com',
+      'https://evil-example.com',
+      'https://example.com',
+      'https://example.com.evil.com',
+      'https://a.example.com@evil.com',
+      'https://evil.com@a.example.com',
+      'https://user:pw@a.example.com',
+      'https://evil.com#.a.example.com',
+      'https://evil.com/.a.example.com',
+      'https://evil.com?.a.example.com',
+      'null',
+      'https://a.example.com:8443',
+      'https://a.example.com:99999',
+      'https://a.example.com:-1',
+      'https://a.example.com:443x',
+      'file://a.example.com',
+      'javascript://a.example.com',
+      'https://a.example.com.',
+      'https://a.example.com, https://evil.com',
+      'https://a.example.com/',
+      'https://a%2eexample.com',
+      'https://*.example.com',
+      '*',
+      'https://a.example.com\\@evil.com',
+      'https:a.example.com',
     ]
     for (const origin of refused) {
       const session = await authedCreate(relay, adminToken)
-      const refusal = await refusalOf(attach(`${relay.ws}/relay/${session.id}`, { token: session.initiator_token, origin }))
+      const refusal = await refusalOf(
+        attach(`${relay.ws}/relay/${session.id}`, { token: session.initiator_token, origin }),
+      )
       t.equal(refusal.status, 403, `upgrade with Origin ${origin}`)
       t.same(refusal.body, { error: 'origin not allowed' })
       const cors = await raw(relay.port, 'GET', '/admin/sessions', { authorization: `Bearer ${adminToken}`, origin })
       t.notMatch((cors as { head: string }).head, /access-control-allow-origin/i, `no CORS grant for ${origin}`)
     }
-    for (const origin of ['https://a.example.com', 'https://A.Example.COM', 'https://deep.a.example.com', 'http://a.example.com:80', 'https://a.example.com:443']) {
+    for (const origin of [
+      'https://a.example.com',
+      'https://A.Example.COM',
+      'https://deep.a.example.com',
+      'http://a.example.com:80',
+      'https://a.example.com:443',
+    ]) {
       const session = await authedCreate(relay, adminToken)
       const peer = await attach(`${relay.ws}/relay/${session.id}`, { token: session.initiator_token, origin })
       t.equal(peer.socket.readyState, peer.socket.OPEN, `upgrade with Origin ${origin}`)
@@ -147,23 +238,31 @@ t.test('hostile input: fuzz, malformed JWTs, bad frames and Origin tricks', asyn
   const logs = relay.logText()
   t.ok(logs.length > 0, 'the relay logged')
   t.notMatch(logs, STACK_TRACE, 'no stack trace in the logs')
-  t.notOk(relay.logs.some((line) => line.level as number >= 50), 'no error logged')
-  for (const secret of secrets) t.notOk(logs.includes(secret.split('.')[2] || secret), `token …${secret.slice(-6)} not logged`)
+  t.notOk(
+    relay.logs.some((line) => (line.level as number) >= 50),
+    'no error logged',
+  )
+  for (const secret of secrets)
+    t.notOk(logs.includes(secret.split('.')[2] || secret), `token …${secret.slice(-6)} not logged`)
 })
 
-async function malformedJwts (jwksUri: string, good: string): Promise<Record<string, string>> {
+async function malformedJwts(jwksUri: string, good: string): Promise<Record<string, string>> {
   const claims = decodeJwt(good)
   const kid = decodeProtectedHeader(good).kid as string
-  const { keys } = await (await fetch(jwksUri)).json() as { keys: JsonWebKey[] }
+  const { keys } = (await (await fetch(jwksUri)).json()) as { keys: JsonWebKey[] }
   const publicPem = createPublicKey({ key: keys[0]!, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString()
   const { privateKey: stranger } = await generateKeyPair('RS256')
   const [header, payload, signature] = good.split('.') as [string, string, string]
   return {
     'alg none': `${b64({ alg: 'none', kid })}.${payload}.`,
     'alg none with a signature': `${b64({ alg: 'none', kid })}.${payload}.${signature}`,
-    'HS256 signed with the provider\'s public key as the secret': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid }).sign(new TextEncoder().encode(publicPem)),
+    "HS256 signed with the provider's public key as the secret": await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', kid })
+      .sign(new TextEncoder().encode(publicPem)),
     'an unknown kid': await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: randomUUID() }).sign(stranger),
-    'the provider\'s kid, another key': await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid }).sign(stranger),
+    "the provider's kid, another key": await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid })
+      .sign(stranger),
     'no kid, another key': await new SignJWT(claims).setProtectedHeader({ alg: 'RS256' }).sign(stranger),
     'a 20 KiB token': `${header}.${b64({ ...claims, pad: 'x'.repeat(20 * 1024) })}.${signature}`,
     'a 100 KiB token': `${header}.${'A'.repeat(100 * 1024)}.${signature}`,
@@ -176,26 +275,45 @@ async function malformedJwts (jwksUri: string, good: string): Promise<Record<str
 type FuzzContext = { live: Created; victim: Created; adminToken: string; jwts: string[] }
 type FuzzInput = { method: string; path: string; headers: Record<string, string>; body: Buffer }
 
-function fuzzInput (random: () => number, pick: <T>(items: readonly T[]) => T, c: FuzzContext): FuzzInput {
-  const junk = (max: number, alphabet = 'abcXYZ019-._~%!$&\'()*+,;=:@/?'): string =>
+function fuzzInput(random: () => number, pick: <T>(items: readonly T[]) => T, c: FuzzContext): FuzzInput {
+  const junk = (max: number, alphabet = "abcXYZ019-._~%!$&'()*+,;=:@/?"): string =>
     Array.from({ length: Math.floor(random() * max) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('')
-  const ids = [c.victim.id, 'x', junk(40), '%00', '..%2f..%2fetc%2fpasswd', 'a'.repeat(2000), encodeURIComponent('<script>'), '']
-  const path = pick([
-    () => '/admin/sessions',
-    () => `/admin/sessions/${pick(ids)}`,
-    () => `/admin/sessions/${pick(ids)}/${junk(10)}`,
-    () => `/relay/${pick(ids)}`,
-    () => `/relay/${c.live.id}`,
-    () => '/.well-known/relay-config',
-    () => '/healthz',
-    () => '/metrics',
-    () => `//admin//sessions/${junk(5)}`,
-    () => `/admin/../admin/sessions`,
-    () => `/${junk(30)}`,
-  ])() + (random() < 0.3 ? `?${junk(50)}` : '')
-  const tokens = [c.adminToken, c.live.initiator_token, c.victim.responder_token, ...c.jwts, junk(30), 'A'.repeat(22), '']
+  const ids = [
+    c.victim.id,
+    'x',
+    junk(40),
+    '%00',
+    '..%2f..%2fetc%2fpasswd',
+    'a'.repeat(2000),
+    encodeURIComponent('<script>'),
+    '',
+  ]
+  const path =
+    pick([
+      () => '/admin/sessions',
+      () => `/admin/sessions/${pick(ids)}`,
+      () => `/admin/sessions/${pick(ids)}/${junk(10)}`,
+      () => `/relay/${pick(ids)}`,
+      () => `/relay/${c.live.id}`,
+      () => '/.well-known/relay-config',
+      () => '/healthz',
+      () => '/metrics',
+      () => `//admin//sessions/${junk(5)}`,
+      () => `/admin/../admin/sessions`,
+      () => `/${junk(30)}`,
+    ])() + (random() < 0.3 ? `?${junk(50)}` : '')
+  const tokens = [
+    c.adminToken,
+    c.live.initiator_token,
+    c.victim.responder_token,
+    ...c.jwts,
+    junk(30),
+    'A'.repeat(22),
+    '',
+  ]
   const headers: Record<string, string> = {}
-  if (random() < 0.7) headers.authorization = pick(['Bearer ', 'bearer ', 'Basic ', 'Bearer  ', 'Negotiate ', '']) + pick(tokens)
+  if (random() < 0.7)
+    headers.authorization = pick(['Bearer ', 'bearer ', 'Basic ', 'Bearer  ', 'Negotiate ', '']) + pick(tokens)
   if (random() < 0.4) {
     headers.upgrade = pick(['websocket', 'WebSocket', 'h2c', junk(8)])
     headers.connection = pick(['Upgrade', 'keep-alive, Upgrade', 'close'])
@@ -204,19 +322,33 @@ function fuzzInput (random: () => number, pick: <T>(items: readonly T[]) => T, c
     if (random() < 0.3) headers['sec-websocket-extensions'] = 'permessage-deflate; client_max_window_bits'
     if (random() < 0.3) headers['sec-websocket-protocol'] = junk(20, 'abc, ')
   }
-  if (random() < 0.3) headers.origin = pick(['https://a.example.com', 'https://evil-example.com', 'null', junk(20), 'https://a.example.com@evil.com'])
+  if (random() < 0.3)
+    headers.origin = pick([
+      'https://a.example.com',
+      'https://evil-example.com',
+      'null',
+      junk(20),
+      'https://a.example.com@evil.com',
+    ])
   if (random() < 0.3) headers['content-type'] = pick(['application/json', 'text/plain', junk(15)])
   if (random() < 0.3) headers[`x-${junk(10, 'abcdefghij-')}`] = junk(200, 'abc !"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
-  const body = random() < 0.4
-    ? pick([() => randomBytesFrom(random, Math.floor(random() * 2048)), () => Buffer.from('{"a":'), () => Buffer.from('[1,2]'), () => Buffer.from('{}'), () => Buffer.from('null')])()
-    : Buffer.alloc(0)
+  const body =
+    random() < 0.4
+      ? pick([
+          () => randomBytesFrom(random, Math.floor(random() * 2048)),
+          () => Buffer.from('{"a":'),
+          () => Buffer.from('[1,2]'),
+          () => Buffer.from('{}'),
+          () => Buffer.from('null'),
+        ])()
+      : Buffer.alloc(0)
   const method = random() < 0.9 ? pick(STANDARD_METHODS) : pick(['PROPFIND', 'FOO', 'TRACE', 'CONNECT'])
   // A DELETE or a valid upgrade on the live session would end it: it must keep flowing to the end.
   const safePath = path.startsWith(`/admin/sessions/${c.live.id}`) ? `/admin/sessions/${c.victim.id}` : path
   return { method, path: safePath, headers, body }
 }
 
-function mulberry32 (seed: number): () => number {
+function mulberry32(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -226,26 +358,39 @@ function mulberry32 (seed: number): () => number {
   }
 }
 
-function randomBytesFrom (random: () => number, length: number): Buffer {
+function randomBytesFrom(random: () => number, length: number): Buffer {
   const bytes = Buffer.alloc(length)
   for (let i = 0; i < length; i++) bytes[i] = Math.floor(random() * 256)
   return bytes
 }
 
-function randomKey (random: () => number): string {
+function randomKey(random: () => number): string {
   return randomBytesFrom(random, 16).toString('base64')
 }
 
 /** One request over its own TCP connection, written byte for byte; the answer, or that it was closed unanswered. */
-function raw (port: number, method: string, path: string, headers: Record<string, string> = {}, body: Buffer = Buffer.alloc(0)): Promise<Raw> {
+function raw(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body: Buffer = Buffer.alloc(0),
+): Promise<Raw> {
   // No deadline of its own: a request the relay sits on hangs the file until tap's timeout fails it.
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
-    const lines = [`${method} ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)]
+    const lines = [
+      `${method} ${path} HTTP/1.1`,
+      `Host: 127.0.0.1:${port}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ]
     if (body.length > 0 || ['POST', 'PUT', 'PATCH'].includes(method)) lines.push(`Content-Length: ${body.length}`)
     socket.write(Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1'), body]))
     let data = Buffer.alloc(0)
-    const done = (answer: Raw): void => { socket.destroy(); resolve(answer) }
+    const done = (answer: Raw): void => {
+      socket.destroy()
+      resolve(answer)
+    }
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk])
       const end = data.indexOf('\r\n\r\n')
@@ -254,22 +399,23 @@ function raw (port: number, method: string, path: string, headers: Record<string
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0)
       const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
       const bodyBytes = data.subarray(end + 4)
-      if (status === 101 || method === 'HEAD' || bodyBytes.length >= length) done({ status, head, body: bodyBytes.toString('utf8') })
+      if (status === 101 || method === 'HEAD' || bodyBytes.length >= length)
+        done({ status, head, body: bodyBytes.toString('utf8') })
     })
     socket.on('close', () => done({ closed: true }))
     socket.on('error', () => {})
   })
 }
 
-function status (answer: Raw): number {
+function status(answer: Raw): number {
   return 'closed' in answer ? -1 : answer.status
 }
 
-function textOf (answer: Raw): string {
+function textOf(answer: Raw): string {
   return 'closed' in answer ? '' : answer.head + answer.body
 }
 
-function isJsonError (body: string): boolean {
+function isJsonError(body: string): boolean {
   try {
     const value = JSON.parse(body) as unknown
     return typeof value === 'object' && value !== null && typeof (value as { error?: unknown }).error === 'string'
@@ -278,22 +424,26 @@ function isJsonError (body: string): boolean {
   }
 }
 
-
-
-async function authedCreate (relay: TestRelay, token: string): Promise<Created> {
+async function authedCreate(relay: TestRelay, token: string): Promise<Created> {
   return await createSession(relay, { authorization: `Bearer ${token}` })
 }
 
-async function authedPair (relay: TestRelay, token: string) {
+async function authedPair(relay: TestRelay, token: string) {
   const session = await authedCreate(relay, token)
   const url = `${relay.ws}/relay/${session.id}`
-  return { session, initiator: await attach(url, { token: session.initiator_token }), responder: await attach(url, { token: session.responder_token }) }
+  return {
+    session,
+    initiator: await attach(url, { token: session.initiator_token }),
+    responder: await attach(url, { token: session.responder_token }),
+  }
 }
 
-async function adminGet (relay: TestRelay, token: string, id: string): Promise<Record<string, unknown>> {
-  return await (await fetch(`${relay.http}/admin/sessions/${id}`, { headers: { authorization: `Bearer ${token}` } })).json() as Record<string, unknown>
+async function adminGet(relay: TestRelay, token: string, id: string): Promise<Record<string, unknown>> {
+  return (await (
+    await fetch(`${relay.http}/admin/sessions/${id}`, { headers: { authorization: `Bearer ${token}` } })
+  ).json()) as Record<string, unknown>
 }
 
-function b64 (value: unknown): string {
+function b64(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url')
 }

@@ -43,7 +43,9 @@ t.test('a provider that stalls in the middle of its body: the timeout covers the
 t.test('a provider that turns slow mid-run: known keys keep working, an unknown kid answers 503 in time', async (t) => {
   const idp = await slowIssuer(t, 'answer')
   let clock = Date.now()
-  const relay = await startTestRelay(t, ['--oidc-issuer', idp.issuer, '--oidc-audience', AUDIENCE], { auth: { ...FAST, now: () => clock } })
+  const relay = await startTestRelay(t, ['--oidc-issuer', idp.issuer, '--oidc-audience', AUDIENCE], {
+    auth: { ...FAST, now: () => clock },
+  })
   const known = await idp.sign()
   t.equal((await admin(relay, known)).status, 201)
   idp.setMode('hang')
@@ -59,7 +61,7 @@ t.test('a provider that turns slow mid-run: known keys keep working, an unknown 
   t.equal((await admin(relay, unknown)).status, 201, 'the new key is fetched once the provider answers again')
 })
 
-async function expectUnavailable (t: Test, relay: TestRelay, token: string): Promise<void> {
+async function expectUnavailable(t: Test, relay: TestRelay, token: string): Promise<void> {
   // Far above the 300 ms fetch timeout, far below forever: only a bound, not a measurement.
   const answer = await withTimeout(admin(relay, token), 5_000, 'an admin answer while the provider hangs')
   t.equal(answer.status, 503, 'admin answers 503')
@@ -69,30 +71,38 @@ async function expectUnavailable (t: Test, relay: TestRelay, token: string): Pro
   t.equal(discovery.status, 503, 'discovery answers 503')
 }
 
-async function otherRoutesAnswer (t: Test, relay: TestRelay): Promise<void> {
+async function otherRoutesAnswer(t: Test, relay: TestRelay): Promise<void> {
   // No session can be created while the provider hangs; the rest of the relay still answers.
   t.equal((await fetch(`${relay.http}/relay/none`)).status, 426, 'the data plane route answers')
   t.equal((await fetch(`${relay.http}/healthz`)).status, 200, 'healthz answers')
 }
 
-async function admin (relay: TestRelay, token: string): Promise<{ status: number; body: unknown; retryAfter: string | null }> {
-  const response = await fetch(`${relay.http}/admin/sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })
+async function admin(
+  relay: TestRelay,
+  token: string,
+): Promise<{ status: number; body: unknown; retryAfter: string | null }> {
+  const response = await fetch(`${relay.http}/admin/sessions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+  })
   const text = await response.text()
   let body: unknown = text
-  try { body = JSON.parse(text) } catch {}
+  try {
+    body = JSON.parse(text)
+  } catch {}
   return { status: response.status, body, retryAfter: response.headers.get('retry-after') }
 }
 
 type SlowIssuer = {
   issuer: string
-  setMode (mode: Mode): void
-  rotate (): Promise<void>
-  sign (): Promise<string>
-  requests (): number
+  setMode(mode: Mode): void
+  rotate(): Promise<void>
+  sign(): Promise<string>
+  requests(): number
 }
 
 /** An OpenID issuer (discovery and JWKS) that can be told to hang. */
-async function slowIssuer (t: Test, initial: Mode): Promise<SlowIssuer> {
+async function slowIssuer(t: Test, initial: Mode): Promise<SlowIssuer> {
   let mode = initial
   let count = 0
   let key = await newKey()
@@ -101,9 +111,17 @@ async function slowIssuer (t: Test, initial: Mode): Promise<SlowIssuer> {
   const server = createServer((req, res) => {
     count++
     const path = new URL(req.url ?? '/', 'http://idp').pathname
-    const body = path === '/.well-known/openid-configuration'
-      ? JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token` })
-      : path === '/jwks' ? JSON.stringify({ keys: [key.publicJwk] }) : null
+    const body =
+      path === '/.well-known/openid-configuration'
+        ? JSON.stringify({
+            issuer,
+            jwks_uri: `${issuer}/jwks`,
+            authorization_endpoint: `${issuer}/auth`,
+            token_endpoint: `${issuer}/token`,
+          })
+        : path === '/jwks'
+          ? JSON.stringify({ keys: [key.publicJwk] })
+          : null
     if (mode === 'hang') return void hanging.push(res)
     if (body === null) return void res.writeHead(404).end()
     if (mode === 'stall-body') {
@@ -114,25 +132,37 @@ async function slowIssuer (t: Test, initial: Mode): Promise<SlowIssuer> {
     res.writeHead(200, { 'content-type': 'application/json' }).end(body)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
     issuer,
-    setMode (next) { mode = next },
-    async rotate () { key = await newKey() },
-    async sign () {
+    setMode(next) {
+      mode = next
+    },
+    async rotate() {
+      key = await newKey()
+    },
+    async sign() {
       return await new SignJWT({ scope: 'relay:session:create relay:session:read' })
         .setProtectedHeader({ alg: 'RS256', kid: key.kid })
-        .setIssuer(issuer).setAudience(AUDIENCE).setIssuedAt().setExpirationTime('5m')
+        .setIssuer(issuer)
+        .setAudience(AUDIENCE)
+        .setIssuedAt()
+        .setExpirationTime('5m')
         .sign(key.privateKey)
     },
     requests: () => count,
   }
 }
 
-async function newKey () {
+async function newKey() {
   const kid = randomUUID()
   const { publicKey, privateKey } = await generateKeyPair('RS256')
   return { kid, privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } }
 }
-

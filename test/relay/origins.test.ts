@@ -7,147 +7,172 @@ type Assert = Pick<typeof t, 'ok' | 'notOk'>
 
 // Checks each origin against the policy with a Host header that never
 // matches, so only the patterns decide.
-function check (t: Assert, patterns: string[], allowed: string[], refused: string[]): void {
+function check(t: Assert, patterns: string[], allowed: string[], refused: string[]): void {
   const allows = compileOriginPolicy(patterns, 'https')
   for (const origin of allowed) t.ok(allows(origin, relayHost), `${patterns.join(',')} allows ${origin}`)
   for (const origin of refused) t.notOk(allows(origin, relayHost), `${patterns.join(',')} refuses ${origin}`)
 }
 
 t.test('exact host matches only the default port', async (t) => {
-  check(t, ['example.com'], [
-    'https://example.com',
-    'http://example.com',
-    'https://example.com:443',
-    'http://example.com:80',
-    'wss://example.com',
-    'ws://example.com:80',
-  ], [
-    'https://example.com:8443',
-    'http://example.com:443',
-    'https://example.com:80',
-    'https://www.example.com',
-    'https://example.org',
-    'https://example.co',
-    'https://xexample.com',
-  ])
+  check(
+    t,
+    ['example.com'],
+    [
+      'https://example.com',
+      'http://example.com',
+      'https://example.com:443',
+      'http://example.com:80',
+      'wss://example.com',
+      'ws://example.com:80',
+    ],
+    [
+      'https://example.com:8443',
+      'http://example.com:443',
+      'https://example.com:80',
+      'https://www.example.com',
+      'https://example.org',
+      'https://example.co',
+      'https://xexample.com',
+    ],
+  )
 })
 
 t.test('explicit port', async (t) => {
-  check(t, ['example.com:8443'], [
-    'https://example.com:8443',
-    'http://example.com:8443',
-  ], [
-    'https://example.com',
-    'https://example.com:443',
-    'https://example.com:84430',
-    'https://example.com:844',
-    'https://sub.example.com:8443',
-  ])
-  check(t, ['example.com:443'], ['https://example.com', 'https://example.com:443', 'http://example.com:443'], ['http://example.com'])
+  check(
+    t,
+    ['example.com:8443'],
+    ['https://example.com:8443', 'http://example.com:8443'],
+    [
+      'https://example.com',
+      'https://example.com:443',
+      'https://example.com:84430',
+      'https://example.com:844',
+      'https://sub.example.com:8443',
+    ],
+  )
+  check(
+    t,
+    ['example.com:443'],
+    ['https://example.com', 'https://example.com:443', 'http://example.com:443'],
+    ['http://example.com'],
+  )
 })
 
 t.test('any port', async (t) => {
-  check(t, ['localhost:*'], [
-    'http://localhost',
-    'http://localhost:3000',
-    'https://localhost:1',
-    'http://localhost:65535',
-  ], [
-    'http://sub.localhost:3000',
-    'http://localhost.example.com:3000',
-    'http://localhost:65536',
-  ])
+  check(
+    t,
+    ['localhost:*'],
+    ['http://localhost', 'http://localhost:3000', 'https://localhost:1', 'http://localhost:65535'],
+    ['http://sub.localhost:3000', 'http://localhost.example.com:3000', 'http://localhost:65536'],
+  )
 })
 
 t.test('wildcard subdomain', async (t) => {
-  check(t, ['*.example.com'], [
-    'https://a.example.com',
-    'https://a.b.c.example.com',
-    'http://www.example.com:80',
-  ], [
-    'https://example.com',
-    'https://evil-example.com',
-    'https://evilexample.com',
-    'https://a.evil-example.com',
-    'https://example.com.evil.com',
-    'https://a.example.com.evil.com',
-    'https://.example.com',
-    'https://a.example.com:8443',
-    'https://a.example.co',
-  ])
-  check(t, ['*.example.com:*'], ['https://a.example.com:8443', 'https://b.a.example.com'], ['https://example.com:8443', 'https://evil-example.com:8443'])
-  check(t, ['*.example.com:8443'], ['https://a.example.com:8443'], ['https://a.example.com', 'https://a.example.com:9443'])
+  check(
+    t,
+    ['*.example.com'],
+    ['https://a.example.com', 'https://a.b.c.example.com', 'http://www.example.com:80'],
+    [
+      'https://example.com',
+      'https://evil-example.com',
+      'https://evilexample.com',
+      'https://a.evil-example.com',
+      'https://example.com.evil.com',
+      'https://a.example.com.evil.com',
+      'https://.example.com',
+      'https://a.example.com:8443',
+      'https://a.example.co',
+    ],
+  )
+  check(
+    t,
+    ['*.example.com:*'],
+    ['https://a.example.com:8443', 'https://b.a.example.com'],
+    ['https://example.com:8443', 'https://evil-example.com:8443'],
+  )
+  check(
+    t,
+    ['*.example.com:8443'],
+    ['https://a.example.com:8443'],
+    ['https://a.example.com', 'https://a.example.com:9443'],
+  )
 })
 
 t.test('several patterns', async (t) => {
-  check(t, ['example.com', '*.example.org:*', 'localhost:3000'], [
-    'https://example.com',
-    'https://a.example.org:1234',
-    'http://localhost:3000',
-  ], [
-    'https://a.example.com',
-    'https://example.org',
-    'http://localhost:3001',
-  ])
+  check(
+    t,
+    ['example.com', '*.example.org:*', 'localhost:3000'],
+    ['https://example.com', 'https://a.example.org:1234', 'http://localhost:3000'],
+    ['https://a.example.com', 'https://example.org', 'http://localhost:3001'],
+  )
 })
 
 t.test('case-insensitive', async (t) => {
-  check(t, ['Example.COM', '*.Example.ORG:*'], [
-    'https://EXAMPLE.com',
-    'HTTPS://example.COM',
-    'https://A.EXAMPLE.org:99',
-  ], [
-    'https://EVIL-example.com',
-  ])
+  check(
+    t,
+    ['Example.COM', '*.Example.ORG:*'],
+    ['https://EXAMPLE.com', 'HTTPS://example.COM', 'https://A.EXAMPLE.org:99'],
+    ['https://EVIL-example.com'],
+  )
 })
 
 t.test('userinfo never matches', async (t) => {
-  check(t, ['example.com', '*.example.com'], [], [
-    'https://example.com@evil.com',
-    'https://user@example.com',
-    'https://user:pass@example.com',
-    'https://evil.com@example.com',
-    'https://@example.com',
-    'https://a.example.com@evil.com',
-  ])
+  check(
+    t,
+    ['example.com', '*.example.com'],
+    [],
+    [
+      'https://example.com@evil.com',
+      'https://user@example.com',
+      'https://user:pass@example.com',
+      'https://evil.com@example.com',
+      'https://@example.com',
+      'https://a.example.com@evil.com',
+    ],
+  )
 })
 
 t.test('only serialised origins match', async (t) => {
-  check(t, ['example.com', 'example.com:*'], [], [
-    'null',
-    '',
-    'example.com',
-    '//example.com',
-    'https:example.com',
-    'https:/example.com',
-    'https:///example.com',
-    'ftp://example.com',
-    'file://example.com',
-    'javascript://example.com',
-    'https://example.com/',
-    'https://example.com/path',
-    'https://example.com?x=1',
-    'https://example.com#x',
-    'https://example.com:443/',
-    'https://example.com:',
-    'https://example.com:-1',
-    'https://example.com:+443',
-    'https://example.com:0443',
-    'https://example.com:99999',
-    'https://example.com:443:443',
-    'https://example.com.',
-    'https://example..com',
-    'https://ex ample.com',
-    ' https://example.com',
-    'https://example.com ',
-    'https://example.com\n',
-    'https://example.com\\',
-    'https://example.com%2f',
-    'https://[example.com]',
-    '__proto__://example.com',
-    'constructor://example.com',
-    'https://example.com, https://example.com',
-  ])
+  check(
+    t,
+    ['example.com', 'example.com:*'],
+    [],
+    [
+      'null',
+      '',
+      'example.com',
+      '//example.com',
+      'https:example.com',
+      'https:/example.com',
+      'https:///example.com',
+      'ftp://example.com',
+      'file://example.com',
+      'javascript://example.com',
+      'https://example.com/',
+      'https://example.com/path',
+      'https://example.com?x=1',
+      'https://example.com#x',
+      'https://example.com:443/',
+      'https://example.com:',
+      'https://example.com:-1',
+      'https://example.com:+443',
+      'https://example.com:0443',
+      'https://example.com:99999',
+      'https://example.com:443:443',
+      'https://example.com.',
+      'https://example..com',
+      'https://ex ample.com',
+      ' https://example.com',
+      'https://example.com ',
+      'https://example.com\n',
+      'https://example.com\\',
+      'https://example.com%2f',
+      'https://[example.com]',
+      '__proto__://example.com',
+      'constructor://example.com',
+      'https://example.com, https://example.com',
+    ],
+  )
 })
 
 t.test('odd ports', async (t) => {
@@ -157,18 +182,18 @@ t.test('odd ports', async (t) => {
 })
 
 t.test('IPv6 and IPv4 literals', async (t) => {
-  check(t, ['[::1]:*'], [
-    'http://[::1]',
-    'http://[::1]:3000',
-    'http://[0:0:0:0:0:0:0:1]:3000',
-  ], [
-    'http://[::2]:3000',
-    'http://::1:3000',
-    'http://[::1',
-    'http://[::1]3000',
-    'http://[fe80::1%25eth0]:3000',
-  ])
-  check(t, ['[2001:DB8::1]'], ['https://[2001:db8::1]', 'https://[2001:0db8:0:0:0:0:0:1]:443'], ['https://[2001:db8::1]:8443'])
+  check(
+    t,
+    ['[::1]:*'],
+    ['http://[::1]', 'http://[::1]:3000', 'http://[0:0:0:0:0:0:0:1]:3000'],
+    ['http://[::2]:3000', 'http://::1:3000', 'http://[::1', 'http://[::1]3000', 'http://[fe80::1%25eth0]:3000'],
+  )
+  check(
+    t,
+    ['[2001:DB8::1]'],
+    ['https://[2001:db8::1]', 'https://[2001:0db8:0:0:0:0:0:1]:443'],
+    ['https://[2001:db8::1]:8443'],
+  )
   check(t, ['127.0.0.1:*'], ['http://127.0.0.1:5173'], ['http://127.0.0.2:5173', 'http://[::1]:5173'])
 })
 
@@ -205,13 +230,18 @@ t.test('same origin needs the scheme the relay serves', async (t) => {
   const http = compileOriginPolicy([], 'http')
   // A page on http://host (which anyone on the path can write) is not the https relay's origin.
   t.notOk(https('http://relay.example.net', 'relay.example.net'), 'http page, https relay, default ports')
-  t.notOk(https('http://relay.example.net:8443', 'relay.example.net:8443'), 'http page, https relay, same explicit port')
+  t.notOk(
+    https('http://relay.example.net:8443', 'relay.example.net:8443'),
+    'http page, https relay, same explicit port',
+  )
   t.notOk(https('ws://relay.example.net:8443', 'relay.example.net:8443'), 'ws page, https relay')
   t.notOk(http('https://relay.example.net', 'relay.example.net'), 'https page, http relay, default ports')
   t.notOk(http('https://127.0.0.1:8080', '127.0.0.1:8080'), 'https page, http relay, same explicit port')
   t.notOk(http('wss://127.0.0.1:8080', '127.0.0.1:8080'), 'wss page, http relay')
-  t.ok(compileOriginPolicy(['relay.example.net'], 'http')('https://relay.example.net', 'relay.example.net'),
-    'a pattern still allows either scheme: behind a TLS-terminating proxy, list the public host')
+  t.ok(
+    compileOriginPolicy(['relay.example.net'], 'http')('https://relay.example.net', 'relay.example.net'),
+    'a pattern still allows either scheme: behind a TLS-terminating proxy, list the public host',
+  )
 })
 
 t.test('empty list allows only same origin', async (t) => {
@@ -220,12 +250,41 @@ t.test('empty list allows only same origin', async (t) => {
 
 t.test('malformed patterns are rejected when compiled', async (t) => {
   for (const bad of [
-    '', ' ', '*', '*.', '*.*.example.com', 'a.*.example.com', 'example.*', '**.example.com', '*example.com',
-    'https://example.com', 'http://example.com:*', 'example.com/', 'example.com:', 'example.com:x', 'example.com:70000',
-    'example.com:-1', 'user@example.com', 'example..com', '.example.com', 'example.com.', '[::1', '[::1]x',
-    '[nothost]', '*.[::1]', '*.0.0.1', '*.127.0.0.1:*', 'example.com:80:80', ' example.com', 'exa mple.com',
+    '',
+    ' ',
+    '*',
+    '*.',
+    '*.*.example.com',
+    'a.*.example.com',
+    'example.*',
+    '**.example.com',
+    '*example.com',
+    'https://example.com',
+    'http://example.com:*',
+    'example.com/',
+    'example.com:',
+    'example.com:x',
+    'example.com:70000',
+    'example.com:-1',
+    'user@example.com',
+    'example..com',
+    '.example.com',
+    'example.com.',
+    '[::1',
+    '[::1]x',
+    '[nothost]',
+    '*.[::1]',
+    '*.0.0.1',
+    '*.127.0.0.1:*',
+    'example.com:80:80',
+    ' example.com',
+    'exa mple.com',
   ]) {
-    t.throws(() => compileOriginPolicy([bad], 'https'), { message: new RegExp(`^invalid origin pattern ${escape(JSON.stringify(bad))}: `) }, JSON.stringify(bad))
+    t.throws(
+      () => compileOriginPolicy([bad], 'https'),
+      { message: new RegExp(`^invalid origin pattern ${escape(JSON.stringify(bad))}: `) },
+      JSON.stringify(bad),
+    )
   }
   t.throws(() => compileOriginPolicy(['https://example.com'], 'https'), { message: /without a scheme/ })
 })
@@ -239,6 +298,6 @@ t.test('hostile input: a million labels get their answer', async (t) => {
   t.ok(allows(`https://${'a.'.repeat(1_000_000)}example.com`, relayHost))
 })
 
-function escape (text: string): string {
+function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }

@@ -14,7 +14,11 @@ import { settings } from '@session-relay/relay/config'
 const mainJs = fileURLToPath(new URL('../../relay/dist/main.js', import.meta.url))
 const packageJson = fileURLToPath(new URL('../../package.json', import.meta.url))
 const noAuth = ['--no-auth', '--addr', '127.0.0.1:0']
-const { runToExit, start: startRelayProcess } = processRunner({ mainJs, ownEnv: /^(RELAY_|UWS_)/, listening: 'relay listening' })
+const { runToExit, start: startRelayProcess } = processRunner({
+  mainJs,
+  ownEnv: /^(RELAY_|UWS_)/,
+  listening: 'relay listening',
+})
 
 // 26 relay processes one after another: 28 s measured at a load average of 14 on two cores.
 t.setTimeout(300_000)
@@ -26,13 +30,43 @@ t.test('startup errors: exit code 2 and exactly one line on stderr, nothing on s
     ['an address that does not parse', ['--no-auth', '--addr', 'nope'], {}, /"nope".*--addr/],
     ['a zero frame size', [...noAuth, '--max-frame-size', '0'], {}, /"0".*--max-frame-size/],
     ['a zero duration flag', [...noAuth, '--peer-wait', '0s'], {}, /"0s".*--peer-wait.*greater than 0/],
-    ['a negative duration in the environment', noAuth, { RELAY_REAP_INTERVAL: '-1s' }, /"-1s".*RELAY_REAP_INTERVAL.*greater than 0/],
+    [
+      'a negative duration in the environment',
+      noAuth,
+      { RELAY_REAP_INTERVAL: '-1s' },
+      /"-1s".*RELAY_REAP_INTERVAL.*greater than 0/,
+    ],
     ['no issuer and no --no-auth', ['--addr', '127.0.0.1:0'], {}, /--oidc-issuer.*required unless --no-auth/],
-    ['a bad flag over a valid env value', [...noAuth, '--session-ttl', '0s'], { RELAY_SESSION_TTL: '1h' }, /"0s".*--session-ttl/],
-    ['a bad flag over a valid env address', ['--no-auth', '--addr', '127.0.0.1:70000'], { RELAY_ADDR: '127.0.0.1:0' }, /"127\.0\.0\.1:70000".*--addr/],
-    ['a bad env value when no flag overrides it', noAuth, { RELAY_MAX_FRAME_SIZE: 'big' }, /"big".*RELAY_MAX_FRAME_SIZE/],
-    ['TLS files that are readable but not PEM', [...noAuth, '--tls-cert', packageJson, '--tls-key', packageJson], {}, /not a valid PEM certificate and key/],
-    ['a TLS certificate that cannot be read', [...noAuth, '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem'], {}, /cannot read --tls-cert file \/nonexistent\/cert\.pem/],
+    [
+      'a bad flag over a valid env value',
+      [...noAuth, '--session-ttl', '0s'],
+      { RELAY_SESSION_TTL: '1h' },
+      /"0s".*--session-ttl/,
+    ],
+    [
+      'a bad flag over a valid env address',
+      ['--no-auth', '--addr', '127.0.0.1:70000'],
+      { RELAY_ADDR: '127.0.0.1:0' },
+      /"127\.0\.0\.1:70000".*--addr/,
+    ],
+    [
+      'a bad env value when no flag overrides it',
+      noAuth,
+      { RELAY_MAX_FRAME_SIZE: 'big' },
+      /"big".*RELAY_MAX_FRAME_SIZE/,
+    ],
+    [
+      'TLS files that are readable but not PEM',
+      [...noAuth, '--tls-cert', packageJson, '--tls-key', packageJson],
+      {},
+      /not a valid PEM certificate and key/,
+    ],
+    [
+      'a TLS certificate that cannot be read',
+      [...noAuth, '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem'],
+      {},
+      /cannot read --tls-cert file \/nonexistent\/cert\.pem/,
+    ],
   ]
   // One child at a time: twelve Node starts at once on two busy cores is what made the exit
   // waits time out under load; one at a time, each wait times one start.
@@ -55,7 +89,10 @@ t.test('--help: usage from the settings table on stdout, exit 0, nothing else', 
     t.match(run.stdout, /^Usage: relay /, `${args.join(' ')}: a synopsis first`)
     for (const row of settings) {
       const shown = row.default === '' ? '' : ` (default ${row.default})`
-      t.ok(run.stdout.includes(`  ${row.flag}, ${row.env}${shown}\n      ${row.help}\n`), `${row.flag}: flag, env var, default and help`)
+      t.ok(
+        run.stdout.includes(`  ${row.flag}, ${row.env}${shown}\n      ${row.help}\n`),
+        `${row.flag}: flag, env var, default and help`,
+      )
     }
   }
 })
@@ -79,14 +116,19 @@ t.test('a port another relay holds: the second one exits 1 instead of sharing it
   const second = await runToExit(t, ['--no-auth', '--addr', `127.0.0.1:${first.port}`])
   t.equal(second.code, 1)
   t.equal(lines(second.stderr).length, 1, 'one line on stderr')
-  t.equal(second.stderr, `relay: cannot listen on 127.0.0.1:${first.port}: EADDRINUSE (address already in use)\n`,
-    'the line names the address, the port and the reason')
+  t.equal(
+    second.stderr,
+    `relay: cannot listen on 127.0.0.1:${first.port}: EADDRINUSE (address already in use)\n`,
+    'the line names the address, the port and the reason',
+  )
   t.equal((await fetch(`http://127.0.0.1:${first.port}/healthz`)).status, 200, 'the first keeps serving')
 })
 
 t.test('a port another program holds: the same line', async (t) => {
   const holder = createServer()
-  t.teardown(() => { holder.close() })
+  t.teardown(() => {
+    holder.close()
+  })
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
   const port = (holder.address() as AddressInfo).port
   const run = await runToExit(t, ['--no-auth', '--addr', `127.0.0.1:${port}`])
@@ -97,13 +139,18 @@ t.test('a port another program holds: the same line', async (t) => {
 t.test('configuration from the environment', async (t) => {
   t.test('RELAY_NO_AUTH and RELAY_ADDR alone start the relay', async (t) => {
     const relay = await startRelayProcess(t, [], { RELAY_NO_AUTH: 'true', RELAY_ADDR: '127.0.0.1:0' })
-    t.ok(relay.logs.some((line) => line.level === 40 && /auth is disabled/.test(String(line.msg))), 'auth-disabled warning')
+    t.ok(
+      relay.logs.some((line) => line.level === 40 && /auth is disabled/.test(String(line.msg))),
+      'auth-disabled warning',
+    )
     t.equal((await fetch(`http://127.0.0.1:${relay.port}/healthz`)).status, 200)
   })
 
   t.test('--addr wins over RELAY_ADDR', async (t) => {
     const wanted = await freePort()
-    const relay = await startRelayProcess(t, ['--no-auth', '--addr', `127.0.0.1:${wanted}`], { RELAY_ADDR: '127.0.0.1:0' })
+    const relay = await startRelayProcess(t, ['--no-auth', '--addr', `127.0.0.1:${wanted}`], {
+      RELAY_ADDR: '127.0.0.1:0',
+    })
     t.equal(relay.port, wanted, 'it listens on the port the flag names')
     t.equal((await fetch(`http://127.0.0.1:${wanted}/healthz`)).status, 200)
   })
@@ -117,12 +164,16 @@ t.test('configuration from the environment', async (t) => {
 })
 
 t.test('listens on [::1]:0 when IPv6 loopback is available', async (t) => {
-  if (!await ipv6LoopbackWorks()) {
+  if (!(await ipv6LoopbackWorks())) {
     t.pass('listen on [::1]:0', { skip: 'this machine has no IPv6 loopback (::1 cannot be bound)' })
     return
   }
   const relay = await startRelayProcess(t, ['--no-auth', '--addr', '[::1]:0'])
-  t.match(relay.logs.find((line) => line.msg === 'relay listening'), { host: '::1', port: relay.port }, 'it logs host ::1 and the port')
+  t.match(
+    relay.logs.find((line) => line.msg === 'relay listening'),
+    { host: '::1', port: relay.port },
+    'it logs host ::1 and the port',
+  )
   const health = await fetch(`http://[::1]:${relay.port}/healthz`)
   t.equal(health.status, 200, '/healthz answers on [::1]')
   t.equal(await health.text(), 'ok')
@@ -142,45 +193,57 @@ for (const signal of ['SIGINT'] as const) {
 
     relay.child.kill(signal)
     const closes = await Promise.all([initiator.closed, responder.closed])
-    t.same(closes, [
-      { code: 1001, reason: 'relay shutting down' },
-      { code: 1001, reason: 'relay shutting down' },
-    ], 'both peers get 1001 "relay shutting down"')
+    t.same(
+      closes,
+      [
+        { code: 1001, reason: 'relay shutting down' },
+        { code: 1001, reason: 'relay shutting down' },
+      ],
+      'both peers get 1001 "relay shutting down"',
+    )
     t.equal(await connectError('127.0.0.1', relay.port), 'ECONNREFUSED', 'refused as soon as the peers are told')
 
     const exit = await relay.exited
     t.same(exit, { code: 0, signal: null }, 'exit code 0')
-    t.match(relay.logs.find((line) => line.msg === 'shutting down'), { signal }, 'it logs the signal')
+    t.match(
+      relay.logs.find((line) => line.msg === 'shutting down'),
+      { signal },
+      'it logs the signal',
+    )
     // Not the hard stop (common/src/lifecycle.ts, 5 s), which exits 0 too but before this line:
     // that is the contract's bound, where a stopwatch here would measure the machine's load.
-    t.ok(relay.logs.some((line) => line.msg === 'relay stopped'), 'the graceful path ran to the end, before the hard stop')
+    t.ok(
+      relay.logs.some((line) => line.msg === 'relay stopped'),
+      'the graceful path ran to the end, before the hard stop',
+    )
     t.equal(await connectError('127.0.0.1', relay.port), 'ECONNREFUSED', 'refused after exit')
   })
 }
 
 // ---------------------------------------------------------------------------------------------
 
-async function createSessionAt (port: number): Promise<Created> {
+async function createSessionAt(port: number): Promise<Created> {
   const response = await fetch(`http://127.0.0.1:${port}/admin/sessions`, { method: 'POST' })
   if (response.status !== 201) throw new Error(`create answered ${response.status}: ${await response.text()}`)
-  return await response.json() as Created
+  return (await response.json()) as Created
 }
 
 /** The error code of a TCP connection attempt, or 'connected'. */
-function connectError (host: string, port: number): Promise<string> {
+function connectError(host: string, port: number): Promise<string> {
   return new Promise((resolve) => {
     const socket = connect({ host, port })
-    socket.once('connect', () => { socket.destroy(); resolve('connected') })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve('connected')
+    })
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message))
   })
 }
 
-function ipv6LoopbackWorks (): Promise<boolean> {
+function ipv6LoopbackWorks(): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer()
     server.once('error', () => resolve(false))
     server.listen(0, '::1', () => server.close(() => resolve(true)))
   })
 }
-
-

@@ -8,7 +8,7 @@ import { createSession, startTestRelay } from '../helpers/relay.js'
 type Answer = { status: number; head: string; body: string; closed: Promise<void> }
 
 /** Writes `request` as is and reads the first response: status line, head, and body by its Content-Length. */
-function rawRequest (port: number, request: string): Promise<Answer> {
+function rawRequest(port: number, request: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => socket.write(request))
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
@@ -23,10 +23,15 @@ function rawRequest (port: number, request: string): Promise<Answer> {
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? -1)
       resolve({ status, head, body: received.subarray(end + 4, end + 4 + length).toString(), closed })
     }
-    const onData = (chunk: Buffer): void => { received = Buffer.concat([received, chunk]); tryParse() }
+    const onData = (chunk: Buffer): void => {
+      received = Buffer.concat([received, chunk])
+      tryParse()
+    }
     socket.on('data', onData)
     socket.on('error', reject)
-    t.teardown(() => { socket.destroy() })
+    t.teardown(() => {
+      socket.destroy()
+    })
   })
 }
 
@@ -49,7 +54,10 @@ t.test('two different Content-Length headers: 400 and the connection closes, on 
 
 t.test('the same Content-Length twice is one length (RFC 9112 §6.3 allows either)', async (t) => {
   const relay = await startTestRelay(t)
-  const answer = await rawRequest(relay.port, 'POST /admin/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}')
+  const answer = await rawRequest(
+    relay.port,
+    'POST /admin/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}',
+  )
   t.equal(answer.status, 201)
 })
 
@@ -58,8 +66,11 @@ t.test('Upgrade: h2c answers 400 at the WebSocket path and on the admin API', as
   const session = await createSession(relay)
   const h2c = 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n'
   // Everything a WebSocket handshake needs but the protocol: uWS 20.30 answered this 101.
-  const atRelay = await rawRequest(relay.port, `GET /relay/${session.id}?token=${session.initiator_token} HTTP/1.1\r\nHost: x\r\n${h2c}` +
-    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
+  const atRelay = await rawRequest(
+    relay.port,
+    `GET /relay/${session.id}?token=${session.initiator_token} HTTP/1.1\r\nHost: x\r\n${h2c}` +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+  )
   t.equal(atRelay.status, 400, 'WebSocket path: 400')
   t.same(JSON.parse(atRelay.body), { error: 'unsupported upgrade: only websocket is accepted' })
   const atAdmin = await rawRequest(relay.port, `GET /admin/sessions HTTP/1.1\r\nHost: x\r\n${h2c}\r\n`)
@@ -67,7 +78,10 @@ t.test('Upgrade: h2c answers 400 at the WebSocket path and on the admin API', as
   t.same(JSON.parse(atAdmin.body), { error: 'unsupported upgrade: only websocket is accepted' })
 
   // The slot was never taken: a real WebSocket handshake still gets it.
-  const ok = await rawRequest(relay.port, `GET /relay/${session.id}?token=${session.initiator_token} HTTP/1.1\r\nHost: x\r\n` +
-    'Connection: Upgrade\r\nUpgrade: WebSocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
+  const ok = await rawRequest(
+    relay.port,
+    `GET /relay/${session.id}?token=${session.initiator_token} HTTP/1.1\r\nHost: x\r\n` +
+      'Connection: Upgrade\r\nUpgrade: WebSocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+  )
   t.equal(ok.status, 101, 'Upgrade: websocket (any case) still switches')
 })

@@ -32,16 +32,26 @@ t.test('a wrong token for an existing session is answered alike, whoever it belo
   t.equal(reference.status, 401)
   t.same(JSON.parse(reference.body), { error: 'invalid slot token' })
   for (const [what, token] of wrong) {
-    t.same(comparable(await upgrade(relay, path, { authorization: `Bearer ${token}` })), comparable(reference), `${what}, in Authorization`)
-    t.same(comparable(await upgrade(relay, `${path}?token=${encodeURIComponent(token)}`)), comparable(reference), `${what}, in ?token=`)
+    t.same(
+      comparable(await upgrade(relay, path, { authorization: `Bearer ${token}` })),
+      comparable(reference),
+      `${what}, in Authorization`,
+    )
+    t.same(
+      comparable(await upgrade(relay, `${path}?token=${encodeURIComponent(token)}`)),
+      comparable(reference),
+      `${what}, in ?token=`,
+    )
   }
 
   // A session closed by its peer keeps its entry until the sweep; its own tokens are dead.
   const peer = await attach(`${relay.ws}/relay/${closed.id}`, { token: closed.initiator_token })
   peer.socket.close(1000)
   await until(async () => (await getSession(relay, closed.id)).body.state === 'closed', 2000, 'closed')
-  const ownDeadToken = await upgrade(relay, `/relay/${closed.id}`, { authorization: `Bearer ${closed.responder_token}` })
-  t.same(comparable(ownDeadToken), comparable(reference), 'the session\'s own token once it is closed')
+  const ownDeadToken = await upgrade(relay, `/relay/${closed.id}`, {
+    authorization: `Bearer ${closed.responder_token}`,
+  })
+  t.same(comparable(ownDeadToken), comparable(reference), "the session's own token once it is closed")
 
   // An unknown id answers 404, and the token, whatever it is, changes nothing about that.
   const unknown = `/relay/${crypto.randomBytes(16).toString('base64url')}`
@@ -74,18 +84,25 @@ t.test('slot tokens are checked by comparing digests with timingSafeEqual, both 
   for (const [what, token, slot] of cases) {
     calls.length = 0
     t.equal(tokens.slotOfToken(credentials.digests, token), slot, what)
-    t.same(calls, [[32, 32], [32, 32]], `${what}: two constant-time compares of 32-byte SHA-256 digests`)
+    t.same(
+      calls,
+      [
+        [32, 32],
+        [32, 32],
+      ],
+      `${what}: two constant-time compares of 32-byte SHA-256 digests`,
+    )
   }
   t.notOk(credentials.digests.includes(Buffer.from(credentials.initiatorToken)), 'the token itself is not kept')
 })
 
 /** The parts of an answer a client sees, less the clock. */
-function comparable (answer: Answer): unknown {
+function comparable(answer: Answer): unknown {
   const { date: _date, ...headers } = answer.headers
   return { status: answer.status, headers, body: answer.body }
 }
 
-function upgrade (relay: TestRelay, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+function upgrade(relay: TestRelay, path: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(`${relay.http}${path}`, {
       headers: {
@@ -102,7 +119,9 @@ function upgrade (relay: TestRelay, path: string, headers: Record<string, string
     })
     req.on('response', (res) => {
       let body = ''
-      res.on('data', (chunk) => { body += chunk })
+      res.on('data', (chunk) => {
+        body += chunk
+      })
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
     })
     req.on('error', reject)

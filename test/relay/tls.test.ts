@@ -12,7 +12,11 @@ t.test('admin over https and peers over wss, with a self-signed certificate', as
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)
   const relay = await startTestRelay(t, ['--no-auth', '--tls-cert', certPath, '--tls-key', keyPath])
   t.match(relay.http, /^https:\/\//, 'the helper gives https:// for a TLS relay')
-  t.match(relay.logs.find((line) => line.msg === 'relay listening'), { port: relay.port, tls: true }, 'it logs that TLS is on')
+  t.match(
+    relay.logs.find((line) => line.msg === 'relay listening'),
+    { port: relay.port, tls: true },
+    'it logs that TLS is on',
+  )
 
   const health = await httpsCall(`${relay.http}/healthz`, 'GET', certPem)
   t.same(health, { status: 200, body: 'ok' }, '/healthz over https')
@@ -33,7 +37,11 @@ t.test('admin over https and peers over wss, with a self-signed certificate', as
   t.same([toInitiator!.data.toString('hex'), toInitiator!.isBinary], ['000102ff', true], 'responder → initiator')
 
   const view = await httpsCall(`${relay.http}/admin/sessions/${session.id}`, 'GET', certPem)
-  t.match(JSON.parse(view.body), { state: 'open', initiator_connected: true, responder_connected: true }, 'the session is open')
+  t.match(
+    JSON.parse(view.body),
+    { state: 'open', initiator_connected: true, responder_connected: true },
+    'the session is open',
+  )
 })
 
 t.test('the TLS port does not speak plain http:// or ws://, nor TLS to an untrusting client', async (t) => {
@@ -49,7 +57,11 @@ t.test('the TLS port does not speak plain http:// or ws://, nor TLS to an untrus
   t.not(ws, 'open', `plain ws:// does not attach (${ws})`)
 
   const untrusted = await attachOutcome(attach(`${relay.ws}/relay/${session.id}`, { token: session.initiator_token }))
-  t.match(untrusted, /^DEPTH_ZERO_SELF_SIGNED_CERT: /, 'wss:// without the CA fails certificate verification: the certificate is self-signed')
+  t.match(
+    untrusted,
+    /^DEPTH_ZERO_SELF_SIGNED_CERT: /,
+    'wss:// without the CA fails certificate verification: the certificate is self-signed',
+  )
 
   // None of the attempts above took the slot.
   const peer = await attach(`${relay.ws}/relay/${session.id}`, { token: session.initiator_token, ca: certPem })
@@ -60,11 +72,13 @@ t.test('the TLS port does not speak plain http:// or ws://, nor TLS to an untrus
 // ---------------------------------------------------------------------------------------------
 
 /** An https request that trusts only `ca`. */
-function httpsCall (url: string, method: string, ca: string): Promise<{ status: number; body: string }> {
+function httpsCall(url: string, method: string, ca: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(url, { method, ca }, (res) => {
       let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        body += chunk
+      })
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
     })
     req.on('error', reject)
@@ -73,7 +87,7 @@ function httpsCall (url: string, method: string, ca: string): Promise<{ status: 
 }
 
 /** What a plain http:// request gets: 'status N', or the error it failed with. */
-function httpOutcome (url: string): Promise<string> {
+function httpOutcome(url: string): Promise<string> {
   return new Promise((resolve) => {
     const req = httpRequest(url, { timeout: 3_000 }, (res) => {
       res.resume()
@@ -86,7 +100,7 @@ function httpOutcome (url: string): Promise<string> {
 }
 
 /** 'open' if the attach succeeded (the peer is then closed), else why it failed. */
-async function attachOutcome (attempt: ReturnType<typeof attach>): Promise<string> {
+async function attachOutcome(attempt: ReturnType<typeof attach>): Promise<string> {
   try {
     const peer = await attempt
     peer.socket.terminate()

@@ -18,13 +18,19 @@ t.test('the glibc each supported binary needs is read from the binary itself', a
 
 t.test('Node 24 on glibc 2.36: one line naming the glibc needed and the image', async (t) => {
   const line = describeLoadFailure(debian12, readFileSync(binaryPath(debian12)))
-  t.equal(line, `uWebSockets.js for Node v24.21.0 (ABI 137, linux-x64) needs glibc 2.38, this host has glibc 2.36; ${IMAGE_HINT}`)
+  t.equal(
+    line,
+    `uWebSockets.js for Node v24.21.0 (ABI 137, linux-x64) needs glibc 2.38, this host has glibc 2.36; ${IMAGE_HINT}`,
+  )
   t.notMatch(line, /\n/, 'one line')
 })
 
 t.test('a runtime the mirror has no binary for: the supported ones and the image', async (t) => {
   const musl: Runtime = { node: 'v22.23.3', abi: '127', platform: 'linux', arch: 'riscv64', glibc: undefined }
-  t.equal(describeLoadFailure(musl, undefined), `uWebSockets.js has no native binary for Node v22.23.3 (ABI 127, linux-riscv64); supported: Node 22 and 24 on Linux x64/arm64 with glibc; ${IMAGE_HINT}`)
+  t.equal(
+    describeLoadFailure(musl, undefined),
+    `uWebSockets.js has no native binary for Node v22.23.3 (ABI 127, linux-riscv64); supported: Node 22 and 24 on Linux x64/arm64 with glibc; ${IMAGE_HINT}`,
+  )
 })
 
 t.test('the tests run on a supported Node: 22 through npm on a host, 24 in the image', async (t) => {

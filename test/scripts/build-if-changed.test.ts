@@ -10,9 +10,13 @@ import type { Test } from 'tap'
 
 const script = fileURLToPath(new URL('../../scripts/build-if-changed.mjs', import.meta.url))
 
-function scratchRepo (t: Test, buildExit = 0): { dir: string; run: () => number; builds: () => number } {
+function scratchRepo(t: Test, buildExit = 0): { dir: string; run: () => number; builds: () => number } {
   const dir = t.testdir({
-    'package.json': JSON.stringify({ name: 'scratch', private: true, scripts: { build: `node -e "require('fs').appendFileSync('builds', 'x'); process.exit(${buildExit})"` } }),
+    'package.json': JSON.stringify({
+      name: 'scratch',
+      private: true,
+      scripts: { build: `node -e "require('fs').appendFileSync('builds', 'x'); process.exit(${buildExit})"` },
+    }),
     control: { src: { 'main.ts': 'export {}\n' } },
     dist: {},
     scripts: {},
@@ -30,7 +34,13 @@ function scratchRepo (t: Test, buildExit = 0): { dir: string; run: () => number;
         return (error as { status: number }).status
       }
     },
-    builds: () => { try { return readFileSync(join(dir, 'builds'), 'utf8').length } catch { return 0 } },
+    builds: () => {
+      try {
+        return readFileSync(join(dir, 'builds'), 'utf8').length
+      } catch {
+        return 0
+      }
+    },
   }
 }
 

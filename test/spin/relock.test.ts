@@ -19,7 +19,7 @@ import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
 // Big enough that sending it again would show in the byte count.
 const WASM = Buffer.alloc(2 * 1024 * 1024, 7)
 
-function app (): SpinApplication {
+function app(): SpinApplication {
   return {
     lockedApp: {
       spin_lock_version: 1,
@@ -33,23 +33,29 @@ function app (): SpinApplication {
         { id: 'b', metadata: { allowed_outbound_hosts: [] }, source: { content_type: 'application/wasm' } },
       ],
     },
-    wasm: new Map([['a', WASM], ['b', Buffer.concat([WASM, Buffer.from('b')])]]),
+    wasm: new Map([
+      ['a', WASM],
+      ['b', Buffer.concat([WASM, Buffer.from('b')])],
+    ]),
   }
 }
 
 /** The store, counting what is pushed. */
-function counting (store: ArtifactStore): { store: ArtifactStore; pushed: string[] } {
+function counting(store: ArtifactStore): { store: ArtifactStore; pushed: string[] } {
   const pushed: string[] = []
   return {
     pushed,
     store: {
       ...store,
-      pushBlob: async (bytes, digest) => { pushed.push(digest); await store.pushBlob(bytes, digest) },
+      pushBlob: async (bytes, digest) => {
+        pushed.push(digest)
+        await store.pushBlob(bytes, digest)
+      },
     },
   }
 }
 
-async function relockChecks (t: Test, base: ArtifactStore, tag: string): Promise<void> {
+async function relockChecks(t: Test, base: ArtifactStore, tag: string): Promise<void> {
   const original = await pushSpinApp(base, tag, app())
   const wasmDigests = original.manifest.layers.slice(0, 2).map((layer) => layer.digest)
   const { store, pushed } = counting(base)
@@ -59,24 +65,45 @@ async function relockChecks (t: Test, base: ArtifactStore, tag: string): Promise
   t.comment(`relock: ${Date.now() - started} ms, ${relocked.pushedBlobs} blobs, ${relocked.pushedBytes} bytes pushed`)
   t.not(relocked.digest, original.digest)
   t.equal(pushed.length, 2, 'the new lock and config only')
-  t.notOk(pushed.some((digest) => wasmDigests.includes(digest)), 'no wasm layer is sent again')
+  t.notOk(
+    pushed.some((digest) => wasmDigests.includes(digest)),
+    'no wasm layer is sent again',
+  )
   t.ok(relocked.pushedBytes < 4096, `a few KiB pushed (${relocked.pushedBytes} bytes)`)
 
   const pulled = await pullSpinApp(store, relocked.digest)
-  t.same(pulled.lockedApp.variables, { api_key: { secret: true }, greeting: {} }, 'declared, required, sorted; secret where asked')
+  t.same(
+    pulled.lockedApp.variables,
+    { api_key: { secret: true }, greeting: {} },
+    'declared, required, sorted; secret where asked',
+  )
   t.same(Object.keys(pulled.lockedApp.variables ?? {}), ['api_key', 'greeting'])
   for (const component of pulled.lockedApp.components) {
-    t.same(component.config, { api_key: '{{ api_key }}', greeting: '{{ greeting }}' }, `component ${component.id} maps every variable`)
+    t.same(
+      component.config,
+      { api_key: '{{ api_key }}', greeting: '{{ greeting }}' },
+      `component ${component.id} maps every variable`,
+    )
   }
-  t.same(pulled.manifest.layers.slice(0, 2).map((layer) => layer.digest), wasmDigests, 'the same wasm layers')
+  t.same(
+    pulled.manifest.layers.slice(0, 2).map((layer) => layer.digest),
+    wasmDigests,
+    'the same wasm layers',
+  )
   t.same(pulled.lockedApp.triggers, app().lockedApp.triggers)
   const config = JSON.parse((await store.getBlob(pulled.manifest.config.digest, 1 << 20)).toString()) as ImageConfig
   t.equal(config.architecture, 'wasm', 'the rest of the config is kept')
   t.equal(config.config.Labels['com.fermyon.spin.lockedAppDigest'], pulled.manifest.layers[2]!.digest)
 
   pushed.length = 0
-  const again = await relockVariables(store, relocked.digest, ['api_key', 'greeting', 'greeting'], { secret: new Set(['api_key']) })
-  t.equal(again.digest, relocked.digest, 'the same names give the same digest, from the original or the relocked artifact')
+  const again = await relockVariables(store, relocked.digest, ['api_key', 'greeting', 'greeting'], {
+    secret: new Set(['api_key']),
+  })
+  t.equal(
+    again.digest,
+    relocked.digest,
+    'the same names give the same digest, from the original or the relocked artifact',
+  )
   t.equal(again.pushedBlobs, 0)
   t.same(pushed, [])
 
@@ -106,22 +133,35 @@ t.test('relock in an image-layout directory', async (t) => {
   await relockChecks(t, store, 'b1')
 })
 
-t.test('variable names follow Spin\'s rules', async (t) => {
+t.test("variable names follow Spin's rules", async (t) => {
   for (const good of ['a', 'greeting', 'api_key', 'a1_b2']) t.ok(isVariableName(good), good)
-  for (const bad of ['', 'A', '1a', '_a', 'a_', 'a__b', 'a-b', 'a.b', 'ä']) t.notOk(isVariableName(bad), JSON.stringify(bad))
+  for (const bad of ['', 'A', '1a', '_a', 'a_', 'a__b', 'a-b', 'a.b', 'ä'])
+    t.notOk(isVariableName(bad), JSON.stringify(bad))
 })
 
-t.test('property: every accepted name has its own SPIN_VARIABLE_ environment variable, and only accepted names are relocked', async (t) => {
-  const name = fc.stringMatching(/^[a-zA-Z0-9_.-]{0,8}$/)
-  fc.assert(fc.property(name, name, (a, b) => {
-    // Spin's env provider upper-cases the name: two names must never meet in one variable.
-    if (isVariableName(a) && isVariableName(b) && a !== b) return a.toUpperCase() !== b.toUpperCase()
-    return true
-  }), { seed: 23, numRuns: 2000 })
-  const store = await openStore(parseRef(`oci-layout:${t.testdir({})}:b1`), { dockerConfigDir: null })
-  await pushSpinApp(store, 'b1', app())
-  await fc.assert(fc.asyncProperty(name, async (candidate) => {
-    const outcome = await relockVariables(store, 'b1', [candidate]).then(() => true, (error: Error) => /is not a Spin variable name/.test(error.message) ? false : Promise.reject(error))
-    return outcome === isVariableName(candidate)
-  }), { seed: 23, numRuns: 60 })
-})
+t.test(
+  'property: every accepted name has its own SPIN_VARIABLE_ environment variable, and only accepted names are relocked',
+  async (t) => {
+    const name = fc.stringMatching(/^[a-zA-Z0-9_.-]{0,8}$/)
+    fc.assert(
+      fc.property(name, name, (a, b) => {
+        // Spin's env provider upper-cases the name: two names must never meet in one variable.
+        if (isVariableName(a) && isVariableName(b) && a !== b) return a.toUpperCase() !== b.toUpperCase()
+        return true
+      }),
+      { seed: 23, numRuns: 2000 },
+    )
+    const store = await openStore(parseRef(`oci-layout:${t.testdir({})}:b1`), { dockerConfigDir: null })
+    await pushSpinApp(store, 'b1', app())
+    await fc.assert(
+      fc.asyncProperty(name, async (candidate) => {
+        const outcome = await relockVariables(store, 'b1', [candidate]).then(
+          () => true,
+          (error: Error) => (/is not a Spin variable name/.test(error.message) ? false : Promise.reject(error)),
+        )
+        return outcome === isVariableName(candidate)
+      }),
+      { seed: 23, numRuns: 60 },
+    )
+  },
+)

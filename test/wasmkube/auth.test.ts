@@ -16,7 +16,18 @@ t.test('device login: the tokens are stored 0600, used, and refreshed near expir
   const idp = await startOidcProvider({ audiences: [CONTROL_AUDIENCE] })
   t.teardown(() => idp.close())
   // The API takes id tokens: their audience is the client that logged in.
-  const control = await startTestControl(t, 'pglite', ['--oidc-issuer', idp.issuer, '--oidc-audience', idp.deviceClientId, '--console-client-id', idp.deviceClientId, '--tenant-claim', 'sub', '--log-level', 'warn'])
+  const control = await startTestControl(t, 'pglite', [
+    '--oidc-issuer',
+    idp.issuer,
+    '--oidc-audience',
+    idp.deviceClientId,
+    '--console-client-id',
+    idp.deviceClientId,
+    '--tenant-claim',
+    'sub',
+    '--log-level',
+    'warn',
+  ])
   const cli = wasmkube(t, { WASMKUBE_SERVER: control.url })
 
   const before = await cli(['apps'])
@@ -34,7 +45,8 @@ t.test('device login: the tokens are stored 0600, used, and refreshed near expir
   t.match(await approving, /device approved/)
   const file = join(cli.configHome, 'wasmkube', 'tokens.json')
   t.equal(statSync(file).mode & 0o777, 0o600, 'the token file is private')
-  const stored = (): Record<string, { id_token: string; refresh_token: string; expires_at: number }> => JSON.parse(readFileSync(file, 'utf8')) as never
+  const stored = (): Record<string, { id_token: string; refresh_token: string; expires_at: number }> =>
+    JSON.parse(readFileSync(file, 'utf8')) as never
   const first = stored()[control.url]
   t.ok(first?.refresh_token, 'offline_access gave a refresh token')
 
@@ -53,44 +65,75 @@ t.test('device login: the tokens are stored 0600, used, and refreshed near expir
   t.ok((second?.expires_at ?? 0) > Date.now())
   t.equal(statSync(file).mode & 0o777, 0o600, 'still private after the rewrite')
 
-  writeFileSync(file, JSON.stringify({ [control.url]: { ...second, expires_at: Date.now() - 1000, refresh_token: 'not-a-refresh-token' } }))
+  writeFileSync(
+    file,
+    JSON.stringify({
+      [control.url]: { ...second, expires_at: Date.now() - 1000, refresh_token: 'not-a-refresh-token' },
+    }),
+  )
   const refused = await cli(['apps'])
   t.equal(refused.code, 1)
   t.match(refused.stderr, 'refused the refresh token: run wasmkube login')
 })
 
-t.test('CI: a client-credentials token for the API audience works through WASMKUBE_TOKEN and --token-file', async (t) => {
-  const idp = await startOidcProvider({ audiences: [CONTROL_AUDIENCE, 'https://elsewhere.test'] })
-  t.teardown(() => idp.close())
-  // A client-credentials token's sub and client_id are the CI client: its tenant here.
-  const control = await startTestControl(t, 'pglite', ['--oidc-issuer', idp.issuer, '--oidc-audience', CONTROL_AUDIENCE, '--tenant-claim', 'client_id', '--log-level', 'warn'])
-  const token = await idp.token({ audience: CONTROL_AUDIENCE, scopes: [] })
-  const me = await control.call('GET', '/me', { token })
-  t.match(me.body, { tenants: [idp.clientId], role: 'member' })
-  const created = await control.call('POST', '/applications', { token, json: { name: 'ci-app', language: 'js', runtime: 'wasmkube' } })
-  t.equal(created.status, 201, created.text)
+t.test(
+  'CI: a client-credentials token for the API audience works through WASMKUBE_TOKEN and --token-file',
+  async (t) => {
+    const idp = await startOidcProvider({ audiences: [CONTROL_AUDIENCE, 'https://elsewhere.test'] })
+    t.teardown(() => idp.close())
+    // A client-credentials token's sub and client_id are the CI client: its tenant here.
+    const control = await startTestControl(t, 'pglite', [
+      '--oidc-issuer',
+      idp.issuer,
+      '--oidc-audience',
+      CONTROL_AUDIENCE,
+      '--tenant-claim',
+      'client_id',
+      '--log-level',
+      'warn',
+    ])
+    const token = await idp.token({ audience: CONTROL_AUDIENCE, scopes: [] })
+    const me = await control.call('GET', '/me', { token })
+    t.match(me.body, { tenants: [idp.clientId], role: 'member' })
+    const created = await control.call('POST', '/applications', {
+      token,
+      json: { name: 'ci-app', language: 'js', runtime: 'wasmkube' },
+    })
+    t.equal(created.status, 201, created.text)
 
-  const cli = wasmkube(t, { WASMKUBE_SERVER: control.url, WASMKUBE_TOKEN: token })
-  const apps = await cli(['apps'])
-  t.equal(apps.code, 0, apps.stderr)
-  t.match(apps.out, /^NAME\s+LANGUAGE\s+CREATED\nci-app\s+js\s/)
-  const set = await cli(['vars', 'set', 'ci-app', 'release=42'])
-  t.equal(set.code, 0, set.stderr)
+    const cli = wasmkube(t, { WASMKUBE_SERVER: control.url, WASMKUBE_TOKEN: token })
+    const apps = await cli(['apps'])
+    t.equal(apps.code, 0, apps.stderr)
+    t.match(apps.out, /^NAME\s+LANGUAGE\s+CREATED\nci-app\s+js\s/)
+    const set = await cli(['vars', 'set', 'ci-app', 'release=42'])
+    t.equal(set.code, 0, set.stderr)
 
-  const tokenFile = join(t.testdir(), 'token')
-  writeFileSync(tokenFile, `${token}\n`)
-  const fromFile = await wasmkube(t, { WASMKUBE_SERVER: control.url })(['vars', 'list', 'ci-app', '--token-file', tokenFile, '--json'])
-  t.equal(fromFile.code, 0, fromFile.stderr)
-  t.same(JSON.parse(fromFile.out), { release: { value: '42' } })
+    const tokenFile = join(t.testdir(), 'token')
+    writeFileSync(tokenFile, `${token}\n`)
+    const fromFile = await wasmkube(t, { WASMKUBE_SERVER: control.url })([
+      'vars',
+      'list',
+      'ci-app',
+      '--token-file',
+      tokenFile,
+      '--json',
+    ])
+    t.equal(fromFile.code, 0, fromFile.stderr)
+    t.same(JSON.parse(fromFile.out), { release: { value: '42' } })
 
-  const elsewhere = await idp.token({ audience: 'https://elsewhere.test', scopes: [] })
-  const wrong = await wasmkube(t, { WASMKUBE_SERVER: control.url, WASMKUBE_TOKEN: elsewhere })(['apps'])
-  t.equal(wrong.code, 1, 'a token for another audience is refused')
-  t.match(wrong.stderr, /wasmkube apps: 401 .*\(log in again: wasmkube login\)/)
-  const missing = await wasmkube(t, { WASMKUBE_SERVER: control.url })(['apps', '--token-file', join(t.testdir(), 'none')])
-  t.equal(missing.code, 1)
-  t.match(missing.stderr, /--token-file .*none: ENOENT/)
-})
+    const elsewhere = await idp.token({ audience: 'https://elsewhere.test', scopes: [] })
+    const wrong = await wasmkube(t, { WASMKUBE_SERVER: control.url, WASMKUBE_TOKEN: elsewhere })(['apps'])
+    t.equal(wrong.code, 1, 'a token for another audience is refused')
+    t.match(wrong.stderr, /wasmkube apps: 401 .*\(log in again: wasmkube login\)/)
+    const missing = await wasmkube(t, { WASMKUBE_SERVER: control.url })([
+      'apps',
+      '--token-file',
+      join(t.testdir(), 'none'),
+    ])
+    t.equal(missing.code, 1)
+    t.match(missing.stderr, /--token-file .*none: ENOENT/)
+  },
+)
 
 t.test('login against a control plane with authentication off: nothing to do', async (t) => {
   const control = await startTestControl(t, 'pglite')

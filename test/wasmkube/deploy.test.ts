@@ -19,11 +19,17 @@ t.test('init, deploy, invoke, vars, logs, builds, apps, a failed build, delete',
   t.equal((await cli(['init', dir, '--language', 'js'])).code, 0)
   // The template, plus answers that are not a plain 200 text.
   const index = join(dir, 'src', 'index.js')
-  writeFileSync(index, readFileSync(index, 'utf8').replace("  const greeting = variable('greeting', 'hello')", [
-    "  if (path === '/teapot') return new Response('short and stout\\n', { status: 418 })",
-    "  if (path === '/echo') return new Response(await request.arrayBuffer(), { headers: { 'content-type': 'application/octet-stream' } })",
-    "  const greeting = variable('greeting', 'hello')",
-  ].join('\n')))
+  writeFileSync(
+    index,
+    readFileSync(index, 'utf8').replace(
+      "  const greeting = variable('greeting', 'hello')",
+      [
+        "  if (path === '/teapot') return new Response('short and stout\\n', { status: 418 })",
+        "  if (path === '/echo') return new Response(await request.arrayBuffer(), { headers: { 'content-type': 'application/octet-stream' } })",
+        "  const greeting = variable('greeting', 'hello')",
+      ].join('\n'),
+    ),
+  )
 
   const deployed = await cli(['deploy', dir, '--name', 'hello'])
   t.equal(deployed.code, 0, deployed.stderr)
@@ -32,10 +38,16 @@ t.test('init, deploy, invoke, vars, logs, builds, apps, a failed build, delete',
   t.match(deployed.stderr, /succeeded; waiting for the deployment/)
   const app = (await control.call('GET', '/applications')).body as Array<{ id: string; name: string }>
   const id = app.find((a) => a.name === 'hello')?.id ?? ''
-  const view = (await control.call('GET', `/applications/${id}`)).body as { deployment: { ready: boolean; publicUrl: string } }
+  const view = (await control.call('GET', `/applications/${id}`)).body as {
+    deployment: { ready: boolean; publicUrl: string }
+  }
   t.equal(view.deployment.ready, true, 'deploy returned once the deployment was ready')
   t.equal(deployed.out, `${view.deployment.publicUrl}\n`, "the deployment's URL on stdout, alone")
-  t.equal(await (await fetch(`${view.deployment.publicUrl}/direct`)).text(), 'hello from hello\n', 'and it answers there')
+  t.equal(
+    await (await fetch(`${view.deployment.publicUrl}/direct`)).text(),
+    'hello from hello\n',
+    'and it answers there',
+  )
 
   const hello = await cli(['invoke', 'hello', '/hi'])
   t.equal(hello.code, 0)
@@ -60,7 +72,12 @@ t.test('init, deploy, invoke, vars, logs, builds, apps, a failed build, delete',
   t.equal(logs.code, 0)
   t.match(logs.out, 'hello: GET /hi')
   const following = new AbortController()
-  const followed = cli(['logs', 'hello', '-f'], { signal: following.signal, onStdout: (text) => { if (text.includes('hello: GET /while-following')) following.abort() } })
+  const followed = cli(['logs', 'hello', '-f'], {
+    signal: following.signal,
+    onStdout: (text) => {
+      if (text.includes('hello: GET /while-following')) following.abort()
+    },
+  })
   await cli(['invoke', 'hello', '/while-following'])
   t.equal((await followed).code, 0, 'a followed log shows new lines; Ctrl-C ends it with exit 0')
 
@@ -77,7 +94,11 @@ t.test('init, deploy, invoke, vars, logs, builds, apps, a failed build, delete',
   t.notMatch(listed.out + listedJson.out + set.stderr, 's3cret', 'a secret value is never shown')
   t.equal((await cli(['vars', 'unset', 'hello', 'greeting'])).code, 0)
   t.equal((await cli(['invoke', 'hello'])).out, 'hello from hello\n')
-  t.same(JSON.parse((await cli(['vars', 'list', 'hello', '--json'])).out), { api_key: { secret: true } }, 'the secret kept its place')
+  t.same(
+    JSON.parse((await cli(['vars', 'list', 'hello', '--json'])).out),
+    { api_key: { secret: true } },
+    'the secret kept its place',
+  )
   const unsetMissing = await cli(['vars', 'unset', 'hello', 'nope'])
   t.equal(unsetMissing.code, 2)
 
@@ -90,7 +111,10 @@ t.test('init, deploy, invoke, vars, logs, builds, apps, a failed build, delete',
   writeFileSync(index, "addEventListener('fetch', (event) => {\n  event.respondWith(new Response('x')\n})\n")
   const broken = await cli(['deploy', dir, '--name', 'hello'])
   t.equal(broken.code, 1, 'a failed build exits 1')
-  t.match(broken.stderr, /wasmkube deploy: build [0-9a-f-]+ failed: .*src\/index\.js:3:1: error: Expected "\)" but found "}"/)
+  t.match(
+    broken.stderr,
+    /wasmkube deploy: build [0-9a-f-]+ failed: .*src\/index\.js:3:1: error: Expected "\)" but found "}"/,
+  )
   t.equal((await cli(['invoke', 'hello'])).out, 'hello from hello\n', 'the last good build still answers')
   const wrongLanguage = await cli(['deploy', dir, '--name', 'hello', '--language', 'go'])
   t.match(wrongLanguage.stderr, 'hello exists as a js application, not go')

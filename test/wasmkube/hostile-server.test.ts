@@ -10,15 +10,27 @@ import type { Test } from 'tap'
 import { MAX_JSON_BYTES } from '../../wasmkube/src/http.js'
 import { wasmkube } from '../helpers/wasmkube.js'
 
-async function serve (t: Test, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; sent: () => number }> {
+async function serve(
+  t: Test,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; sent: () => number }> {
   let sent = 0
   const server = createServer((req, res) => {
     const write = res.write.bind(res)
-    res.write = ((chunk: Buffer, ...rest: never[]) => { sent += chunk.length; return write(chunk, ...rest) }) as typeof res.write
+    res.write = ((chunk: Buffer, ...rest: never[]) => {
+      sent += chunk.length
+      return write(chunk, ...rest)
+    }) as typeof res.write
     handler(req, res)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sent: () => sent }
 }
 
@@ -27,7 +39,11 @@ t.test('an endless body: exit 1 after reading about the cap, not the body', asyn
   const { url, sent } = await serve(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' })
     // Writes as fast as the client reads, without end: only the client stopping ends it.
-    const more = (): void => { while (res.write(chunk)) { if (res.destroyed) return } }
+    const more = (): void => {
+      while (res.write(chunk)) {
+        if (res.destroyed) return
+      }
+    }
     res.on('drain', more)
     more()
   })
@@ -50,26 +66,40 @@ t.test('a declared length over the cap is refused unread', async (t) => {
 t.test('garbage instead of JSON, on success or refusal: exit 1, its printable start quoted', async (t) => {
   let body: Buffer = Buffer.alloc(0)
   let status = 200
-  const { url } = await serve(t, (_req, res) => { res.writeHead(status, { 'content-type': 'application/json' }).end(body) })
+  const { url } = await serve(t, (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json' }).end(body)
+  })
   const cli = wasmkube(t, { WASMKUBE_SERVER: url })
-  await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 2000 }), fc.constantFrom(200, 400, 401, 500, 503), async (bytes, code) => {
-    body = Buffer.from(bytes)
-    status = code
-    let valid = true
-    try { JSON.parse(body.toString('utf8')) } catch { valid = false }
-    const outcome = await cli(['builds', 'x'])
-    if (code !== 200 || !valid) {
-      if (outcome.code !== 1) return false
-    } else if (outcome.code !== 1 && outcome.code !== 0) return false
-    // eslint-disable-next-line no-control-regex -- no terminal escapes pass through
-    return !/[\u001b\u009b]/.test(outcome.stderr)
-  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 100) })
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uint8Array({ maxLength: 2000 }),
+      fc.constantFrom(200, 400, 401, 500, 503),
+      async (bytes, code) => {
+        body = Buffer.from(bytes)
+        status = code
+        let valid = true
+        try {
+          JSON.parse(body.toString('utf8'))
+        } catch {
+          valid = false
+        }
+        const outcome = await cli(['builds', 'x'])
+        if (code !== 200 || !valid) {
+          if (outcome.code !== 1) return false
+        } else if (outcome.code !== 1 && outcome.code !== 0) return false
+        // eslint-disable-next-line no-control-regex -- no terminal escapes pass through
+        return !/[\u001b\u009b]/.test(outcome.stderr)
+      },
+    ),
+    { numRuns: Number(process.env.FUZZ_RUNS ?? 100) },
+  )
   t.pass('every answer ended in exit 1 (or 0 for valid JSON) without a terminal escape')
 })
 
-t.test("a refusal says what the server said; 401 without a token says how to get one", async (t) => {
+t.test('a refusal says what the server said; 401 without a token says how to get one', async (t) => {
   const { url } = await serve(t, (req, res) => {
-    if (req.url === '/api/v1/applications') res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"missing bearer token"}')
+    if (req.url === '/api/v1/applications')
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"missing bearer token"}')
     else res.writeHead(404).end()
   })
   const outcome = await wasmkube(t, { WASMKUBE_SERVER: url })(['apps'])

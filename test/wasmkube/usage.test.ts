@@ -20,7 +20,8 @@ t.test('--help: the overview lists every command; each command has its own, exit
     const own = await cli([name, '--help'])
     t.equal(own.code, 0, name)
     t.match(own.out, new RegExp(`^Usage: wasmkube ${name}`), name)
-    for (const option of Object.keys(COMMANDS[name as keyof typeof COMMANDS].options)) t.match(own.out, `--${option}`, `${name} --${option}`)
+    for (const option of Object.keys(COMMANDS[name as keyof typeof COMMANDS].options))
+      t.match(own.out, `--${option}`, `${name} --${option}`)
   }
   const none = await cli([])
   t.equal(none.code, 2, 'no command is misuse')
@@ -87,7 +88,10 @@ t.test('deploy refuses before any upload what the server would refuse, naming th
   const nul = t.testdir({ 'package.json': '{}', 'a.txt': 'a\u0000b' })
   t.match((await cli(['deploy', nul, '--name', 'x'])).stderr, /a\.txt: contains a NUL character/)
 
-  const many = t.testdir({ 'package.json': '{}', many: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}.js`, ''])) })
+  const many = t.testdir({
+    'package.json': '{}',
+    many: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}.js`, ''])),
+  })
   t.match((await cli(['deploy', many, '--name', 'x'])).stderr, /more than 1000 files/)
 
   // Skipped files are not read at all: the binary behind .gitignore and in node_modules passes.
@@ -102,14 +106,19 @@ t.test('deploy refuses before any upload what the server would refuse, naming th
   const passed = await cli(['deploy', ignored, '--name', 'x'])
   t.equal(passed.code, 1)
   t.match(passed.stderr, /cannot reach/, 'got as far as the server')
-
 })
 
 t.test('the installed command: bin/wasmkube.js runs the compiled CLI', async (t) => {
   const bin = new URL('../../wasmkube/bin/wasmkube.js', import.meta.url).pathname
-  const result = spawnSync(process.execPath, [bin, 'invoke', '--help'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } })
+  const result = spawnSync(process.execPath, [bin, 'invoke', '--help'], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+  })
   t.equal(result.status, 0, result.stderr)
   t.match(result.stdout, /^Usage: wasmkube invoke NAME/)
-  const misuse = spawnSync(process.execPath, [bin, 'apps', '--nope'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } })
+  const misuse = spawnSync(process.execPath, [bin, 'apps', '--nope'], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+  })
   t.equal(misuse.status, 2)
 })

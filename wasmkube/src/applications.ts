@@ -2,10 +2,33 @@
 import { WasmkubeError } from './errors.js'
 import type { Api } from './http.js'
 
-export type Summary = { id: string; name: string; language: string; runtime: string; description?: string; createdAt: string }
-export type Build = { id: string; status: string; imageRef: string | null; createdAt: string; finishedAt: string | null; error: string | null }
-type Deployment = { image: string; ready: boolean; internalUrl: string | null; publicUrl: string | null; message: string | null }
-export type Variables = Record<string, { value: string } | { secret: true } | { secretRef: { name: string; key: string } }>
+export type Summary = {
+  id: string
+  name: string
+  language: string
+  runtime: string
+  description?: string
+  createdAt: string
+}
+export type Build = {
+  id: string
+  status: string
+  imageRef: string | null
+  createdAt: string
+  finishedAt: string | null
+  error: string | null
+}
+type Deployment = {
+  image: string
+  ready: boolean
+  internalUrl: string | null
+  publicUrl: string | null
+  message: string | null
+}
+export type Variables = Record<
+  string,
+  { value: string } | { secret: true } | { secretRef: { name: string; key: string } }
+>
 export type Application = Summary & {
   functions: Array<{ id: string; name: string; route: string }>
   deployment: Deployment | null
@@ -13,14 +36,18 @@ export type Application = Summary & {
   variables?: Variables
 }
 
-export async function findApp (api: Api, name: string): Promise<Summary | undefined> {
+export async function findApp(api: Api, name: string): Promise<Summary | undefined> {
   const apps = await api.json<Summary[]>('GET', '/applications')
   if (!Array.isArray(apps)) throw new WasmkubeError('bad_answer', 'GET /applications did not answer a list')
   return apps.find((app) => app.name === name)
 }
 
-export async function getApp (api: Api, name: string): Promise<Application> {
+export async function getApp(api: Api, name: string): Promise<Application> {
   const found = await findApp(api, name)
-  if (found === undefined) throw new WasmkubeError('not_found', `no application named ${JSON.stringify(name)} on ${api.server} (wasmkube apps lists them)`)
+  if (found === undefined)
+    throw new WasmkubeError(
+      'not_found',
+      `no application named ${JSON.stringify(name)} on ${api.server} (wasmkube apps lists them)`,
+    )
   return await api.json<Application>('GET', `/applications/${encodeURIComponent(found.id)}`)
 }

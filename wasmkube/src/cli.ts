@@ -24,7 +24,7 @@ const RUN: Record<CommandName, (args: string[], io: Io) => Promise<number>> = {
   vars: varsCommand,
 }
 
-export async function run (argv: string[], io: Io): Promise<number> {
+export async function run(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout.write(`${mainHelp()}\n`)

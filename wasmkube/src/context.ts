@@ -21,19 +21,21 @@ const DEFAULT_SERVER = 'http://127.0.0.1:8081'
 const REFRESH_MARGIN_MS = 30_000
 const MAX_TOKEN_FILE_BYTES = 64 * 1024
 
-export function serverOf (parsed: Parsed, io: Io): string {
-  const server = stringOf(parsed, 'server') ?? (io.env.WASMKUBE_SERVER === '' ? undefined : io.env.WASMKUBE_SERVER) ?? DEFAULT_SERVER
+export function serverOf(parsed: Parsed, io: Io): string {
+  const server =
+    stringOf(parsed, 'server') ?? (io.env.WASMKUBE_SERVER === '' ? undefined : io.env.WASMKUBE_SERVER) ?? DEFAULT_SERVER
   let url: URL
   try {
     url = new URL(server)
   } catch {
     throw new UsageError(`--server: not a URL: ${server}`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--server: not an http(s) URL: ${server}`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--server: not an http(s) URL: ${server}`)
   return url.href.replace(/\/+$/, '')
 }
 
-export async function apiFor (parsed: Parsed, io: Io): Promise<Api> {
+export async function apiFor(parsed: Parsed, io: Io): Promise<Api> {
   const server = serverOf(parsed, io)
   const file = stringOf(parsed, 'token-file')
   if (file !== undefined) {
@@ -54,18 +56,21 @@ export async function apiFor (parsed: Parsed, io: Io): Promise<Api> {
         const fresh = await refreshLogin(login)
         await saveLogin(store, server, fresh)
         login = fresh
-      })().finally(() => { pending = null })
+      })().finally(() => {
+        pending = null
+      })
       await pending
     }
     return login.id_token
   })
 }
 
-async function readTokenFile (file: string): Promise<string> {
+async function readTokenFile(file: string): Promise<string> {
   let text: string
   try {
     const bytes = await readFile(file)
-    if (bytes.byteLength > MAX_TOKEN_FILE_BYTES) throw new WasmkubeError('local', `--token-file ${file}: larger than ${MAX_TOKEN_FILE_BYTES} bytes, not a token`)
+    if (bytes.byteLength > MAX_TOKEN_FILE_BYTES)
+      throw new WasmkubeError('local', `--token-file ${file}: larger than ${MAX_TOKEN_FILE_BYTES} bytes, not a token`)
     text = bytes.toString('utf8').trim()
   } catch (error) {
     if (error instanceof WasmkubeError) throw error

@@ -15,7 +15,7 @@ export class WasmkubeError extends Error {
   readonly code: WasmkubeErrorCode
   readonly status: number | undefined
 
-  constructor (code: WasmkubeErrorCode, message: string, opts: { status?: number; cause?: unknown } = {}) {
+  constructor(code: WasmkubeErrorCode, message: string, opts: { status?: number; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause })
     this.name = 'WasmkubeError'
     this.code = code
@@ -25,7 +25,7 @@ export class WasmkubeError extends Error {
 
 export class UsageError extends Error {
   readonly code = 'usage'
-  constructor (message: string) {
+  constructor(message: string) {
     super(message)
     this.name = 'UsageError'
   }

@@ -11,22 +11,27 @@ const REQUEST_TIMEOUT_MS = 60_000
 
 export type Api = {
   server: string
-  json<T> (method: string, path: string, body?: unknown): Promise<T>
+  json<T>(method: string, path: string, body?: unknown): Promise<T>
   /** A text/plain stream (a log), handed over chunk by chunk as it arrives. */
-  stream (path: string, onChunk: (chunk: Uint8Array) => void, signal?: AbortSignal): Promise<void>
+  stream(path: string, onChunk: (chunk: Uint8Array) => void, signal?: AbortSignal): Promise<void>
 }
 
-export function createApi (server: string, token: () => Promise<string | undefined>): Api {
+export function createApi(server: string, token: () => Promise<string | undefined>): Api {
   const base = `${server.replace(/\/+$/, '')}/api/v1`
 
-  async function send (method: string, path: string, body: unknown, signal: AbortSignal): Promise<Response> {
+  async function send(method: string, path: string, body: unknown, signal: AbortSignal): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json' }
     const bearer = await token()
     if (bearer !== undefined) headers.authorization = `Bearer ${bearer}`
     if (body !== undefined) headers['content-type'] = 'application/json'
     let response: Response
     try {
-      response = await fetch(`${base}${path}`, { method, headers, signal, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers,
+        signal,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
     } catch (cause) {
       throw new WasmkubeError('network', `cannot reach ${server}: ${(cause as Error).message}`, { cause })
     }
@@ -36,7 +41,7 @@ export function createApi (server: string, token: () => Promise<string | undefin
 
   return {
     server,
-    async json<T> (method: string, path: string, body?: unknown): Promise<T> {
+    async json<T>(method: string, path: string, body?: unknown): Promise<T> {
       const response = await send(method, path, body, AbortSignal.timeout(REQUEST_TIMEOUT_MS))
       if (response.status === 204) {
         await response.body?.cancel()
@@ -46,24 +51,29 @@ export function createApi (server: string, token: () => Promise<string | undefin
       try {
         return JSON.parse(text) as T
       } catch {
-        throw new WasmkubeError('bad_answer', `the server's answer to ${method} ${path} is not JSON: ${printable(text.slice(0, 80))}`)
+        throw new WasmkubeError(
+          'bad_answer',
+          `the server's answer to ${method} ${path} is not JSON: ${printable(text.slice(0, 80))}`,
+        )
       }
     },
-    async stream (path, onChunk, signal) {
+    async stream(path, onChunk, signal) {
       const response = await send('GET', path, undefined, signal ?? new AbortController().signal)
       if (response.body === null) return
       try {
         for await (const chunk of chunksOf(response.body)) onChunk(chunk)
       } catch (cause) {
         if (signal?.aborted === true) return
-        throw new WasmkubeError('network', `the stream from ${server} broke off: ${(cause as Error).message}`, { cause })
+        throw new WasmkubeError('network', `the stream from ${server} broke off: ${(cause as Error).message}`, {
+          cause,
+        })
       }
     },
   }
 }
 
 /** The body as text, or a bad_answer error past `max` bytes (the rest is not read). */
-async function readBounded (response: Response, max: number): Promise<string> {
+async function readBounded(response: Response, max: number): Promise<string> {
   const declared = Number(response.headers.get('content-length'))
   if (Number.isFinite(declared) && declared > max) {
     await response.body?.cancel()
@@ -92,10 +102,11 @@ async function readBounded (response: Response, max: number): Promise<string> {
 // Node's fetch body is an async iterable of bytes; the DOM-less lib types do not say so.
 const chunksOf = (body: ReadableStream<Uint8Array>): AsyncIterable<Uint8Array> => body
 
-const tooLarge = (max: number) => new WasmkubeError('bad_answer', `the server's answer is larger than ${max} bytes: not read`)
+const tooLarge = (max: number) =>
+  new WasmkubeError('bad_answer', `the server's answer is larger than ${max} bytes: not read`)
 
 /** What the server said, as the API's {"error": reason} or the first line of whatever came. */
-async function refusal (response: Response, hadToken: boolean): Promise<WasmkubeError> {
+async function refusal(response: Response, hadToken: boolean): Promise<WasmkubeError> {
   let text = ''
   try {
     text = await readBounded(response, MAX_ERROR_BYTES)
@@ -106,8 +117,11 @@ async function refusal (response: Response, hadToken: boolean): Promise<Wasmkube
     if (typeof body.error === 'string') reason = printable(body.error)
   } catch {}
   let hint = ''
-  if (response.status === 401) hint = hadToken ? ' (log in again: wasmkube login)' : ' (log in with wasmkube login, or set WASMKUBE_TOKEN)'
-  return new WasmkubeError('refused', `${response.status} ${reason === '' ? response.statusText : reason}${hint}`, { status: response.status })
+  if (response.status === 401)
+    hint = hadToken ? ' (log in again: wasmkube login)' : ' (log in with wasmkube login, or set WASMKUBE_TOKEN)'
+  return new WasmkubeError('refused', `${response.status} ${reason === '' ? response.statusText : reason}${hint}`, {
+    status: response.status,
+  })
 }
 
 // A hostile server must not write terminal escapes through our error messages.

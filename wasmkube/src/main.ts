@@ -3,5 +3,10 @@ import { run } from './cli.js'
 
 const interrupt = new AbortController()
 process.once('SIGINT', () => interrupt.abort())
-const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: interrupt.signal })
+const code = await run(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  signal: interrupt.signal,
+})
 process.stdout.write('', () => process.exit(code))

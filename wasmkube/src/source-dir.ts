@@ -14,7 +14,7 @@ const MAX_PATH_LENGTH = 256
 const ALWAYS_SKIPPED = ['.git', 'node_modules', 'target', 'dist', '.wasmkubeignore']
 
 /** Every file under `dir` that is not skipped, path (with "/") to text. */
-export async function readSource (dir: string): Promise<Record<string, string>> {
+export async function readSource(dir: string): Promise<Record<string, string>> {
   const info = await stat(dir).catch(() => null)
   if (info === null || !info.isDirectory()) throw new WasmkubeError('local', `${dir} is not a directory`)
   const skip = await ignoreRules(dir)
@@ -25,19 +25,34 @@ export async function readSource (dir: string): Promise<Record<string, string>> 
     for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
       const path = relative === '' ? entry.name : `${relative}/${entry.name}`
       if (skip(entry.name, path)) continue
-      if (entry.isDirectory()) { await walk(path); continue }
-      if (!entry.isFile()) throw refuse(path, 'not a regular file (a link or device): the server takes regular files only')
+      if (entry.isDirectory()) {
+        await walk(path)
+        continue
+      }
+      if (!entry.isFile())
+        throw refuse(path, 'not a regular file (a link or device): the server takes regular files only')
       if (path.length > MAX_PATH_LENGTH) throw refuse(path, `the path is longer than ${MAX_PATH_LENGTH} characters`)
       const bytes = await readFile(join(dir, path))
       total += bytes.byteLength
-      if (Object.keys(files).length >= MAX_FILES) throw new WasmkubeError('local', `${dir}: more than ${MAX_FILES} files (the server's limit); add the ones not needed to .wasmkubeignore`)
-      if (total > MAX_BYTES) throw new WasmkubeError('local', `${dir}: the files hold more than ${MAX_BYTES} bytes (the server's limit); add the ones not needed to .wasmkubeignore`)
+      if (Object.keys(files).length >= MAX_FILES)
+        throw new WasmkubeError(
+          'local',
+          `${dir}: more than ${MAX_FILES} files (the server's limit); add the ones not needed to .wasmkubeignore`,
+        )
+      if (total > MAX_BYTES)
+        throw new WasmkubeError(
+          'local',
+          `${dir}: the files hold more than ${MAX_BYTES} bytes (the server's limit); add the ones not needed to .wasmkubeignore`,
+        )
       const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
       let content: string
       try {
         content = text.decode(bytes)
       } catch {
-        throw refuse(path, 'not UTF-8 text: the server stores source as text (add it to .wasmkubeignore if the build does not need it)')
+        throw refuse(
+          path,
+          'not UTF-8 text: the server stores source as text (add it to .wasmkubeignore if the build does not need it)',
+        )
       }
       if (content.includes('\u0000')) throw refuse(path, 'contains a NUL character: the server stores source as text')
       files[path] = content
@@ -51,7 +66,7 @@ export async function readSource (dir: string): Promise<Record<string, string>> 
 const refuse = (path: string, why: string) => new WasmkubeError('local', `${path}: ${why}`)
 
 /** The language the files are written in, from the files a build of each needs. */
-export function languageOf (files: Record<string, string>): Language | undefined {
+export function languageOf(files: Record<string, string>): Language | undefined {
   if ('go.mod' in files) return 'go'
   if ('Cargo.toml' in files) return 'rust'
   if ('tsconfig.json' in files) return 'ts'
@@ -61,7 +76,7 @@ export function languageOf (files: Record<string, string>): Language | undefined
 
 // .gitignore and .wasmkubeignore lines: a name or a path, with * for any characters but "/";
 // a trailing "/" is dropped; "#" comments and "!" negations are ignored (not supported).
-async function ignoreRules (dir: string): Promise<(name: string, path: string) => boolean> {
+async function ignoreRules(dir: string): Promise<(name: string, path: string) => boolean> {
   const patterns: RegExp[] = []
   for (const file of ['.gitignore', '.wasmkubeignore']) {
     const text = await readFile(join(dir, file), 'utf8').catch(() => '')
@@ -69,7 +84,11 @@ async function ignoreRules (dir: string): Promise<(name: string, path: string) =
       const line = raw.trim().replace(/\/+$/, '')
       if (line === '' || line.startsWith('#') || line.startsWith('!')) continue
       const anchored = line.startsWith('/') || line.includes('/')
-      const body = line.replace(/^\/+/, '').split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')
+      const body = line
+        .replace(/^\/+/, '')
+        .split('*')
+        .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[^/]*')
       patterns.push(new RegExp(anchored ? `^${body}$` : `(^|/)${body}$`))
     }
   }

@@ -15,8 +15,16 @@ export type CommandSpec = {
 }
 
 const server: Record<string, Option> = {
-  server: { type: 'string', value: 'URL', help: 'the control plane (default: $WASMKUBE_SERVER, else http://127.0.0.1:8081)' },
-  'token-file': { type: 'string', value: 'FILE', help: 'read the bearer token from FILE (default: $WASMKUBE_TOKEN, else the stored login)' },
+  server: {
+    type: 'string',
+    value: 'URL',
+    help: 'the control plane (default: $WASMKUBE_SERVER, else http://127.0.0.1:8081)',
+  },
+  'token-file': {
+    type: 'string',
+    value: 'FILE',
+    help: 'read the bearer token from FILE (default: $WASMKUBE_TOKEN, else the stored login)',
+  },
 }
 const json: Record<string, Option> = { json: { type: 'boolean', help: "print the server's JSON instead of text" } }
 
@@ -25,8 +33,16 @@ export const COMMANDS = {
     usage: 'login [--client-id ID]',
     summary: 'log in with the device flow at the identity provider the server names',
     positionals: [0, 0],
-    options: { ...server, 'client-id': { type: 'string', value: 'ID', help: "OAuth client id (default: the server's, from /api/v1/console-config)" } },
-    details: 'Prints a URL and a code to enter there, waits for approval, and keeps the tokens in\n$XDG_CONFIG_HOME/wasmkube/tokens.json (~/.config when unset, mode 0600); they are refreshed\nwithout asking while the refresh token lasts.',
+    options: {
+      ...server,
+      'client-id': {
+        type: 'string',
+        value: 'ID',
+        help: "OAuth client id (default: the server's, from /api/v1/console-config)",
+      },
+    },
+    details:
+      'Prints a URL and a code to enter there, waits for approval, and keeps the tokens in\n$XDG_CONFIG_HOME/wasmkube/tokens.json (~/.config when unset, mode 0600); they are refreshed\nwithout asking while the refresh token lasts.',
   },
   init: {
     usage: 'init DIR --language js|ts|go|rust [--name NAME]',
@@ -42,18 +58,25 @@ export const COMMANDS = {
     summary: 'upload DIR, build it, wait for the deployment to answer, print its URL',
     positionals: [1, 1],
     options: {
-      ...server, ...json,
+      ...server,
+      ...json,
       name: { type: 'string', value: 'NAME', help: 'the application (created when it does not exist)' },
-      language: { type: 'string', value: 'L', help: 'js, ts, go or rust (default: from go.mod, Cargo.toml, tsconfig.json or package.json)' },
+      language: {
+        type: 'string',
+        value: 'L',
+        help: 'js, ts, go or rust (default: from go.mod, Cargo.toml, tsconfig.json or package.json)',
+      },
     },
-    details: "DIR becomes the application's first function's source. Skipped: .git, node_modules, target,\ndist, and what .gitignore or .wasmkubeignore name (names and simple * patterns). What the server\nwould refuse (a binary or non-UTF-8 file, too many files) is refused before anything is sent.\nThe build log goes to stderr; a failed build exits 1 with the compiler's error.",
+    details:
+      "DIR becomes the application's first function's source. Skipped: .git, node_modules, target,\ndist, and what .gitignore or .wasmkubeignore name (names and simple * patterns). What the server\nwould refuse (a binary or non-UTF-8 file, too many files) is refused before anything is sent.\nThe build log goes to stderr; a failed build exits 1 with the compiler's error.",
   },
   invoke: {
     usage: "invoke NAME [PATH] [--function F] [--method M] [--data BODY] [-H 'K: V']",
-    summary: "call a function: its body on stdout, its status on stderr; exit 0 for 2xx, 1 otherwise",
+    summary: 'call a function: its body on stdout, its status on stderr; exit 0 for 2xx, 1 otherwise',
     positionals: [1, 2],
     options: {
-      ...server, ...json,
+      ...server,
+      ...json,
       function: { type: 'string', value: 'F', help: "the function (default: the application's first)" },
       method: { type: 'string', short: 'X', value: 'M', help: 'HTTP method (default: GET, or POST with --data)' },
       data: { type: 'string', short: 'd', value: 'BODY', help: 'request body; @FILE reads FILE' },
@@ -92,7 +115,11 @@ export const COMMANDS = {
     usage: 'vars set NAME KEY=VALUE... [--secret] | vars unset NAME KEY... | vars list NAME [--json]',
     summary: "an application's variables; a change reaches the running deployment without a rebuild",
     positionals: [2, Infinity],
-    options: { ...server, ...json, secret: { type: 'boolean', help: 'set: store the values as secrets (never shown again)' } },
+    options: {
+      ...server,
+      ...json,
+      secret: { type: 'boolean', help: 'set: store the values as secrets (never shown again)' },
+    },
   },
 } satisfies Record<string, CommandSpec>
 
@@ -100,12 +127,12 @@ export type CommandName = keyof typeof COMMANDS
 
 const COMMON_HELP = 'Exit codes: 0 done, 1 the server refused or a build failed (its reason on stderr), 2 misuse.'
 
-export function mainHelp (): string {
+export function mainHelp(): string {
   const lines = Object.values(COMMANDS).map((spec: CommandSpec) => `  wasmkube ${spec.usage}\n      ${spec.summary}`)
   return `wasmkube: the function platform's command-line tool\n\nUsage:\n${lines.join('\n')}\n\nRun "wasmkube COMMAND --help" for one command's options.\n${COMMON_HELP}`
 }
 
-export function commandHelp (name: CommandName): string {
+export function commandHelp(name: CommandName): string {
   const spec: CommandSpec = COMMANDS[name]
   const help: Option = { type: 'boolean', help: 'this text' }
   const options = Object.entries({ ...spec.options, help }).map(([key, option]) => {
@@ -118,7 +145,7 @@ export function commandHelp (name: CommandName): string {
 export type Parsed = { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }
 
 /** The arguments of one command, checked against its table entry; a UsageError otherwise. */
-export function parseCommand (name: CommandName, args: string[]): Parsed {
+export function parseCommand(name: CommandName, args: string[]): Parsed {
   const spec: CommandSpec = COMMANDS[name]
   let parsed: Parsed
   try {
@@ -128,11 +155,12 @@ export function parseCommand (name: CommandName, args: string[]): Parsed {
   }
   const [least, most] = spec.positionals
   if (parsed.positionals.length < least) throw new UsageError(`missing arguments: wasmkube ${spec.usage}`)
-  if (parsed.positionals.length > most) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[most])}`)
+  if (parsed.positionals.length > most)
+    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[most])}`)
   return parsed
 }
 
-export function stringOf (parsed: Parsed, key: string): string | undefined {
+export function stringOf(parsed: Parsed, key: string): string | undefined {
   const value = parsed.values[key]
   return typeof value === 'string' ? value : undefined
 }

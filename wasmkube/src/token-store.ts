@@ -14,12 +14,13 @@ export type StoredLogin = {
   client_id: string
 }
 
-export function tokenFile (env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
+export function tokenFile(env: NodeJS.ProcessEnv): string {
+  const base =
+    env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
   return join(base, 'wasmkube', 'tokens.json')
 }
 
-async function readStore (file: string): Promise<Record<string, StoredLogin>> {
+async function readStore(file: string): Promise<Record<string, StoredLogin>> {
   try {
     return JSON.parse(await readFile(file, 'utf8')) as Record<string, StoredLogin>
   } catch (error) {
@@ -28,11 +29,11 @@ async function readStore (file: string): Promise<Record<string, StoredLogin>> {
   }
 }
 
-export async function loadLogin (file: string, server: string): Promise<StoredLogin | undefined> {
+export async function loadLogin(file: string, server: string): Promise<StoredLogin | undefined> {
   return (await readStore(file))[new URL(server).origin]
 }
 
-export async function saveLogin (file: string, server: string, login: StoredLogin): Promise<void> {
+export async function saveLogin(file: string, server: string, login: StoredLogin): Promise<void> {
   const store = await readStore(file)
   store[new URL(server).origin] = login
   await mkdir(dirname(file), { recursive: true, mode: 0o700 })

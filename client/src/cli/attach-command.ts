@@ -12,11 +12,22 @@ import { HELP, UsageError } from './usage.js'
 
 const WINDOW_MIB = 4
 
-export async function attachCommand (args: string[], io: Io): Promise<number> {
+export async function attachCommand(args: string[], io: Io): Promise<number> {
   const help = HELP.attach as string
   let parsed
   try {
-    parsed = parseArgs({ args, options: { server: { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, text: { type: 'boolean' }, 'recreate-command': { type: 'string' } }, strict: true, allowPositionals: true })
+    parsed = parseArgs({
+      args,
+      options: {
+        server: { type: 'string' },
+        token: { type: 'string' },
+        'token-file': { type: 'string' },
+        text: { type: 'boolean' },
+        'recreate-command': { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: true,
+    })
   } catch (error) {
     throw new UsageError((error as Error).message, help)
   }
@@ -34,7 +45,10 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
     onEvent: (event) => {
       if (event.type === 'drop') progress.note('connection dropped; reattaching')
       else if (event.type === 'recreate') progress.note('relay shutting down; running --recreate-command')
-      else { progress.note(`reattached after ${event.attempts} attempt(s)`); onReattached() }
+      else {
+        progress.note(`reattached after ${event.attempts} attempt(s)`)
+        onReattached()
+      }
     },
   })
   progress.note('attached')
@@ -52,7 +66,9 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
     const result = await stream.done
     progress.end()
     if (result.overrun) {
-      io.stderr.write(`relay: the peer sent more than the window it was given (${WINDOW_MIB} MiB unacknowledged): the session was closed with ${WINDOW_OVERRUN}\n`)
+      io.stderr.write(
+        `relay: the peer sent more than the window it was given (${WINDOW_MIB} MiB unacknowledged): the session was closed with ${WINDOW_OVERRUN}\n`,
+      )
       return 1
     }
     if (stdoutFailed) {
@@ -70,7 +86,7 @@ export async function attachCommand (args: string[], io: Io): Promise<number> {
   }
 }
 
-async function textMode (connection: Connection, io: Io): Promise<number> {
+async function textMode(connection: Connection, io: Io): Promise<number> {
   const reading = (async () => {
     // Not read on while stdout is full: the connection pauses its socket instead of buffering.
     for await (const message of connection) {
@@ -90,37 +106,50 @@ async function textMode (connection: Connection, io: Io): Promise<number> {
   return 0
 }
 
-async function tokenOf (flag: string | undefined, file: string | undefined, io: Io, help: string): Promise<string> {
+async function tokenOf(flag: string | undefined, file: string | undefined, io: Io, help: string): Promise<string> {
   if (flag !== undefined && file !== undefined) throw new UsageError('give --token or --token-file, not both', help)
   let token = flag
   if (file !== undefined) {
     try {
       token = (await readFile(file, 'utf8')).trim()
     } catch (error) {
-      throw new RelayError('bad_request', `cannot read --token-file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+      throw new RelayError(
+        'bad_request',
+        `cannot read --token-file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      )
     }
   }
   token ??= io.env.RELAY_TOKEN
-  if (token === undefined || token === '') throw new UsageError('no slot token: pass --token, --token-file or set RELAY_TOKEN', help)
+  if (token === undefined || token === '')
+    throw new UsageError('no slot token: pass --token, --token-file or set RELAY_TOKEN', help)
   return token
 }
 
-function progressLine (io: Io) {
+function progressLine(io: Io) {
   const tty = io.stderr.isTTY === true
   const started = Date.now()
   let last = 0
   let shown = false
   const mib = (n: number) => (n / 1024 / 1024).toFixed(1)
   return {
-    note: (text: string) => { if (tty) { io.stderr.write(`${shown ? '\n' : ''}relay: ${text}\n`); shown = false } },
+    note: (text: string) => {
+      if (tty) {
+        io.stderr.write(`${shown ? '\n' : ''}relay: ${text}\n`)
+        shown = false
+      }
+    },
     update: (sent: number, received: number) => {
       const now = Date.now()
       if (!tty || now - last < 500) return
       last = now
       const seconds = Math.max((now - started) / 1000, 0.001)
-      io.stderr.write(`\rsent ${mib(sent)} MiB, received ${mib(received)} MiB, ${mib((sent + received) / seconds)} MiB/s   `)
+      io.stderr.write(
+        `\rsent ${mib(sent)} MiB, received ${mib(received)} MiB, ${mib((sent + received) / seconds)} MiB/s   `,
+      )
       shown = true
     },
-    end: () => { if (tty && shown) io.stderr.write('\n') },
+    end: () => {
+      if (tty && shown) io.stderr.write('\n')
+    },
   }
 }

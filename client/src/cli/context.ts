@@ -15,9 +15,10 @@ export type Io = {
   env: NodeJS.ProcessEnv
 }
 
-export function serverOf (flag: string | undefined, io: Io, help: string): string {
+export function serverOf(flag: string | undefined, io: Io, help: string): string {
   const server = flag ?? io.env.RELAY_SERVER
-  if (server === undefined || server === '') throw new UsageError('no relay given: pass --server URL or set RELAY_SERVER', help)
+  if (server === undefined || server === '')
+    throw new UsageError('no relay given: pass --server URL or set RELAY_SERVER', help)
   try {
     return new URL(server).href
   } catch {
@@ -25,11 +26,12 @@ export function serverOf (flag: string | undefined, io: Io, help: string): strin
   }
 }
 
-export async function adminFor (server: string, io: Io): Promise<AdminClient> {
+export async function adminFor(server: string, io: Io): Promise<AdminClient> {
   const discovery = await discover(server)
   if (discovery === null) return adminClient({ server })
   const file = tokenFile(io.env)
   const tokens = await loadTokens(file, server)
-  if (tokens === undefined) throw new RelayError('not_logged_in', `not logged in to ${server}: run "relay login --server ${server}"`)
+  if (tokens === undefined)
+    throw new RelayError('not_logged_in', `not logged in to ${server}: run "relay login --server ${server}"`)
   return adminClient({ server, token: tokenSource(tokens, { onRefresh: (fresh) => saveTokens(file, server, fresh) }) })
 }

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 // dist/cli/launcher.js -> bin/relay.js
 const SCRIPT = fileURLToPath(new URL('../../bin/relay.js', import.meta.url))
 
-export function relayLauncher (env: NodeJS.ProcessEnv): string {
+export function relayLauncher(env: NodeJS.ProcessEnv): string {
   const script = realOrNull(SCRIPT) ?? SCRIPT
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir === '') continue
@@ -19,7 +19,7 @@ export function relayLauncher (env: NodeJS.ProcessEnv): string {
   return `${quote(process.execPath)} ${quote(script)}`
 }
 
-function realOrNull (path: string): string | null {
+function realOrNull(path: string): string | null {
   try {
     return realpathSync(path)
   } catch {
@@ -27,7 +27,7 @@ function realOrNull (path: string): string | null {
   }
 }
 
-function executable (path: string): boolean {
+function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK)
     return true
@@ -37,6 +37,6 @@ function executable (path: string): boolean {
 }
 
 /** A path as one POSIX shell word. */
-function quote (path: string): string {
+function quote(path: string): string {
   return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`
 }

@@ -8,7 +8,7 @@ import { serverOf } from './context.js'
 import { saveTokens, tokenFile } from './token-store.js'
 import { HELP, UsageError } from './usage.js'
 
-export async function loginCommand (args: string[], io: Io): Promise<number> {
+export async function loginCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args)
   const server = values['issuer-from'] ?? serverOf(values.server, io, HELP.login as string)
   const discovery = await discover(server)
@@ -20,7 +20,9 @@ export async function loginCommand (args: string[], io: Io): Promise<number> {
     discovery,
     ...(values['client-id'] === undefined ? {} : { clientId: values['client-id'] }),
     onPrompt: (prompt) => {
-      io.stderr.write(`To log in, open ${prompt.verification_uri_complete ?? prompt.verification_uri}\nand enter the code ${prompt.user_code} (valid ${Math.round(prompt.expires_in / 60)} min).\n`)
+      io.stderr.write(
+        `To log in, open ${prompt.verification_uri_complete ?? prompt.verification_uri}\nand enter the code ${prompt.user_code} (valid ${Math.round(prompt.expires_in / 60)} min).\n`,
+      )
     },
   })
   const file = tokenFile(io.env)
@@ -29,13 +31,18 @@ export async function loginCommand (args: string[], io: Io): Promise<number> {
     await saveTokens(file, server, tokens)
   }
   io.stderr.write(`Logged in; tokens kept in ${file}\n`)
-  if (tokens.refresh_token === undefined) io.stderr.write('The identity provider gave no refresh token: log in again when the token expires.\n')
+  if (tokens.refresh_token === undefined)
+    io.stderr.write('The identity provider gave no refresh token: log in again when the token expires.\n')
   return 0
 }
 
-function parse (args: string[]) {
+function parse(args: string[]) {
   try {
-    return parseArgs({ args, options: { server: { type: 'string' }, 'issuer-from': { type: 'string' }, 'client-id': { type: 'string' } }, strict: true })
+    return parseArgs({
+      args,
+      options: { server: { type: 'string' }, 'issuer-from': { type: 'string' }, 'client-id': { type: 'string' } },
+      strict: true,
+    })
   } catch (error) {
     if (error instanceof RelayError) throw error
     throw new UsageError((error as Error).message, HELP.login as string)

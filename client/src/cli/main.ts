@@ -13,7 +13,7 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<number>> = {
   pair: pairCommand,
 }
 
-export async function run (argv: string[], io: Io): Promise<number> {
+export async function run(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout.write(`${HELP.main}\n`)

@@ -28,16 +28,25 @@ export type StreamControl = {
 }
 
 /** Resolves when `stdout` drained, or can no longer (closed or failed: the command reports that). */
-export function drained (stdout: NodeJS.WritableStream): Promise<void> {
+export function drained(stdout: NodeJS.WritableStream): Promise<void> {
   return new Promise((resolve) => {
-    const done = () => { stdout.off('drain', done); stdout.off('close', done); stdout.off('error', done); resolve() }
+    const done = () => {
+      stdout.off('drain', done)
+      stdout.off('close', done)
+      stdout.off('error', done)
+      resolve()
+    }
     stdout.on('drain', done)
     stdout.on('close', done)
     stdout.on('error', done)
   })
 }
 
-export function pipeStream (connection: Connection, io: Io, onProgress: (sent: number, received: number) => void): StreamControl {
+export function pipeStream(
+  connection: Connection,
+  io: Io,
+  onProgress: (sent: number, received: number) => void,
+): StreamControl {
   const stdinIsTty = io.stdin.isTTY === true
   // sending
   let sent = 0
@@ -57,16 +66,23 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
   let closing = false
   let overrun = false
 
-  const control = (message: Record<string, number>) => { connection.send(JSON.stringify(message)).catch(() => {}) }
-  const enqueue = (step: () => Promise<void>) => { chain = chain.then(step).catch(() => {}) }
+  const control = (message: Record<string, number>) => {
+    connection.send(JSON.stringify(message)).catch(() => {})
+  }
+  const enqueue = (step: () => Promise<void>) => {
+    chain = chain.then(step).catch(() => {})
+  }
 
-  function checkDone () {
+  function checkDone() {
     const doneSending = (eofSent && acked >= sent) || (stdinIsTty && peerEof !== null)
     const doneReceiving = peerEof !== null && written >= peerEof
     if (doneSending && doneReceiving && !closing) {
       closing = true
       // the peer counts its stream delivered by our last ack: it must go before the close
-      if (written > ackedBack) { ackedBack = written; control({ ack: written }) }
+      if (written > ackedBack) {
+        ackedBack = written
+        control({ ack: written })
+      }
       void connection.close(1000, 'done')
     }
   }
@@ -94,32 +110,43 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     })
   })
 
-  function onAck (n: number) {
+  function onAck(n: number) {
     if (n <= acked) return
     acked = n
     unacked = unacked.filter((c) => c.offset + c.frame.length - HEADER > acked)
-    if (waitingForAck && sent - acked < WINDOW) { waitingForAck = false; io.stdin.resume() }
+    if (waitingForAck && sent - acked < WINDOW) {
+      waitingForAck = false
+      io.stdin.resume()
+    }
     checkDone()
   }
 
-  function onResend (from: number) {
+  function onResend(from: number) {
     const again = unacked.filter((c) => c.offset + c.frame.length - HEADER > from)
-    enqueue(async () => { for (const c of again) await connection.send(c.frame) })
-    if (eofSent) enqueue(async () => { await connection.send(JSON.stringify({ eof: sent })) })
+    enqueue(async () => {
+      for (const c of again) await connection.send(c.frame)
+    })
+    if (eofSent)
+      enqueue(async () => {
+        await connection.send(JSON.stringify({ eof: sent }))
+      })
   }
 
-  function ackSoon () {
+  function ackSoon() {
     if (ackScheduled) return
     ackScheduled = true
     setImmediate(() => {
       ackScheduled = false
-      if (written > ackedBack) { ackedBack = written; control({ ack: written }) }
+      if (written > ackedBack) {
+        ackedBack = written
+        control({ ack: written })
+      }
       checkDone()
     })
   }
 
   /** Writes what is new in `frame`; false when stdout wants a drain before the next. */
-  function onData (frame: Uint8Array): boolean {
+  function onData(frame: Uint8Array): boolean {
     if (frame.byteLength < HEADER) return true
     const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)
     const offset = Number(bytes.readBigUInt64BE(0))
@@ -128,7 +155,10 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     if (end <= received) return true // a duplicate, resent after a drop
     if (offset > received) {
       // a gap: a drop lost frames; ask once for everything from here
-      if (resendAsked !== received) { resendAsked = received; control({ resend: received }) }
+      if (resendAsked !== received) {
+        resendAsked = received
+        control({ resend: received })
+      }
       return true
     }
     const part = payload.subarray(received - offset)
@@ -148,7 +178,6 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
     })
   }
 
-
   const done = (async (): Promise<StreamResult> => {
     for await (const message of connection) {
       if (message.type === 'binary') {
@@ -156,9 +185,16 @@ export function pipeStream (connection: Connection, io: Io, onProgress: (sent: n
         continue
       }
       let parsed: { ack?: unknown; eof?: unknown; resend?: unknown }
-      try { parsed = JSON.parse(message.data) as typeof parsed } catch { continue }
+      try {
+        parsed = JSON.parse(message.data) as typeof parsed
+      } catch {
+        continue
+      }
       if (typeof parsed.ack === 'number') onAck(parsed.ack)
-      if (typeof parsed.eof === 'number') { peerEof = parsed.eof; checkDone() }
+      if (typeof parsed.eof === 'number') {
+        peerEof = parsed.eof
+        checkDone()
+      }
       if (typeof parsed.resend === 'number') onResend(parsed.resend)
     }
     // A normal close: ours once both streams were done, or the peer's once it had ours.

@@ -4,14 +4,15 @@ import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import type { Tokens } from '../login.js'
 
-export function tokenFile (env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
+export function tokenFile(env: NodeJS.ProcessEnv = process.env): string {
+  const base =
+    env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
   return join(base, 'session-relay', 'tokens.json')
 }
 
 type Store = Record<string, Tokens>
 
-async function readStore (file: string): Promise<Store> {
+async function readStore(file: string): Promise<Store> {
   try {
     return JSON.parse(await readFile(file, 'utf8')) as Store
   } catch (error) {
@@ -20,11 +21,11 @@ async function readStore (file: string): Promise<Store> {
   }
 }
 
-export async function loadTokens (file: string, server: string): Promise<Tokens | undefined> {
+export async function loadTokens(file: string, server: string): Promise<Tokens | undefined> {
   return (await readStore(file))[storeKey(server)]
 }
 
-export async function saveTokens (file: string, server: string, tokens: Tokens): Promise<void> {
+export async function saveTokens(file: string, server: string, tokens: Tokens): Promise<void> {
   const store = await readStore(file)
   store[storeKey(server)] = tokens
   await mkdir(dirname(file), { recursive: true, mode: 0o700 })
@@ -36,7 +37,7 @@ export async function saveTokens (file: string, server: string, tokens: Tokens):
   await rename(temporary, file)
 }
 
-function storeKey (server: string): string {
+function storeKey(server: string): string {
   const url = new URL(server)
   if (url.protocol === 'ws:') url.protocol = 'http:'
   if (url.protocol === 'wss:') url.protocol = 'https:'

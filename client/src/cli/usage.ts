@@ -1,7 +1,10 @@
 // Help texts and the usage error (exit code 2).
 
 export class UsageError extends Error {
-  constructor (message: string, readonly help: string) {
+  constructor(
+    message: string,
+    readonly help: string,
+  ) {
     super(message)
     this.name = 'UsageError'
   }

@@ -21,7 +21,7 @@ const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' 
 
 // Returns milliseconds. Integer arithmetic on nanoseconds (like Go) keeps
 // '1.1s' exactly 1100 ms instead of accumulating float error per term.
-export function parseDuration (text: string): number {
+export function parseDuration(text: string): number {
   const invalid = (): Error => new Error(`invalid duration ${JSON.stringify(text)}`)
   let s = text
   let negative = false
@@ -70,7 +70,7 @@ export function parseDuration (text: string): number {
 
 // Go's Duration.String layout ('2h0m0s', '1.5s', '300ms', '1.5µs'), so log
 // lines read the same as the configuration syntax.
-export function formatDuration (ms: number): string {
+export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return `${ms}ms`
   const nanos = Math.round(Math.abs(ms) * 1e6)
   if (nanos === 0) return '0s'
@@ -87,9 +87,11 @@ export function formatDuration (ms: number): string {
 }
 
 // Prints value / 10^digits without trailing fractional zeros.
-function withFraction (value: number, digits: number): string {
+function withFraction(value: number, digits: number): string {
   const scale = 10 ** digits
   const whole = Math.floor(value / scale)
-  const fraction = String(value % scale).padStart(digits, '0').replace(/0+$/, '')
+  const fraction = String(value % scale)
+    .padStart(digits, '0')
+    .replace(/0+$/, '')
   return fraction === '' ? String(whole) : `${whole}.${fraction}`
 }

@@ -6,7 +6,7 @@ import { formatDuration, parseDuration } from './duration.js'
 
 export class ConfigError extends Error {
   readonly code = 'ERR_CONFIG'
-  constructor (message: string) {
+  constructor(message: string) {
     super(message)
     this.name = 'ConfigError'
   }
@@ -29,16 +29,22 @@ export type Setting<C, K extends keyof C = keyof C> = {
  * empty variable counts as unset. --help is not special: it is an unknown flag like any
  * other, and the caller can print usage() after any ConfigError.
  */
-export function readSettings<C> (settings: ReadonlyArray<Setting<C>>, argv: string[], env: Record<string, string | undefined>): C {
+export function readSettings<C>(
+  settings: ReadonlyArray<Setting<C>>,
+  argv: string[],
+  env: Record<string, string | undefined>,
+): C {
   const flags = readFlags(settings, argv)
   const values: Record<string, unknown> = {}
   for (const row of settings) {
     const flagValue = flags.get(row.flag)
     const envValue = env[row.env]
     const [source, value] =
-      flagValue !== undefined ? [row.flag, flagValue]
-      : envValue !== undefined && envValue !== '' ? [row.env, envValue]
-      : [`the default of ${row.flag}`, row.default]
+      flagValue !== undefined
+        ? [row.flag, flagValue]
+        : envValue !== undefined && envValue !== ''
+          ? [row.env, envValue]
+          : [`the default of ${row.flag}`, row.default]
     try {
       values[row.key as string] = row.parse(value)
     } catch (err) {
@@ -51,7 +57,7 @@ export function readSettings<C> (settings: ReadonlyArray<Setting<C>>, argv: stri
 
 // Returns flag -> raw value text. Boolean flags never take the next word, so
 // '--no-auth false' fails on 'false' instead of silently enabling no-auth.
-function readFlags<C> (settings: ReadonlyArray<Setting<C>>, argv: string[]): Map<string, string> {
+function readFlags<C>(settings: ReadonlyArray<Setting<C>>, argv: string[]): Map<string, string> {
   const rows = new Map(settings.map((row) => [row.flag, row]))
   const values = new Map<string, string>()
   for (let i = 0; i < argv.length; i++) {
@@ -82,7 +88,7 @@ function readFlags<C> (settings: ReadonlyArray<Setting<C>>, argv: string[]): Map
  * starts with '--'. The process checks this before readSettings, which refuses --help like any
  * unknown flag.
  */
-export function helpRequested (argv: readonly string[]): boolean {
+export function helpRequested(argv: readonly string[]): boolean {
   return argv.includes('--help')
 }
 
@@ -90,7 +96,7 @@ export function helpRequested (argv: readonly string[]): boolean {
  * What --help prints, from the same table readSettings reads: every setting's flag, environment
  * variable, default and help text. `command` adds the synopsis line.
  */
-export function usage<C> (settings: ReadonlyArray<Setting<C>>, command?: string): string {
+export function usage<C>(settings: ReadonlyArray<Setting<C>>, command?: string): string {
   const lines = settings.map((row) => {
     const shown = row.default === '' ? '' : ` (default ${row.default})`
     return `  ${row.flag}, ${row.env}${shown}\n      ${row.help}`
@@ -100,7 +106,12 @@ export function usage<C> (settings: ReadonlyArray<Setting<C>>, command?: string)
 }
 
 /** Whether the setting `key` was given (flag or environment), as opposed to left at its default. */
-export function settingGiven<C> (settings: ReadonlyArray<Setting<C>>, key: keyof C, argv: string[], env: Record<string, string | undefined>): boolean {
+export function settingGiven<C>(
+  settings: ReadonlyArray<Setting<C>>,
+  key: keyof C,
+  argv: string[],
+  env: Record<string, string | undefined>,
+): boolean {
   const row = settings.find((candidate) => candidate.key === key)
   if (row === undefined) return false
   return readFlags(settings, argv).has(row.flag) || env[row.env] !== undefined
@@ -111,14 +122,20 @@ export function settingGiven<C> (settings: ReadonlyArray<Setting<C>>, key: keyof
  * and any other given address is refused unless `anywhere` says the operator means it
  * (whoever reaches the port would have the API).
  */
-export function unauthenticatedAddress (address: ListenAddress, given: boolean, anywhere: { allowed: boolean; flag: string; authFlag: string }): ListenAddress {
+export function unauthenticatedAddress(
+  address: ListenAddress,
+  given: boolean,
+  anywhere: { allowed: boolean; flag: string; authFlag: string },
+): ListenAddress {
   if (!given) return { host: '127.0.0.1', port: address.port }
   if (anywhere.allowed || isLoopbackHost(address.host)) return address
   const shown = address.host === '' ? `:${address.port} (every interface)` : `${address.host}:${address.port}`
-  throw new ConfigError(`${anywhere.authFlag} with a listen address that is not loopback (${shown}) would hand the API to anyone who can reach it: listen on 127.0.0.1 or [::1], turn authentication on, or set ${anywhere.flag}`)
+  throw new ConfigError(
+    `${anywhere.authFlag} with a listen address that is not loopback (${shown}) would hand the API to anyone who can reach it: listen on 127.0.0.1 or [::1], turn authentication on, or set ${anywhere.flag}`,
+  )
 }
 
-function isLoopbackHost (host: string): boolean {
+function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host)
 }
 
@@ -126,7 +143,7 @@ function isLoopbackHost (host: string): boolean {
 
 export type ListenAddress = { host: string; port: number } // host '' = all interfaces
 
-export function parseListenAddress (text: string): ListenAddress {
+export function parseListenAddress(text: string): ListenAddress {
   const invalid = (why: string): Error => new Error(`invalid listen address ${JSON.stringify(text)}: ${why}`)
   let host: string
   let portText: string
@@ -153,23 +170,28 @@ export function parseListenAddress (text: string): ListenAddress {
   return { host, port: Number(portText) }
 }
 
-const byteUnits = new Map([['', 1], ['KiB', 1024], ['MiB', 1024 ** 2], ['GiB', 1024 ** 3]])
+const byteUnits = new Map([
+  ['', 1],
+  ['KiB', 1024],
+  ['MiB', 1024 ** 2],
+  ['GiB', 1024 ** 3],
+])
 
 // Plain byte count or a KiB/MiB/GiB multiple, e.g. 16MiB.
-export function parseBytes (text: string): number {
+export function parseBytes(text: string): number {
   const [, digits, unit] = /^([0-9]+)([A-Za-z]*)$/.exec(text) ?? []
   const bytes = Number(digits) * (byteUnits.get(unit ?? '') ?? NaN)
   if (!Number.isSafeInteger(bytes)) throw new Error(`invalid byte size ${JSON.stringify(text)}`)
   return bytes
 }
 
-export function parsePositiveBytes (text: string): number {
+export function parsePositiveBytes(text: string): number {
   const bytes = parseBytes(text)
   if (bytes <= 0) throw new Error('must be greater than 0')
   return bytes
 }
 
-export function parseBoolean (text: string): boolean {
+export function parseBoolean(text: string): boolean {
   const lower = text.toLowerCase()
   if (lower === 'true' || lower === '1') return true
   if (lower === 'false' || lower === '0') return false
@@ -180,7 +202,7 @@ export function parseBoolean (text: string): boolean {
 const maxTimerMs = 2 ** 31 - 1
 
 /** A Go duration that can drive a timer: greater than 0 and at most 2^31-1 ms. */
-export function parseTimerDuration (text: string): number {
+export function parseTimerDuration(text: string): number {
   const ms = parseDuration(text)
   if (ms <= 0) throw new Error('must be greater than 0')
   if (ms > maxTimerMs) throw new Error(`must be at most ${formatDuration(maxTimerMs)}`)
@@ -189,15 +211,16 @@ export function parseTimerDuration (text: string): number {
 
 // The exact text is kept: an issuer must equal the tokens' iss claim byte for byte,
 // including any trailing slash.
-export function parseHttpUrl (text: string): string {
+export function parseHttpUrl(text: string): string {
   if (text === '') return ''
-  if (!/^https?:\/\//i.test(text) || !URL.canParse(text)) throw new Error('expected an absolute http:// or https:// URL')
+  if (!/^https?:\/\//i.test(text) || !URL.canParse(text))
+    throw new Error('expected an absolute http:// or https:// URL')
   return text
 }
 
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
-export function parseLogLevel (text: string): string {
+export function parseLogLevel(text: string): string {
   const level = text.toLowerCase()
   if (!logLevels.includes(level)) throw new Error(`expected one of ${logLevels.join(', ')}`)
   return level

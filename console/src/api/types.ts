@@ -4,8 +4,13 @@
 import type { operations } from './schema'
 
 type Json<R> = R extends { content: { 'application/json': infer J } } ? J : never
-type Ok<K extends keyof operations, S extends number> = operations[K]['responses'] extends Record<S, infer R> ? Json<R> : never
-type Body<K extends keyof operations> = operations[K] extends { requestBody: { content: { 'application/json': infer J } } } ? J : never
+type Ok<K extends keyof operations, S extends number> =
+  operations[K]['responses'] extends Record<S, infer R> ? Json<R> : never
+type Body<K extends keyof operations> = operations[K] extends {
+  requestBody: { content: { 'application/json': infer J } }
+}
+  ? J
+  : never
 
 export type ApplicationSummary = Ok<'listApplications', 200>[number] & { tenant?: string }
 export type Application = Ok<'getApplication', 200> & { tenant?: string }

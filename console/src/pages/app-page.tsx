@@ -17,11 +17,19 @@ type Fn = Application['functions'][number]
 /** What every tab's panel gets: the application, the selected function, and how to reload. */
 type TabProps = { app: Application; selected: Fn | null; onSelect: (id: string) => void; onChanged: () => void }
 
-function AppMetrics ({ app, selected }: TabProps) {
+function AppMetrics({ app, selected }: TabProps) {
   return (
     <>
-      <section aria-labelledby="app-metrics"><h2 id="app-metrics">Application: CPU and memory</h2><MetricsPanel path={`/applications/${app.id}/metrics`} defaultStep="15s" /></section>
-      {selected !== null && <section aria-labelledby="fn-metrics"><h2 id="fn-metrics">Function {selected.name}: requests, latency, errors</h2><MetricsPanel path={`/applications/${app.id}/functions/${selected.id}/metrics`} defaultStep="15s" /></section>}
+      <section aria-labelledby="app-metrics">
+        <h2 id="app-metrics">Application: CPU and memory</h2>
+        <MetricsPanel path={`/applications/${app.id}/metrics`} defaultStep="15s" />
+      </section>
+      {selected !== null && (
+        <section aria-labelledby="fn-metrics">
+          <h2 id="fn-metrics">Function {selected.name}: requests, latency, errors</h2>
+          <MetricsPanel path={`/applications/${app.id}/functions/${selected.id}/metrics`} defaultStep="15s" />
+        </section>
+      )}
     </>
   )
 }
@@ -36,14 +44,16 @@ const TABS: Array<{ id: string; label: string; Panel: (props: TabProps) => preac
   { id: 'settings', label: 'Settings', Panel: SettingsPanel },
 ]
 
-export function AppPage ({ appId, tab }: { appId: string; tab: string }) {
+export function AppPage({ appId, tab }: { appId: string; tab: string }) {
   const app = useLoad(() => getJson<Application>(`/applications/${appId}`), [appId])
   const [fnId, setFnId] = useState<string | null>(null)
   const { canWrite } = useAccess()
   if (app.data === null) {
     return (
       <>
-        <p><a href="#/">← Applications</a></p>
+        <p>
+          <a href="#/">← Applications</a>
+        </p>
         {app.error !== null ? <ErrorText message={app.error} /> : <Loading what="the application" />}
       </>
     )
@@ -53,11 +63,24 @@ export function AppPage ({ appId, tab }: { appId: string; tab: string }) {
   const Panel = TABS.find((t) => t.id === tab)?.Panel
   return (
     <>
-      <p><a href="#/">← Applications</a></p>
-      <h1>{a.name} <span class="tag">{a.language}</span>{a.tenant !== undefined && <span class="tag" title="tenant">{a.tenant}</span>}</h1>
+      <p>
+        <a href="#/">← Applications</a>
+      </p>
+      <h1>
+        {a.name} <span class="tag">{a.language}</span>
+        {a.tenant !== undefined && (
+          <span class="tag" title="tenant">
+            {a.tenant}
+          </span>
+        )}
+      </h1>
       {a.description !== '' && <p class="muted">{a.description}</p>}
       <nav class="tabs" aria-label="Application">
-        {TABS.map(({ id, label }) => <a key={id} href={`#/apps/${a.id}/${id}`} aria-current={tab === id ? 'page' : undefined}>{label}</a>)}
+        {TABS.map(({ id, label }) => (
+          <a key={id} href={`#/apps/${a.id}/${id}`} aria-current={tab === id ? 'page' : undefined}>
+            {label}
+          </a>
+        ))}
       </nav>
       {!canWrite && <ReadOnlyNotice what="this application" />}
       {app.error !== null && <ErrorText message={app.error} />}

@@ -7,7 +7,12 @@ import type { Me } from '../api/types'
 
 export type Access = { role: Me['role']; canWrite: boolean; tenants: string[]; allTenants: boolean }
 
-export const accessOf = (me: Me): Access => ({ role: me.role, canWrite: me.role !== 'read-only', tenants: me.tenants, allTenants: me.allTenants })
+export const accessOf = (me: Me): Access => ({
+  role: me.role,
+  canWrite: me.role !== 'read-only',
+  tenants: me.tenants,
+  allTenants: me.allTenants,
+})
 
 // Outside a provider (never, in the app) nothing is hidden: the API still decides.
 export const AccessContext = createContext<Access>({ role: 'member', canWrite: true, tenants: [], allTenants: false })
@@ -15,6 +20,10 @@ export const AccessContext = createContext<Access>({ role: 'member', canWrite: t
 export const useAccess = (): Access => useContext(AccessContext)
 
 /** Said once on each page that would otherwise have controls, so their absence is explained. */
-export function ReadOnlyNotice ({ what }: { what: string }) {
-  return <p class="notice" data-testid="read-only">Read-only access: you can look at {what} but not change, build, deploy or invoke anything.</p>
+export function ReadOnlyNotice({ what }: { what: string }) {
+  return (
+    <p class="notice" data-testid="read-only">
+      Read-only access: you can look at {what} but not change, build, deploy or invoke anything.
+    </p>
+  )
 }

@@ -14,18 +14,37 @@ type Fn = Application['functions'][number]
 // CodeMirror is most of the console's code: loaded (as its own cached chunk) only when a
 // source is first shown, so the applications list starts without it.
 let editorModule: Promise<typeof EditorComponent> | null = null
-function useEditor (): typeof EditorComponent | null {
+function useEditor(): typeof EditorComponent | null {
   const [editor, setEditor] = useState<typeof EditorComponent | null>(null)
   useEffect(() => {
     let live = true
     editorModule ??= import('./editor').then((m) => m.Editor)
-    editorModule.then((e) => { if (live) setEditor(() => e) }, () => { editorModule = null })
-    return () => { live = false }
+    editorModule.then(
+      (e) => {
+        if (live) setEditor(() => e)
+      },
+      () => {
+        editorModule = null
+      },
+    )
+    return () => {
+      live = false
+    }
   }, [])
   return editor
 }
 
-export function CodePanel ({ app, selected, onSelect, onChanged }: { app: Application; selected: Fn | null; onSelect: (id: string) => void; onChanged: () => void }) {
+export function CodePanel({
+  app,
+  selected,
+  onSelect,
+  onChanged,
+}: {
+  app: Application
+  selected: Fn | null
+  onSelect: (id: string) => void
+  onChanged: () => void
+}) {
   return (
     <>
       <FunctionsSection app={app} selected={selected} onSelect={onSelect} onChanged={onChanged} />
@@ -35,9 +54,14 @@ export function CodePanel ({ app, selected, onSelect, onChanged }: { app: Applic
 }
 
 // A new file's example name in the application's language, where its template keeps sources.
-const NEW_FILE_EXAMPLE: Record<string, string> = { js: 'src/util.js', ts: 'src/util.ts', go: 'util.go', rust: 'src/util.rs' }
+const NEW_FILE_EXAMPLE: Record<string, string> = {
+  js: 'src/util.js',
+  ts: 'src/util.ts',
+  go: 'util.go',
+  rust: 'src/util.rs',
+}
 
-function SourceEditor ({ appId, fn, language }: { appId: string; fn: Fn; language: string }) {
+function SourceEditor({ appId, fn, language }: { appId: string; fn: Fn; language: string }) {
   const base = `/applications/${appId}/functions/${fn.id}`
   const [files, setFiles] = useState<Record<string, string> | null>(null)
   const [saved, setSaved] = useState<Record<string, string>>({})
@@ -57,54 +81,92 @@ function SourceEditor ({ appId, fn, language }: { appId: string; fn: Fn; languag
   const accept = (source: Source, message: string | null): void => {
     setFiles(source.files)
     setSaved(source.files)
-    setCurrent((c) => c !== null && c in source.files ? c : Object.keys(source.files).sort()[0] ?? null)
+    setCurrent((c) => (c !== null && c in source.files ? c : (Object.keys(source.files).sort()[0] ?? null)))
     setNotice(message)
     setVersion((v) => v + 1)
   }
 
   useEffect(() => {
-    getJson<Source>(`${base}/source`).then((s) => accept(s, null), (e: unknown) => setError(messageOf(e)))
+    getJson<Source>(`${base}/source`).then(
+      (s) => accept(s, null),
+      (e: unknown) => setError(messageOf(e)),
+    )
   }, [base])
 
   if (files === null) return error !== null ? <ErrorText message={error} /> : <Loading what="the source" />
   const names = Object.keys(files).sort()
-  const dirty = JSON.stringify(files) !== JSON.stringify(saved) || Object.keys(files).length !== Object.keys(saved).length
+  const dirty =
+    JSON.stringify(files) !== JSON.stringify(saved) || Object.keys(files).length !== Object.keys(saved).length
   const run = (action: () => Promise<void>): void => {
     setBusy(true)
     setError(null)
     setNotice(null)
-    action().catch((e: unknown) => setError(messageOf(e))).finally(() => setBusy(false))
+    action()
+      .catch((e: unknown) => setError(messageOf(e)))
+      .finally(() => setBusy(false))
   }
 
   return (
     <section aria-labelledby="source">
-      <h2 id="source">Source of {fn.name} {dirty && <span class="warn small">(unsaved changes)</span>}</h2>
+      <h2 id="source">
+        Source of {fn.name} {dirty && <span class="warn small">(unsaved changes)</span>}
+      </h2>
       <div class="row">
-        {canWrite && <button type="button" class="primary" disabled={busy || !dirty} onClick={() => run(async () => {
-          const source = await sendJson<Source>('PUT', `${base}/source`, { files })
-          if (source !== null) accept(source, 'Saved.')
-        })}>Save</button>}
-        <button type="button" disabled={busy} onClick={() => run(async () => {
-          const blob = await (await send(`${base}/source.tar.gz`)).blob()
-          const link = document.createElement('a')
-          link.href = URL.createObjectURL(blob)
-          link.download = `${fn.name}.tar.gz`
-          link.click()
-          setTimeout(() => URL.revokeObjectURL(link.href), 10_000)
-        })}>Download .tar.gz</button>
-        {canWrite && <label class="button">Upload .tar.gz
-          <input type="file" class="visually-hidden" accept=".tar.gz,.tgz,application/gzip" disabled={busy} onChange={(e) => {
-            const file = e.currentTarget.files?.[0]
-            e.currentTarget.value = ''
-            if (file === undefined) return
+        {canWrite && (
+          <button
+            type="button"
+            class="primary"
+            disabled={busy || !dirty}
+            onClick={() =>
+              run(async () => {
+                const source = await sendJson<Source>('PUT', `${base}/source`, { files })
+                if (source !== null) accept(source, 'Saved.')
+              })
+            }
+          >
+            Save
+          </button>
+        )}
+        <button
+          type="button"
+          disabled={busy}
+          onClick={() =>
             run(async () => {
-              const form = new FormData()
-              form.append('archive', file)
-              const source = await (await send(`${base}/source.tar.gz`, { method: 'POST', body: form })).json() as Source
-              accept(source, `Uploaded ${file.name}: ${Object.keys(source.files).length} files.`)
+              const blob = await (await send(`${base}/source.tar.gz`)).blob()
+              const link = document.createElement('a')
+              link.href = URL.createObjectURL(blob)
+              link.download = `${fn.name}.tar.gz`
+              link.click()
+              setTimeout(() => URL.revokeObjectURL(link.href), 10_000)
             })
-          }} />
-        </label>}
+          }
+        >
+          Download .tar.gz
+        </button>
+        {canWrite && (
+          <label class="button">
+            Upload .tar.gz
+            <input
+              type="file"
+              class="visually-hidden"
+              accept=".tar.gz,.tgz,application/gzip"
+              disabled={busy}
+              onChange={(e) => {
+                const file = e.currentTarget.files?.[0]
+                e.currentTarget.value = ''
+                if (file === undefined) return
+                run(async () => {
+                  const form = new FormData()
+                  form.append('archive', file)
+                  const source = (await (
+                    await send(`${base}/source.tar.gz`, { method: 'POST', body: form })
+                  ).json()) as Source
+                  accept(source, `Uploaded ${file.name}: ${Object.keys(source.files).length} files.`)
+                })
+              }}
+            />
+          </label>
+        )}
       </div>
       {notice !== null && <Notice>{notice}</Notice>}
       {error !== null && <ErrorText message={error} />}
@@ -113,64 +175,124 @@ function SourceEditor ({ appId, fn, language }: { appId: string; fn: Fn; languag
           <ul aria-label="Files">
             {names.map((name) => (
               <li key={name}>
-                <button type="button" class="link" aria-current={name === current ? 'true' : undefined} onClick={() => { setCurrent(name); setRenaming(null); setConfirmDelete(false) }}>
-                  {name}{files[name] !== saved[name] && ' •'}
+                <button
+                  type="button"
+                  class="link"
+                  aria-current={name === current ? 'true' : undefined}
+                  onClick={() => {
+                    setCurrent(name)
+                    setRenaming(null)
+                    setConfirmDelete(false)
+                  }}
+                >
+                  {name}
+                  {files[name] !== saved[name] && ' •'}
                 </button>
               </li>
             ))}
             {names.length === 0 && <li class="muted">no files yet</li>}
           </ul>
-          {canWrite && <form onSubmit={(event) => {
-            event.preventDefault()
-            const name = newName.trim()
-            if (name === '' || name in files) { setError(name === '' ? 'Give the new file a name.' : `${name} exists already.`); return }
-            setFiles({ ...files, [name]: '' })
-            setCurrent(name)
-            setNewName('')
-          }}>
-            <label>New file <input name="new-file" value={newName} placeholder={NEW_FILE_EXAMPLE[language] ?? 'README.md'} onInput={(e) => setNewName(e.currentTarget.value)} autoComplete="off" /></label>
-            <button type="submit">Add file</button>
-          </form>}
+          {canWrite && (
+            <form
+              onSubmit={(event) => {
+                event.preventDefault()
+                const name = newName.trim()
+                if (name === '' || name in files) {
+                  setError(name === '' ? 'Give the new file a name.' : `${name} exists already.`)
+                  return
+                }
+                setFiles({ ...files, [name]: '' })
+                setCurrent(name)
+                setNewName('')
+              }}
+            >
+              <label>
+                New file{' '}
+                <input
+                  name="new-file"
+                  value={newName}
+                  placeholder={NEW_FILE_EXAMPLE[language] ?? 'README.md'}
+                  onInput={(e) => setNewName(e.currentTarget.value)}
+                  autoComplete="off"
+                />
+              </label>
+              <button type="submit">Add file</button>
+            </form>
+          )}
         </div>
         <div class="current">
           {current !== null && files[current] !== undefined && (
             <>
-              {canWrite && <div class="row">
-                {renaming === null
-                  ? <button type="button" onClick={() => setRenaming(current)}>Rename</button>
-                  : (
-                    <form class="inline" onSubmit={(event) => {
-                      event.preventDefault()
-                      const to = renaming.trim()
-                      if (to === '' || (to !== current && to in files)) { setError(to === '' ? 'A file needs a name.' : `${to} exists already.`); return }
-                      const next: Record<string, string> = {}
-                      for (const [name, text] of Object.entries(files)) next[name === current ? to : name] = text
-                      setFiles(next)
-                      setCurrent(to)
-                      setRenaming(null)
-                    }}>
-                      <label>Rename {current} to <input value={renaming} onInput={(e) => setRenaming(e.currentTarget.value)} autoFocus /></label>
+              {canWrite && (
+                <div class="row">
+                  {renaming === null ? (
+                    <button type="button" onClick={() => setRenaming(current)}>
+                      Rename
+                    </button>
+                  ) : (
+                    <form
+                      class="inline"
+                      onSubmit={(event) => {
+                        event.preventDefault()
+                        const to = renaming.trim()
+                        if (to === '' || (to !== current && to in files)) {
+                          setError(to === '' ? 'A file needs a name.' : `${to} exists already.`)
+                          return
+                        }
+                        const next: Record<string, string> = {}
+                        for (const [name, text] of Object.entries(files)) next[name === current ? to : name] = text
+                        setFiles(next)
+                        setCurrent(to)
+                        setRenaming(null)
+                      }}
+                    >
+                      <label>
+                        Rename {current} to{' '}
+                        <input value={renaming} onInput={(e) => setRenaming(e.currentTarget.value)} autoFocus />
+                      </label>
                       <button type="submit">Rename</button>
-                      <button type="button" onClick={() => setRenaming(null)}>Cancel</button>
+                      <button type="button" onClick={() => setRenaming(null)}>
+                        Cancel
+                      </button>
                     </form>
-                    )}
-                {!confirmDelete
-                  ? <button type="button" class="danger" onClick={() => setConfirmDelete(true)}>Delete file</button>
-                  : (
+                  )}
+                  {!confirmDelete ? (
+                    <button type="button" class="danger" onClick={() => setConfirmDelete(true)}>
+                      Delete file
+                    </button>
+                  ) : (
                     <span class="confirm" role="group" aria-label={`Confirm deleting ${current}`}>
                       <span>Remove {current}? (takes effect on Save)</span>
-                      <button type="button" class="danger" autoFocus onClick={() => {
-                        const { [current]: _gone, ...rest } = files
-                        setFiles(rest)
-                        setCurrent(Object.keys(rest).sort()[0] ?? null)
-                        setConfirmDelete(false)
-                      }}>Yes, remove</button>
-                      <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
+                      <button
+                        type="button"
+                        class="danger"
+                        autoFocus
+                        onClick={() => {
+                          const { [current]: _gone, ...rest } = files
+                          setFiles(rest)
+                          setCurrent(Object.keys(rest).sort()[0] ?? null)
+                          setConfirmDelete(false)
+                        }}
+                      >
+                        Yes, remove
+                      </button>
+                      <button type="button" onClick={() => setConfirmDelete(false)}>
+                        Cancel
+                      </button>
                     </span>
-                    )}
-              </div>}
+                  )}
+                </div>
+              )}
               {Editor === null && <Loading what="the editor" />}
-              {Editor !== null && <Editor key={`${version}:${current}`} readOnly={!canWrite} file={current} text={files[current] ?? ''} onChange={(text) => setFiles((f) => f === null ? f : { ...f, [current]: text })} />}
+              {Editor !== null && (
+                <Editor
+                  key={`${version}:${current}`}
+                  readOnly={!canWrite}
+                  file={current}
+                  text={files[current] ?? ''}
+                  onChange={(text) => setFiles((f) => (f === null ? f : { ...f, [current]: text }))}
+                />
+              )}
             </>
           )}
         </div>

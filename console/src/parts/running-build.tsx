@@ -14,14 +14,24 @@ const digestOf = (image: string): string => {
 
 const shortId = (id: string): string => id.slice(0, 8)
 
-export function RunningBuild ({ deployment, builds }: { deployment: Deployment; builds: Build[] }) {
+export function RunningBuild({ deployment, builds }: { deployment: Deployment; builds: Build[] }) {
   const build = builds.find((b) => b.id === deployment.buildId)
-  if (build === undefined) return <span class="muted" data-testid="running-build">not known: the image matches no build of this application</span>
-  const name = <><code>{shortId(build.id)}</code> of {new Date(build.createdAt).toLocaleString()}</>
+  if (build === undefined)
+    return (
+      <span class="muted" data-testid="running-build">
+        not known: the image matches no build of this application
+      </span>
+    )
+  const name = (
+    <>
+      <code>{shortId(build.id)}</code> of {new Date(build.createdAt).toLocaleString()}
+    </>
+  )
   if (build.imageRef === deployment.image) return <span data-testid="running-build">build {name}, as built</span>
   return (
     <span data-testid="running-build">
-      build {name}, re-locked with the variables' names: digest <code>{digestOf(deployment.image)}</code> differs from the build's <code>{digestOf(build.imageRef ?? '')}</code>
+      build {name}, re-locked with the variables' names: digest <code>{digestOf(deployment.image)}</code> differs from
+      the build's <code>{digestOf(build.imageRef ?? '')}</code>
     </span>
   )
 }

@@ -4,7 +4,7 @@
 import type { Application, ApplicationPatch, ResourcePolicy } from '../api/types'
 
 export const RESOURCE_FIELDS = ['cpuRequest', 'cpuLimit', 'memoryRequest', 'memoryLimit'] as const
-export type ResourceField = typeof RESOURCE_FIELDS[number]
+export type ResourceField = (typeof RESOURCE_FIELDS)[number]
 
 type Variables = NonNullable<ApplicationPatch['variables']>
 type Variable = Variables[string]
@@ -41,14 +41,25 @@ export type Draft = {
 let nextKey = 0
 const rowKey = (): number => ++nextKey
 
-export function emptyRow (): VariableRow {
-  return { key: rowKey(), name: '', isNew: true, kind: 'value', value: '', stored: false, replacing: false, refName: '', refKey: '' }
+export function emptyRow(): VariableRow {
+  return {
+    key: rowKey(),
+    name: '',
+    isNew: true,
+    kind: 'value',
+    value: '',
+    stored: false,
+    replacing: false,
+    refName: '',
+    refKey: '',
+  }
 }
 
-function rowOf (name: string, variable: Variable): VariableRow {
+function rowOf(name: string, variable: Variable): VariableRow {
   const row: VariableRow = { ...emptyRow(), name, isNew: false }
   if ('value' in variable) return { ...row, value: variable.value }
-  if ('secretRef' in variable) return { ...row, kind: 'secretRef', refName: variable.secretRef.name, refKey: variable.secretRef.key }
+  if ('secretRef' in variable)
+    return { ...row, kind: 'secretRef', refName: variable.secretRef.name, refKey: variable.secretRef.key }
   return { ...row, kind: 'secret', stored: true }
 }
 
@@ -58,7 +69,7 @@ function rowOf (name: string, variable: Variable): VariableRow {
  * (the platform's, said beside it), so that saving other fields does not pin the platform's
  * value of today into the application. Under `forced` the fields are the platform's, never sent.
  */
-function resourcesOf (app: Application, policy: ResourcePolicy | null): Record<ResourceField, string> {
+function resourcesOf(app: Application, policy: ResourcePolicy | null): Record<ResourceField, string> {
   const fields = {} as Record<ResourceField, string>
   for (const field of RESOURCE_FIELDS) {
     const value = app.resources[field] ?? ''
@@ -67,7 +78,7 @@ function resourcesOf (app: Application, policy: ResourcePolicy | null): Record<R
   return fields
 }
 
-export function draftOf (app: Application, policy: ResourcePolicy | null): Draft {
+export function draftOf(app: Application, policy: ResourcePolicy | null): Draft {
   const scaling = app.autoscaling
   return {
     description: app.description,
@@ -83,31 +94,38 @@ export function draftOf (app: Application, policy: ResourcePolicy | null): Draft
 
 // Numbers go as numbers when they are numbers; anything else goes as typed, so the API's 400
 // names the field rather than the console guessing a rule.
-const numberOf = (text: string): number => (text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : text) as number
+const numberOf = (text: string): number =>
+  (text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : text) as number
 
-function variableOf (row: VariableRow): Variable {
+function variableOf(row: VariableRow): Variable {
   if (row.kind === 'value') return { value: row.value }
   if (row.kind === 'secretRef') return { secretRef: { name: row.refName.trim(), key: row.refKey.trim() } }
   return { secret: row.stored && !row.replacing ? true : row.value }
 }
 
 // Key order aside, two JSON values are equal when they print alike with sorted keys.
-function canonical (value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0))
-    : v)
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  )
 }
 
 /**
  * The PATCH body for what changed; empty when nothing did. Under a `forced` policy resources
  * are never sent. Throws, in the API's words, for the one mistake the API cannot see: a name twice.
  */
-export function patchOf (app: Application, draft: Draft, policy: ResourcePolicy | null): ApplicationPatch {
+export function patchOf(app: Application, draft: Draft, policy: ResourcePolicy | null): ApplicationPatch {
   const patch: ApplicationPatch = {}
   if (draft.description !== app.description) patch.description = draft.description
   if (numberOf(draft.replicas) !== app.replicas) patch.replicas = numberOf(draft.replicas)
   const autoscaling = draft.autoscaling
-    ? { minReplicas: numberOf(draft.minReplicas), maxReplicas: numberOf(draft.maxReplicas), targetCpuPercent: numberOf(draft.targetCpuPercent) }
+    ? {
+        minReplicas: numberOf(draft.minReplicas),
+        maxReplicas: numberOf(draft.maxReplicas),
+        targetCpuPercent: numberOf(draft.targetCpuPercent),
+      }
     : null
   if (canonical(autoscaling) !== canonical(app.autoscaling)) patch.autoscaling = autoscaling
   if (policy?.mode !== 'forced') {
@@ -136,7 +154,7 @@ export function patchOf (app: Application, draft: Draft, policy: ResourcePolicy 
  * The field a 400 names, as the form's path ("resources.cpuLimit", "variables.greeting"):
  * the API's reasons start with it ("Invalid input: resources.cpuLimit: 2 is above ...").
  */
-export function fieldOf (message: string): string | null {
+export function fieldOf(message: string): string | null {
   const match = /^Invalid input: ([A-Za-z_][\w.]*):/.exec(message)
   return match?.[1] ?? null
 }

@@ -4,7 +4,7 @@ import { messageOf } from '../api/client'
 
 export type Loaded<T> = { data: T | null; error: string | null; loading: boolean; reload: () => void }
 
-export function useLoad<T> (load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [data, setData] = useState<T | null>(null)
   const [error, setError] = useState<string | null>(null)
   const [loading, setLoading] = useState(true)
@@ -13,10 +13,21 @@ export function useLoad<T> (load: () => Promise<T>, deps: unknown[]): Loaded<T> 
     let live = true
     setLoading(true)
     load()
-      .then((value) => { if (live) { setData(value); setError(null) } })
-      .catch((e: unknown) => { if (live) setError(messageOf(e)) })
-      .finally(() => { if (live) setLoading(false) })
-    return () => { live = false }
+      .then((value) => {
+        if (live) {
+          setData(value)
+          setError(null)
+        }
+      })
+      .catch((e: unknown) => {
+        if (live) setError(messageOf(e))
+      })
+      .finally(() => {
+        if (live) setLoading(false)
+      })
+    return () => {
+      live = false
+    }
   }, [...deps, round])
   const reload = useCallback(() => setRound((r) => r + 1), [])
   return { data, error, loading, reload }

@@ -25,35 +25,55 @@ const REGISTRY_CONFIG_KEY = 'registry-config.json'
 const MAX_BUILD_ARCHIVE_BYTES = 1024 * 1024 - 16 * 1024
 
 /** 413 for sources too large for the Secret that carries them to the build. */
-export function refuseLargeArchive (bytes: number): void {
+export function refuseLargeArchive(bytes: number): void {
   if (bytes > MAX_BUILD_ARCHIVE_BYTES) {
-    throw new TooLargeError(`source too large to build: the gzipped sources take ${bytes} bytes, at most ${MAX_BUILD_ARCHIVE_BYTES} fit in a Secret`)
+    throw new TooLargeError(
+      `source too large to build: the gzipped sources take ${bytes} bytes, at most ${MAX_BUILD_ARCHIVE_BYTES} fit in a Secret`,
+    )
   }
 }
 
 /** Labels of everything a build creates; the selector of all builds is MANAGED_BY plus the build label's presence. */
-function buildLabels (appId: string, buildId: string): Record<string, string> {
+function buildLabels(appId: string, buildId: string): Record<string, string> {
   return { ...MANAGED_BY, 'app.kubernetes.io/component': 'build', [APPLICATION_LABEL]: appId, [BUILD_LABEL]: buildId }
 }
 
 const buildJobName = (buildId: string): string => `build-${buildId}`
 
-function imageRefFor (config: ControlConfig, app: BuildApplication, buildId: string): string {
+function imageRefFor(config: ControlConfig, app: BuildApplication, buildId: string): string {
   return `${config.imageRepository}/${app.clusterName}:${buildId}`
 }
 
 /** Where the build's config.json comes from: its own Secret (the token server's credential), the shared Secret, or nowhere. */
 type RegistryConfigSource = 'own' | 'shared' | 'none'
 
-function registryVolume (config: ControlConfig, source: RegistryConfigSource, name: string): V1Volume[] {
+function registryVolume(config: ControlConfig, source: RegistryConfigSource, name: string): V1Volume[] {
   switch (source) {
-    case 'own': return [{ name: 'registry', secret: { secretName: name, items: [{ key: REGISTRY_CONFIG_KEY, path: 'config.json' }] } }]
-    case 'shared': return [{ name: 'registry', secret: { secretName: config.builderRegistrySecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }]
-    case 'none': return []
+    case 'own':
+      return [
+        { name: 'registry', secret: { secretName: name, items: [{ key: REGISTRY_CONFIG_KEY, path: 'config.json' }] } },
+      ]
+    case 'shared':
+      return [
+        {
+          name: 'registry',
+          secret: {
+            secretName: config.builderRegistrySecret,
+            items: [{ key: '.dockerconfigjson', path: 'config.json' }],
+          },
+        },
+      ]
+    case 'none':
+      return []
   }
 }
 
-function buildJob (config: ControlConfig, app: BuildApplication, buildId: string, registry: RegistryConfigSource): V1Job {
+function buildJob(
+  config: ControlConfig,
+  app: BuildApplication,
+  buildId: string,
+  registry: RegistryConfigSource,
+): V1Job {
   const labels = buildLabels(app.id, buildId)
   const name = buildJobName(buildId)
   const resources = { cpu: config.buildCpu, memory: config.buildMemory }
@@ -72,26 +92,28 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          containers: [{
-            name: BUILD_CONTAINER,
-            image: config.builderImages[app.language],
-            env: [
-              { name: 'IMAGE_REF', value: imageRefFor(config, app, buildId) },
-              { name: 'APPLICATION', value: app.name },
-              { name: 'LANGUAGE', value: app.language },
-              { name: 'BUILD_ID', value: buildId },
-              { name: 'SOURCE_ARCHIVE', value: `/workspace/source/${SOURCE_ARCHIVE}` },
-              ...(withRegistry ? [{ name: 'DOCKER_CONFIG', value: REGISTRY_CONFIG_DIR }] : []),
-              ...(config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : []),
-            ],
-            volumeMounts: [
-              { name: 'source', mountPath: '/workspace/source', readOnly: true },
-              ...(withRegistry ? [{ name: 'registry', mountPath: REGISTRY_CONFIG_DIR, readOnly: true }] : []),
-            ],
-            resources: { requests: resources, limits: resources },
-            // The builder's last words when it writes none itself: a failed build then still says why.
-            terminationMessagePolicy: 'FallbackToLogsOnError',
-          }],
+          containers: [
+            {
+              name: BUILD_CONTAINER,
+              image: config.builderImages[app.language],
+              env: [
+                { name: 'IMAGE_REF', value: imageRefFor(config, app, buildId) },
+                { name: 'APPLICATION', value: app.name },
+                { name: 'LANGUAGE', value: app.language },
+                { name: 'BUILD_ID', value: buildId },
+                { name: 'SOURCE_ARCHIVE', value: `/workspace/source/${SOURCE_ARCHIVE}` },
+                ...(withRegistry ? [{ name: 'DOCKER_CONFIG', value: REGISTRY_CONFIG_DIR }] : []),
+                ...(config.registryInsecure ? [{ name: 'INSECURE_REGISTRY', value: 'true' }] : []),
+              ],
+              volumeMounts: [
+                { name: 'source', mountPath: '/workspace/source', readOnly: true },
+                ...(withRegistry ? [{ name: 'registry', mountPath: REGISTRY_CONFIG_DIR, readOnly: true }] : []),
+              ],
+              resources: { requests: resources, limits: resources },
+              // The builder's last words when it writes none itself: a failed build then still says why.
+              terminationMessagePolicy: 'FallbackToLogsOnError',
+            },
+          ],
           volumes: [
             { name: 'source', secret: { secretName: name, items: [{ key: SOURCE_ARCHIVE, path: SOURCE_ARCHIVE }] } },
             ...registryVolume(config, registry, name),
@@ -108,12 +130,23 @@ function buildJob (config: ControlConfig, app: BuildApplication, buildId: string
  * build's own registry config.json. On failure nothing is left behind and the mapped error is
  * thrown.
  */
-export async function createBuildJob (kube: Kube, config: ControlConfig, app: BuildApplication, buildId: string, archive: Buffer, registryConfig: string | null): Promise<void> {
+export async function createBuildJob(
+  kube: Kube,
+  config: ControlConfig,
+  app: BuildApplication,
+  buildId: string,
+  archive: Buffer,
+  registryConfig: string | null,
+): Promise<void> {
   refuseLargeArchive(archive.length)
-  const registry: RegistryConfigSource = registryConfig !== null ? 'own' : config.builderRegistrySecret !== '' ? 'shared' : 'none'
+  const registry: RegistryConfigSource =
+    registryConfig !== null ? 'own' : config.builderRegistrySecret !== '' ? 'shared' : 'none'
   let job: V1Job
   try {
-    job = await kube.batch.createNamespacedJob({ namespace: kube.namespace, body: buildJob(config, app, buildId, registry) })
+    job = await kube.batch.createNamespacedJob({
+      namespace: kube.namespace,
+      body: buildJob(config, app, buildId, registry),
+    })
   } catch (error) {
     throw clusterError(error, 'create batch jobs')
   }
@@ -123,7 +156,14 @@ export async function createBuildJob (kube: Kube, config: ControlConfig, app: Bu
     metadata: {
       name: buildJobName(buildId),
       labels: buildLabels(app.id, buildId),
-      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.metadata?.name ?? buildJobName(buildId), uid: job.metadata?.uid ?? '' }],
+      ownerReferences: [
+        {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          name: job.metadata?.name ?? buildJobName(buildId),
+          uid: job.metadata?.uid ?? '',
+        },
+      ],
     },
     type: 'Opaque',
     data: {
@@ -140,9 +180,13 @@ export async function createBuildJob (kube: Kube, config: ControlConfig, app: Bu
 }
 
 /** Delete the Jobs (with their pods) and Secrets matching `selector`. */
-export async function deleteBuildResources (kube: Kube, selector: string): Promise<void> {
+export async function deleteBuildResources(kube: Kube, selector: string): Promise<void> {
   try {
-    await kube.batch.deleteCollectionNamespacedJob({ namespace: kube.namespace, labelSelector: selector, propagationPolicy: 'Background' })
+    await kube.batch.deleteCollectionNamespacedJob({
+      namespace: kube.namespace,
+      labelSelector: selector,
+      propagationPolicy: 'Background',
+    })
   } catch (error) {
     throw clusterError(error, 'deletecollection batch jobs')
   }

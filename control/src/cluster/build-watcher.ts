@@ -30,23 +30,31 @@ export type BuildWatcherDeps = {
 export type BuildWatcher = {
   /** Resolves after the first list has been settled. */
   ready: Promise<void>
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
-export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
+export function startBuildWatcher(deps: BuildWatcherDeps): BuildWatcher {
   const { kube, logger } = deps
   let closed = false
   let abort: AbortController | null = null
   let wake: (() => void) | null = null
   let settled!: () => void
-  const ready = new Promise<void>((resolve) => { settled = resolve })
+  const ready = new Promise<void>((resolve) => {
+    settled = resolve
+  })
   // One event at a time: a build's events are settled in the order they came.
   let queue = Promise.resolve()
-  const enqueue = (job: V1Job, deleted: boolean): Promise<void> => (queue = queue.then(() => settle(deps, job, deleted)).catch((error: unknown) => {
-    logger.warn({ ...clusterFailure(error), err: error instanceof Error ? { message: error.message } : undefined }, 'could not settle a build from its Job')
-  }))
+  const enqueue = (job: V1Job, deleted: boolean): Promise<void> =>
+    (queue = queue
+      .then(() => settle(deps, job, deleted))
+      .catch((error: unknown) => {
+        logger.warn(
+          { ...clusterFailure(error), err: error instanceof Error ? { message: error.message } : undefined },
+          'could not settle a build from its Job',
+        )
+      }))
 
-  async function listAndResync (): Promise<string> {
+  async function listAndResync(): Promise<string> {
     // Read before the list: a build whose Job was recorded as created by then has it in the
     // list, unless it is gone. One whose Job is still being created (by this or any replica)
     // is not lost; the database says which, not this process's memory.
@@ -68,20 +76,28 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   }
 
   /** Resolves when the watch ends: with the error that ended it, or null when the server closed it. */
-  function watchFrom (resourceVersion: string): Promise<unknown> {
+  function watchFrom(resourceVersion: string): Promise<unknown> {
     return new Promise((resolve) => {
-      void kube.watch.watch(`/apis/batch/v1/namespaces/${kube.namespace}/jobs`, { labelSelector: BUILD_SELECTOR, resourceVersion, allowWatchBookmarks: true },
-        (type, job: V1Job) => {
-          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') void enqueue(job, type === 'DELETED')
-          // ERROR (e.g. 410 Gone: too old a resourceVersion): list again.
-          if (type === 'ERROR') abort?.abort()
-        },
-        (error: unknown) => {
-          resolve(closed ? null : error ?? null)
-        }).then((controller) => {
-        abort = controller
-        if (closed) controller.abort()
-      }, (error: unknown) => resolve(error))
+      void kube.watch
+        .watch(
+          `/apis/batch/v1/namespaces/${kube.namespace}/jobs`,
+          { labelSelector: BUILD_SELECTOR, resourceVersion, allowWatchBookmarks: true },
+          (type, job: V1Job) => {
+            if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') void enqueue(job, type === 'DELETED')
+            // ERROR (e.g. 410 Gone: too old a resourceVersion): list again.
+            if (type === 'ERROR') abort?.abort()
+          },
+          (error: unknown) => {
+            resolve(closed ? null : (error ?? null))
+          },
+        )
+        .then(
+          (controller) => {
+            abort = controller
+            if (closed) controller.abort()
+          },
+          (error: unknown) => resolve(error),
+        )
     })
   }
 
@@ -118,7 +134,7 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
 
   return {
     ready,
-    async close () {
+    async close() {
       closed = true
       abort?.abort()
       wake?.()
@@ -129,19 +145,24 @@ export function startBuildWatcher (deps: BuildWatcherDeps): BuildWatcher {
   }
 }
 
-type JobState = { state: 'pending' } | { state: 'running' } | { state: 'succeeded' } | { state: 'failed'; reason: string }
+type JobState =
+  { state: 'pending' } | { state: 'running' } | { state: 'succeeded' } | { state: 'failed'; reason: string }
 
-function jobState (job: V1Job): JobState {
+function jobState(job: V1Job): JobState {
   const conditions = job.status?.conditions ?? []
   const holds = (type: string): boolean => conditions.some((c) => c.type === type && c.status === 'True')
   if (holds('Complete') || holds('SuccessCriteriaMet')) return { state: 'succeeded' }
   const failed = conditions.find((c) => c.type === 'Failed' && c.status === 'True')
-  if (failed !== undefined) return { state: 'failed', reason: [failed.reason, failed.message].filter(Boolean).join(': ') || 'the build Job failed' }
+  if (failed !== undefined)
+    return {
+      state: 'failed',
+      reason: [failed.reason, failed.message].filter(Boolean).join(': ') || 'the build Job failed',
+    }
   if ((job.status?.ready ?? 0) > 0) return { state: 'running' }
   return { state: 'pending' }
 }
 
-async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Promise<void> {
+async function settle(deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Promise<void> {
   const buildId = job.metadata?.labels?.[BUILD_LABEL]
   if (buildId === undefined) return
   // Every list repeats the finished Jobs still in their TTL: nothing to read or do for them.
@@ -154,13 +175,15 @@ async function settle (deps: BuildWatcherDeps, job: V1Job, deleted: boolean): Pr
   }
   if (state.state === 'pending') return
   if (state.state === 'running') {
-    if (deleted) await deps.finish(buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
+    if (deleted)
+      await deps.finish(buildId, { status: 'failed', error: 'the build Job was deleted before it ended', log: null })
     else if (await markRunning(deps.db, buildId)) deps.logger.info({ buildId }, 'build running')
     return
   }
   // The pod holds the log and the builder's last word (termination message); it may be gone.
   const [pod] = await listPods(deps.kube, `${BUILD_LABEL}=${buildId}`)
-  const message = pod?.status?.containerStatuses?.find((c) => c.name === BUILD_CONTAINER)?.state?.terminated?.message?.trim() ?? ''
+  const message =
+    pod?.status?.containerStatuses?.find((c) => c.name === BUILD_CONTAINER)?.state?.terminated?.message?.trim() ?? ''
   let log: string | null = null
   if (pod !== undefined && containerState(pod) !== 'waiting') {
     log = await readPodLog(deps.kube, pod, MAX_STORED_LOG_BYTES).catch((error: unknown) => {

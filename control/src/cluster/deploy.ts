@@ -9,9 +9,16 @@ import { applyPublicRoute } from './public-route.js'
 import type { SpinAppInput } from './spinapps.js'
 import { applySpinApp, SPINAPP_API_VERSION } from './spinapps.js'
 
-export async function deployToCluster (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string, signer: RegistrySigner | null): Promise<void> {
+export async function deployToCluster(
+  kube: Kube,
+  config: ControlConfig,
+  app: SpinAppInput,
+  image: string,
+  signer: RegistrySigner | null,
+): Promise<void> {
   // With the token server, the tenant's own pull credential; else the one of --image-pull-secret.
-  const pullSecret = signer !== null ? await writeTenantPullSecret(kube, config, signer, app.tenant) : config.imagePullSecret
+  const pullSecret =
+    signer !== null ? await writeTenantPullSecret(kube, config, signer, app.tenant) : config.imagePullSecret
   const uid = await applySpinApp(kube, config, app, image, pullSecret)
   const owner = { apiVersion: SPINAPP_API_VERSION, kind: 'SpinApp', name: app.clusterName, uid }
   await syncAutoscaler(kube, app, app.settings.autoscaling, owner)

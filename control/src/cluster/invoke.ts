@@ -11,15 +11,24 @@ import type { Kube } from './kube.js'
 import { clusterError, statusOf } from './kube.js'
 
 /** The carrier of one request with `method` to the Service `serviceName`. */
-export function serviceCarrier (kube: Kube, serviceName: string, method: string): Carrier {
+export function serviceCarrier(kube: Kube, serviceName: string, method: string): Carrier {
   if (kube.inCluster) return direct(kube.serviceUrl(serviceName))
   const proxy = `/api/v1/namespaces/${encodeURIComponent(kube.namespace)}/services/${encodeURIComponent(serviceName)}/proxy`
   return {
-    send: (request, signal) => kube.request(request.method, proxy + request.path, { headers: request.headers, body: request.body, signal, within: proxy + '/' }),
+    send: (request, signal) =>
+      kube.request(request.method, proxy + request.path, {
+        headers: request.headers,
+        body: request.body,
+        signal,
+        within: proxy + '/',
+      }),
     unanswered: (error) => clusterError(error, `${proxyVerb(method)} services/proxy`),
     check: async (status, contentType, body) => {
-      const noEndpoints = refuseApiServerStatus(status, contentType, body, method) ||
-        (method.toUpperCase() === 'HEAD' && mayBeProxyFailure(status, contentType, body) && !await hasReadyEndpoint(kube, serviceName))
+      const noEndpoints =
+        refuseApiServerStatus(status, contentType, body, method) ||
+        (method.toUpperCase() === 'HEAD' &&
+          mayBeProxyFailure(status, contentType, body) &&
+          !(await hasReadyEndpoint(kube, serviceName)))
       if (noEndpoints) throw await withoutEndpoints(kube, serviceName)
     },
   }
@@ -27,9 +36,16 @@ export function serviceCarrier (kube: Kube, serviceName: string, method: string)
 
 const NO_POD_READY = 'application unreachable: no pod of it is ready'
 
-const PROXY_VERBS: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }
+const PROXY_VERBS: Record<string, string> = {
+  GET: 'get',
+  HEAD: 'get',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+}
 
-function proxyVerb (method: string): string {
+function proxyVerb(method: string): string {
   return PROXY_VERBS[method.toUpperCase()] ?? method.toLowerCase()
 }
 
@@ -38,7 +54,7 @@ function proxyVerb (method: string): string {
  * gone (404), no endpoint (503), or the control plane may not proxy (403). Those are not the
  * function's answers and become ours; "no endpoints" comes back true, for the caller to say why.
  */
-function refuseApiServerStatus (status: number, contentType: string | undefined, body: Buffer, method: string): boolean {
+function refuseApiServerStatus(status: number, contentType: string | undefined, body: Buffer, method: string): boolean {
   if (status < 400 || contentType?.startsWith('application/json') !== true || body.length > 64 * 1024) return false
   let parsed: { kind?: unknown; apiVersion?: unknown; message?: unknown; details?: { kind?: unknown } }
   try {
@@ -48,7 +64,8 @@ function refuseApiServerStatus (status: number, contentType: string | undefined,
   }
   if (parsed.kind !== 'Status' || parsed.apiVersion !== 'v1') return false
   if (status === 404 && parsed.details?.kind === 'services') throw notDeployed()
-  if (status === 401 || status === 403) throw clusterError({ statusCode: status }, `${proxyVerb(method)} services/proxy`)
+  if (status === 401 || status === 403)
+    throw clusterError({ statusCode: status }, `${proxyVerb(method)} services/proxy`)
   if (status < 500) return false
   if (typeof parsed.message === 'string' && parsed.message.startsWith('no endpoints available')) return true
   throw new UnavailableError('application unreachable: the cluster could not reach it')
@@ -60,7 +77,7 @@ const notDeployed = (): NotFoundError => new NotFoundError('application is not d
  * Why the proxy found no endpoint. It never reads the Service (it picks from the EndpointSlices
  * named after it), so a Service that is gone says "no endpoints" too: reading it tells.
  */
-async function withoutEndpoints (kube: Kube, serviceName: string): Promise<HttpError> {
+async function withoutEndpoints(kube: Kube, serviceName: string): Promise<HttpError> {
   try {
     await kube.core.readNamespacedService({ namespace: kube.namespace, name: serviceName })
   } catch (error) {
@@ -70,7 +87,7 @@ async function withoutEndpoints (kube: Kube, serviceName: string): Promise<HttpE
 }
 
 /** An answer without a body that the API server may have given itself: a 5xx it types as JSON. */
-function mayBeProxyFailure (status: number, contentType: string | undefined, body: Buffer): boolean {
+function mayBeProxyFailure(status: number, contentType: string | undefined, body: Buffer): boolean {
   return status >= 500 && body.length === 0 && contentType?.startsWith('application/json') === true
 }
 
@@ -79,11 +96,19 @@ function mayBeProxyFailure (status: number, contentType: string | undefined, bod
  * that targets a pod, under the Service's unnamed port (the proxy path names none), in one of
  * the Service's EndpointSlices.
  */
-async function hasReadyEndpoint (kube: Kube, serviceName: string): Promise<boolean> {
+async function hasReadyEndpoint(kube: Kube, serviceName: string): Promise<boolean> {
   try {
-    const slices = await kube.discovery.listNamespacedEndpointSlice({ namespace: kube.namespace, labelSelector: `kubernetes.io/service-name=${serviceName}` })
-    return slices.items.some((slice) => slice.ports?.some((port) => port.name === '' && port.port !== undefined) === true &&
-      (slice.endpoints ?? []).some((endpoint) => endpoint.conditions?.ready !== false && endpoint.targetRef !== undefined))
+    const slices = await kube.discovery.listNamespacedEndpointSlice({
+      namespace: kube.namespace,
+      labelSelector: `kubernetes.io/service-name=${serviceName}`,
+    })
+    return slices.items.some(
+      (slice) =>
+        slice.ports?.some((port) => port.name === '' && port.port !== undefined) === true &&
+        (slice.endpoints ?? []).some(
+          (endpoint) => endpoint.conditions?.ready !== false && endpoint.targetRef !== undefined,
+        ),
+    )
   } catch (error) {
     throw clusterError(error, 'list discovery.k8s.io endpointslices')
   }

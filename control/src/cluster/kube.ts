@@ -9,7 +9,16 @@ import https from 'node:https'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
-import { ApiException, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Watch } from '@kubernetes/client-node'
+import {
+  ApiException,
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  Watch,
+} from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { HttpError, NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import { ConfigError } from '@session-relay/common/config/settings'
@@ -20,7 +29,7 @@ export type Kube = {
   /** Running in a pod of the cluster (in-cluster configuration): invoke goes straight to the Service. */
   inCluster: boolean
   /** The in-cluster base URL of a Service of the namespace. */
-  serviceUrl (name: string): string
+  serviceUrl(name: string): string
   batch: BatchV1Api
   core: CoreV1Api
   apps: AppsV1Api
@@ -28,7 +37,7 @@ export type Kube = {
   discovery: DiscoveryV1Api
   watch: Watch
   /** A request to the API server, answered as a stream; `path` starts with "/". */
-  request (method: string, path: string, opts?: RawRequestOptions): Promise<IncomingMessage>
+  request(method: string, path: string, opts?: RawRequestOptions): Promise<IncomingMessage>
 }
 
 type RawRequestOptions = {
@@ -46,7 +55,7 @@ const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/tok
  * default kubeconfig (KUBECONFIG or ~/.kube/config). Null when none of them exists: the
  * endpoints that need a cluster then answer 503 "cluster not configured".
  */
-export function connectKube (config: ControlConfig): Kube | null {
+export function connectKube(config: ControlConfig): Kube | null {
   const kc = new KubeConfig()
   let inCluster = false
   try {
@@ -79,14 +88,17 @@ export function connectKube (config: ControlConfig): Kube | null {
     custom: kc.makeApiClient(CustomObjectsApi),
     discovery: kc.makeApiClient(DiscoveryV1Api),
     watch: new Watch(kc),
-    async request (method, path, opts = {}) {
+    async request(method, path, opts = {}) {
       const sent = sendablePath(serverPrefix + path, serverPrefix + (opts.within ?? '/'))
       const options: https.RequestOptions = { method, headers: { ...opts.headers } }
       await kc.applyToHTTPSOptions(options)
       const send = server.protocol === 'https:' ? https.request : http.request
       const target = { protocol: server.protocol, hostname: server.hostname, port: server.port, path: sent }
       return new Promise((resolve, reject) => {
-        const request = send({ ...options, ...target, ...(opts.signal !== undefined ? { signal: opts.signal } : {}) }, resolve)
+        const request = send(
+          { ...options, ...target, ...(opts.signal !== undefined ? { signal: opts.signal } : {}) },
+          resolve,
+        )
         request.on('error', reject)
         request.end(opts.body)
       })
@@ -101,7 +113,7 @@ export type NotFoundMeaning = { notFound?: string; missingCrd?: boolean }
  * The answer for a failed cluster call. `action` names what was attempted in RBAC words
  * ("create batch jobs"), so a 403 says which permission the service account lacks.
  */
-export function clusterError (error: unknown, action: string, meaning: NotFoundMeaning = {}): HttpError {
+export function clusterError(error: unknown, action: string, meaning: NotFoundMeaning = {}): HttpError {
   if (error instanceof HttpError) return error
   const status = statusOf(error)
   if (status === null) {
@@ -118,35 +130,43 @@ export function clusterError (error: unknown, action: string, meaning: NotFoundM
   return new UnavailableError(`cluster error: ${action} answered ${status}`)
 }
 
-export function spinAppCrdMissing (): UnavailableError {
-  return new UnavailableError('the SpinApp custom resource definition (core.spinkube.dev/v1alpha1) is not installed in the cluster')
+export function spinAppCrdMissing(): UnavailableError {
+  return new UnavailableError(
+    'the SpinApp custom resource definition (core.spinkube.dev/v1alpha1) is not installed in the cluster',
+  )
 }
 
 /** The HTTP status of a failed cluster call, or null when it never got an answer. */
-export function statusOf (error: unknown): number | null {
+export function statusOf(error: unknown): number | null {
   if (error instanceof ApiException) return error.code
   const code = (error as { statusCode?: unknown } | null)?.statusCode
   return typeof code === 'number' ? code : null
 }
 
 /** The Kubernetes Status body of a failed call, when it has one. */
-export function statusBody (error: unknown): { reason?: string; message?: string; details?: { name?: string; kind?: string } } | null {
+export function statusBody(
+  error: unknown,
+): { reason?: string; message?: string; details?: { name?: string; kind?: string } } | null {
   if (!(error instanceof ApiException)) return null
   let body: unknown = error.body
   if (typeof body === 'string') {
-    try { body = JSON.parse(body) } catch { return null }
+    try {
+      body = JSON.parse(body)
+    } catch {
+      return null
+    }
   }
   return typeof body === 'object' && body !== null ? body : null
 }
 
 // The API server answers 404 without details for a path of a resource type it does not serve,
 // and with details.name for an object that does not exist.
-function isMissingResourceType (error: unknown): boolean {
+function isMissingResourceType(error: unknown): boolean {
   const body = statusBody(error)
   return body?.details?.name === undefined
 }
 
-function isNetworkError (error: unknown): boolean {
+function isNetworkError(error: unknown): boolean {
   const e = error as { code?: unknown; name?: unknown; type?: unknown; cause?: unknown } | null
   if (e === null || typeof e !== 'object') return false
   if (typeof e.code === 'string' && /^(E[A-Z]+|UND_ERR)/.test(e.code)) return true
@@ -155,7 +175,7 @@ function isNetworkError (error: unknown): boolean {
 }
 
 /** Log fields for a cluster failure: the error's name, code and status, never its request. */
-export function clusterFailure (error: unknown): Record<string, unknown> {
+export function clusterFailure(error: unknown): Record<string, unknown> {
   const e = error as { name?: unknown; code?: unknown } | null
   return { errorName: e?.name, errorCode: e?.code, status: statusOf(error), reason: statusBody(error)?.reason }
 }

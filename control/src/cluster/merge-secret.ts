@@ -7,13 +7,19 @@ import { UnavailableError } from '@session-relay/common/errors'
 import type { Kube } from './kube.js'
 import { clusterError, statusOf } from './kube.js'
 
-type SecretPatch = { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; data: Record<string, string | null> }
+type SecretPatch = {
+  metadata: { labels: Record<string, string>; annotations?: Record<string, string> }
+  data: Record<string, string | null>
+}
 
 /** Merge `patch` into the Secret `name`, or create it as `created` when there is none. */
-export async function mergeSecret (kube: Kube, name: string, patch: SecretPatch, created: V1Secret): Promise<void> {
+export async function mergeSecret(kube: Kube, name: string, patch: SecretPatch, created: V1Secret): Promise<void> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      await kube.core.patchNamespacedSecret({ namespace: kube.namespace, name, body: patch }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
+      await kube.core.patchNamespacedSecret(
+        { namespace: kube.namespace, name, body: patch },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
       return
     } catch (error) {
       if (statusOf(error) !== 404) throw clusterError(error, 'patch secrets')

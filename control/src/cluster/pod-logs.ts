@@ -9,19 +9,19 @@ import { clusterError } from './kube.js'
 
 export type ContainerState = 'waiting' | 'running' | 'terminated'
 
-export function containerState (pod: V1Pod): ContainerState {
+export function containerState(pod: V1Pod): ContainerState {
   const state = pod.status?.containerStatuses?.[0]?.state
   if (state?.running !== undefined) return 'running'
   if (state?.terminated !== undefined) return 'terminated'
   return 'waiting'
 }
 
-function containerName (pod: V1Pod): string {
+function containerName(pod: V1Pod): string {
   return pod.spec?.containers[0]?.name ?? ''
 }
 
 /** Pods matching `selector`, newest first. */
-export async function listPods (kube: Kube, selector: string): Promise<V1Pod[]> {
+export async function listPods(kube: Kube, selector: string): Promise<V1Pod[]> {
   try {
     const list = await kube.core.listNamespacedPod({ namespace: kube.namespace, labelSelector: selector })
     const created = (pod: V1Pod): number => new Date(pod.metadata?.creationTimestamp ?? 0).getTime()
@@ -34,13 +34,17 @@ export async function listPods (kube: Kube, selector: string): Promise<V1Pod[]> 
 export type LogOptions = { follow: boolean; tailLines?: number | undefined; signal?: AbortSignal }
 
 /** The pod's log as a stream of the API server's answer; mapped errors when it refuses. */
-export async function openPodLog (kube: Kube, pod: V1Pod, opts: LogOptions): Promise<IncomingMessage> {
+export async function openPodLog(kube: Kube, pod: V1Pod, opts: LogOptions): Promise<IncomingMessage> {
   const name = pod.metadata?.name ?? ''
   const query = new URLSearchParams({ container: containerName(pod), follow: String(opts.follow) })
   if (opts.tailLines !== undefined) query.set('tailLines', String(opts.tailLines))
   let answer: IncomingMessage
   try {
-    answer = await kube.request('GET', `/api/v1/namespaces/${kube.namespace}/pods/${encodeURIComponent(name)}/log?${query.toString()}`, opts.signal !== undefined ? { signal: opts.signal } : {})
+    answer = await kube.request(
+      'GET',
+      `/api/v1/namespaces/${kube.namespace}/pods/${encodeURIComponent(name)}/log?${query.toString()}`,
+      opts.signal !== undefined ? { signal: opts.signal } : {},
+    )
   } catch (error) {
     throw clusterError(error, 'get pods/log')
   }
@@ -53,7 +57,7 @@ export async function openPodLog (kube: Kube, pod: V1Pod, opts: LogOptions): Pro
 }
 
 /** The whole log of a finished pod, keeping the last `limit` bytes. */
-export async function readPodLog (kube: Kube, pod: V1Pod, limit: number): Promise<string> {
+export async function readPodLog(kube: Kube, pod: V1Pod, limit: number): Promise<string> {
   const stream = await openPodLog(kube, pod, { follow: false })
   const chunks: Buffer[] = []
   let size = 0

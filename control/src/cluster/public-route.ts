@@ -12,8 +12,18 @@ import { applyObject, ownedBy } from './applied.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 
-const HTTP_ROUTE: ObjectType = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', missing: 'install the Gateway API CRDs, or set --public-route ingress or none' }
-const INGRESS: ObjectType = { group: 'networking.k8s.io', version: 'v1', plural: 'ingresses', missing: 'set --public-route httproute or none' }
+const HTTP_ROUTE: ObjectType = {
+  group: 'gateway.networking.k8s.io',
+  version: 'v1',
+  plural: 'httproutes',
+  missing: 'install the Gateway API CRDs, or set --public-route ingress or none',
+}
+const INGRESS: ObjectType = {
+  group: 'networking.k8s.io',
+  version: 'v1',
+  plural: 'ingresses',
+  missing: 'set --public-route httproute or none',
+}
 
 /** The Service port spin-operator gives a SpinApp. */
 const SERVICE_PORT = 80
@@ -22,7 +32,7 @@ type Owner = { apiVersion: string; kind: string; name: string; uid: string }
 type Place = { host: string; prefix: string }
 
 /** Where the application answers: host and path prefix ('' for host-based); null without a base URL. */
-function placeOf (config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): Place | null {
+function placeOf(config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): Place | null {
   if (config.publicBaseUrl === '') return null
   const base = new URL(config.publicBaseUrl)
   if (base.hostname.startsWith('*.')) return { host: name + base.hostname.slice(1), prefix: '' }
@@ -30,46 +40,67 @@ function placeOf (config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): P
 }
 
 /** deployment.publicUrl: always ending in "/", under which the function's routes answer. */
-export function publicUrlFor (config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): string | null {
+export function publicUrlFor(config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): string | null {
   const place = placeOf(config, name)
   if (place === null) return null
   const base = new URL(config.publicBaseUrl)
   return `${base.protocol}//${place.host}${base.port === '' ? '' : `:${base.port}`}${place.prefix}/`
 }
 
-function httpRoute (config: ControlConfig, app: { id: string; clusterName: string }, place: Place, owner: Owner): object {
+function httpRoute(
+  config: ControlConfig,
+  app: { id: string; clusterName: string },
+  place: Place,
+  owner: Owner,
+): object {
   const [namespace, gateway] = config.gateway.includes('/') ? config.gateway.split('/') : [undefined, config.gateway]
   const backend = { name: app.clusterName, port: SERVICE_PORT }
   return {
     apiVersion: 'gateway.networking.k8s.io/v1',
     kind: 'HTTPRoute',
-    metadata: { name: app.clusterName, labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id }, ownerReferences: ownedBy(owner) },
+    metadata: {
+      name: app.clusterName,
+      labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id },
+      ownerReferences: ownedBy(owner),
+    },
     spec: {
       parentRefs: [{ name: gateway, ...(namespace !== undefined ? { namespace } : {}) }],
       hostnames: [place.host],
-      rules: [place.prefix === ''
-        ? { matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [backend] }
-        : {
-            matches: [{ path: { type: 'PathPrefix', value: place.prefix } }],
-            filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/' } } }],
-            backendRefs: [backend],
-          }],
+      rules: [
+        place.prefix === ''
+          ? { matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [backend] }
+          : {
+              matches: [{ path: { type: 'PathPrefix', value: place.prefix } }],
+              filters: [
+                { type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/' } } },
+              ],
+              backendRefs: [backend],
+            },
+      ],
     },
   }
 }
 
-function ingress (config: ControlConfig, app: { id: string; clusterName: string }, place: Place, owner: Owner): object {
+function ingress(config: ControlConfig, app: { id: string; clusterName: string }, place: Place, owner: Owner): object {
   const backend = { service: { name: app.clusterName, port: { number: SERVICE_PORT } } }
-  const path = place.prefix === ''
-    ? { path: '/', pathType: 'Prefix', backend }
-    : { path: `${place.prefix}(/|$)(.*)`, pathType: 'ImplementationSpecific', backend }
+  const path =
+    place.prefix === ''
+      ? { path: '/', pathType: 'Prefix', backend }
+      : { path: `${place.prefix}(/|$)(.*)`, pathType: 'ImplementationSpecific', backend }
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
     metadata: {
       name: app.clusterName,
       labels: { ...MANAGED_BY, [APPLICATION_LABEL]: app.id },
-      ...(place.prefix === '' ? {} : { annotations: { 'nginx.ingress.kubernetes.io/use-regex': 'true', 'nginx.ingress.kubernetes.io/rewrite-target': '/$2' } }),
+      ...(place.prefix === ''
+        ? {}
+        : {
+            annotations: {
+              'nginx.ingress.kubernetes.io/use-regex': 'true',
+              'nginx.ingress.kubernetes.io/rewrite-target': '/$2',
+            },
+          }),
       ownerReferences: ownedBy(owner),
     },
     spec: {
@@ -80,9 +111,15 @@ function ingress (config: ControlConfig, app: { id: string; clusterName: string 
 }
 
 /** Apply the route --public-route asks for; nothing without a base URL or with --public-route none. */
-export async function applyPublicRoute (kube: Kube, config: ControlConfig, app: { id: string; clusterName: string }, owner: Owner): Promise<void> {
+export async function applyPublicRoute(
+  kube: Kube,
+  config: ControlConfig,
+  app: { id: string; clusterName: string },
+  owner: Owner,
+): Promise<void> {
   const place = placeOf(config, app.clusterName)
   if (place === null || config.publicRoute === 'none') return
-  if (config.publicRoute === 'httproute') await applyObject(kube, HTTP_ROUTE, app.clusterName, httpRoute(config, app, place, owner))
+  if (config.publicRoute === 'httproute')
+    await applyObject(kube, HTTP_ROUTE, app.clusterName, httpRoute(config, app, place, owner))
   else await applyObject(kube, INGRESS, app.clusterName, ingress(config, app, place, owner))
 }

@@ -14,14 +14,31 @@ import type { Kube } from './kube.js'
 import { mergeSecret } from './merge-secret.js'
 
 // Tenants come from a token's claim: any text. The Secret's name takes a digest of it.
-export const tenantPullSecretName = (tenant: string): string => `registry-pull-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`
+export const tenantPullSecretName = (tenant: string): string =>
+  `registry-pull-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`
 
-export async function writeTenantPullSecret (kube: Kube, config: ControlConfig, signer: RegistrySigner, tenant: string): Promise<string> {
+export async function writeTenantPullSecret(
+  kube: Kube,
+  config: ControlConfig,
+  signer: RegistrySigner,
+  tenant: string,
+): Promise<string> {
   const name = tenantPullSecretName(tenant)
   const credential = await mintCredential(signer, { kind: 'tenant', tenant }, null)
-  const data = { '.dockerconfigjson': Buffer.from(dockerConfigJson(registryHosts(config), credential)).toString('base64') }
-  const metadata = { labels: { ...MANAGED_BY, 'app.kubernetes.io/component': 'registry-pull' }, annotations: { 'platform.wasmkube.dev/tenant': tenant } }
-  const secret: V1Secret = { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/dockerconfigjson', metadata: { name, ...metadata }, data }
+  const data = {
+    '.dockerconfigjson': Buffer.from(dockerConfigJson(registryHosts(config), credential)).toString('base64'),
+  }
+  const metadata = {
+    labels: { ...MANAGED_BY, 'app.kubernetes.io/component': 'registry-pull' },
+    annotations: { 'platform.wasmkube.dev/tenant': tenant },
+  }
+  const secret: V1Secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'kubernetes.io/dockerconfigjson',
+    metadata: { name, ...metadata },
+    data,
+  }
   await mergeSecret(kube, name, { metadata, data }, secret)
   return name
 }

@@ -20,9 +20,18 @@ import { clusterError, statusOf } from './kube.js'
 const BUILD_CREDENTIAL_GRACE_MS = 10 * 60_000
 
 /** The config.json a build Job gets with the token server: null without one (the shared Secret's, if any). */
-export async function buildRegistryConfig (config: ControlConfig, signer: RegistrySigner | null, clusterName: string, buildId: string): Promise<string | null> {
+export async function buildRegistryConfig(
+  config: ControlConfig,
+  signer: RegistrySigner | null,
+  clusterName: string,
+  buildId: string,
+): Promise<string | null> {
   if (signer === null) return null
-  const credential = await mintCredential(signer, { kind: 'build', build: buildId, repository: repositoryOf(config, clusterName) }, config.buildTimeoutMs + BUILD_CREDENTIAL_GRACE_MS)
+  const credential = await mintCredential(
+    signer,
+    { kind: 'build', build: buildId, repository: repositoryOf(config, clusterName) },
+    config.buildTimeoutMs + BUILD_CREDENTIAL_GRACE_MS,
+  )
   return dockerConfigJson(registryHosts(config), credential)
 }
 
@@ -34,7 +43,13 @@ const KEY = '.dockerconfigjson'
  * own `$DOCKER_CONFIG` (as for reading image sizes: a control plane run outside the cluster),
  * else null.
  */
-export async function withRegistryCredentials<T> (kube: Kube, config: ControlConfig, signer: RegistrySigner | null, image: string, use: (dockerConfigDir: string | null) => Promise<T>): Promise<T> {
+export async function withRegistryCredentials<T>(
+  kube: Kube,
+  config: ControlConfig,
+  signer: RegistrySigner | null,
+  image: string,
+  use: (dockerConfigDir: string | null) => Promise<T>,
+): Promise<T> {
   const ref = parseRef(image)
   if (signer !== null && ref.kind === 'registry') return withOwnAccess(signer, ref, ['pull', 'push'], use)
   const name = config.builderRegistrySecret
@@ -42,15 +57,19 @@ export async function withRegistryCredentials<T> (kube: Kube, config: ControlCon
   return withDockerConfig((await readDockerConfig(kube, name)).toString('utf8'), use)
 }
 
-async function readDockerConfig (kube: Kube, name: string): Promise<Buffer> {
+async function readDockerConfig(kube: Kube, name: string): Promise<Buffer> {
   let data: Record<string, string> | undefined
   try {
     data = (await kube.core.readNamespacedSecret({ namespace: kube.namespace, name })).data
   } catch (error) {
-    if (statusOf(error) === 404) throw new UnavailableError(`--builder-registry-secret: no Secret ${name} in namespace ${kube.namespace}`)
+    if (statusOf(error) === 404)
+      throw new UnavailableError(`--builder-registry-secret: no Secret ${name} in namespace ${kube.namespace}`)
     throw clusterError(error, `get secrets ${name}`)
   }
   const encoded = data?.[KEY]
-  if (encoded === undefined) throw new UnavailableError(`--builder-registry-secret: the Secret ${name} has no ${KEY} key (create it with --type=kubernetes.io/dockerconfigjson)`)
+  if (encoded === undefined)
+    throw new UnavailableError(
+      `--builder-registry-secret: the Secret ${name} has no ${KEY} key (create it with --type=kubernetes.io/dockerconfigjson)`,
+    )
   return Buffer.from(encoded, 'base64')
 }

@@ -23,7 +23,13 @@ export type Relock = (image: string, names: readonly string[], options: StoreOpt
  * (no credential is read). A failure is a 503 naming the reason, before anything is applied, so
  * the running SpinApp stays as it is.
  */
-export async function relockedImage (kube: Kube, config: ControlConfig, image: string, settings: AppSettings, options: { relock?: Relock | undefined; signer: RegistrySigner | null }): Promise<string> {
+export async function relockedImage(
+  kube: Kube,
+  config: ControlConfig,
+  image: string,
+  settings: AppSettings,
+  options: { relock?: Relock | undefined; signer: RegistrySigner | null },
+): Promise<string> {
   const relock = options.relock ?? relockReference
   const names = Object.keys(settings.variables).sort()
   if (names.length === 0) return image
@@ -31,11 +37,18 @@ export async function relockedImage (kube: Kube, config: ControlConfig, image: s
   const secret = new Set(names.filter((name) => !('value' in (settings.variables[name] as object))))
   return withRegistryCredentials(kube, config, options.signer, image, async (dockerConfigDir) => {
     try {
-      return await relock(image, names, { dockerConfigDir, insecure: config.registryInsecure, secret, timeoutMs: RELOCK_TIMEOUT_MS })
+      return await relock(image, names, {
+        dockerConfigDir,
+        insecure: config.registryInsecure,
+        secret,
+        timeoutMs: RELOCK_TIMEOUT_MS,
+      })
     } catch (error) {
       if (error instanceof HttpError) throw error
       // The registry client's messages carry no credential.
-      throw new UnavailableError(`the image could not be re-locked with the variables' names (${(error as Error).message}); the running deployment is unchanged`)
+      throw new UnavailableError(
+        `the image could not be re-locked with the variables' names (${(error as Error).message}); the running deployment is unchanged`,
+      )
     }
   })
 }

@@ -25,34 +25,46 @@ export const APP_NAME_LABEL = 'core.spinkube.dev/app-name'
 
 type SpinApp = {
   spec?: { image?: string; replicas?: number; enableAutoscaling?: boolean }
-  status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> }
+  status?: {
+    readyReplicas?: number
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>
+  }
 }
 
 /** The pushed image as the nodes reach it: the push repository swapped for the pull one, when one is set. */
-function pulledImage (config: ControlConfig, image: string): string {
+function pulledImage(config: ControlConfig, image: string): string {
   const pushed = `${config.imageRepository}/`
   if (config.imagePullRepository === '' || config.imageRepository === '' || !image.startsWith(pushed)) return image
   return `${config.imagePullRepository}/${image.slice(pushed.length)}`
 }
 
 /** What the SpinApp is made from: the application, its settings, and the resources in force under the policy. */
-export type SpinAppInput = { id: string; clusterName: string; tenant: string; settings: AppSettings; resources: ResourcesT }
+export type SpinAppInput = {
+  id: string
+  clusterName: string
+  tenant: string
+  settings: AppSettings
+  resources: ResourcesT
+}
 
-function resourceList (cpu: string | undefined, memory: string | undefined): Record<string, string> | undefined {
+function resourceList(cpu: string | undefined, memory: string | undefined): Record<string, string> | undefined {
   const list = { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) }
   return Object.keys(list).length === 0 ? undefined : list
 }
 
 /** SpinKube's variables: a value, or a key of a Secret (the application's own, or one named by secretRef). */
-function spinVariables (app: SpinAppInput): object[] {
-  return Object.entries(app.settings.variables).sort(([a], [b]) => a < b ? -1 : 1).map(([name, variable]) => {
-    if ('value' in variable) return { name, value: variable.value }
-    if ('secretRef' in variable) return { name, valueFrom: { secretKeyRef: { name: variable.secretRef.name, key: variable.secretRef.key } } }
-    return { name, valueFrom: { secretKeyRef: { name: variablesSecretName(app.clusterName), key: name } } }
-  })
+function spinVariables(app: SpinAppInput): object[] {
+  return Object.entries(app.settings.variables)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, variable]) => {
+      if ('value' in variable) return { name, value: variable.value }
+      if ('secretRef' in variable)
+        return { name, valueFrom: { secretKeyRef: { name: variable.secretRef.name, key: variable.secretRef.key } } }
+      return { name, valueFrom: { secretKeyRef: { name: variablesSecretName(app.clusterName), key: name } } }
+    })
 }
 
-function spinApp (config: ControlConfig, app: SpinAppInput, image: string, pullSecret: string): object {
+function spinApp(config: ControlConfig, app: SpinAppInput, image: string, pullSecret: string): object {
   const limits = resourceList(app.resources.cpuLimit, app.resources.memoryLimit)
   const requests = resourceList(app.resources.cpuRequest, app.resources.memoryRequest)
   const variables = spinVariables(app)
@@ -64,8 +76,14 @@ function spinApp (config: ControlConfig, app: SpinAppInput, image: string, pullS
       image: pulledImage(config, image),
       executor: 'containerd-shim-spin',
       // spin-operator refuses replicas together with enableAutoscaling: the autoscaler sets them.
-      ...(app.settings.autoscaling !== null ? { enableAutoscaling: true } : { replicas: app.settings.replicas ?? config.replicas }),
-      ...(limits !== undefined || requests !== undefined ? { resources: { ...(limits !== undefined ? { limits } : {}), ...(requests !== undefined ? { requests } : {}) } } : {}),
+      ...(app.settings.autoscaling !== null
+        ? { enableAutoscaling: true }
+        : { replicas: app.settings.replicas ?? config.replicas }),
+      ...(limits !== undefined || requests !== undefined
+        ? {
+            resources: { ...(limits !== undefined ? { limits } : {}), ...(requests !== undefined ? { requests } : {}) },
+          }
+        : {}),
       ...(variables.length > 0 ? { variables } : {}),
       ...(pullSecret !== '' ? { imagePullSecrets: [{ name: pullSecret }] } : {}),
     },
@@ -76,18 +94,27 @@ function spinApp (config: ControlConfig, app: SpinAppInput, image: string, pullS
  * Create or update the SpinApp, its pods pulling with the Secret `pullSecret` ('' : none); the
  * control plane owns its fields (force on conflicts). Resolves with its uid, for the objects it owns.
  */
-export async function applySpinApp (kube: Kube, config: ControlConfig, app: SpinAppInput, image: string, pullSecret: string): Promise<string> {
+export async function applySpinApp(
+  kube: Kube,
+  config: ControlConfig,
+  app: SpinAppInput,
+  image: string,
+  pullSecret: string,
+): Promise<string> {
   try {
-    const applied = await kube.custom.patchNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace: kube.namespace,
-      plural: PLURAL,
-      name: app.clusterName,
-      body: spinApp(config, app, image, pullSecret),
-      fieldManager: FIELD_MANAGER,
-      force: true,
-    }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)) as { metadata?: { uid?: string } }
+    const applied = (await kube.custom.patchNamespacedCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace: kube.namespace,
+        plural: PLURAL,
+        name: app.clusterName,
+        body: spinApp(config, app, image, pullSecret),
+        fieldManager: FIELD_MANAGER,
+        force: true,
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+    )) as { metadata?: { uid?: string } }
     return applied.metadata?.uid ?? ''
   } catch (error) {
     // Apply creates: a 404 can only mean the API server does not know SpinApps.
@@ -97,16 +124,22 @@ export async function applySpinApp (kube: Kube, config: ControlConfig, app: Spin
 }
 
 /** Null when the SpinApp does not exist. */
-async function readSpinApp (kube: Kube, name: string): Promise<SpinApp | null> {
+async function readSpinApp(kube: Kube, name: string): Promise<SpinApp | null> {
   try {
-    return await kube.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: kube.namespace, plural: PLURAL, name }) as SpinApp
+    return (await kube.custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: kube.namespace,
+      plural: PLURAL,
+      name,
+    })) as SpinApp
   } catch (error) {
     if (statusOf(error) === 404 && statusBody(error)?.details?.name !== undefined) return null
     throw clusterError(error, 'get core.spinkube.dev spinapps', { missingCrd: true })
   }
 }
 
-async function orNull<T> (read: () => Promise<T>, action: string): Promise<T | null> {
+async function orNull<T>(read: () => Promise<T>, action: string): Promise<T | null> {
   try {
     return await read()
   } catch (error) {
@@ -120,7 +153,12 @@ async function orNull<T> (read: () => Promise<T>, action: string): Promise<T | n
  * cluster cannot say more, `message` says why and the counts are 0, so GET application keeps
  * working while the cluster is down.
  */
-export async function readDeployment (kube: Kube, config: ControlConfig, app: { name: string; replicas: number }, image: string): Promise<DeploymentT> {
+export async function readDeployment(
+  kube: Kube,
+  config: ControlConfig,
+  app: { name: string; replicas: number },
+  image: string,
+): Promise<DeploymentT> {
   const base: DeploymentT = {
     image,
     imageSizeBytes: null,
@@ -137,11 +175,18 @@ export async function readDeployment (kube: Kube, config: ControlConfig, app: { 
     const spin = await readSpinApp(kube, app.name)
     if (spin === null) return { ...base, message: 'not deployed: the SpinApp is missing; POST deploy applies it again' }
     const [deployment, service] = await Promise.all([
-      orNull<V1Deployment>(() => kube.apps.readNamespacedDeployment({ namespace: kube.namespace, name: app.name }), 'get apps deployments'),
-      orNull<V1Service>(() => kube.core.readNamespacedService({ namespace: kube.namespace, name: app.name }), 'get services'),
+      orNull<V1Deployment>(
+        () => kube.apps.readNamespacedDeployment({ namespace: kube.namespace, name: app.name }),
+        'get apps deployments',
+      ),
+      orNull<V1Service>(
+        () => kube.core.readNamespacedService({ namespace: kube.namespace, name: app.name }),
+        'get services',
+      ),
     ])
     // Autoscaled: as many as the autoscaler asks of the Deployment now.
-    const replicas = spin.spec?.enableAutoscaling === true ? deployment?.spec?.replicas ?? 0 : spin.spec?.replicas ?? base.replicas
+    const replicas =
+      spin.spec?.enableAutoscaling === true ? (deployment?.spec?.replicas ?? 0) : (spin.spec?.replicas ?? base.replicas)
     const readyReplicas = spin.status?.readyReplicas ?? 0
     const port = service?.spec?.ports?.[0]?.port
     const available = spin.status?.conditions?.find((c) => c.type === 'Available')
@@ -154,9 +199,12 @@ export async function readDeployment (kube: Kube, config: ControlConfig, app: { 
       ready,
       serviceName: service?.metadata?.name ?? base.serviceName,
       internalUrl: port === undefined || port === 80 ? base.internalUrl : `${base.internalUrl}:${port}`,
-      message: service === null && deployment === null ? 'waiting for the SpinApp operator'
-        : ready ? `${readyReplicas} of ${replicas} replicas ready`
-        : available?.message ?? `${readyReplicas} of ${replicas} replicas ready`,
+      message:
+        service === null && deployment === null
+          ? 'waiting for the SpinApp operator'
+          : ready
+            ? `${readyReplicas} of ${replicas} replicas ready`
+            : (available?.message ?? `${readyReplicas} of ${replicas} replicas ready`),
     }
   } catch (error) {
     // Only mapped cluster failures (messages written for the caller) end up here.
@@ -166,9 +214,16 @@ export async function readDeployment (kube: Kube, config: ControlConfig, app: { 
 }
 
 /** Delete the SpinApp; the operator's Deployment, Service and pods go with it (owner references). */
-export async function deleteSpinApp (kube: Kube, name: string): Promise<void> {
+export async function deleteSpinApp(kube: Kube, name: string): Promise<void> {
   try {
-    await kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: kube.namespace, plural: PLURAL, name, propagationPolicy: 'Background' })
+    await kube.custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: kube.namespace,
+      plural: PLURAL,
+      name,
+      propagationPolicy: 'Background',
+    })
   } catch (error) {
     if (statusOf(error) === 404 && statusBody(error)?.details?.name !== undefined) return
     // Without the CRD there can be no SpinApp to delete.

@@ -17,10 +17,21 @@ export const variablesSecretName = (clusterName: string): string => `${clusterNa
  * Set `values` (base64 by variable name), remove `removed`, keep every other key. Created when
  * missing. Errors are mapped from their status alone: nothing of the request (the values) goes on.
  */
-export async function writeSecretValues (kube: Kube, app: { id: string; clusterName: string }, values: Record<string, string>, removed: string[]): Promise<void> {
+export async function writeSecretValues(
+  kube: Kube,
+  app: { id: string; clusterName: string },
+  values: Record<string, string>,
+  removed: string[],
+): Promise<void> {
   const name = variablesSecretName(app.clusterName)
   const labels = { ...MANAGED_BY, [APPLICATION_LABEL]: app.id, 'app.kubernetes.io/component': 'variables' }
   const data: Record<string, string | null> = { ...Object.fromEntries(removed.map((key) => [key, null])), ...values }
-  const secret: V1Secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, type: 'Opaque', data: values }
+  const secret: V1Secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, labels },
+    type: 'Opaque',
+    data: values,
+  }
   await mergeSecret(kube, name, { metadata: { labels }, data }, secret)
 }

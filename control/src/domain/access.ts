@@ -22,11 +22,11 @@ const DEFAULT_TENANT = 'default'
 export const everyoneCaller: Caller = { tenants: [DEFAULT_TENANT], admin: false, readOnly: false }
 
 /** The tenants whose applications the caller sees; null: all of them. */
-export function visibleTenants (caller: Caller): string[] | null {
+export function visibleTenants(caller: Caller): string[] | null {
   return caller.admin ? null : caller.tenants
 }
 
-function sees (caller: Caller, tenant: string): boolean {
+function sees(caller: Caller, tenant: string): boolean {
   return caller.admin || caller.tenants.includes(tenant)
 }
 
@@ -36,19 +36,24 @@ function sees (caller: Caller, tenant: string): boolean {
  * answers its own 404: whether an id exists says nothing about other tenants. Resolves with the
  * application's tenant (null for none), which the request counts towards.
  */
-export async function authorize (db: Database, caller: Caller, request: { write: boolean; appId: string | undefined }): Promise<{ tenant: string | null }> {
+export async function authorize(
+  db: Database,
+  caller: Caller,
+  request: { write: boolean; appId: string | undefined },
+): Promise<{ tenant: string | null }> {
   let tenant: string | null = null
   if (request.appId !== undefined) {
     tenant = await applicationTenant(db, request.appId)
     if (tenant === null) return { tenant }
     if (!sees(caller, tenant)) throw new ForbiddenError('this application belongs to a tenant you are not in')
   }
-  if (request.write && caller.readOnly) throw new ForbiddenError('read-only access: this request would change something (or run code)')
+  if (request.write && caller.readOnly)
+    throw new ForbiddenError('read-only access: this request would change something (or run code)')
   return { tenant }
 }
 
 /** The tenant a new application goes to: the one asked for, else the caller's only one. */
-export function tenantForNew (caller: Caller, requested: string | undefined): string {
+export function tenantForNew(caller: Caller, requested: string | undefined): string {
   if (requested !== undefined) {
     if (!sees(caller, requested)) throw new ForbiddenError(`you are not in the tenant ${requested}`)
     return requested

@@ -10,7 +10,10 @@ import { resourcesInForce } from './policy.js'
 import { variablesView } from './variables.js'
 
 /** The settings as answers show them: replicas defaulted, the resources in force, no secret. */
-function settingsView (config: DomainDeps['config'], settings: AppSettings): Pick<ApplicationT, 'replicas' | 'autoscaling' | 'resources' | 'variables'> {
+function settingsView(
+  config: DomainDeps['config'],
+  settings: AppSettings,
+): Pick<ApplicationT, 'replicas' | 'autoscaling' | 'resources' | 'variables'> {
   return {
     replicas: settings.replicas ?? config.replicas,
     autoscaling: settings.autoscaling,
@@ -23,35 +26,55 @@ function settingsView (config: DomainDeps['config'], settings: AppSettings): Pic
  * The stored application in the API's shape, with its deployment. `deployedBuild`: the build
  * deployed last, which a re-locked image (another digest) came from.
  */
-export function applicationView (config: DomainDeps['config'], stored: StoredApplicationDetail, deployment: DeploymentT | null, deployedBuild: string | null = null): ApplicationT {
+export function applicationView(
+  config: DomainDeps['config'],
+  stored: StoredApplicationDetail,
+  deployment: DeploymentT | null,
+  deployedBuild: string | null = null,
+): ApplicationT {
   const { clusterName, settings, ...rest } = stored
   void clusterName
   if (deployment === null) return { ...rest, ...settingsView(config, settings), deployment: null }
   // What runs is first what the runtime reports: a build's own image names that build.
-  const running = stored.builds.find((build) => build.imageRef === deployment.image) ?? stored.builds.find((build) => build.id === deployedBuild)
+  const running =
+    stored.builds.find((build) => build.imageRef === deployment.image) ??
+    stored.builds.find((build) => build.id === deployedBuild)
   // The size is the build's (a re-lock adds a few KiB); the newest succeeded one when none is known.
   const size = (running ?? stored.builds.find((build) => build.status === 'succeeded'))?.imageSizeBytes ?? null
-  return { ...rest, ...settingsView(config, settings), deployment: { ...deployment, imageSizeBytes: size, buildId: running?.id ?? null } }
+  return {
+    ...rest,
+    ...settingsView(config, settings),
+    deployment: { ...deployment, imageSizeBytes: size, buildId: running?.id ?? null },
+  }
 }
 
 /** The application with its functions, builds and, once it has a successful build, its deployment. */
-export async function describeApplication ({ db, config, runtime, notApplied }: DomainDeps, appId: string): Promise<ApplicationT> {
+export async function describeApplication(
+  { db, config, runtime, notApplied }: DomainDeps,
+  appId: string,
+): Promise<ApplicationT> {
   const application = await getApplication(db, appId)
   if (application === null) throw applicationNotFound()
   const image = await latestImage(db, application.id)
   const deployment = image === null ? null : await runtime.deployment(application, image)
   const reason = notApplied.get(application.id)
-  if (deployment !== null && reason !== undefined) deployment.message = `the newest build is not deployed (${reason}); POST deploy tries again; ${deployment.message}`
-  return applicationView(config, application, deployment, deployment === null ? null : await lastDeployedBuild(db, application.id))
+  if (deployment !== null && reason !== undefined)
+    deployment.message = `the newest build is not deployed (${reason}); POST deploy tries again; ${deployment.message}`
+  return applicationView(
+    config,
+    application,
+    deployment,
+    deployment === null ? null : await lastDeployedBuild(db, application.id),
+  )
 }
 
 /** The application, its rows and what runs and was built for it. */
-export async function removeApplication ({ db, runtime, notApplied }: DomainDeps, appId: string): Promise<void> {
+export async function removeApplication({ db, runtime, notApplied }: DomainDeps, appId: string): Promise<void> {
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   // What runs first: if the runtime refuses, the application stays and the caller can try
   // again, rather than leaving a running deployment nobody can reach through this API.
   await runtime.remove(application)
-  if (!await deleteApplication(db, application.id)) throw applicationNotFound()
+  if (!(await deleteApplication(db, application.id))) throw applicationNotFound()
   notApplied.delete(application.id)
 }

@@ -24,18 +24,26 @@ export type BuildFinisherDeps = Omit<DomainDeps, 'runtime'> & {
 export type BuildFinisher = {
   finish: FinishBuild
   /** Resolves when the image sizes being read have been read (close waits for them). */
-  settled (): Promise<void>
+  settled(): Promise<void>
 }
 
-export function buildFinisher (deps: BuildFinisherDeps): BuildFinisher {
+export function buildFinisher(deps: BuildFinisherDeps): BuildFinisher {
   const { db, logger } = deps
   const measuring = new Set<Promise<void>>()
 
   // A registry that is slow or refuses leaves the size unknown, never the build unfinished.
   const measure = (build: BuildT, imageRef: string): void => {
-    const done: Promise<void> = deps.measureImage(imageRef)
-      .then(async (bytes) => { if (bytes !== null) await recordImageSize(db, build.id, bytes) })
-      .catch((error: unknown) => { logger.debug({ buildId: build.id, reason: (error as Error).message }, 'image size unknown: its manifest could not be read') })
+    const done: Promise<void> = deps
+      .measureImage(imageRef)
+      .then(async (bytes) => {
+        if (bytes !== null) await recordImageSize(db, build.id, bytes)
+      })
+      .catch((error: unknown) => {
+        logger.debug(
+          { buildId: build.id, reason: (error as Error).message },
+          'image size unknown: its manifest could not be read',
+        )
+      })
       .finally(() => measuring.delete(done))
     measuring.add(done)
   }
@@ -47,17 +55,23 @@ export function buildFinisher (deps: BuildFinisherDeps): BuildFinisher {
       await deployApplication({ ...deps, runtime: deps.runtime() }, application, image)
     } catch (error) {
       if (error instanceof HttpError) deps.notApplied.set(appId, error.message)
-      logger.warn({ buildId, appId, reason: (error as Error).message }, 'build succeeded but its deployment could not be applied')
+      logger.warn(
+        { buildId, appId, reason: (error as Error).message },
+        'build succeeded but its deployment could not be applied',
+      )
     }
   }
 
   return {
-    async finish (buildId, outcome) {
+    async finish(buildId, outcome) {
       // Null when it had already ended (another event, another replica): that one did the rest.
       const build = await finishBuild(db, buildId, outcome)
       if (build === null) return
       const { appId, tenant, ...result } = build
-      logger.info({ buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error }, 'build finished')
+      logger.info(
+        { buildId, appId, status: result.status, imageRef: result.imageRef, error: result.error },
+        'build finished',
+      )
       if (result.status === 'succeeded' && result.imageRef !== null) {
         await deploy(appId, buildId, result.imageRef)
         measure(result, result.imageRef)
@@ -68,6 +82,8 @@ export function buildFinisher (deps: BuildFinisherDeps): BuildFinisher {
         logger.error({ err: error }, 'onBuildFinished failed')
       }
     },
-    async settled () { await Promise.all([...measuring]) },
+    async settled() {
+      await Promise.all([...measuring])
+    },
   }
 }

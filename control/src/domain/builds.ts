@@ -14,7 +14,10 @@ import type { DomainDeps } from './deps.js'
 import { applicationNotFound, buildNotFound } from './not-found.js'
 
 /** spin.toml and every function's files under functions/{name}/, as one .tar.gz. */
-async function buildArchive (db: Database, app: { id: string; name: string; language: BuildApplication['language'] }): Promise<Buffer> {
+async function buildArchive(
+  db: Database,
+  app: { id: string; name: string; language: BuildApplication['language'] },
+): Promise<Buffer> {
   const functions = await functionSources(db, app.id)
   const files: Record<string, string> = { 'spin.toml': spinManifest(app, functions) }
   for (const fn of functions) {
@@ -24,7 +27,7 @@ async function buildArchive (db: Database, app: { id: string; name: string; lang
 }
 
 /** A pending build of the application's current source, started by the runtime; refused with the reason otherwise. */
-export async function startBuild ({ db, config, runtime }: DomainDeps, application: BuildApplication): Promise<BuildT> {
+export async function startBuild({ db, config, runtime }: DomainDeps, application: BuildApplication): Promise<BuildT> {
   await refusePastTenantShare(db, config, application.tenant)
   const archive = await buildArchive(db, application)
   await runtime.checkBuild(application.language, archive.length)
@@ -48,14 +51,17 @@ const BUILD_RETRY_AFTER_SECONDS = 30
  * One tenant may hold only so many builds running and queued, so its many cannot starve
  * another's (checked before the row is written; two requests at the same instant may both pass).
  */
-async function refusePastTenantShare (db: Database, config: DomainDeps['config'], tenant: string): Promise<void> {
+async function refusePastTenantShare(db: Database, config: DomainDeps['config'], tenant: string): Promise<void> {
   const active = await activeTenantBuilds(db, tenant)
   if (active >= config.maxTenantBuilds) {
-    throw new TooManyRequestsError(`this tenant has ${active} builds running or queued, at most ${config.maxTenantBuilds} (PLATFORM_MAX_TENANT_BUILDS): start this one when one has finished`, BUILD_RETRY_AFTER_SECONDS)
+    throw new TooManyRequestsError(
+      `this tenant has ${active} builds running or queued, at most ${config.maxTenantBuilds} (PLATFORM_MAX_TENANT_BUILDS): start this one when one has finished`,
+      BUILD_RETRY_AFTER_SECONDS,
+    )
   }
 }
 
-export async function findBuildLog (
+export async function findBuildLog(
   { db, runtime }: Pick<DomainDeps, 'db' | 'runtime'>,
   appId: string,
   buildId: string,

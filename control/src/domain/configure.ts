@@ -22,7 +22,11 @@ export type SettingsPatch = {
   variables?: Record<string, VariableInputT> | undefined
 }
 
-export async function configureApplication (deps: DomainDeps, appId: string, patch: SettingsPatch): Promise<ApplicationT> {
+export async function configureApplication(
+  deps: DomainDeps,
+  appId: string,
+  patch: SettingsPatch,
+): Promise<ApplicationT> {
   const { db, config, runtime } = deps
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
@@ -33,7 +37,9 @@ export async function configureApplication (deps: DomainDeps, appId: string, pat
   if (patch.autoscaling !== undefined) {
     const autoscaling = patch.autoscaling
     if (autoscaling !== null && autoscaling.minReplicas > autoscaling.maxReplicas) {
-      throw new InvalidInputError(`autoscaling.minReplicas: ${autoscaling.minReplicas} is above autoscaling.maxReplicas ${autoscaling.maxReplicas}`)
+      throw new InvalidInputError(
+        `autoscaling.minReplicas: ${autoscaling.minReplicas} is above autoscaling.maxReplicas ${autoscaling.maxReplicas}`,
+      )
     }
     change.autoscaling = autoscaling
   }
@@ -42,25 +48,33 @@ export async function configureApplication (deps: DomainDeps, appId: string, pat
   const autoscaling = change.autoscaling !== undefined ? change.autoscaling : application.settings.autoscaling
   const cpu = resourcesInForce(config, change.resources ?? application.settings.resources)
   if (autoscaling !== null && cpu.cpuRequest === undefined && cpu.cpuLimit === undefined) {
-    throw new InvalidInputError('autoscaling: needs resources.cpuRequest or resources.cpuLimit (or the platform\'s --resource-cpu-request or --resource-cpu-limit): CPU use is measured against the request, which Kubernetes takes from the limit when only that is set')
+    throw new InvalidInputError(
+      "autoscaling: needs resources.cpuRequest or resources.cpuLimit (or the platform's --resource-cpu-request or --resource-cpu-limit): CPU use is measured against the request, which Kubernetes takes from the limit when only that is set",
+    )
   }
   // Last: this writes secret values to the cluster, which only a valid request should do.
   if (patch.variables !== undefined) change.variables = await storeVariables(deps, application, patch.variables)
   const updated = await updateSettings(db, appId, change)
   if (updated === null) throw applicationNotFound()
 
-  const runs = patch.replicas !== undefined || patch.autoscaling !== undefined || patch.resources !== undefined || patch.variables !== undefined
+  const runs =
+    patch.replicas !== undefined ||
+    patch.autoscaling !== undefined ||
+    patch.resources !== undefined ||
+    patch.variables !== undefined
   const image = runs ? await latestImage(db, appId) : null
   const deployed = image !== null && runtime.appliesChanges(appId)
   let note = ''
   if (deployed) {
     // The settings are stored whatever happens now: a runtime that refuses makes the answer
     // say so (the next deploy applies them), not a 503 that would read as nothing changed.
-    note = await deployApplication(deps, updated, image).then(() => 're-applied with the new settings',
+    note = await deployApplication(deps, updated, image).then(
+      () => 're-applied with the new settings',
       (error: unknown) => {
         if (error instanceof HttpError) return `saved but not applied (${error.message}); POST deploy applies them`
         throw error
-      })
+      },
+    )
   }
   const view = await describeApplication(deps, appId)
   if (note !== '' && view.deployment !== null) view.deployment.message = `${note}; ${view.deployment.message}`

@@ -6,7 +6,11 @@ import { markDeployed } from '../store/builds.js'
 import type { DomainDeps } from './deps.js'
 import { resourcesInForce } from './policy.js'
 
-export async function deployApplication ({ db, config, runtime, notApplied }: Pick<DomainDeps, 'db' | 'config' | 'runtime' | 'notApplied'>, application: StoredApplication, image: string): Promise<void> {
+export async function deployApplication(
+  { db, config, runtime, notApplied }: Pick<DomainDeps, 'db' | 'config' | 'runtime' | 'notApplied'>,
+  application: StoredApplication,
+  image: string,
+): Promise<void> {
   await runtime.deploy({ ...application, resources: resourcesInForce(config, application.settings.resources) }, image)
   notApplied.delete(application.id)
   // Which build runs, when the runtime runs it re-locked under another digest.

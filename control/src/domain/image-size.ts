@@ -16,7 +16,11 @@ type Descriptor = { size?: unknown }
 
 type MeasureConfig = Pick<ControlConfig, 'registryInsecure'>
 
-export async function measureImage (config: MeasureConfig, imageRef: string, signer: RegistrySigner | null = null): Promise<number | null> {
+export async function measureImage(
+  config: MeasureConfig,
+  imageRef: string,
+  signer: RegistrySigner | null = null,
+): Promise<number | null> {
   const ref = parseRef(imageRef)
   if (signer !== null && ref.kind === 'registry') {
     return withOwnAccess(signer, ref, ['pull'], (dir) => manifestSize(config, ref, dir))
@@ -24,12 +28,24 @@ export async function measureImage (config: MeasureConfig, imageRef: string, sig
   return manifestSize(config, ref, process.env.DOCKER_CONFIG ?? null)
 }
 
-async function manifestSize (config: MeasureConfig, ref: ArtifactRef, dockerConfigDir: string | null): Promise<number | null> {
-  const store = await openStore(ref, { dockerConfigDir, insecure: config.registryInsecure, timeoutMs: MEASURE_TIMEOUT_MS })
+async function manifestSize(
+  config: MeasureConfig,
+  ref: ArtifactRef,
+  dockerConfigDir: string | null,
+): Promise<number | null> {
+  const store = await openStore(ref, {
+    dockerConfigDir,
+    insecure: config.registryInsecure,
+    timeoutMs: MEASURE_TIMEOUT_MS,
+  })
   const { bytes } = await store.getManifest(ref.digest ?? ref.tag ?? 'latest')
   const manifest = JSON.parse(bytes.toString('utf8')) as { config?: Descriptor; layers?: Descriptor[] }
-  const sizes = [manifest.config, ...manifest.layers ?? []].map((descriptor) => descriptor?.size)
-  if (manifest.config === undefined || !sizes.every((size): size is number => Number.isSafeInteger(size) && (size as number) >= 0)) return null
+  const sizes = [manifest.config, ...(manifest.layers ?? [])].map((descriptor) => descriptor?.size)
+  if (
+    manifest.config === undefined ||
+    !sizes.every((size): size is number => Number.isSafeInteger(size) && (size as number) >= 0)
+  )
+    return null
   const total = sizes.reduce((sum, size) => sum + size, 0)
   return Number.isSafeInteger(total) ? total : null
 }

@@ -17,7 +17,7 @@ const HEX2 = /^[0-9A-Fa-f]{2}$/
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/
 
-export function parseInvokePath (raw: string): InvokePath {
+export function parseInvokePath(raw: string): InvokePath {
   if (CONTROL.test(raw)) throw invalid('holds a control character or NUL')
   if (raw.includes('#')) throw invalid('holds a fragment ("#"), which no server receives')
   if (raw.includes('\\')) throw invalid('holds a backslash, which URL parsers read as "/"')
@@ -35,7 +35,7 @@ export function parseInvokePath (raw: string): InvokePath {
 }
 
 /** The path and query to send: rebuilt from the checked parts, never the caller's text. */
-export function invokeTarget (path: InvokePath): string {
+export function invokeTarget(path: InvokePath): string {
   return '/' + path.segments.join('/') + (path.query === '' ? '' : '?' + path.query)
 }
 
@@ -45,17 +45,21 @@ export function invokeTarget (path: InvokePath): string {
  * in the same normal form; a stored route that has none (written before encoded dot segments
  * were refused) takes nothing.
  */
-export function routeTakes (route: string, path: InvokePath): boolean {
+export function routeTakes(route: string, path: InvokePath): boolean {
   if (route === '/...') return true
   const wildcard = route.endsWith('/...')
   let routeSegments: string[]
   try {
-    routeSegments = (wildcard ? route.slice(1, -4) : route.slice(1)).split('/').map((part) => normalSegment(part, (reason) => new Error(reason)))
+    routeSegments = (wildcard ? route.slice(1, -4) : route.slice(1))
+      .split('/')
+      .map((part) => normalSegment(part, (reason) => new Error(reason)))
   } catch {
     return false
   }
   if (wildcard) return routeSegments.every((segment, i) => path.segments[i] === segment)
-  return routeSegments.length === path.segments.length && routeSegments.every((segment, i) => path.segments[i] === segment)
+  return (
+    routeSegments.length === path.segments.length && routeSegments.every((segment, i) => path.segments[i] === segment)
+  )
 }
 
 /**
@@ -64,7 +68,7 @@ export function routeTakes (route: string, path: InvokePath): boolean {
  * of "/" or "\" (the API server decodes it into a separator), "." and ".." however written,
  * and a "%" that starts no escape.
  */
-function normalSegment (part: string, refuse: (reason: string) => Error): string {
+function normalSegment(part: string, refuse: (reason: string) => Error): string {
   let out = ''
   const chars = [...part]
   for (let i = 0; i < chars.length; i++) {
@@ -86,18 +90,19 @@ function normalSegment (part: string, refuse: (reason: string) => Error): string
 }
 
 /** The query as given, with characters outside RFC 3986's query set percent-encoded. */
-function normalQuery (query: string): string {
+function normalQuery(query: string): string {
   let out = ''
   const chars = [...query]
   for (let i = 0; i < chars.length; i++) {
     const char = chars[i] as string
-    if (char === '%' && !HEX2.test((chars[i + 1] ?? '') + (chars[i + 2] ?? ''))) throw invalid('holds a "%" that starts no percent-escape')
+    if (char === '%' && !HEX2.test((chars[i + 1] ?? '') + (chars[i + 2] ?? '')))
+      throw invalid('holds a "%" that starts no percent-escape')
     out += char === '%' || char === '/' || char === '?' || PCHAR.test(char) ? char : encode(char, invalid)
   }
   return out
 }
 
-function encode (char: string, refuse: (reason: string) => Error): string {
+function encode(char: string, refuse: (reason: string) => Error): string {
   try {
     return encodeURIComponent(char)
   } catch {
@@ -105,6 +110,6 @@ function encode (char: string, refuse: (reason: string) => Error): string {
   }
 }
 
-function invalid (reason: string): InvalidInputError {
+function invalid(reason: string): InvalidInputError {
   return new InvalidInputError(`path: ${reason}`)
 }

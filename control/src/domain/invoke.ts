@@ -11,19 +11,33 @@ export const MAX_INVOKE_BODY_BYTES = 1024 * 1024
 // Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the request. The
 // caller's Authorization is for this API, never for the function; Impersonate-* would be read
 // by the API server itself; Host and Content-Length are set for the new request.
-const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'authorization', 'host', 'content-length'])
+const NOT_FORWARDED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'authorization',
+  'host',
+  'content-length',
+])
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
-function requestBody (request: InvokeRequestT): Buffer {
+function requestBody(request: InvokeRequestT): Buffer {
   const text = request.body ?? ''
   const base64 = request.bodyIsBase64 === true
   if (base64 && !BASE64.test(text)) throw new InvalidInputError('body: expected base64, as bodyIsBase64 says')
   const body = Buffer.from(text, base64 ? 'base64' : 'utf8')
   // The route's JSON limit leaves room for base64; this is the limit on what the function gets.
   if (body.length > MAX_INVOKE_BODY_BYTES) {
-    throw new TooLargeError(`invoke body too large: ${body.length} bytes (${base64 ? 'after base64 decoding' : 'UTF-8'}), at most ${MAX_INVOKE_BODY_BYTES}`)
+    throw new TooLargeError(
+      `invoke body too large: ${body.length} bytes (${base64 ? 'after base64 decoding' : 'UTF-8'}), at most ${MAX_INVOKE_BODY_BYTES}`,
+    )
   }
   return body
 }
@@ -36,7 +50,7 @@ const REFUSED_METHODS: Record<string, string> = {
   TRACE: 'TRACE would echo back what the API server adds to the request; it is not sent',
 }
 
-function requestMethod (method: string): string {
+function requestMethod(method: string): string {
   // Node's client sends methods upper-cased; check the one that would go out.
   const upper = method.toUpperCase()
   const refusal = REFUSED_METHODS[upper]
@@ -48,25 +62,32 @@ function requestMethod (method: string): string {
 // refused too: a JavaScript string would go out as Latin-1, which no caller means.
 const FIELD_VALUE = /^[\t\x20-\x7e]*$/
 
-function forwardedHeaders (headers: Record<string, string[]> = {}): Record<string, string[]> {
+function forwardedHeaders(headers: Record<string, string[]> = {}): Record<string, string[]> {
   const lower: Record<string, string[]> = {}
   for (const [name, values] of Object.entries(headers)) (lower[name.toLowerCase()] ??= []).push(...values)
-  const named = new Set((lower.connection ?? []).flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())))
+  const named = new Set(
+    (lower.connection ?? []).flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())),
+  )
   const out: Record<string, string[]> = {}
   for (const [name, values] of Object.entries(lower)) {
     if (NOT_FORWARDED.has(name) || named.has(name) || name.startsWith('impersonate-')) continue
-    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw new InvalidInputError(`headers: ${JSON.stringify(name)} is not a header name`)
-    if (!values.every((value) => FIELD_VALUE.test(value))) throw new InvalidInputError(`headers.${name}: a value holds a character outside visible ASCII, space and tab`)
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name))
+      throw new InvalidInputError(`headers: ${JSON.stringify(name)} is not a header name`)
+    if (!values.every((value) => FIELD_VALUE.test(value)))
+      throw new InvalidInputError(`headers.${name}: a value holds a character outside visible ASCII, space and tab`)
     out[name] = values
   }
   return out
 }
 
-export function prepareInvoke (request: InvokeRequestT, route: string): PreparedInvoke {
+export function prepareInvoke(request: InvokeRequestT, route: string): PreparedInvoke {
   const body = requestBody(request)
   const path = parseInvokePath(request.path)
   const target = invokeTarget(path)
-  if (!routeTakes(route, path)) throw new InvalidInputError(`path ${target.split('?')[0] as string} is not one this function's route ${route} takes`)
+  if (!routeTakes(route, path))
+    throw new InvalidInputError(
+      `path ${target.split('?')[0] as string} is not one this function's route ${route} takes`,
+    )
   const headers = forwardedHeaders(request.headers)
   headers['content-length'] = [String(body.length)]
   return { method: requestMethod(request.method), path: target, headers, body }

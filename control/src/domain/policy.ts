@@ -11,9 +11,12 @@ import { RESOURCE_FIELDS } from '../model/app-settings.js'
 import type { QuantityValue } from '../model/quantity.js'
 import { compareQuantities, parseQuantity, QUANTITY_RULE } from '../model/quantity.js'
 
-type PolicySettings = Pick<ControlConfig, 'resourcePolicy' | 'resourceCpuRequest' | 'resourceCpuLimit' | 'resourceMemoryRequest' | 'resourceMemoryLimit'>
+type PolicySettings = Pick<
+  ControlConfig,
+  'resourcePolicy' | 'resourceCpuRequest' | 'resourceCpuLimit' | 'resourceMemoryRequest' | 'resourceMemoryLimit'
+>
 
-function platformValues (config: PolicySettings): ResourcesT {
+function platformValues(config: PolicySettings): ResourcesT {
   const values: ResourcesT = {}
   const given: Record<ResourceField, string> = {
     cpuRequest: config.resourceCpuRequest,
@@ -26,7 +29,7 @@ function platformValues (config: PolicySettings): ResourcesT {
 }
 
 /** What GET /policy answers. */
-export function policyView (config: PolicySettings): ResourcePolicyT {
+export function policyView(config: PolicySettings): ResourcePolicyT {
   const values = platformValues(config)
   return {
     mode: config.resourcePolicy,
@@ -37,53 +40,69 @@ export function policyView (config: PolicySettings): ResourcePolicyT {
   }
 }
 
-const value = (text: string | undefined): QuantityValue | null => text === undefined ? null : parseQuantity(text)
+const value = (text: string | undefined): QuantityValue | null => (text === undefined ? null : parseQuantity(text))
 const above = (a: string | undefined, b: string | undefined): boolean => {
   const left = value(a)
   const right = value(b)
   return left !== null && right !== null && compareQuantities(left, right) > 0
 }
 
-const PAIRS = [['cpuRequest', 'cpuLimit'], ['memoryRequest', 'memoryLimit']] as const
+const PAIRS = [
+  ['cpuRequest', 'cpuLimit'],
+  ['memoryRequest', 'memoryLimit'],
+] as const
 
 /**
  * The resources a PATCH asks for, checked: each a quantity this platform accepts, no request
  * above its limit, and under `max` nothing above the platform's value. Refused with a 400 that
  * names the field.
  */
-export function checkResources (config: PolicySettings, requested: ResourcesT): ResourcesT {
+export function checkResources(config: PolicySettings, requested: ResourcesT): ResourcesT {
   for (const field of RESOURCE_FIELDS) {
     const text = requested[field]
-    if (text !== undefined && parseQuantity(text) === null) throw new InvalidInputError(`resources.${field}: expected ${QUANTITY_RULE}`)
+    if (text !== undefined && parseQuantity(text) === null)
+      throw new InvalidInputError(`resources.${field}: expected ${QUANTITY_RULE}`)
   }
   for (const [request, limit] of PAIRS) {
-    if (above(requested[request], requested[limit])) throw new InvalidInputError(`resources.${request}: ${requested[request] ?? ''} is above resources.${limit} ${requested[limit] ?? ''}`)
+    if (above(requested[request], requested[limit]))
+      throw new InvalidInputError(
+        `resources.${request}: ${requested[request] ?? ''} is above resources.${limit} ${requested[limit] ?? ''}`,
+      )
   }
   if (config.resourcePolicy === 'max') {
     const platform = platformValues(config)
     for (const field of RESOURCE_FIELDS) {
-      if (above(requested[field], platform[field])) throw new InvalidInputError(`resources.${field}: ${requested[field] ?? ''} is above the platform's maximum ${platform[field] ?? ''}`)
+      if (above(requested[field], platform[field]))
+        throw new InvalidInputError(
+          `resources.${field}: ${requested[field] ?? ''} is above the platform's maximum ${platform[field] ?? ''}`,
+        )
     }
   }
   if (config.resourcePolicy !== 'forced') {
     const inForce = resourcesInForce(config, requested)
     for (const [request, limit] of PAIRS) {
-      if (above(requested[request], inForce[limit])) throw new InvalidInputError(`resources.${request}: ${requested[request] ?? ''} is above the platform's ${limit} ${inForce[limit] ?? ''}, which applies when resources.${limit} is not given`)
+      if (above(requested[request], inForce[limit]))
+        throw new InvalidInputError(
+          `resources.${request}: ${requested[request] ?? ''} is above the platform's ${limit} ${inForce[limit] ?? ''}, which applies when resources.${limit} is not given`,
+        )
     }
   }
   return requested
 }
 
 /** The resources in force for what the application stored, under the policy as it is now. */
-export function resourcesInForce (config: PolicySettings, stored: ResourcesT): ResourcesT {
+export function resourcesInForce(config: PolicySettings, stored: ResourcesT): ResourcesT {
   const platform = platformValues(config)
   const result: ResourcesT = {}
   for (const field of RESOURCE_FIELDS) {
     const own = stored[field]
     const cap = platform[field]
-    const chosen = config.resourcePolicy === 'forced' ? cap ?? own
-      : config.resourcePolicy === 'max' && above(own, cap) ? cap
-      : own ?? cap
+    const chosen =
+      config.resourcePolicy === 'forced'
+        ? (cap ?? own)
+        : config.resourcePolicy === 'max' && above(own, cap)
+          ? cap
+          : (own ?? cap)
     if (chosen !== undefined) result[field] = chosen
   }
   // A lowered limit may now sit below a request that was fine with the old one.

@@ -19,7 +19,7 @@ export type RegistryTokenAnswer = { token: string; access_token: string; expires
 const CHALLENGE = { 'www-authenticate': 'Basic realm="registry token", charset="UTF-8"' }
 
 /** The password of a Basic authorization header, or null. */
-function basicPassword (authorization: string | undefined): string | null {
+function basicPassword(authorization: string | undefined): string | null {
   const match = /^Basic ([A-Za-z0-9+/=]{1,8192})$/.exec(authorization ?? '')
   if (match === null) return null
   const decoded = Buffer.from(match[1]!, 'base64').toString('utf8')
@@ -27,23 +27,31 @@ function basicPassword (authorization: string | undefined): string | null {
   return colon === -1 ? null : decoded.slice(colon + 1)
 }
 
-function lookupIn (db: Database, config: ControlConfig): GrantLookup {
+function lookupIn(db: Database, config: ControlConfig): GrantLookup {
   return {
-    async buildActive (buildId) {
+    async buildActive(buildId) {
       const status = await buildStatus(db, buildId)
       return status === 'pending' || status === 'running'
     },
-    async tenantOfRepository (name) {
+    async tenantOfRepository(name) {
       const clusterName = clusterNameOf(config, name)
       return clusterName === null ? null : tenantOfClusterName(db, clusterName)
     },
   }
 }
 
-export async function issueRegistryToken (deps: RegistryTokenDeps, authorization: string | undefined, query: { service?: string; scope?: string | string[] }): Promise<RegistryTokenAnswer> {
+export async function issueRegistryToken(
+  deps: RegistryTokenDeps,
+  authorization: string | undefined,
+  query: { service?: string; scope?: string | string[] },
+): Promise<RegistryTokenAnswer> {
   const credential = basicPassword(authorization)
   const grant = credential === null ? null : await verifyCredential(deps.signer, credential)
-  if (grant === null) throw new UnauthorizedError('a registry credential of this control plane is required (Basic auth, as a build or a pull Secret presents it)', CHALLENGE)
+  if (grant === null)
+    throw new UnauthorizedError(
+      'a registry credential of this control plane is required (Basic auth, as a build or a pull Secret presents it)',
+      CHALLENGE,
+    )
   if (query.service !== undefined && query.service !== deps.signer.service) {
     throw new InvalidInputError(`service: this token server signs for ${deps.signer.service}, not ${query.service}`)
   }

@@ -11,7 +11,7 @@ import { prepareInvoke } from './invoke.js'
 import { applicationNotFound, functionNotFound } from './not-found.js'
 
 /** Deploy the image of the newest successful build again; that image. */
-export async function redeploy (deps: DomainDeps, appId: string): Promise<{ appId: string; image: string }> {
+export async function redeploy(deps: DomainDeps, appId: string): Promise<{ appId: string; image: string }> {
   const application = await findApplication(deps.db, appId)
   if (application === null) throw applicationNotFound()
   deps.runtime.checkDeploy()
@@ -22,7 +22,12 @@ export async function redeploy (deps: DomainDeps, appId: string): Promise<{ appI
 }
 
 /** The request checked against the function's route, then sent to the application. */
-export async function invokeFunction ({ db, runtime }: DomainDeps, appId: string, fnId: string, request: InvokeRequestT): Promise<InvokeResultT> {
+export async function invokeFunction(
+  { db, runtime }: DomainDeps,
+  appId: string,
+  fnId: string,
+  request: InvokeRequestT,
+): Promise<InvokeResultT> {
   // One read: a function belongs to its application, so both exist or the function does not.
   const found = await findApplicationWithRoute(db, appId, fnId)
   if (found === null) throw functionNotFound()
@@ -30,7 +35,7 @@ export async function invokeFunction ({ db, runtime }: DomainDeps, appId: string
 }
 
 /** The application's own output: its newest running pod's log in a cluster, its output on this machine. */
-export async function openApplicationLog (
+export async function openApplicationLog(
   { db, runtime }: DomainDeps,
   appId: string,
   options: { follow: boolean; tailLines: number | undefined; signal: AbortSignal },

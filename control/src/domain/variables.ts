@@ -14,7 +14,7 @@ import type { DomainDeps } from './deps.js'
 const MAX_TOTAL_VALUE_BYTES = 256 * 1024
 
 /** Every variable's name, sorted. */
-export function variableNames (application: { settings: AppSettings }): string[] {
+export function variableNames(application: { settings: AppSettings }): string[] {
   return Object.keys(application.settings.variables).sort()
 }
 
@@ -22,12 +22,12 @@ export function variableNames (application: { settings: AppSettings }): string[]
  * Every variable's current value for a runtime on this machine: values, and secrets unsealed;
  * never a secretRef (there is no Secret to read without a cluster).
  */
-export function variableValues (config: ControlConfig, application: StoredApplication): Promise<Record<string, string>> {
+export function variableValues(config: ControlConfig, application: StoredApplication): Promise<Record<string, string>> {
   // A promise (a failure to unseal rejects it): the contract of whoever runs the application, which may come to read elsewhere.
   return new Promise((resolve) => resolve(collectValues(config, application)))
 }
 
-function collectValues (config: ControlConfig, application: StoredApplication): Record<string, string> {
+function collectValues(config: ControlConfig, application: StoredApplication): Record<string, string> {
   const values: Record<string, string> = {}
   for (const name of variableNames(application)) {
     const variable = application.settings.variables[name] as StoredVariable
@@ -35,7 +35,10 @@ function collectValues (config: ControlConfig, application: StoredApplication): 
       values[name] = variable.value
     } else if ('sealed' in variable && variable.sealed !== undefined) {
       const opened = openVariable(config, application.id, name, variable.sealed)
-      if (opened === null) throw new UnavailableError(`variables.${name}: its secret value does not open with this secret key (was --secret-key-file or the data directory's secret.key replaced?); set it again`)
+      if (opened === null)
+        throw new UnavailableError(
+          `variables.${name}: its secret value does not open with this secret key (was --secret-key-file or the data directory's secret.key replaced?); set it again`,
+        )
       values[name] = opened
     }
   }
@@ -43,10 +46,15 @@ function collectValues (config: ControlConfig, application: StoredApplication): 
 }
 
 /** The variables as answers show them: a secret as `{secret: true}`, whatever is stored with it. */
-export function variablesView (variables: Record<string, StoredVariable>): Record<string, VariableViewT> {
+export function variablesView(variables: Record<string, StoredVariable>): Record<string, VariableViewT> {
   const view: Record<string, VariableViewT> = {}
   for (const [name, variable] of Object.entries(variables)) {
-    view[name] = 'value' in variable ? { value: variable.value } : 'secretRef' in variable ? { secretRef: { ...variable.secretRef } } : { secret: true }
+    view[name] =
+      'value' in variable
+        ? { value: variable.value }
+        : 'secretRef' in variable
+          ? { secretRef: { ...variable.secretRef } }
+          : { secret: true }
   }
   return view
 }
@@ -56,24 +64,42 @@ export function variablesView (variables: Record<string, StoredVariable>): Recor
  * written to the application's Secret (cluster) or sealed (local). `{secret: true}` keeps the
  * value stored now. The Secret ends up holding exactly the secret variables given.
  */
-export async function storeVariables ({ runtime }: Pick<DomainDeps, 'runtime'>, application: StoredApplication, input: Record<string, VariableInputT>): Promise<Record<string, StoredVariable>> {
+export async function storeVariables(
+  { runtime }: Pick<DomainDeps, 'runtime'>,
+  application: StoredApplication,
+  input: Record<string, VariableInputT>,
+): Promise<Record<string, StoredVariable>> {
   // Each value is bounded by the schema; all of them together too: they must fit one Secret
   // (1 MiB, base64 taking a third more) and every SpinApp apply.
-  const total = Object.values(input).reduce((sum, variable) => sum + ('value' in variable ? Buffer.byteLength(variable.value) : 'secret' in variable && variable.secret !== true ? Buffer.byteLength(variable.secret) : 0), 0)
-  if (total > MAX_TOTAL_VALUE_BYTES) throw new InvalidInputError(`variables: ${total} bytes of values in all, at most ${MAX_TOTAL_VALUE_BYTES}`)
+  const total = Object.values(input).reduce(
+    (sum, variable) =>
+      sum +
+      ('value' in variable
+        ? Buffer.byteLength(variable.value)
+        : 'secret' in variable && variable.secret !== true
+          ? Buffer.byteLength(variable.secret)
+          : 0),
+    0,
+  )
+  if (total > MAX_TOTAL_VALUE_BYTES)
+    throw new InvalidInputError(`variables: ${total} bytes of values in all, at most ${MAX_TOTAL_VALUE_BYTES}`)
   const stored: Record<string, StoredVariable> = {}
   const secrets = new Map<string, string | true>()
   for (const [name, variable] of Object.entries(input)) {
-    if (!isVariableName(name)) throw new InvalidInputError(`variables: ${JSON.stringify(name.slice(0, 80))} is not ${VARIABLE_NAME_RULE}`)
+    if (!isVariableName(name))
+      throw new InvalidInputError(`variables: ${JSON.stringify(name.slice(0, 80))} is not ${VARIABLE_NAME_RULE}`)
     if ('value' in variable) stored[name] = { value: variable.value }
-    else if ('secretRef' in variable) stored[name] = { secretRef: { name: variable.secretRef.name, key: variable.secretRef.key } }
+    else if ('secretRef' in variable)
+      stored[name] = { secretRef: { name: variable.secretRef.name, key: variable.secretRef.key } }
     else {
       const before = application.settings.variables[name]
       if (variable.secret === true && (before === undefined || !('secret' in before))) {
-        throw new InvalidInputError(`variables.${name}: no secret value is stored to keep; send {"secret": "<the value>"}`)
+        throw new InvalidInputError(
+          `variables.${name}: no secret value is stored to keep; send {"secret": "<the value>"}`,
+        )
       }
       secrets.set(name, variable.secret)
     }
   }
-  return { ...stored, ...await runtime.storeSecrets(application, secrets) }
+  return { ...stored, ...(await runtime.storeSecrets(application, secrets)) }
 }

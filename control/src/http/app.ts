@@ -53,7 +53,7 @@ export type ControlDeps = {
   registrySigner?: RegistrySigner | null
 }
 
-export async function buildApp (config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
+export async function buildApp(config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
   // Typed as Fastify's base logger so the instance's logger type parameter is the default one.
   const logger: FastifyBaseLogger = deps.logger
   const app = Fastify({
@@ -66,7 +66,10 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
     // Slow clients must not hold sockets and memory forever (Fastify's requestTimeout 0 would
     // let them). Node checks headersTimeout only every connectionsCheckingInterval (30 s by
     // default): checked ten times per timeout here, at most once a second.
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: checkingIntervalMs(config.headersTimeoutMs) },
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalMs(config.headersTimeoutMs),
+    },
     keepAliveTimeout: config.keepAliveTimeoutMs,
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.server.maxConnections = config.maxConnections
@@ -80,23 +83,31 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
     reply.code(404).send({ error: `no route ${request.method} ${request.url.split('?')[0]}` })
   })
   // The id a 500's log line carries, so a caller can quote it.
-  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
   const metrics = deps.metrics ?? createControlMetrics()
   // By route pattern, never the raw URL: ids in paths would make a series per resource.
   const tenants = new WeakMap<object, string | null>()
-  app.addHook('onResponse', async (request, reply) => { metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode, tenants.get(request)) })
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.recordRequest(request.method, request.routeOptions.url, reply.statusCode, tenants.get(request))
+  })
 
   await registerOpenApi(app, { registryTokens: deps.registrySigner != null })
 
-  app.get('/healthz', {
-    schema: {
-      operationId: 'getHealth',
-      tags: ['health'],
-      summary: 'Liveness: the process answers',
-      security: [],
-      response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } } },
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        operationId: 'getHealth',
+        tags: ['health'],
+        summary: 'Liveness: the process answers',
+        security: [],
+        response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } } },
+      },
     },
-  }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'))
+    async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'),
+  )
 
   const draining = deps.draining ?? createDraining()
   // The followed logs end before Fastify waits for the requests in flight.
@@ -104,79 +115,115 @@ export async function buildApp (config: ControlConfig, deps: ControlDeps): Promi
     for (const end of draining.streams) end()
     done()
   })
-  app.get('/readyz', {
-    schema: {
-      operationId: 'getReadiness',
-      tags: ['health'],
-      summary: 'Readiness: 200 while the process takes requests, 503 once it has begun to stop',
-      security: [],
-      response: { 200: { content: { 'text/plain': { schema: Type.Literal('ok') } } }, 503: { content: { 'text/plain': { schema: Type.Literal('stopping') } } } },
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        operationId: 'getReadiness',
+        tags: ['health'],
+        summary: 'Readiness: 200 while the process takes requests, 503 once it has begun to stop',
+        security: [],
+        response: {
+          200: { content: { 'text/plain': { schema: Type.Literal('ok') } } },
+          503: { content: { 'text/plain': { schema: Type.Literal('stopping') } } },
+        },
+      },
     },
-  }, async (_request, reply) => reply.code(draining.draining ? 503 : 200).type('text/plain; charset=utf-8').send(draining.draining ? 'stopping' : 'ok'))
+    async (_request, reply) =>
+      reply
+        .code(draining.draining ? 503 : 200)
+        .type('text/plain; charset=utf-8')
+        .send(draining.draining ? 'stopping' : 'ok'),
+  )
 
   // Public like /healthz, for Prometheus: keep it off the public ingress.
-  app.get('/metrics', {
-    schema: {
-      operationId: 'getProcessMetrics',
-      tags: ['health'],
-      summary: 'The control plane\'s own metrics, in Prometheus\'s text format',
-      security: [],
-      response: { 200: { content: { 'text/plain': { schema: Type.String() } } } },
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        operationId: 'getProcessMetrics',
+        tags: ['health'],
+        summary: "The control plane's own metrics, in Prometheus's text format",
+        security: [],
+        response: { 200: { content: { 'text/plain': { schema: Type.String() } } } },
+      },
     },
-  }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.render()))
+    async (_request, reply) => reply.type(metrics.contentType).send(await metrics.render()),
+  )
 
-  if (deps.registrySigner != null) await app.register(registryTokenRoutes, { db: deps.db, config, signer: deps.registrySigner })
+  if (deps.registrySigner != null)
+    await app.register(registryTokenRoutes, { db: deps.db, config, signer: deps.registrySigner })
 
   let openApiText: string | undefined
-  await app.register(async (api) => {
-    api.get('/openapi.json', {
-      schema: {
-        operationId: 'getOpenApiDocument',
-        tags: ['health'],
-        summary: 'This API, as an OpenAPI 3.1 document',
-        security: [],
-        response: { 200: Type.Object({}, { additionalProperties: true }) },
-      },
-    }, async (_request, reply) => {
-      // Built once, on first request: the routes cannot change after start.
-      openApiText ??= JSON.stringify(app.swagger())
-      return reply.type('application/json; charset=utf-8').send(openApiText)
-    })
-    consoleConfigRoute(api, config)
+  await app.register(
+    async (api) => {
+      api.get(
+        '/openapi.json',
+        {
+          schema: {
+            operationId: 'getOpenApiDocument',
+            tags: ['health'],
+            summary: 'This API, as an OpenAPI 3.1 document',
+            security: [],
+            response: { 200: Type.Object({}, { additionalProperties: true }) },
+          },
+        },
+        async (_request, reply) => {
+          // Built once, on first request: the routes cannot change after start.
+          openApiText ??= JSON.stringify(app.swagger())
+          return reply.type('application/json; charset=utf-8').send(openApiText)
+        },
+      )
+      consoleConfigRoute(api, config)
 
-    await api.register(async (secured) => {
-      // Every route below can refuse the caller or fail; the OpenAPI document says so once here.
-      secured.addHook('onRoute', (route) => {
-        route.schema = { ...route.schema, response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) } }
-      })
-      if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
-      // Every route's authorisation, once, before its handler (and before an upload is read):
-      // a route under an application is the application's; any method but GET is a write.
-      secured.addHook('preHandler', async (request, reply) => {
-        const appId = (request.params as { appId?: string } | undefined)?.appId
-        try {
-          const { tenant } = await authorize(deps.db, callerOf(request), { write: request.method !== 'GET' && request.method !== 'HEAD', appId })
-          tenants.set(request, tenant)
-        } catch (error) {
-          // An upload is still unread here: end the connection after the refusal rather than
-          // drain what could be gigabytes nobody may store.
-          if (!request.raw.readableEnded) reply.header('connection', 'close')
-          throw error
+      await api.register(async (secured) => {
+        // Every route below can refuse the caller or fail; the OpenAPI document says so once here.
+        secured.addHook('onRoute', (route) => {
+          route.schema = {
+            ...route.schema,
+            response: { ...errors(401, 403, 500, 503), ...(route.schema?.response as object) },
+          }
+        })
+        if (deps.auth !== null) secured.addHook('onRequest', requireToken(deps.auth))
+        // Every route's authorisation, once, before its handler (and before an upload is read):
+        // a route under an application is the application's; any method but GET is a write.
+        secured.addHook('preHandler', async (request, reply) => {
+          const appId = (request.params as { appId?: string } | undefined)?.appId
+          try {
+            const { tenant } = await authorize(deps.db, callerOf(request), {
+              write: request.method !== 'GET' && request.method !== 'HEAD',
+              appId,
+            })
+            tenants.set(request, tenant)
+          } catch (error) {
+            // An upload is still unread here: end the connection after the refusal rather than
+            // drain what could be gigabytes nobody may store.
+            if (!request.raw.readableEnded) reply.header('connection', 'close')
+            throw error
+          }
+        })
+        const routeDeps: RouteDeps = {
+          db: deps.db,
+          config,
+          runtime: deps.runtime ?? noRuntime(),
+          notApplied: deps.notApplied ?? new Map<string, string>(),
+          draining,
         }
+        await secured.register(applicationRoutes, routeDeps)
+        await secured.register(functionRoutes, routeDeps)
+        await secured.register(sourceRoutes, routeDeps)
+        await secured.register(buildRoutes, routeDeps)
+        await secured.register(runtimeRoutes, routeDeps)
+        await secured.register(metricsRoutes, routeDeps)
+        await secured.register(meRoutes, routeDeps)
       })
-      const routeDeps: RouteDeps = { db: deps.db, config, runtime: deps.runtime ?? noRuntime(), notApplied: deps.notApplied ?? new Map<string, string>(), draining }
-      await secured.register(applicationRoutes, routeDeps)
-      await secured.register(functionRoutes, routeDeps)
-      await secured.register(sourceRoutes, routeDeps)
-      await secured.register(buildRoutes, routeDeps)
-      await secured.register(runtimeRoutes, routeDeps)
-      await secured.register(metricsRoutes, routeDeps)
-      await secured.register(meRoutes, routeDeps)
-    })
-  }, { prefix: API_PREFIX })
+    },
+    { prefix: API_PREFIX },
+  )
   await registerConsole(app, config)
 
   return app
 }
 
-const checkingIntervalMs = (headersTimeoutMs: number): number => Math.min(1000, Math.max(10, Math.floor(headersTimeoutMs / 10)))
+const checkingIntervalMs = (headersTimeoutMs: number): number =>
+  Math.min(1000, Math.max(10, Math.floor(headersTimeoutMs / 10)))

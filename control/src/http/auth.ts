@@ -28,14 +28,14 @@ export type AuthOptions = {
 
 export type Authenticator = {
   /** Resolves with who the token's bearer is, or rejects with a 401, 403 or 503 HttpError. */
-  authenticate (authorization: string): Promise<Caller>
-  close (): void
+  authenticate(authorization: string): Promise<Caller>
+  close(): void
 }
 
-export function createAuthenticator (opts: AuthOptions): Authenticator {
+export function createAuthenticator(opts: AuthOptions): Authenticator {
   const keys = createOidcKeys(opts)
 
-  async function authenticate (authorization: string): Promise<Caller> {
+  async function authenticate(authorization: string): Promise<Caller> {
     let payload: JWTPayload
     try {
       payload = await verifyBearer(keys, authorization, opts.audience)
@@ -52,7 +52,7 @@ export function createAuthenticator (opts: AuthOptions): Authenticator {
   return { authenticate, close: () => keys.close() }
 }
 
-function callerFrom (payload: JWTPayload, opts: AuthOptions): Caller {
+function callerFrom(payload: JWTPayload, opts: AuthOptions): Caller {
   const admin = holds(payload, opts.adminClaim)
   const readOnly = !admin && holds(payload, opts.readonlyClaim)
   const subject = typeof payload.sub === 'string' ? payload.sub : undefined
@@ -60,7 +60,13 @@ function callerFrom (payload: JWTPayload, opts: AuthOptions): Caller {
   if (name === '') return { ...everyoneCaller, admin, readOnly, subject }
   const claim = payload[name]
   // Repeated values are one tenant, not a choice between two.
-  const tenants = [...new Set((Array.isArray(claim) ? claim : [claim]).filter((value): value is string => typeof value === 'string' && value !== ''))]
+  const tenants = [
+    ...new Set(
+      (Array.isArray(claim) ? claim : [claim]).filter(
+        (value): value is string => typeof value === 'string' && value !== '',
+      ),
+    ),
+  ]
   if (tenants.length === 0 && !admin) throw insufficientScope(`token lacks the tenant claim ${name}`)
   return { tenants, admin, readOnly, subject }
 }
@@ -69,19 +75,19 @@ const holds = (payload: JWTPayload, claim: RequiredClaim | null | undefined): bo
   claim !== null && claim !== undefined && carries(payload[claim.name], claim.value)
 
 /** A claim carries a value when it equals it or, as an array (groups, roles), contains it. */
-function carries (claim: unknown, value: string): boolean {
+function carries(claim: unknown, value: string): boolean {
   return Array.isArray(claim) ? claim.includes(value) : claim === value
 }
 
 const callers = new WeakMap<FastifyRequest, Caller>()
 
 /** Who made the request; everyone (the default tenant) when authentication is off. */
-export function callerOf (request: FastifyRequest): Caller {
+export function callerOf(request: FastifyRequest): Caller {
   return callers.get(request) ?? everyoneCaller
 }
 
 /** An onRequest hook that lets a request through only with an acceptable token, and remembers its caller. */
-export function requireToken (auth: Authenticator) {
+export function requireToken(auth: Authenticator) {
   return async (request: FastifyRequest): Promise<void> => {
     callers.set(request, await auth.authenticate(request.headers.authorization ?? ''))
   }

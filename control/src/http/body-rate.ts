@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 
 export type BodyRate = { minBytes: number; windowMs: number }
 
-export function enforceBodyRate (app: FastifyInstance, rate: BodyRate): void {
+export function enforceBodyRate(app: FastifyInstance, rate: BodyRate): void {
   app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw
     if (!hasBody(raw) || raw.complete) return done()
@@ -25,7 +25,10 @@ export function enforceBodyRate (app: FastifyInstance, rate: BodyRate): void {
       if (raw.readableLength > 0) return
       if (received >= rate.minBytes) return
       clearInterval(timer)
-      request.log.info({ received, windowMs: rate.windowMs, minBytes: rate.minBytes }, 'request body slower than the minimum rate: connection closed')
+      request.log.info(
+        { received, windowMs: rate.windowMs, minBytes: rate.minBytes },
+        'request body slower than the minimum rate: connection closed',
+      )
       socket.destroy()
     }, rate.windowMs)
     // The body's end (or a closed connection) ends the watch, not the response: after an early
@@ -36,6 +39,6 @@ export function enforceBodyRate (app: FastifyInstance, rate: BodyRate): void {
   })
 }
 
-function hasBody (raw: IncomingMessage): boolean {
+function hasBody(raw: IncomingMessage): boolean {
   return raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length'] ?? 0) > 0
 }

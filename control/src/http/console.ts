@@ -13,39 +13,52 @@ import type { ControlConfig } from '../config.js'
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 const ConsoleConfig = Type.Object({
-  auth: Type.Union([
-    Type.Object({
-      issuer: Type.String({ description: 'the OpenID provider to sign in at (authorization code with PKCE)' }),
-      clientId: Type.String({ description: 'the public client id; empty: sign-in is not configured (PLATFORM_CONSOLE_CLIENT_ID)' }),
-      scopes: Type.String({ description: 'space-separated scopes to ask for' }),
-    }),
-    Type.Null(),
-  ], { description: 'null: authentication is off (--dev-insecure-skip-auth), no sign-in' }),
+  auth: Type.Union(
+    [
+      Type.Object({
+        issuer: Type.String({ description: 'the OpenID provider to sign in at (authorization code with PKCE)' }),
+        clientId: Type.String({
+          description: 'the public client id; empty: sign-in is not configured (PLATFORM_CONSOLE_CLIENT_ID)',
+        }),
+        scopes: Type.String({ description: 'space-separated scopes to ask for' }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'null: authentication is off (--dev-insecure-skip-auth), no sign-in' },
+  ),
 })
 
 /** GET /console-config, public: what the console needs before it can sign anyone in. Register under the API prefix. */
-export function consoleConfigRoute (api: FastifyInstance, config: ControlConfig): void {
+export function consoleConfigRoute(api: FastifyInstance, config: ControlConfig): void {
   const body = {
-    auth: config.devInsecureSkipAuth ? null : { issuer: config.oidcIssuer, clientId: config.consoleClientId, scopes: config.consoleScopes },
+    auth: config.devInsecureSkipAuth
+      ? null
+      : { issuer: config.oidcIssuer, clientId: config.consoleClientId, scopes: config.consoleScopes },
   }
-  api.get('/console-config', {
-    schema: {
-      operationId: 'getConsoleConfig',
-      tags: ['health'],
-      summary: 'Public: how the web console signs in (issuer, public client id, scopes)',
-      security: [],
-      response: { 200: ConsoleConfig },
+  api.get(
+    '/console-config',
+    {
+      schema: {
+        operationId: 'getConsoleConfig',
+        tags: ['health'],
+        summary: 'Public: how the web console signs in (issuer, public client id, scopes)',
+        security: [],
+        response: { 200: ConsoleConfig },
+      },
     },
-  }, (_request, reply) => reply.send(body))
+    (_request, reply) => reply.send(body),
+  )
 }
 
 /** The built console at /, or a 503 at / that says how to build it. */
-export async function registerConsole (app: FastifyInstance, config: ControlConfig): Promise<void> {
+export async function registerConsole(app: FastifyInstance, config: ControlConfig): Promise<void> {
   const dir = config.consoleDir === '' ? defaultConsoleDir() : config.consoleDir
   if (!existsSync(join(dir, 'index.html'))) {
-    app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.code(503).send({
-      error: `the web console is not built: run "npm run build" (it writes ${dir}), or point --console-dir (PLATFORM_CONSOLE_DIR) at a build; the API under /api/v1 works without it`,
-    }))
+    app.get('/', { schema: { hide: true } }, async (_request, reply) =>
+      reply.code(503).send({
+        error: `the web console is not built: run "npm run build" (it writes ${dir}), or point --console-dir (PLATFORM_CONSOLE_DIR) at a build; the API under /api/v1 works without it`,
+      }),
+    )
     return
   }
   const csp = contentSecurityPolicy(config)
@@ -70,7 +83,7 @@ export async function registerConsole (app: FastifyInstance, config: ControlConf
  * discovery document and token endpoint). Inline styles are allowed: CodeMirror and uPlot size
  * and place their elements through style attributes.
  */
-function contentSecurityPolicy (config: ControlConfig): string {
+function contentSecurityPolicy(config: ControlConfig): string {
   const issuer = config.devInsecureSkipAuth || config.oidcIssuer === '' ? '' : ` ${new URL(config.oidcIssuer).origin}`
   return [
     "default-src 'none'",
@@ -87,6 +100,6 @@ function contentSecurityPolicy (config: ControlConfig): string {
 
 // The console's build is at dist/console of the checkout (or image), three levels up from
 // both control/src/http (tests run the sources) and control/dist/http.
-function defaultConsoleDir (): string {
+function defaultConsoleDir(): string {
   return fileURLToPath(new URL('../../../dist/console/', import.meta.url))
 }

@@ -16,7 +16,7 @@ const FASTIFY_MESSAGES: Record<string, string> = {
  * 4xx carry a reason written for the caller; anything else is a bug or a broken dependency,
  * so the caller gets only "internal error" and the log gets the error with the request id.
  */
-export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error instanceof HttpError) {
     reply.code(error.status).headers(error.headers).send({ error: error.message })
     return
@@ -24,13 +24,16 @@ export function handleError (error: FastifyError, request: FastifyRequest, reply
   const status = error.statusCode ?? 500
   if (status >= 400 && status < 500) {
     if (status === 415) {
-      reply.code(415).send({ error: `unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}` })
+      reply
+        .code(415)
+        .send({ error: `unsupported content type ${JSON.stringify(request.headers['content-type'] ?? '')}` })
       return
     }
     // A route may set its own body limit (invoke does, for base64): name the one that tripped.
-    const message = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-      ? `request body too large: at most ${request.routeOptions.bodyLimit ?? JSON_BODY_LIMIT} bytes`
-      : FASTIFY_MESSAGES[error.code] ?? error.message
+    const message =
+      error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+        ? `request body too large: at most ${request.routeOptions.bodyLimit ?? JSON_BODY_LIMIT} bytes`
+        : (FASTIFY_MESSAGES[error.code] ?? error.message)
     reply.code(status).send({ error: message })
     return
   }

@@ -6,7 +6,12 @@ import type { Readable } from 'node:stream'
 import type { FastifyReply } from 'fastify'
 import type { Draining } from './draining.js'
 
-export function sendLogStream (reply: FastifyReply, upstream: Readable, abort: AbortController, draining: Draining): FastifyReply {
+export function sendLogStream(
+  reply: FastifyReply,
+  upstream: Readable,
+  abort: AbortController,
+  draining: Draining,
+): FastifyReply {
   // Through a stream of our own, so it can be ended while the cluster's goes on.
   const body = new PassThrough()
   upstream.on('error', (error) => body.destroy(error))
@@ -28,9 +33,17 @@ export function sendLogStream (reply: FastifyReply, upstream: Readable, abort: A
   reply.raw.once('pipe', () => reply.raw.flushHeaders())
   // The cluster broke the stream off: end the caller's too, so it does not wait for more.
   upstream.on('aborted', () => reply.raw.destroy())
-  return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(body)
+  return reply
+    .type('text/plain; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .send(body)
 }
 
-export function sendLogText (reply: FastifyReply, text: string): FastifyReply {
-  return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(text)
+export function sendLogText(reply: FastifyReply, text: string): FastifyReply {
+  return reply
+    .type('text/plain; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .send(text)
 }

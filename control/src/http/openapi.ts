@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 
 /** `registryTokens`: the registry's token route is served (--registry-token-key), with its scheme and tag. */
-export async function registerOpenApi (app: FastifyInstance, options: { registryTokens: boolean }): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, options: { registryTokens: boolean }): Promise<void> {
   await app.register(swagger, {
     openapi: {
       // 3.1 is JSON Schema 2020-12, so TypeBox's schemas (const, null in unions) fit unchanged.
@@ -20,8 +20,22 @@ export async function registerOpenApi (app: FastifyInstance, options: { registry
       servers: [{ url: '/', description: 'this control plane' }],
       components: {
         securitySchemes: {
-          idToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an OpenID Connect id token from the configured issuer' },
-          ...(options.registryTokens ? { registryCredential: { type: 'http', scheme: 'basic', description: 'a registry credential this control plane signed (a build\'s, a tenant pull Secret\'s) as the password; any user name' } } : {}),
+          idToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'an OpenID Connect id token from the configured issuer',
+          },
+          ...(options.registryTokens
+            ? {
+                registryCredential: {
+                  type: 'http',
+                  scheme: 'basic',
+                  description:
+                    "a registry credential this control plane signed (a build's, a tenant pull Secret's) as the password; any user name",
+                },
+              }
+            : {}),
         },
       },
       security: [{ idToken: [] }],
@@ -30,10 +44,19 @@ export async function registerOpenApi (app: FastifyInstance, options: { registry
         { name: 'functions', description: 'Functions of an application and the routes they answer' },
         { name: 'source', description: "A function's source files, as a JSON map or a .tar.gz" },
         { name: 'builds', description: 'Builds of an application into an image, and their logs' },
-        { name: 'runtime', description: 'Deploy, invoke and logs of the running application: in the cluster, or on this machine without one' },
+        {
+          name: 'runtime',
+          description:
+            'Deploy, invoke and logs of the running application: in the cluster, or on this machine without one',
+        },
         { name: 'metrics', description: 'Time series of applications and functions; needs Prometheus' },
-        { name: 'caller', description: 'Who the caller is: their role and tenants, for a client to offer only what they may do' },
-        ...(options.registryTokens ? [{ name: 'registry', description: 'The image registry\'s token server (--registry-token-key)' }] : []),
+        {
+          name: 'caller',
+          description: 'Who the caller is: their role and tenants, for a client to offer only what they may do',
+        },
+        ...(options.registryTokens
+          ? [{ name: 'registry', description: "The image registry's token server (--registry-token-key)" }]
+          : []),
         { name: 'health', description: 'Public: liveness, the process metrics, this document' },
       ],
     },

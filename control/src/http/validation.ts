@@ -8,14 +8,26 @@ import { Compile } from 'typebox/compile'
 import { Value } from 'typebox/value'
 import { InvalidInputError } from '@session-relay/common/errors'
 
-type TypeBoxError = { keyword: string; schemaPath: string; instancePath: string; params: Record<string, unknown>; message: string }
+type TypeBoxError = {
+  keyword: string
+  schemaPath: string
+  instancePath: string
+  params: Record<string, unknown>
+  message: string
+}
 
-const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query parameter', params: 'path parameter', headers: 'header' }
+const PART_NAMES: Record<string, string> = {
+  body: 'body',
+  querystring: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
+}
 
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart, contentType }) => {
   // Binary bodies (archives) are streams the handler reads and checks itself; their schema
   // exists only to describe them in the OpenAPI document.
-  if (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json') return (value: unknown) => ({ value })
+  if (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json')
+    return (value: unknown) => ({ value })
   const check = Compile(schema)
   const part = PART_NAMES[httpPart ?? ''] ?? String(httpPart)
   return (value: unknown) => {
@@ -31,12 +43,12 @@ const SUMMARIES = new Set(['anyOf', 'oneOf', 'allOf', 'boolean', 'if', 'then', '
 
 // Every field's failure at once, one reason per field in the order found, so a caller fixes
 // them in one round; a root-level failure (missing or unknown properties) is a reason of its own.
-function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[]): string {
+function describeFailure(schema: TSchema, part: string, errors: TypeBoxError[]): string {
   const groups = new Map<string, TypeBoxError[]>()
   errors.forEach((error, index) => {
     const top = error.instancePath.split('/')[1]
     const key = top === undefined ? (SUMMARIES.has(error.keyword) ? '' : `#${index}`) : `/${top}`
-    groups.set(key, [...groups.get(key) ?? [], error])
+    groups.set(key, [...(groups.get(key) ?? []), error])
   })
   const reasons = [...groups.entries()]
     // A group of summaries alone (an extra property's "schema is false") restates a reason given elsewhere.
@@ -45,7 +57,7 @@ function describeFailure (schema: TSchema, part: string, errors: TypeBoxError[])
   return [...new Set(reasons)].join('; ')
 }
 
-function describeOne (schema: TSchema, part: string, errors: TypeBoxError[]): string {
+function describeOne(schema: TSchema, part: string, errors: TypeBoxError[]): string {
   const error = chooseError(errors)
   if (error === undefined) return `invalid ${part}`
   const field = error.instancePath.slice(1).split('/').map(unescapePointer).join('.')
@@ -79,27 +91,33 @@ function describeOne (schema: TSchema, part: string, errors: TypeBoxError[]): st
 // The first real failure; but where it is a union's value, the failure deepest inside it: the
 // branch that got furthest is the one the caller meant ({"secretRef": {"name": "Bad"}} is a
 // bad Secret name, not a missing "value").
-function chooseError (errors: TypeBoxError[]): TypeBoxError | undefined {
+function chooseError(errors: TypeBoxError[]): TypeBoxError | undefined {
   const real = errors.filter((e) => !SUMMARIES.has(e.keyword))
   const first = real[0] ?? errors[0]
-  if (first === undefined || !errors.some((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath)) return first
+  if (first === undefined || !errors.some((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath))
+    return first
   const depth = (e: TypeBoxError): number => e.instancePath.split('/').length
-  return real.filter((e) => e.instancePath.startsWith(first.instancePath + '/')).reduce((deepest, e) => depth(e) > depth(deepest) ? e : deepest, first)
+  return real
+    .filter((e) => e.instancePath.startsWith(first.instancePath + '/'))
+    .reduce((deepest, e) => (depth(e) > depth(deepest) ? e : deepest), first)
 }
 
-function article (type: string): string {
+function article(type: string): string {
   if (type === 'object' || type === 'array' || type === 'integer') return `an ${type}`
   return `a ${type}`
 }
 
-function unescapePointer (token: string): string {
+function unescapePointer(token: string): string {
   return token.replace(/~1/g, '/').replace(/~0/g, '~')
 }
 
 /** The sub-schema a JSON pointer such as `#/properties/name` names, if any. */
-function leafAt (schema: TSchema, pointer: string): { description?: string } | undefined {
+function leafAt(schema: TSchema, pointer: string): { description?: string } | undefined {
   let node: unknown = schema
-  for (const token of pointer.replace(/^#\/?/, '').split('/').filter((t) => t !== '')) {
+  for (const token of pointer
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((t) => t !== '')) {
     if (typeof node !== 'object' || node === null) return undefined
     node = (node as Record<string, unknown>)[unescapePointer(token)]
   }

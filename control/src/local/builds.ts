@@ -46,17 +46,17 @@ export type LocalBuildsDeps = {
 
 export type LocalBuilds = {
   /** Queue the build (its row exists, pending); it starts when a slot is free. */
-  start (app: BuildApplication, buildId: string, imageRef: string, archive: Buffer): void
+  start(app: BuildApplication, buildId: string, imageRef: string, archive: Buffer): void
   /** The log of a build this process runs or queues; null when it has none (finished, or unknown). */
-  log (buildId: string, options: { follow: boolean }): Readable | null
+  log(buildId: string, options: { follow: boolean }): Readable | null
   /** Fail the builds a previous process left unfinished: nothing runs them any more. */
-  recover (): Promise<void>
-  close (): Promise<void>
+  recover(): Promise<void>
+  close(): Promise<void>
 }
 
 type Queued = { app: BuildApplication; buildId: string; imageRef: string; workDir: string; log: LogBuffer }
 
-export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
+export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
   const { logger } = deps
   const queue: Queued[] = []
   const logs = new Map<string, LogBuffer>()
@@ -91,21 +91,23 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
     // Counted from the start, not from when the process runs: run() awaits before it spawns.
     while (!closing && started.size < deps.concurrency && queue.length > 0) {
       const next = takeNext()
-      const done = run(next).catch((error: unknown) => {
-        logger.error({ buildId: next.buildId, err: error }, 'local build failed to run')
-      }).finally(() => {
-        finishing.delete(done)
-        started.delete(next.buildId)
-        forgetIdle()
-        pump()
-      })
+      const done = run(next)
+        .catch((error: unknown) => {
+          logger.error({ buildId: next.buildId, err: error }, 'local build failed to run')
+        })
+        .finally(() => {
+          finishing.delete(done)
+          started.delete(next.buildId)
+          forgetIdle()
+          pump()
+        })
       finishing.add(done)
     }
   }
 
-  async function run (job: Queued): Promise<void> {
+  async function run(job: Queued): Promise<void> {
     const { buildId, app, workDir, log } = job
-    if (!await markRunning(deps.db, buildId)) {
+    if (!(await markRunning(deps.db, buildId))) {
       // Gone (its application was deleted) or already ended.
       logs.delete(buildId)
       rmSync(workDir, { recursive: true, force: true })
@@ -161,15 +163,26 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
     const text = log.text()
     let outcome: BuildOutcome
     if (timedOut) {
-      outcome = { status: 'failed', error: `DeadlineExceeded: the build ran longer than ${formatDuration(deps.timeoutMs)} (PLATFORM_BUILD_TIMEOUT)`, log: text }
+      outcome = {
+        status: 'failed',
+        error: `DeadlineExceeded: the build ran longer than ${formatDuration(deps.timeoutMs)} (PLATFORM_BUILD_TIMEOUT)`,
+        log: text,
+      }
     } else if (closing) {
-      outcome = { status: 'failed', error: 'the control plane stopped while the build was running; start it again', log: text }
+      outcome = {
+        status: 'failed',
+        error: 'the control plane stopped while the build was running; start it again',
+        log: text,
+      }
     } else if (exit.spawnError !== undefined) {
       outcome = { status: 'failed', error: `the builder could not start: ${exit.spawnError.message}`, log: text }
     } else if (exit.code === 0) {
       outcome = succeeded(message, job.imageRef, text)
     } else {
-      outcome = failed(message !== '' ? message : lastWords(text) || `the builder exited with code ${String(exit.code)}`, text)
+      outcome = failed(
+        message !== '' ? message : lastWords(text) || `the builder exited with code ${String(exit.code)}`,
+        text,
+      )
     }
     await deps.finish(buildId, outcome)
     // Followers' streams end only now: whoever waited for the log to end can invoke at once.
@@ -178,7 +191,7 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
   }
 
   return {
-    start (app, buildId, imageRef, archive) {
+    start(app, buildId, imageRef, archive) {
       const workDir = join(deps.dir, buildId)
       mkdirSync(workDir, { recursive: true, mode: 0o700 })
       writeFileSync(join(workDir, 'source.tar.gz'), archive, { mode: 0o600 })
@@ -187,21 +200,29 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
       queue.push({ app, buildId, imageRef, workDir, log })
       pump()
     },
-    log (buildId, { follow }) {
+    log(buildId, { follow }) {
       return logs.get(buildId)?.open({ follow }) ?? null
     },
-    async recover () {
+    async recover() {
       for (const build of await unfinishedBuilds(deps.db)) {
-        await deps.finish(build.id, { status: 'failed', error: `the control plane restarted while this build was ${build.status}; start it again`, log: null })
+        await deps.finish(build.id, {
+          status: 'failed',
+          error: `the control plane restarted while this build was ${build.status}; start it again`,
+          log: null,
+        })
       }
       rmSync(deps.dir, { recursive: true, force: true })
     },
-    async close () {
+    async close() {
       closing = true
       for (const job of queue.splice(0)) {
         job.log.end()
         rmSync(job.workDir, { recursive: true, force: true })
-        await deps.finish(job.buildId, { status: 'failed', error: 'the control plane stopped before the build started; start it again', log: null })
+        await deps.finish(job.buildId, {
+          status: 'failed',
+          error: 'the control plane stopped before the build started; start it again',
+          log: null,
+        })
       }
       await Promise.all([...running.values()].map((child) => stopChild(child, 0)))
       await Promise.all([...finishing])
@@ -210,7 +231,7 @@ export function createLocalBuilds (deps: LocalBuildsDeps): LocalBuilds {
 }
 
 /** The end of the log as FallbackToLogsOnError keeps it: the last 80 lines, at most 2 KiB. */
-function lastWords (text: string): string {
+function lastWords(text: string): string {
   const lines = text.trimEnd().split('\n').slice(-FALLBACK_LINES).join('\n')
   return lines.length > FALLBACK_BYTES ? lines.slice(-FALLBACK_BYTES) : lines
 }

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 const running = new Set<ChildProcess>()
 let hooked = false
 
-function killGroup (child: ChildProcess, signal: NodeJS.Signals): void {
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
   try {
     process.kill(-child.pid, signal)
@@ -17,7 +17,7 @@ function killGroup (child: ChildProcess, signal: NodeJS.Signals): void {
 }
 
 /** The environment a child gets: this process's, without the control plane's own settings (a database URL may hold a password). */
-export function childEnv (extra: Record<string, string>): Record<string, string> {
+export function childEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {}
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && !name.startsWith('PLATFORM_')) env[name] = value
@@ -26,7 +26,11 @@ export function childEnv (extra: Record<string, string>): Record<string, string>
 }
 
 /** `node main args...` in its own process group, stdout and stderr piped, `stdin` (if any) written to its stdin. */
-export function startNode (main: string, args: string[], options: { cwd: string; env: Record<string, string>; stdin?: string }): ChildProcess {
+export function startNode(
+  main: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; stdin?: string },
+): ChildProcess {
   return startProgram(process.execPath, [main, ...args], options)
 }
 
@@ -34,12 +38,23 @@ export function startNode (main: string, args: string[], options: { cwd: string;
  * `program args...` as startNode starts it; `openStdin` leaves its stdin open for the caller to
  * write (the worker reads commands there until it closes).
  */
-export function startProgram (program: string, args: string[], options: { cwd: string; env: Record<string, string>; stdin?: string; openStdin?: boolean }): ChildProcess {
+export function startProgram(
+  program: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; stdin?: string; openStdin?: boolean },
+): ChildProcess {
   if (!hooked) {
     hooked = true
-    process.on('exit', () => { for (const child of running) killGroup(child, 'SIGKILL') })
+    process.on('exit', () => {
+      for (const child of running) killGroup(child, 'SIGKILL')
+    })
   }
-  const child = spawn(program, args, { cwd: options.cwd, env: options.env, detached: true, stdio: [options.stdin === undefined && options.openStdin !== true ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
+  const child = spawn(program, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: [options.stdin === undefined && options.openStdin !== true ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  })
   if (options.openStdin === true) {
     child.stdin?.on('error', () => {})
   } else if (options.stdin !== undefined) {
@@ -54,13 +69,16 @@ export function startProgram (program: string, args: string[], options: { cwd: s
 }
 
 /** Resolves when the child has exited (at once when it already has). */
-function exited (child: ChildProcess): Promise<void> {
+function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve()
-  return new Promise((resolve) => { child.once('close', () => resolve()); child.once('error', () => resolve()) })
+  return new Promise((resolve) => {
+    child.once('close', () => resolve())
+    child.once('error', () => resolve())
+  })
 }
 
 /** SIGTERM to the group, SIGKILL after `graceMs`; resolves when it has exited. */
-export async function stopChild (child: ChildProcess, graceMs: number): Promise<void> {
+export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
   const done = exited(child)
   killGroup(child, graceMs === 0 ? 'SIGKILL' : 'SIGTERM')
   const timer = graceMs === 0 ? undefined : setTimeout(() => killGroup(child, 'SIGKILL'), graceMs)

@@ -13,7 +13,7 @@ export type Connections = {
   retire: () => void
 }
 
-export function createConnections (): Connections {
+export function createConnections(): Connections {
   const agent = new http.Agent({ keepAlive: true })
   let inFlight = 0
   let retired = false
@@ -22,7 +22,7 @@ export function createConnections (): Connections {
   }
   return {
     agent,
-    use () {
+    use() {
       inFlight++
       let done = false
       return () => {
@@ -32,7 +32,7 @@ export function createConnections (): Connections {
         closeWhenDone()
       }
     },
-    retire () {
+    retire() {
       retired = true
       closeWhenDone()
     },

@@ -61,9 +61,19 @@ export type LocalHostsDeps = {
    * timeout, at most 30 s, by default); `now` is the clock; `swept` is told the request counts
    * each sweep read (tests wait for a count rather than a time).
    */
-  idle?: { timeoutMs: number; sweepMs?: number; now?: () => number; swept?: (counts: ReadonlyMap<string, number>) => void }
+  idle?: {
+    timeoutMs: number
+    sweepMs?: number
+    now?: () => number
+    swept?: (counts: ReadonlyMap<string, number>) => void
+  }
   /** Per application, the worker's `limits` (worker/README.md); its defaults when absent. */
-  limits?: { requestTimeoutMs?: number; memoryBytes?: number; maxRequestBodyBytes?: number; maxResponseBodyBytes?: number }
+  limits?: {
+    requestTimeoutMs?: number
+    memoryBytes?: number
+    maxRequestBodyBytes?: number
+    maxResponseBodyBytes?: number
+  }
 }
 
 export type LocalHosts = {
@@ -72,18 +82,23 @@ export type LocalHosts = {
    * (name to value) and its own limits (over `limits`); resolves once the load is under way, not done. Throws when the artifact
    * cannot be re-locked.
    */
-  deploy (app: { id: string }, image: string, variables?: Record<string, string> | Promise<Record<string, string>>, own?: AppLimits): Promise<void>
+  deploy(
+    app: { id: string },
+    image: string,
+    variables?: Record<string, string> | Promise<Record<string, string>>,
+    own?: AppLimits,
+  ): Promise<void>
   /** What runs for the application now, or null when nothing was deployed in this process. */
-  status (appId: string): DeploymentStatus | null
+  status(appId: string): DeploymentStatus | null
   /** The application's URL once loaded (waiting up to `timeoutMs`); null when it is not deployed, an Error saying why when it cannot answer. */
-  url (appId: string, timeoutMs: number): Promise<string | null | Error>
+  url(appId: string, timeoutMs: number): Promise<string | null | Error>
   /** As `url`, with the kept-alive connections of what answers there (retired when it is replaced). */
-  target (appId: string, timeoutMs: number): Promise<{ url: string; connections: Connections } | null | Error>
-  log (appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
-  remove (appId: string): Promise<void>
+  target(appId: string, timeoutMs: number): Promise<{ url: string; connections: Connections } | null | Error>
+  log(appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
+  remove(appId: string): Promise<void>
   /** Stop a worker (or a host of old) a previous process left running (it was killed outright), by the pid files. */
-  reapOrphans (): void
-  close (): Promise<void>
+  reapOrphans(): void
+  close(): Promise<void>
 }
 
 /** What an application sets for itself: the memory each of its instances may grow to. */
@@ -118,31 +133,44 @@ type Instance = {
 
 const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 30_000 }
 
-export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
+export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
   const { logger } = deps
   const instances = new Map<string, Instance>()
   /** Per application, the worker commands in order: the worker runs commands side by side. */
   const queues = new Map<string, Promise<void>>()
   const wasmDir = join(deps.dir, 'wasm')
-  const storeOptions = { dockerConfigDir: deps.registry?.dockerConfigDir ?? null, insecure: deps.registry?.insecure ?? false }
+  const storeOptions = {
+    dockerConfigDir: deps.registry?.dockerConfigDir ?? null,
+    insecure: deps.registry?.insecure ?? false,
+  }
   let closing = false
 
   const worker = createWorker({
     logger,
     program: deps.worker,
-    args: ['--cache-dir', deps.cacheDir, ...(deps.allowPrivateOutbound ?? []).length > 0 ? ['--allow-private-outbound', (deps.allowPrivateOutbound ?? []).join(',')] : []],
+    args: [
+      '--cache-dir',
+      deps.cacheDir,
+      ...((deps.allowPrivateOutbound ?? []).length > 0
+        ? ['--allow-private-outbound', (deps.allowPrivateOutbound ?? []).join(',')]
+        : []),
+    ],
     cwd: deps.dir,
     pidFile: join(deps.dir, 'worker.pid'),
     restartBackoff: deps.restartBackoff ?? DEFAULT_BACKOFF,
     onLog: routeLog,
-    onEvent (event) {
+    onEvent(event) {
       const instance = typeof event.app === 'string' ? instances.get(event.app) : undefined
       if (event.event !== 'awake' || instance === undefined || !instance.idle) return
       instance.idle = false
       idleTracker.loaded(instance.appId)
-      instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: 'loaded again by a request at its URL' })}\n`))
+      instance.log.write(
+        Buffer.from(
+          `${JSON.stringify({ time: Date.now(), level: 'info', msg: 'loaded again by a request at its URL' })}\n`,
+        ),
+      )
     },
-    onDown (problem) {
+    onDown(problem) {
       for (const instance of instances.values()) {
         instance.url = null
         instance.replacing = false
@@ -157,11 +185,15 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         ended()
       }
     },
-    onRestart () {
+    onRestart() {
       for (const instance of instances.values()) {
         // An idle application is loaded (its port answers again) and let go at once (load()).
         instance.waitingForWorker = false
-        instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'info', msg: 'the worker restarted; loading the application again' })}\n`))
+        instance.log.write(
+          Buffer.from(
+            `${JSON.stringify({ time: Date.now(), level: 'info', msg: 'the worker restarted; loading the application again' })}\n`,
+          ),
+        )
         void enqueue(instance.appId, () => load(instance))
       }
     },
@@ -170,12 +202,20 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
   const idleTimeoutMs = deps.idle?.timeoutMs ?? 0
   const now = deps.idle?.now ?? Date.now
   const idleTracker = createIdleTracker(idleTimeoutMs, now)
-  const sweeper = idleTimeoutMs > 0 ? setInterval(() => { void sweep() }, deps.idle?.sweepMs ?? Math.min(30_000, Math.max(1000, idleTimeoutMs / 4))) : null
+  const sweeper =
+    idleTimeoutMs > 0
+      ? setInterval(
+          () => {
+            void sweep()
+          },
+          deps.idle?.sweepMs ?? Math.min(30_000, Math.max(1000, idleTimeoutMs / 4)),
+        )
+      : null
   sweeper?.unref()
 
   // One sweep at a time: a slow one ending after a newer one would hand the tracker old counts.
   let sweeping = false
-  async function sweep (): Promise<void> {
+  async function sweep(): Promise<void> {
     const loaded = [...instances.values()].filter((instance) => instance.url !== null && !instance.idle)
     if (sweeping || closing || !worker.running() || loaded.length === 0) return
     let apps: Record<string, { requests?: number } | undefined>
@@ -195,7 +235,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     deps.idle?.swept?.(counts)
   }
 
-  async function unloadIdle (instance: Instance): Promise<void> {
+  async function unloadIdle(instance: Instance): Promise<void> {
     // A redeploy under way: the version it replaces goes with it.
     if (!current(instance) || instance.url === null || instance.idle || instance.replacing) return
     instance.idle = true
@@ -207,7 +247,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     logger.info({ appId: instance.appId, idleMs: idleTimeoutMs }, 'local deployment idle: unloaded')
   }
 
-  function routeLog (line: WorkerLogLine, raw: string): void {
+  function routeLog(line: WorkerLogLine, raw: string): void {
     const instance = typeof line.app === 'string' ? instances.get(line.app) : undefined
     if (instance === undefined) {
       if (line.level === 'error' || line.level === 'warn') logger.warn({ worker: line }, 'local worker')
@@ -219,29 +259,44 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     instance.log.write(Buffer.from(`${text}\n`))
   }
 
-  function newLoading (instance: Instance): void {
-    instance.loading = new Promise((resolve) => { instance.loaded = resolve })
+  function newLoading(instance: Instance): void {
+    instance.loading = new Promise((resolve) => {
+      instance.loaded = resolve
+    })
   }
 
-  function enqueue (appId: string, step: () => Promise<void>): Promise<void> {
+  function enqueue(appId: string, step: () => Promise<void>): Promise<void> {
     const next = (queues.get(appId) ?? Promise.resolve()).then(step, step)
     const settled = next.catch(() => {})
     queues.set(appId, settled)
-    void settled.then(() => { if (queues.get(appId) === settled) queues.delete(appId) })
+    void settled.then(() => {
+      if (queues.get(appId) === settled) queues.delete(appId)
+    })
     return next
   }
 
   const current = (instance: Instance): boolean => instances.get(instance.appId) === instance && !closing
 
-  async function load (instance: Instance): Promise<void> {
+  async function load(instance: Instance): Promise<void> {
     if (!current(instance)) return
     try {
       instance.unpacked ??= await unpackSpinApp(instance.image, wasmDir, storeOptions)
       if (!current(instance)) return
       const { lockedApp, components } = instance.unpacked
       const started = Date.now()
-      const limits = { ...deps.limits, ...instance.own.memoryBytes === undefined ? {} : { memoryBytes: instance.own.memoryBytes } }
-      const reply = await worker.send({ op: 'load', app: instance.appId, lock: lockedApp, components, variables: instance.variables, port: instance.port, ...Object.keys(limits).length === 0 ? {} : { limits } })
+      const limits = {
+        ...deps.limits,
+        ...(instance.own.memoryBytes === undefined ? {} : { memoryBytes: instance.own.memoryBytes }),
+      }
+      const reply = await worker.send({
+        op: 'load',
+        app: instance.appId,
+        lock: lockedApp,
+        components,
+        variables: instance.variables,
+        port: instance.port,
+        ...(Object.keys(limits).length === 0 ? {} : { limits }),
+      })
       if (!current(instance)) return
       instance.url = String(reply.url)
       instance.port = Number(new URL(instance.url).port)
@@ -260,13 +315,15 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       // A redeploy that fails leaves the previous version loaded in the worker: it answers on.
       if (!instance.replacing) instance.url = null
       instance.problem = `the application could not be loaded: ${(error as Error).message}`
-      instance.log.write(Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'error', msg: instance.problem })}\n`))
+      instance.log.write(
+        Buffer.from(`${JSON.stringify({ time: Date.now(), level: 'error', msg: instance.problem })}\n`),
+      )
       logger.warn({ appId: instance.appId, reason: (error as Error).message }, 'local deployment could not be loaded')
     }
     instance.loaded()
   }
 
-  async function unload (appId: string, paths: string[]): Promise<void> {
+  async function unload(appId: string, paths: string[]): Promise<void> {
     if (worker.running()) {
       await worker.send({ op: 'unload', app: appId, prune: true }).catch((error: unknown) => {
         logger.warn({ appId, reason: (error as Error).message }, 'the worker could not unload an application')
@@ -277,29 +334,40 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
     for (const path of paths) if (!used.has(path)) rmSync(path, { force: true })
   }
 
-  async function target (appId: string, timeoutMs: number): Promise<{ url: string; connections: Connections } | null | Error> {
+  async function target(
+    appId: string,
+    timeoutMs: number,
+  ): Promise<{ url: string; connections: Connections } | null | Error> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const instance = instances.get(appId)
       if (instance === undefined) return null
       idleTracker.touch(appId)
-      if (instance.url !== null && instance.connections !== null) return { url: instance.url, connections: instance.connections }
+      if (instance.url !== null && instance.connections !== null)
+        return { url: instance.url, connections: instance.connections }
       const waitMs = deadline - Date.now()
       if (waitMs <= 0) return new Error(instance.problem ?? 'the application is still loading')
       let timer: NodeJS.Timeout | undefined
       const loading = instance.loading
-      const settled = await Promise.race([loading.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), waitMs) })])
+      const settled = await Promise.race([
+        loading.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), waitMs)
+        }),
+      ])
       clearTimeout(timer)
-      if (instance.url !== null && instance.connections !== null) return { url: instance.url, connections: instance.connections }
+      if (instance.url !== null && instance.connections !== null)
+        return { url: instance.url, connections: instance.connections }
       // Replaced (a redeploy) or restored (a failed one): wait for whichever is current now.
       if (instances.get(appId) !== instance) continue
       // The load failed and no worker restart is coming: say why.
-      if (settled && !instance.waitingForWorker && instance.loading === loading) return new Error(instance.problem ?? 'the application is not loaded')
+      if (settled && !instance.waitingForWorker && instance.loading === loading)
+        return new Error(instance.problem ?? 'the application is not loaded')
     }
   }
 
   return {
-    async deploy (app, image, variables = {}, own = {}) {
+    async deploy(app, image, variables = {}, own = {}) {
       if (closing) return
       const previous = instances.get(app.id)
       // Registered at once: a request that comes meanwhile goes to the previous version, or
@@ -307,9 +375,21 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       // A redeploy: the previous version answers at its URL (idle or not) until this one is loaded.
       const answering = previous?.url != null && previous.connections !== null ? previous : undefined
       const instance: Instance = {
-        appId: app.id, own, image, variables: {}, unpacked: null, log: createLogBuffer(MAX_APP_LOG_BYTES), port: previous?.port ?? 0,
-        url: answering?.url ?? null, connections: answering?.connections ?? null, replacing: answering !== undefined,
-        problem: null, loading: Promise.resolve(), loaded: () => {}, waitingForWorker: false, idle: false,
+        appId: app.id,
+        own,
+        image,
+        variables: {},
+        unpacked: null,
+        log: createLogBuffer(MAX_APP_LOG_BYTES),
+        port: previous?.port ?? 0,
+        url: answering?.url ?? null,
+        connections: answering?.connections ?? null,
+        replacing: answering !== undefined,
+        problem: null,
+        loading: Promise.resolve(),
+        loaded: () => {},
+        waitingForWorker: false,
+        idle: false,
       }
       newLoading(instance)
       instances.set(app.id, instance)
@@ -318,7 +398,11 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         values = await variables
         const names = Object.keys(values).sort()
         instance.image = await relockReference(image, names, storeOptions)
-        if (names.length > 0) logger.info({ appId: app.id, image, relocked: instance.image, variables: names }, 'variables declared in the artifact')
+        if (names.length > 0)
+          logger.info(
+            { appId: app.id, image, relocked: instance.image, variables: names },
+            'variables declared in the artifact',
+          )
       } catch (error) {
         // An artifact that cannot be relocked leaves what runs alone.
         if (instances.get(app.id) === instance) {
@@ -336,7 +420,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       // The worker replaces a loaded application at its load: the old one answers until then.
       void enqueue(app.id, () => load(instance))
     },
-    status (appId) {
+    status(appId) {
       const instance = instances.get(appId)
       if (instance === undefined) return null
       // Ready: the image deployed is what answers, not the version it replaces.
@@ -349,20 +433,25 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         ready,
         idle,
         url: instance.url,
-        message: instance.problem !== null
-          ? `${instance.problem}${previous}`
-          : idle ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next request loads it again` : ready ? '1 of 1 replicas ready' : `loading the application into the worker${previous}`,
+        message:
+          instance.problem !== null
+            ? `${instance.problem}${previous}`
+            : idle
+              ? `idle: unloaded after ${Math.round(idleTimeoutMs / 1000)} s without a request; the next request loads it again`
+              : ready
+                ? '1 of 1 replicas ready'
+                : `loading the application into the worker${previous}`,
       }
     },
-    async url (appId, timeoutMs) {
+    async url(appId, timeoutMs) {
       const found = await target(appId, timeoutMs)
       return found === null || found instanceof Error ? found : found.url
     },
     target,
-    log (appId, options) {
+    log(appId, options) {
       return instances.get(appId)?.log.open(options) ?? null
     },
-    async remove (appId) {
+    async remove(appId) {
       const instance = instances.get(appId)
       if (instance === undefined) return
       instances.delete(appId)
@@ -371,7 +460,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
       instance.loaded()
       await enqueue(appId, () => unload(appId, Object.values(instance.unpacked?.components ?? {})))
     },
-    reapOrphans () {
+    reapOrphans() {
       let files: string[]
       try {
         files = readdirSync(deps.dir).filter((file) => file.endsWith('.pid'))
@@ -397,7 +486,7 @@ export function createLocalHosts (deps: LocalHostsDeps): LocalHosts {
         }
       }
     },
-    async close () {
+    async close() {
       closing = true
       if (sweeper !== null) clearInterval(sweeper)
       for (const instance of instances.values()) {

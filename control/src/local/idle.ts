@@ -13,18 +13,18 @@ export type IdleTracker = {
   forget: (appId: string) => void
 }
 
-export function createIdleTracker (timeoutMs: number, now: () => number): IdleTracker {
+export function createIdleTracker(timeoutMs: number, now: () => number): IdleTracker {
   // requests: null until a count is seen after the load.
   const seen = new Map<string, { requests: number | null; since: number }>()
   return {
-    loaded (appId) {
+    loaded(appId) {
       seen.set(appId, { requests: null, since: now() })
     },
-    touch (appId) {
+    touch(appId) {
       const entry = seen.get(appId)
       if (entry !== undefined) entry.since = now()
     },
-    idle (counts) {
+    idle(counts) {
       const idle: string[] = []
       for (const appId of seen.keys()) if (!counts.has(appId)) seen.delete(appId)
       for (const [appId, requests] of counts) {
@@ -42,7 +42,7 @@ export function createIdleTracker (timeoutMs: number, now: () => number): IdleTr
       }
       return idle
     },
-    forget (appId) {
+    forget(appId) {
       seen.delete(appId)
     },
   }

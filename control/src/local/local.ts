@@ -27,14 +27,14 @@ export type LocalRuntime = {
   /** Why this machine cannot build the language (the missing tool and how to get it), or null. */
   cannotBuild: ToolchainCheck
   /** Where a build's artifact goes: {repository}/{app}:{build} when one is configured, else an OCI layout in the data directory. */
-  imageRefFor (app: BuildApplication, buildId: string): string
+  imageRefFor(app: BuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
-  builder (): string
+  builder(): string
   /** Run `image` for the application with its variables' values now (`variablesFor`) and its resources in force: a restart. */
-  deploy (app: DeployTarget, image: string): Promise<void>
+  deploy(app: DeployTarget, image: string): Promise<void>
   /** Unload the application and drop its stored images: it is being deleted. */
-  forget (app: { id: string; clusterName: string }): Promise<void>
-  close (): Promise<void>
+  forget(app: { id: string; clusterName: string }): Promise<void>
+  close(): Promise<void>
 }
 
 export type LocalRuntimeDeps = {
@@ -55,20 +55,23 @@ export type LocalRuntimeDeps = {
 
 type DeployTarget = StoredApplication & { resources: ResourcesT }
 
-export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalRuntime> {
+export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRuntime> {
   const { config, db, logger } = deps
   const root = resolve(config.dataDir, 'runtime')
   mkdirSync(root, { recursive: true, mode: 0o700 })
   // Credentials for a configured registry, as the cluster mounts them for the builder.
   const env: Record<string, string> = {
-    ...process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG },
-    ...config.registryInsecure ? { INSECURE_REGISTRY: 'true' } : {},
+    ...(process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG }),
+    ...(config.registryInsecure ? { INSECURE_REGISTRY: 'true' } : {}),
   }
   const deploy = async (app: DeployTarget, image: string): Promise<void> => {
     // The values are looked up while the deployment already counts as starting (an invoke waits for it).
-    await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {}, { memoryBytes: instanceMemoryBytes(app.resources.memoryLimit) })
+    await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {}, {
+      memoryBytes: instanceMemoryBytes(app.resources.memoryLimit),
+    })
   }
-  const builder = (): string => programPath(deps.builderMain ?? '', 'builders/dist/main.js', 'the builder (npm run build makes it)')
+  const builder = (): string =>
+    programPath(deps.builderMain ?? '', 'builders/dist/main.js', 'the builder (npm run build makes it)')
   const workerDir = join(root, 'worker')
   const compiledDir = config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled')
   // Made here, private: the worker would create it with the process's umask.
@@ -79,9 +82,9 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
     worker: () => workerProgram(config.localWorker),
     cacheDir: compiledDir,
     allowPrivateOutbound: config.localAllowPrivateOutbound,
-    ...config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {},
+    ...(config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {}),
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
-    ...deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff },
+    ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),
   })
   const builds = createLocalBuilds({
     db,
@@ -99,26 +102,35 @@ export async function startLocalRuntime (deps: LocalRuntimeDeps): Promise<LocalR
   for (const deployed of await deployedImages(db)) {
     const app = await findApplication(db, deployed.id)
     if (app === null) continue
-    await deploy({ ...app, resources: deps.resourcesFor?.(app) ?? app.settings.resources }, deployed.image).catch((error: unknown) => {
-      logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
-    })
+    await deploy({ ...app, resources: deps.resourcesFor?.(app) ?? app.settings.resources }, deployed.image).catch(
+      (error: unknown) => {
+        logger.warn(
+          { appId: app.id, reason: (error as Error).message },
+          'could not bring a deployed application back up',
+        )
+      },
+    )
   }
-  logger.info({ dir: root, registry: config.imageRepository || null, concurrency: config.localBuilds }, 'no cluster: builds and deployments run on this machine')
+  logger.info(
+    { dir: root, registry: config.imageRepository || null, concurrency: config.localBuilds },
+    'no cluster: builds and deployments run on this machine',
+  )
   return {
     builds,
     hosts,
     cannotBuild: deps.toolchains ?? toolchainCheck(),
-    imageRefFor: (app, buildId) => config.imageRepository !== ''
-      ? `${config.imageRepository}/${app.clusterName}:${buildId}`
-      : `oci-layout:${join(root, 'images', app.clusterName)}:${buildId}`,
+    imageRefFor: (app, buildId) =>
+      config.imageRepository !== ''
+        ? `${config.imageRepository}/${app.clusterName}:${buildId}`
+        : `oci-layout:${join(root, 'images', app.clusterName)}:${buildId}`,
     builder,
     deploy,
-    async forget (app) {
+    async forget(app) {
       await hosts.remove(app.id)
       rmSync(join(root, 'images', app.clusterName), { recursive: true, force: true })
       rmSync(join(root, 'dependencies', app.clusterName), { recursive: true, force: true })
     },
-    async close () {
+    async close() {
       await builds.close()
       await hosts.close()
     },

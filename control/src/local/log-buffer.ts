@@ -5,15 +5,15 @@ import { PassThrough } from 'node:stream'
 import type { Readable } from 'node:stream'
 
 export type LogBuffer = {
-  write (chunk: Buffer): void
+  write(chunk: Buffer): void
   /** No more output: followers' streams end. */
-  end (): void
-  text (): string
+  end(): void
+  text(): string
   /** What is kept now (the last `tailLines` lines of it when given), then, with `follow`, what comes until the end. */
-  open (options: { follow: boolean; tailLines?: number | undefined }): Readable
+  open(options: { follow: boolean; tailLines?: number | undefined }): Readable
 }
 
-export function createLogBuffer (limit: number): LogBuffer {
+export function createLogBuffer(limit: number): LogBuffer {
   const chunks: Buffer[] = []
   let size = 0
   let ended = false
@@ -23,19 +23,20 @@ export function createLogBuffer (limit: number): LogBuffer {
     return all.subarray(Math.max(0, all.length - limit)).toString('utf8')
   }
   return {
-    write (chunk) {
+    write(chunk) {
       chunks.push(chunk)
       size += chunk.length
-      while (chunks.length > 1 && size - (chunks[0] as Buffer).length >= limit) size -= (chunks.shift() as Buffer).length
+      while (chunks.length > 1 && size - (chunks[0] as Buffer).length >= limit)
+        size -= (chunks.shift() as Buffer).length
       for (const follower of followers) follower.write(chunk)
     },
-    end () {
+    end() {
       ended = true
       for (const follower of followers) follower.end()
       followers.clear()
     },
     text,
-    open ({ follow, tailLines }) {
+    open({ follow, tailLines }) {
       const stream = new PassThrough()
       let kept = text()
       if (tailLines !== undefined) kept = lastLines(kept, tailLines)
@@ -51,7 +52,7 @@ export function createLogBuffer (limit: number): LogBuffer {
   }
 }
 
-function lastLines (text: string, count: number): string {
+function lastLines(text: string, count: number): string {
   if (count === 0) return ''
   const lines = text.split('\n')
   // A final newline ends the last line; it does not start another.

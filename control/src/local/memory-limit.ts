@@ -6,7 +6,7 @@ import { parseQuantity } from '../model/quantity.js'
 const MAX_INSTANCE_MEMORY_BYTES = 4 * 2 ** 30
 
 /** The bytes an instance may grow to under `memoryLimit` (a Kubernetes quantity); undefined, the worker's default, when there is none. */
-export function instanceMemoryBytes (memoryLimit: string | undefined): number | undefined {
+export function instanceMemoryBytes(memoryLimit: string | undefined): number | undefined {
   if (memoryLimit === undefined) return undefined
   const value = parseQuantity(memoryLimit)
   if (value === null) return undefined

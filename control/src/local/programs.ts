@@ -11,14 +11,17 @@ import type { LanguageT } from '../model/resources.js'
 import { onPath, rustRoot, toolchainProblem } from '@session-relay/spin/toolchains'
 
 /** `relative` (e.g. builders/dist/main.js) in the checkout or image: control/src and control/dist are both two levels down. */
-function shippedProgram (relative: string): string {
+function shippedProgram(relative: string): string {
   return join(fileURLToPath(new URL('../../../', import.meta.url)), relative)
 }
 
 /** The program `setting` names, else the shipped one; a 503 naming both when neither is there. */
-export function programPath (configured: string, relative: string, setting: string): string {
+export function programPath(configured: string, relative: string, setting: string): string {
   const path = configured !== '' ? configured : shippedProgram(relative)
-  if (!existsSync(path)) throw new UnavailableError(`the local runtime's ${relative.split('/')[0] as string} program is missing at ${path}: run npm run build, or set ${setting}`)
+  if (!existsSync(path))
+    throw new UnavailableError(
+      `the local runtime's ${relative.split('/')[0] as string} program is missing at ${path}: run npm run build, or set ${setting}`,
+    )
   return path
 }
 
@@ -27,17 +30,20 @@ export function programPath (configured: string, relative: string, setting: stri
  * which npm run build runs) in the checkout's cache. Missing: a 503 naming what to do, and
  * whether this machine has the Rust toolchain that builds it.
  */
-export function workerProgram (configured: string, path = process.env.PATH ?? ''): string {
+export function workerProgram(configured: string, path = process.env.PATH ?? ''): string {
   if (configured !== '') {
-    if (!existsSync(configured)) throw new UnavailableError(`the local runtime's worker is missing at ${configured} (PLATFORM_LOCAL_WORKER)`)
+    if (!existsSync(configured))
+      throw new UnavailableError(`the local runtime's worker is missing at ${configured} (PLATFORM_LOCAL_WORKER)`)
     return configured
   }
   const built = join(fileURLToPath(new URL('../../../', import.meta.url)), WORKER_BUILD)
   if (existsSync(built)) return built
   const cargo = onPath('cargo', path) || existsSync(join(process.env.HOME ?? '/nonexistent', '.cargo', 'bin', 'cargo'))
-  throw new UnavailableError(cargo
-    ? `the local runtime's worker is not built (${built}): run npm run build (scripts/build-worker.sh, 10-15 minutes the first time), or set PLATFORM_LOCAL_WORKER`
-    : `the local runtime's worker needs the Rust toolchain: cargo is not on PATH (install Rust 1.95 with rustup, then npm run build), or set PLATFORM_LOCAL_WORKER to a built worker`)
+  throw new UnavailableError(
+    cargo
+      ? `the local runtime's worker is not built (${built}): run npm run build (scripts/build-worker.sh, 10-15 minutes the first time), or set PLATFORM_LOCAL_WORKER`
+      : `the local runtime's worker needs the Rust toolchain: cargo is not on PATH (install Rust 1.95 with rustup, then npm run build), or set PLATFORM_LOCAL_WORKER to a built worker`,
+  )
 }
 
 const WORKER_BUILD = '.cache/worker/target/release/worker'
@@ -46,7 +52,7 @@ const WORKER_BUILD = '.cache/worker/target/release/worker'
 export type ToolchainCheck = (language: LanguageT) => Promise<string | null>
 
 /** Whether `name` is installed where this code resolves packages. */
-function installed (name: string): boolean {
+function installed(name: string): boolean {
   try {
     createRequire(import.meta.url).resolve(`${name}/package.json`)
     return true
@@ -59,19 +65,28 @@ function installed (name: string): boolean {
 // cluster's Jobs, with the builder images), and the packages the builder resolves say so.
 const JS_TOOLCHAIN = ['@spinframework/build-tools', 'esbuild']
 
-export function toolchainCheck (path = process.env.PATH ?? '', isInstalled: (name: string) => boolean = installed): ToolchainCheck {
+export function toolchainCheck(
+  path = process.env.PATH ?? '',
+  isInstalled: (name: string) => boolean = installed,
+): ToolchainCheck {
   const known = new Map<LanguageT, Promise<string | null>>()
   // RUST_ROOT: the same setting the builder reads (builders/src/config.ts), so both find one root.
   const check = (language: LanguageT): string | null => {
-    if (language === 'go' || language === 'rust') return toolchainProblem(language, { path, rustRoot: rustRoot(process.env.RUST_ROOT ?? ''), isRoot: process.getuid?.() === 0 })
+    if (language === 'go' || language === 'rust')
+      return toolchainProblem(language, {
+        path,
+        rustRoot: rustRoot(process.env.RUST_ROOT ?? ''),
+        isRoot: process.getuid?.() === 0,
+      })
     // js and ts build with Node, which runs this process, and the builder's npm packages.
     const missing = JS_TOOLCHAIN.filter((name) => !isInstalled(name))
-    if (missing.length > 0) return `${language} builds need the js toolchain: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not installed here (the control image leaves it out; run the control plane from a checkout after npm ci, or build in a cluster)`
+    if (missing.length > 0)
+      return `${language} builds need the js toolchain: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not installed here (the control image leaves it out; run the control plane from a checkout after npm ci, or build in a cluster)`
     return null
   }
   return (language) => {
     let answer = known.get(language)
-    if (answer === undefined) known.set(language, answer = Promise.resolve(check(language)))
+    if (answer === undefined) known.set(language, (answer = Promise.resolve(check(language))))
     return answer
   }
 }

@@ -13,35 +13,44 @@ import { sealVariable } from '../store/secret-box.js'
 import type { DeploymentStatus } from './hosts.js'
 import type { LocalRuntime } from './local.js'
 
-export function localRuntime (config: ControlConfig, db: Database, local: LocalRuntime): Runtime {
+export function localRuntime(config: ControlConfig, db: Database, local: LocalRuntime): Runtime {
   return {
-    async checkBuild (language) {
+    async checkBuild(language) {
       const missing = await local.cannotBuild(language)
       if (missing !== null) throw new UnavailableError(missing)
       // Refused now, naming what to build, rather than a build that can only fail.
       local.builder()
     },
-    startBuild: (app, buildId, archive) => new Promise((resolve) => resolve(local.builds.start(app, buildId, local.imageRefFor(app, buildId), archive))),
-    async buildLog (buildId, finished, options) {
+    startBuild: (app, buildId, archive) =>
+      new Promise((resolve) => resolve(local.builds.start(app, buildId, local.imageRefFor(app, buildId), archive))),
+    async buildLog(buildId, finished, options) {
       const live = local.builds.log(buildId, options)
       if (live !== null) return { kind: 'stream', upstream: live }
       // It ended between the two reads: its log is in the database now.
       const stored = await storedBuildLog(db, buildId)
       if (stored !== undefined) return { kind: 'text', text: stored }
-      throw new NotFoundError(finished ? 'no log was kept: the build ended before its builder ran' : 'no log: this build is not running on this machine')
+      throw new NotFoundError(
+        finished
+          ? 'no log was kept: the build ended before its builder ran'
+          : 'no log: this build is not running on this machine',
+      )
     },
     logPollMs: 1000,
     checkDeploy: () => {},
     deploy: (app, image) => local.deploy(app, image),
     // Only what runs is restarted: an application stopped stays stopped.
     appliesChanges: (appId) => local.hosts.status(appId)?.running === true,
-    deployment: (app, image) => new Promise((resolve) => {
-      const deployment = localDeployment(app.name, image, local.hosts.status(app.id))
-      const unresolved = Object.keys(app.settings.variables).sort().filter((name) => 'secretRef' in (app.settings.variables[name] as StoredVariable))
-      if (unresolved.length > 0) deployment.message += `; not given to the function here (a secretRef needs a cluster): ${unresolved.join(', ')}`
-      resolve(deployment)
-    }),
-    async invoke (app, request) {
+    deployment: (app, image) =>
+      new Promise((resolve) => {
+        const deployment = localDeployment(app.name, image, local.hosts.status(app.id))
+        const unresolved = Object.keys(app.settings.variables)
+          .sort()
+          .filter((name) => 'secretRef' in (app.settings.variables[name] as StoredVariable))
+        if (unresolved.length > 0)
+          deployment.message += `; not given to the function here (a secretRef needs a cluster): ${unresolved.join(', ')}`
+        resolve(deployment)
+      }),
+    async invoke(app, request) {
       const target = await local.hosts.target(app.id, config.invokeTimeoutMs)
       if (target === null) throw notDeployedHere()
       if (target instanceof Error) throw new UnavailableError(`application unreachable: ${target.message}`)
@@ -52,31 +61,33 @@ export function localRuntime (config: ControlConfig, db: Database, local: LocalR
         done()
       }
     },
-    openLog: (app, options) => new Promise((resolve) => {
-      const log = local.hosts.log(app.id, options)
-      if (log === null) throw notDeployedHere()
-      resolve(log)
-    }),
-    storeSecrets: (app, secrets) => new Promise((resolve) => {
-      const stored: Record<string, StoredVariable> = {}
-      for (const [name, secret] of secrets) {
-        const before = app.settings.variables[name] as { secret: true; sealed?: string }
-        const sealed = secret === true ? before.sealed : sealVariable(config, app.id, name, secret)
-        stored[name] = sealed === undefined ? { secret: true } : { secret: true, sealed }
-      }
-      resolve(stored)
-    }),
+    openLog: (app, options) =>
+      new Promise((resolve) => {
+        const log = local.hosts.log(app.id, options)
+        if (log === null) throw notDeployedHere()
+        resolve(log)
+      }),
+    storeSecrets: (app, secrets) =>
+      new Promise((resolve) => {
+        const stored: Record<string, StoredVariable> = {}
+        for (const [name, secret] of secrets) {
+          const before = app.settings.variables[name] as { secret: true; sealed?: string }
+          const sealed = secret === true ? before.sealed : sealVariable(config, app.id, name, secret)
+          stored[name] = sealed === undefined ? { secret: true } : { secret: true, sealed }
+        }
+        resolve(stored)
+      }),
     remove: (app) => local.forget(app),
     close: () => local.close(),
   }
 }
 
-function notDeployedHere (): NotFoundError {
+function notDeployedHere(): NotFoundError {
   return new NotFoundError('application is not deployed: it has no successful build yet')
 }
 
 /** A local deployment in the API's shape: one replica, no namespace; its loopback URL is the internal and the public address (the machine's user reaches it there). */
-function localDeployment (name: string, image: string, status: DeploymentStatus | null): DeploymentT {
+function localDeployment(name: string, image: string, status: DeploymentStatus | null): DeploymentT {
   return {
     image: status?.image ?? image,
     imageSizeBytes: null,

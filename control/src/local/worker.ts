@@ -52,7 +52,7 @@ const STABLE_MS = 10_000
 const STOP_GRACE_MS = 5000
 const MAX_LINE_BYTES = 1024 * 1024
 
-export function createWorker (deps: WorkerDeps): Worker {
+export function createWorker(deps: WorkerDeps): Worker {
   const { logger } = deps
   let child: ChildProcess | null = null
   let nextId = 1
@@ -63,7 +63,7 @@ export function createWorker (deps: WorkerDeps): Worker {
   let restartTimer: NodeJS.Timeout | null = null
   let closing = false
 
-  function start (): ChildProcess {
+  function start(): ChildProcess {
     const program = deps.program()
     const started = startProgram(program, deps.args, { cwd: deps.cwd, env: {}, openStdin: true })
     child = started
@@ -115,7 +115,7 @@ export function createWorker (deps: WorkerDeps): Worker {
   }
 
   // Down: commands fail at once, saying why, until the restart.
-  function scheduleRestart (why: string): void {
+  function scheduleRestart(why: string): void {
     const delay = Math.min(deps.restartBackoff.maxMs, deps.restartBackoff.initialMs * 2 ** restarts)
     restarts++
     problem = `${why}; restarting in ${delay} ms (restart ${restarts})`
@@ -137,9 +137,10 @@ export function createWorker (deps: WorkerDeps): Worker {
   }
 
   return {
-    send (command) {
+    send(command) {
       if (closing) return Promise.reject(new WorkerUnreachableError('the local runtime is shutting down'))
-      if (child === null && restartTimer !== null) return Promise.reject(new WorkerUnreachableError(problem ?? 'the worker is restarting'))
+      if (child === null && restartTimer !== null)
+        return Promise.reject(new WorkerUnreachableError(problem ?? 'the worker is restarting'))
       let running: ChildProcess
       try {
         running = child ?? start()
@@ -154,7 +155,7 @@ export function createWorker (deps: WorkerDeps): Worker {
     },
     running: () => child !== null,
     problem: () => problem,
-    async close () {
+    async close() {
       closing = true
       if (restartTimer !== null) clearTimeout(restartTimer)
       const running = child
@@ -167,7 +168,7 @@ export function createWorker (deps: WorkerDeps): Worker {
 }
 
 /** Calls `onLine` for each line of `stream`; a line longer than MAX_LINE_BYTES is cut there. */
-function lines (stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
+function lines(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
   if (stream === null) return
   let rest = ''
   stream.setEncoding('utf8')

@@ -9,14 +9,14 @@ export type ControlMetrics = {
    * One answered HTTP request; `route` is the route's pattern (`/api/v1/applications/:appId`),
    * undefined when none matched; `tenant` the tenant of the application it was under, if any.
    */
-  recordRequest (method: string, route: string | undefined, statusCode: number, tenant?: string | null): void
+  recordRequest(method: string, route: string | undefined, statusCode: number, tenant?: string | null): void
   /**
    * A build that reached `succeeded` or `failed`: counted once per build id, with its duration
    * from `createdAt` to `finishedAt`. Builds in any other status are ignored.
    */
-  recordBuildFinished (build: BuildT, tenant?: string): void
+  recordBuildFinished(build: BuildT, tenant?: string): void
   /** The exposition text, the process metrics included. */
-  render (): Promise<string>
+  render(): Promise<string>
   readonly contentType: string
 }
 
@@ -38,7 +38,7 @@ const REMEMBERED_BUILDS = 10_000
 // first use, so tests that start many control planes in one process do not stack observers.
 let processRegistry: Registry | undefined
 
-function processMetrics (): Registry {
+function processMetrics(): Registry {
   if (processRegistry === undefined) {
     processRegistry = new Registry()
     collectDefaultMetrics({ register: processRegistry })
@@ -46,7 +46,7 @@ function processMetrics (): Registry {
   return processRegistry
 }
 
-export function createControlMetrics (): ControlMetrics {
+export function createControlMetrics(): ControlMetrics {
   const registry = new Registry()
   const httpRequests = new Counter({
     name: 'platform_http_requests_total',
@@ -63,19 +63,19 @@ export function createControlMetrics (): ControlMetrics {
   // Per tenant, for a tenant's overview (queries.ts); the series above stay the platform's.
   const tenantRequests = new Counter({
     name: 'platform_tenant_http_requests_total',
-    help: 'HTTP requests under an application, by the application\'s tenant.',
+    help: "HTTP requests under an application, by the application's tenant.",
     labelNames: ['tenant'] as const,
     registers: [registry],
   })
   const tenantBuilds = new Counter({
     name: 'platform_tenant_builds_finished_total',
-    help: 'Builds that reached succeeded or failed, by the application\'s tenant.',
+    help: "Builds that reached succeeded or failed, by the application's tenant.",
     labelNames: ['tenant'] as const,
     registers: [registry],
   })
   const buildDuration = new Histogram({
     name: 'platform_build_duration_seconds',
-    help: 'Time from a build\'s creation to its end, by result.',
+    help: "Time from a build's creation to its end, by result.",
     labelNames: ['result'] as const,
     buckets: BUILD_DURATION_BUCKETS,
     registers: [registry],
@@ -90,11 +90,15 @@ export function createControlMetrics (): ControlMetrics {
   const process = processMetrics()
 
   return {
-    recordRequest (method, route, statusCode, tenant) {
-      httpRequests.inc({ method: METHODS.has(method) ? method : 'other', route: route ?? UNMATCHED_ROUTE, status_code: String(statusCode) })
+    recordRequest(method, route, statusCode, tenant) {
+      httpRequests.inc({
+        method: METHODS.has(method) ? method : 'other',
+        route: route ?? UNMATCHED_ROUTE,
+        status_code: String(statusCode),
+      })
       if (tenant !== undefined && tenant !== null) tenantRequests.inc({ tenant })
     },
-    recordBuildFinished (build, tenant) {
+    recordBuildFinished(build, tenant) {
       if (build.status !== 'succeeded' && build.status !== 'failed') return
       if (recorded.has(build.id)) return
       recorded.add(build.id)
@@ -105,7 +109,7 @@ export function createControlMetrics (): ControlMetrics {
       if (tenant !== undefined) tenantBuilds.inc({ tenant })
       buildDuration.observe({ result: build.status }, seconds)
     },
-    async render () {
+    async render() {
       return (await registry.metrics()) + (await process.metrics())
     },
     contentType: registry.contentType,

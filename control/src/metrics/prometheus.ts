@@ -12,7 +12,7 @@ type RangeQuery = { query: string; startSeconds: number; endSeconds: number; ste
 
 export type PrometheusClient = {
   /** The points of the one series `query` yields; none when it yields nothing. */
-  queryRange (range: RangeQuery, signal?: AbortSignal): Promise<Point[]>
+  queryRange(range: RangeQuery, signal?: AbortSignal): Promise<Point[]>
 }
 
 export type PrometheusOptions = { baseUrl: string; timeoutMs: number }
@@ -24,10 +24,13 @@ const MAX_REASON_CHARS = 200
 // an answer to these queries, and is not read into memory.
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
-export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOptions): PrometheusClient {
+export function createPrometheusClient({ baseUrl, timeoutMs }: PrometheusOptions): PrometheusClient {
   // fetch() refuses URLs with credentials: they travel as a Basic authorization header instead.
   const url = new URL(`${baseUrl}/api/v1/query_range`)
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  }
   if (url.username !== '' || url.password !== '') {
     const user = decodedOrAsIs(url.username)
     const password = decodedOrAsIs(url.password)
@@ -40,7 +43,7 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
   const wholeMs = Math.max(1, Math.ceil(timeoutMs))
 
   return {
-    async queryRange ({ query, startSeconds, endSeconds, stepSeconds }, signal) {
+    async queryRange({ query, startSeconds, endSeconds, stepSeconds }, signal) {
       const timeout = AbortSignal.timeout(wholeMs)
       const body = new URLSearchParams({
         query,
@@ -54,7 +57,12 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
       let text: string
       try {
         // POST: a form body has no URL length limit, and query_range accepts it.
-        response = await fetch(endpoint, { method: 'POST', headers, body, signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) })
+        response = await fetch(endpoint, {
+          method: 'POST',
+          headers,
+          body,
+          signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+        })
         text = await readLimited(response)
       } catch (error) {
         if (error instanceof UnavailableError) throw error
@@ -67,7 +75,7 @@ export function createPrometheusClient ({ baseUrl, timeoutMs }: PrometheusOption
 }
 
 // The URL keeps userinfo percent-encoded; a stray `%` is taken literally.
-function decodedOrAsIs (text: string): string {
+function decodedOrAsIs(text: string): string {
   try {
     return decodeURIComponent(text)
   } catch {
@@ -75,7 +83,7 @@ function decodedOrAsIs (text: string): string {
   }
 }
 
-async function readLimited (response: Response): Promise<string> {
+async function readLimited(response: Response): Promise<string> {
   if (response.body === null) return ''
   if (Number(response.headers.get('content-length') ?? 0) > MAX_ANSWER_BYTES) {
     await response.body.cancel()
@@ -95,12 +103,13 @@ async function readLimited (response: Response): Promise<string> {
   return Buffer.concat(chunks).toString('utf8')
 }
 
-const tooLarge = (): UnavailableError => unavailable(`Prometheus answered more than ${MAX_ANSWER_BYTES / (1024 * 1024)} MiB`)
+const tooLarge = (): UnavailableError =>
+  unavailable(`Prometheus answered more than ${MAX_ANSWER_BYTES / (1024 * 1024)} MiB`)
 
 const unavailable = (reason: string): UnavailableError => new UnavailableError(`metrics unavailable: ${reason}`)
 
 // fetch() wraps the socket error: `TypeError: fetch failed` with the errno code as its cause.
-function networkCode (error: unknown): string {
+function networkCode(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause
   if (typeof cause?.code === 'string') return cause.code
   if (typeof cause?.message === 'string') return cause.message.slice(0, MAX_REASON_CHARS)
@@ -114,7 +123,7 @@ type ApiAnswer = {
   data?: { resultType?: unknown; result?: unknown }
 }
 
-function pointsOf (status: number, text: string): Point[] {
+function pointsOf(status: number, text: string): Point[] {
   let answer: ApiAnswer | null = null
   try {
     answer = JSON.parse(text) as ApiAnswer
@@ -122,7 +131,9 @@ function pointsOf (status: number, text: string): Point[] {
     // Not the Prometheus API (a proxy's error page, another service): said below.
   }
   if (answer === null || typeof answer !== 'object') {
-    throw unavailable(status === 200 ? 'Prometheus answered something other than JSON' : `Prometheus answered ${status}`)
+    throw unavailable(
+      status === 200 ? 'Prometheus answered something other than JSON' : `Prometheus answered ${status}`,
+    )
   }
   if (answer.status !== 'success') {
     const kind = typeof answer.errorType === 'string' ? answer.errorType : 'error'
@@ -130,7 +141,8 @@ function pointsOf (status: number, text: string): Point[] {
     throw unavailable(`Prometheus answered ${status}: ${kind}: ${message}`)
   }
   const { resultType, result } = answer.data ?? {}
-  if (resultType !== 'matrix' || !Array.isArray(result)) throw unavailable('Prometheus answered something other than a range result')
+  if (resultType !== 'matrix' || !Array.isArray(result))
+    throw unavailable('Prometheus answered something other than a range result')
   if (result.length === 0) return []
   // Every query sums to one series; more means the query is wrong, and adding them up would hide it.
   if (result.length > 1) throw unavailable(`the query yielded ${result.length} series instead of one`)

@@ -21,7 +21,7 @@ export const rateWindowMs = (stepMs: number, shortestMs: number): number => Math
 
 export type AppSelector = { namespace: string; appName: string }
 
-function appPods ({ namespace, appName }: AppSelector): string {
+function appPods({ namespace, appName }: AppSelector): string {
   return `max by (namespace, pod) (kube_pod_labels{namespace=${promString(namespace)}, ${APP_NAME_LABEL}=${promString(appName)}})`
 }
 
@@ -29,7 +29,7 @@ function appPods ({ namespace, appName }: AppSelector): string {
 // (container="POD"); counting those too would count every container twice.
 const containers = (namespace: string): string => `namespace=${promString(namespace)}, container!="", container!="POD"`
 
-export function applicationQueries (app: AppSelector, windowMs: number): { cpu: string; memory: string } {
+export function applicationQueries(app: AppSelector, windowMs: number): { cpu: string; memory: string } {
   const window = promDuration(windowMs)
   return {
     cpu: `sum(rate(container_cpu_usage_seconds_total{${containers(app.namespace)}}[${window}]) * on (namespace, pod) group_left () ${appPods(app)})`,
@@ -40,7 +40,11 @@ export function applicationQueries (app: AppSelector, windowMs: number): { cpu: 
 /** Span status ERROR: what OpenTelemetry's HTTP conventions set for a server's 5xx. */
 const ERROR_STATUS = 'STATUS_CODE_ERROR'
 
-export function functionQueries (app: AppSelector, route: string, windowMs: number): { requestRate: string; latencyP95: string; errorRate: string } {
+export function functionQueries(
+  app: AppSelector,
+  route: string,
+  windowMs: number,
+): { requestRate: string; latencyP95: string; errorRate: string } {
   const window = promDuration(windowMs)
   const spans = `namespace=${promString(app.namespace)}, http_route=${promString(route)}`
   const join = `* on (namespace, pod) group_left () ${appPods(app)}`
@@ -49,7 +53,8 @@ export function functionQueries (app: AppSelector, route: string, windowMs: numb
     latencyP95: `histogram_quantile(0.95, sum by (le) (rate(traces_span_metrics_duration_milliseconds_bucket{${spans}}[${window}]) ${join}))`,
     // The span-metrics connector makes an error series only once an error happens: until then
     // the rate is 0 wherever there are requests, not missing.
-    errorRate: `sum(rate(traces_span_metrics_calls_total{${spans}, status_code="${ERROR_STATUS}"}[${window}]) ${join})` +
+    errorRate:
+      `sum(rate(traces_span_metrics_calls_total{${spans}, status_code="${ERROR_STATUS}"}[${window}]) ${join})` +
       ` or 0 * sum(rate(traces_span_metrics_calls_total{${spans}}[${window}]) ${join})`,
   }
 }
@@ -61,7 +66,10 @@ const reEscape = (text: string): string => text.replace(/[\\.+*?()|[\]{}^$]/g, '
  * The control plane's own series (control-metrics.ts); probes and scrapes are not the platform's
  * traffic. With `tenants` (not null), only what concerns their applications: the per-tenant series.
  */
-export function overviewQueries (windowMs: number, tenants: string[] | null = null): { httpRequestRate: string; buildRate: string } {
+export function overviewQueries(
+  windowMs: number,
+  tenants: string[] | null = null,
+): { httpRequestRate: string; buildRate: string } {
   const window = promDuration(windowMs)
   if (tenants !== null) {
     // An empty alternation would match the empty label; a caller always has a tenant here.

@@ -16,20 +16,26 @@ const MAX_POINTS = 11_000
 export type MetricsWindow = { range: string; step: string; rangeMs: number; stepMs: number }
 
 /** The window a metrics query asks for, defaults filled in; a 400 when it is out of bounds. */
-export function metricsWindow (query: { range?: string | undefined; step?: string | undefined }): MetricsWindow {
+export function metricsWindow(query: { range?: string | undefined; step?: string | undefined }): MetricsWindow {
   const range = query.range ?? DEFAULT_RANGE
   const step = query.step ?? DEFAULT_STEP
   const rangeMs = durationOrNaN(range)
   const stepMs = durationOrNaN(step)
   if (!(rangeMs >= MIN_RANGE_MS && rangeMs <= MAX_RANGE_MS)) {
-    throw new InvalidInputError(`query parameter range: expected a Go duration from ${formatDuration(MIN_RANGE_MS)} to ${formatDuration(MAX_RANGE_MS)}, e.g. 15m`)
+    throw new InvalidInputError(
+      `query parameter range: expected a Go duration from ${formatDuration(MIN_RANGE_MS)} to ${formatDuration(MAX_RANGE_MS)}, e.g. 15m`,
+    )
   }
-  if (!(stepMs >= MIN_STEP_MS)) throw new InvalidInputError('query parameter step: expected a Go duration of at least 1s, e.g. 15s')
-  if (rangeMs / stepMs > MAX_POINTS) throw new InvalidInputError(`query parameter step: too small for the range, at most ${MAX_POINTS} points per series`)
+  if (!(stepMs >= MIN_STEP_MS))
+    throw new InvalidInputError('query parameter step: expected a Go duration of at least 1s, e.g. 15s')
+  if (rangeMs / stepMs > MAX_POINTS)
+    throw new InvalidInputError(
+      `query parameter step: too small for the range, at most ${MAX_POINTS} points per series`,
+    )
   return { range, step, rangeMs, stepMs }
 }
 
-function durationOrNaN (text: string): number {
+function durationOrNaN(text: string): number {
   try {
     return parseDuration(text)
   } catch {
@@ -44,19 +50,25 @@ type Series = { points: Point[]; unit: string }
  * the same request a moment later gives the same points). The first failure answers for all
  * and cancels the rest.
  */
-export async function querySeries<K extends string> (
+export async function querySeries<K extends string>(
   prometheus: PrometheusClient,
-  log: { warn (details: object, message: string): void },
+  log: { warn(details: object, message: string): void },
   window: MetricsWindow,
   queries: Record<K, string>,
   units: Record<K, string>,
 ): Promise<Record<K, Series>> {
   const endMs = Math.floor(Date.now() / window.stepMs) * window.stepMs
-  const range = { startSeconds: (endMs - window.rangeMs) / 1000, endSeconds: endMs / 1000, stepSeconds: window.stepMs / 1000 }
+  const range = {
+    startSeconds: (endMs - window.rangeMs) / 1000,
+    endSeconds: endMs / 1000,
+    stepSeconds: window.stepMs / 1000,
+  }
   const cancel = new AbortController()
   const keys = Object.keys(queries) as K[]
   try {
-    const points = await Promise.all(keys.map((key) => prometheus.queryRange({ query: queries[key], ...range }, cancel.signal)))
+    const points = await Promise.all(
+      keys.map((key) => prometheus.queryRange({ query: queries[key], ...range }, cancel.signal)),
+    )
     return Object.fromEntries(keys.map((key, i) => [key, { points: points[i], unit: units[key] }])) as Record<K, Series>
   } catch (error) {
     // The caller sees a 503; the operator needs to know which dependency said what.
@@ -67,11 +79,11 @@ export async function querySeries<K extends string> (
   }
 }
 
-export function prometheusFor (config: ControlConfig): PrometheusClient | null {
+export function prometheusFor(config: ControlConfig): PrometheusClient | null {
   if (config.prometheusUrl === '') return null
   return createPrometheusClient({ baseUrl: config.prometheusUrl, timeoutMs: config.prometheusTimeoutMs })
 }
 
-export function notConfigured (): UnavailableError {
+export function notConfigured(): UnavailableError {
   return new UnavailableError('metrics not configured: set PLATFORM_PROMETHEUS_URL')
 }

@@ -15,67 +15,131 @@ export const MAX_VARIABLE_NAME_LENGTH = 64
 export const VARIABLE_NAME_RULE = `a Spin variable name of at most ${MAX_VARIABLE_NAME_LENGTH} characters: lowercase letters, digits and "_", starting with a letter, ending with a letter or digit, no "__"`
 
 /** Spin's rules for a variable name (the one copy, which the relock and the host use too), and a length bound of this platform's. */
-export function isVariableName (text: string): boolean {
+export function isVariableName(text: string): boolean {
   return text.length <= MAX_VARIABLE_NAME_LENGTH && isSpinVariableName(text)
 }
 
-const Replicas = Type.Integer({ minimum: 1, maximum: MAX_REPLICAS, description: `an integer from 1 to ${MAX_REPLICAS}` })
+const Replicas = Type.Integer({
+  minimum: 1,
+  maximum: MAX_REPLICAS,
+  description: `an integer from 1 to ${MAX_REPLICAS}`,
+})
 
-export const Autoscaling = Type.Object({
-  minReplicas: Replicas,
-  maxReplicas: Replicas,
-  targetCpuPercent: Type.Integer({ minimum: 1, maximum: 100, description: 'the average CPU use, in percent of the CPU request, the autoscaler keeps the pods at: 1 to 100' }),
-}, { additionalProperties: false, description: 'a HorizontalPodAutoscaler (autoscaling/v2) between minReplicas and maxReplicas on CPU use; replicas is then ignored' })
+export const Autoscaling = Type.Object(
+  {
+    minReplicas: Replicas,
+    maxReplicas: Replicas,
+    targetCpuPercent: Type.Integer({
+      minimum: 1,
+      maximum: 100,
+      description: 'the average CPU use, in percent of the CPU request, the autoscaler keeps the pods at: 1 to 100',
+    }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'a HorizontalPodAutoscaler (autoscaling/v2) between minReplicas and maxReplicas on CPU use; replicas is then ignored',
+  },
+)
 
 const Quantity = Type.String({ maxLength: 32, description: QUANTITY_RULE })
 
-export const Resources = Type.Object({
-  cpuRequest: Type.Optional(Quantity),
-  cpuLimit: Type.Optional(Quantity),
-  memoryRequest: Type.Optional(Quantity),
-  memoryLimit: Type.Optional(Quantity),
-}, { additionalProperties: false, description: "the pods' CPU and memory requests and limits (Kubernetes quantities); a request may not exceed its limit" })
+export const Resources = Type.Object(
+  {
+    cpuRequest: Type.Optional(Quantity),
+    cpuLimit: Type.Optional(Quantity),
+    memoryRequest: Type.Optional(Quantity),
+    memoryLimit: Type.Optional(Quantity),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "the pods' CPU and memory requests and limits (Kubernetes quantities); a request may not exceed its limit",
+  },
+)
 
 export const RESOURCE_FIELDS = ['cpuRequest', 'cpuLimit', 'memoryRequest', 'memoryLimit'] as const
 
 // RFC 1123 subdomain (a Secret's name) and a Secret's key.
-const SecretRef = Type.Object({
-  name: Type.String({ pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$', description: 'the name of a Secret in the namespace' }),
-  key: Type.String({ pattern: '^[-._a-zA-Z0-9]{1,253}$', description: 'a key of that Secret' }),
-}, { additionalProperties: false })
+const SecretRef = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$',
+      description: 'the name of a Secret in the namespace',
+    }),
+    key: Type.String({ pattern: '^[-._a-zA-Z0-9]{1,253}$', description: 'a key of that Secret' }),
+  },
+  { additionalProperties: false },
+)
 
-const Value = Type.String({ maxLength: MAX_VARIABLE_VALUE_LENGTH, description: `text of at most ${MAX_VARIABLE_VALUE_LENGTH} characters` })
+const Value = Type.String({
+  maxLength: MAX_VARIABLE_VALUE_LENGTH,
+  description: `text of at most ${MAX_VARIABLE_VALUE_LENGTH} characters`,
+})
 
-const PlainVariable = Type.Object({ value: Value }, { additionalProperties: false, description: 'a value, shown in answers' })
-const SecretRefVariable = Type.Object({ secretRef: SecretRef }, { additionalProperties: false, description: 'the value of an existing Secret of the namespace, which the control plane never reads (cluster only)' })
+const PlainVariable = Type.Object(
+  { value: Value },
+  { additionalProperties: false, description: 'a value, shown in answers' },
+)
+const SecretRefVariable = Type.Object(
+  { secretRef: SecretRef },
+  {
+    additionalProperties: false,
+    description: 'the value of an existing Secret of the namespace, which the control plane never reads (cluster only)',
+  },
+)
 
 export const VariableInput = Type.Union([
   PlainVariable,
-  Type.Object({
-    secret: Type.Union([Value, Type.Literal(true)], { description: 'the secret value; true keeps the one stored now' }),
-  }, { additionalProperties: false, description: 'a secret value: stored in a Secret the control plane owns (cluster) or encrypted in its database (local), never shown' }),
+  Type.Object(
+    {
+      secret: Type.Union([Value, Type.Literal(true)], {
+        description: 'the secret value; true keeps the one stored now',
+      }),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'a secret value: stored in a Secret the control plane owns (cluster) or encrypted in its database (local), never shown',
+    },
+  ),
   SecretRefVariable,
 ])
 
 const VariableView = Type.Union([
   PlainVariable,
-  Type.Object({ secret: Type.Literal(true) }, { additionalProperties: false, description: 'a secret: its value is never shown' }),
+  Type.Object(
+    { secret: Type.Literal(true) },
+    { additionalProperties: false, description: 'a secret: its value is never shown' },
+  ),
   SecretRefVariable,
 ])
 
-export const VariablesInput = mapOf<Static<typeof VariableInput>>(VariableInput, `variable name (${VARIABLE_NAME_RULE}) to its value; every function of the application reads them through Spin's variables interface`, { maxProperties: MAX_VARIABLES })
-const VariablesView = mapOf<Static<typeof VariableView>>(VariableView, 'variable name to its value; secrets show as {"secret": true}')
+export const VariablesInput = mapOf<Static<typeof VariableInput>>(
+  VariableInput,
+  `variable name (${VARIABLE_NAME_RULE}) to its value; every function of the application reads them through Spin's variables interface`,
+  { maxProperties: MAX_VARIABLES },
+)
+const VariablesView = mapOf<Static<typeof VariableView>>(
+  VariableView,
+  'variable name to its value; secrets show as {"secret": true}',
+)
 
 /** What GET application shows: the settings in force (the platform's policy applied). */
 export const AppSettingsView = {
-  replicas: Type.Integer({ description: 'the replicas asked for (default: the platform\'s); ignored while autoscaling is set' }),
+  replicas: Type.Integer({
+    description: "the replicas asked for (default: the platform's); ignored while autoscaling is set",
+  }),
   autoscaling: Type.Union([Autoscaling, Type.Null()]),
   resources: Resources,
   variables: VariablesView,
 }
 
 export const ResourcePolicy = Type.Object({
-  mode: Type.Enum(['open', 'max', 'forced'], { description: "open: the platform's values are defaults; max: also upper bounds (above is 400); forced: they replace the application's" }),
+  mode: Type.Enum(['open', 'max', 'forced'], {
+    description:
+      "open: the platform's values are defaults; max: also upper bounds (above is 400); forced: they replace the application's",
+  }),
   cpuRequest: Type.Union([Type.String(), Type.Null()]),
   cpuLimit: Type.Union([Type.String(), Type.Null()]),
   memoryRequest: Type.Union([Type.String(), Type.Null()]),
@@ -84,13 +148,14 @@ export const ResourcePolicy = Type.Object({
 
 export type AutoscalingT = Static<typeof Autoscaling>
 export type ResourcesT = Static<typeof Resources>
-export type ResourceField = typeof RESOURCE_FIELDS[number]
+export type ResourceField = (typeof RESOURCE_FIELDS)[number]
 export type VariableInputT = Static<typeof VariableInput>
 export type VariableViewT = Static<typeof VariableView>
 export type ResourcePolicyT = Static<typeof ResourcePolicy>
 
 /** A variable as stored: a secret carries its sealed value only on the local runtime (in the cluster it is in a Secret). */
-export type StoredVariable = { value: string } | { secret: true; sealed?: string } | { secretRef: { name: string; key: string } }
+export type StoredVariable =
+  { value: string } | { secret: true; sealed?: string } | { secretRef: { name: string; key: string } }
 
 /** An application's settings as stored: replicas null means the platform's. */
 export type AppSettings = {

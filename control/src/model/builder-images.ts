@@ -11,7 +11,14 @@ const RELEASE = '0.1.0'
 const REPOSITORY = 'registry.example.com/session-relay'
 
 // ts builds with the js image: esbuild strips the types, the rest of the toolchain is the same.
-const IMAGE_OF: Record<LanguageT, string> = { js: 'builder-js', ts: 'builder-js', go: 'builder-go', rust: 'builder-rust' }
+const IMAGE_OF: Record<LanguageT, string> = {
+  js: 'builder-js',
+  ts: 'builder-js',
+  go: 'builder-go',
+  rust: 'builder-rust',
+}
 
 /** The default as the setting spells it, language=image pairs in LANGUAGES order. */
-export const DEFAULT_BUILDER_IMAGES = LANGUAGES.map((language) => `${language}=${REPOSITORY}/${IMAGE_OF[language]}:${RELEASE}`).join(',')
+export const DEFAULT_BUILDER_IMAGES = LANGUAGES.map(
+  (language) => `${language}=${REPOSITORY}/${IMAGE_OF[language]}:${RELEASE}`,
+).join(',')

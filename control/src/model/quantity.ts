@@ -20,7 +20,7 @@ export type QuantityValue = { numerator: bigint; denominator: bigint }
 export const QUANTITY_RULE = `a positive Kubernetes quantity of at most ${MAX_QUANTITY_LENGTH} characters: digits with an optional fraction and suffix m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or e<exponent> (500m, 1.5, 256Mi, 2Gi)`
 
 /** The value of a quantity, or null when the text is not one this parser accepts. */
-export function parseQuantity (text: string): QuantityValue | null {
+export function parseQuantity(text: string): QuantityValue | null {
   if (text.length > MAX_QUANTITY_LENGTH) return null
   const match = QUANTITY.exec(text)
   if (match?.groups === undefined) return null
@@ -38,7 +38,7 @@ export function parseQuantity (text: string): QuantityValue | null {
 }
 
 /** Negative when a < b, 0 when equal, positive when a > b. */
-export function compareQuantities (a: QuantityValue, b: QuantityValue): number {
+export function compareQuantities(a: QuantityValue, b: QuantityValue): number {
   const left = a.numerator * b.denominator
   const right = b.numerator * a.denominator
   return left < right ? -1 : left > right ? 1 : 0

@@ -34,11 +34,15 @@ const Id = Type.String({ description: 'a UUID' })
 
 export const Name = Type.String({
   pattern: NAME_PATTERN,
-  description: 'a DNS label (RFC 1035): 1 to 63 lowercase letters, digits and "-", starting with a letter and ending with a letter or digit',
+  description:
+    'a DNS label (RFC 1035): 1 to 63 lowercase letters, digits and "-", starting with a letter and ending with a letter or digit',
 })
 export const Language = Type.Enum([...LANGUAGES], { description: 'one of go, js, ts, rust' })
 export const Runtime = Type.Enum([...RUNTIMES], { description: 'wasmkube (the only runtime)' })
-export const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, description: `free text of at most ${MAX_DESCRIPTION_LENGTH} characters` })
+export const Description = Type.String({
+  maxLength: MAX_DESCRIPTION_LENGTH,
+  description: `free text of at most ${MAX_DESCRIPTION_LENGTH} characters`,
+})
 export const Tenant = Type.String({
   minLength: 1,
   maxLength: 256,
@@ -47,7 +51,8 @@ export const Tenant = Type.String({
 export const Route = Type.String({
   pattern: ROUTE_PATTERN,
   maxLength: MAX_ROUTE_LENGTH,
-  description: `a path starting with "/" of at most ${MAX_ROUTE_LENGTH} characters, optionally ending in "/..." to take everything below it ("/..." alone takes every path); ` +
+  description:
+    `a path starting with "/" of at most ${MAX_ROUTE_LENGTH} characters, optionally ending in "/..." to take everything below it ("/..." alone takes every path); ` +
     'its segments are URL path characters, none empty, ".", ".." or "..." (also percent-encoded), no escaped "/" or "\\"',
 })
 
@@ -71,7 +76,10 @@ export const Build = Type.Object({
   id: Id,
   status: Type.Enum([...BUILD_STATUSES]),
   imageRef: Type.Union([Type.String(), Type.Null()]),
-  imageSizeBytes: Type.Union([Type.Integer(), Type.Null()], { description: "the image's config and layers in bytes, as pushed; null until known (and when the registry cannot be read)" }),
+  imageSizeBytes: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      "the image's config and layers in bytes, as pushed; null until known (and when the registry cannot be read)",
+  }),
   createdAt: Timestamp,
   finishedAt: Type.Union([Timestamp, Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),
@@ -95,7 +103,8 @@ export const Deployment = Type.Object({
 const DeploymentView = Type.Object({
   ...Deployment.properties,
   buildId: Type.Union([Id, Type.Null()], {
-    description: "the build whose image runs: the one whose imageRef is `image`, else the newest build deployed (its image re-locked with the variables' names, in a cluster); null when not known",
+    description:
+      "the build whose image runs: the one whose imageRef is `image`, else the newest build deployed (its image re-locked with the variables' names, in a cluster); null when not known",
   }),
 })
 
@@ -109,20 +118,28 @@ export const Application = Type.Object({
 
 // ---- source ----
 
-export const Files = mapOf<string>(Type.String(),
-  'file path to content; paths are relative ("src/main.go"): no "..", ".", empty or absolute parts, no "\\", control characters or NUL; contents are text without NUL')
+export const Files = mapOf<string>(
+  Type.String(),
+  'file path to content; paths are relative ("src/main.go"): no "..", ".", empty or absolute parts, no "\\", control characters or NUL; contents are text without NUL',
+)
 
 export const Source = Type.Object({ files: Files, updatedAt: Timestamp })
 
 // ---- runtime: invoke and logs ----
 
-export const InvokeRequest = Type.Object({
-  method: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$", description: 'an HTTP method token, e.g. GET' }),
-  path: Type.String({ pattern: '^/', maxLength: 8192, description: 'path and query, starting with "/"' }),
-  headers: Type.Optional(mapOf<string[]>(Type.Array(Type.String()), 'header name to its values')),
-  body: Type.Optional(Type.String()),
-  bodyIsBase64: Type.Optional(Type.Boolean({ description: 'body is base64 (binary); default false' })),
-}, { additionalProperties: false })
+export const InvokeRequest = Type.Object(
+  {
+    method: Type.String({
+      pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$",
+      description: 'an HTTP method token, e.g. GET',
+    }),
+    path: Type.String({ pattern: '^/', maxLength: 8192, description: 'path and query, starting with "/"' }),
+    headers: Type.Optional(mapOf<string[]>(Type.Array(Type.String()), 'header name to its values')),
+    body: Type.Optional(Type.String()),
+    bodyIsBase64: Type.Optional(Type.Boolean({ description: 'body is base64 (binary); default false' })),
+  },
+  { additionalProperties: false },
+)
 
 export const InvokeResult = Type.Object({
   status: Type.Integer(),
@@ -142,5 +159,4 @@ export type InvokeRequestT = Static<typeof InvokeRequest>
 export type InvokeResultT = Static<typeof InvokeResult>
 export type SourceT = Static<typeof Source>
 export type LanguageT = LanguageName
-export type RuntimeT = typeof RUNTIMES[number]
-
+export type RuntimeT = (typeof RUNTIMES)[number]

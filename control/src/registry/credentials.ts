@@ -24,7 +24,7 @@ export type Grant =
 const audience = (signer: RegistrySigner): string => `${signer.service}#credential`
 
 /** A credential for `grant`; it expires after `ttlMs` (null: never, for a tenant's pull Secret). */
-export async function mintCredential (signer: RegistrySigner, grant: Grant, ttlMs: number | null): Promise<string> {
+export async function mintCredential(signer: RegistrySigner, grant: Grant, ttlMs: number | null): Promise<string> {
   const jwt = new SignJWT({ grant })
     .setProtectedHeader({ alg: signer.alg })
     .setIssuer(REGISTRY_TOKEN_ISSUER)
@@ -35,28 +35,40 @@ export async function mintCredential (signer: RegistrySigner, grant: Grant, ttlM
 }
 
 /** The grant of a credential this control plane signed and that has not expired; null otherwise. */
-export async function verifyCredential (signer: RegistrySigner, credential: string): Promise<Grant | null> {
+export async function verifyCredential(signer: RegistrySigner, credential: string): Promise<Grant | null> {
   try {
-    const { payload } = await jwtVerify(credential, signer.publicKey, { issuer: REGISTRY_TOKEN_ISSUER, audience: audience(signer), algorithms: [signer.alg] })
+    const { payload } = await jwtVerify(credential, signer.publicKey, {
+      issuer: REGISTRY_TOKEN_ISSUER,
+      audience: audience(signer),
+      algorithms: [signer.alg],
+    })
     return isGrant(payload.grant) ? payload.grant : null
   } catch {
     return null
   }
 }
 
-function isGrant (value: unknown): value is Grant {
+function isGrant(value: unknown): value is Grant {
   if (typeof value !== 'object' || value === null) return false
   const grant = value as Record<string, unknown>
   switch (grant.kind) {
-    case 'build': return typeof grant.build === 'string' && typeof grant.repository === 'string'
-    case 'control': return typeof grant.repository === 'string' && Array.isArray(grant.actions) && grant.actions.every((a) => a === 'pull' || a === 'push')
-    case 'tenant': return typeof grant.tenant === 'string'
-    default: return false
+    case 'build':
+      return typeof grant.build === 'string' && typeof grant.repository === 'string'
+    case 'control':
+      return (
+        typeof grant.repository === 'string' &&
+        Array.isArray(grant.actions) &&
+        grant.actions.every((a) => a === 'pull' || a === 'push')
+      )
+    case 'tenant':
+      return typeof grant.tenant === 'string'
+    default:
+      return false
   }
 }
 
 /** A Docker config.json that presents `credential` to each of `hosts`. */
-export function dockerConfigJson (hosts: readonly string[], credential: string): string {
+export function dockerConfigJson(hosts: readonly string[], credential: string): string {
   const auth = Buffer.from(`${CREDENTIAL_USER}:${credential}`).toString('base64')
   return JSON.stringify({ auths: Object.fromEntries(hosts.map((host) => [host, { auth }])) })
 }

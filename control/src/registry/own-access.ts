@@ -12,7 +12,10 @@ import type { RegistrySigner } from './signing-key.js'
 const OWN_CREDENTIAL_TTL_MS = 10 * 60_000
 
 /** `use` called with a directory holding `dockerConfigJson`, removed afterwards. */
-export async function withDockerConfig<T> (dockerConfigJson: string, use: (dockerConfigDir: string) => Promise<T>): Promise<T> {
+export async function withDockerConfig<T>(
+  dockerConfigJson: string,
+  use: (dockerConfigDir: string) => Promise<T>,
+): Promise<T> {
   // mkdtemp makes it 0700: only this process's user can read what is written in it.
   const dir = await mkdtemp(join(tmpdir(), 'control-registry-'))
   try {
@@ -24,7 +27,16 @@ export async function withDockerConfig<T> (dockerConfigJson: string, use: (docke
 }
 
 /** `use` with a config.json good for `actions` on the repository of `ref`, for minutes. */
-export async function withOwnAccess<T> (signer: RegistrySigner, ref: RegistryRef, actions: Array<'pull' | 'push'>, use: (dockerConfigDir: string) => Promise<T>): Promise<T> {
-  const credential = await mintCredential(signer, { kind: 'control', repository: ref.repository, actions }, OWN_CREDENTIAL_TTL_MS)
+export async function withOwnAccess<T>(
+  signer: RegistrySigner,
+  ref: RegistryRef,
+  actions: Array<'pull' | 'push'>,
+  use: (dockerConfigDir: string) => Promise<T>,
+): Promise<T> {
+  const credential = await mintCredential(
+    signer,
+    { kind: 'control', repository: ref.repository, actions },
+    OWN_CREDENTIAL_TTL_MS,
+  )
   return withDockerConfig(dockerConfigJson([ref.registry], credential), use)
 }

@@ -9,13 +9,13 @@ const hostOf = (repository: string): string => repository.split('/')[0]!
 const pathOf = (repository: string): string => repository.split('/').slice(1).join('/')
 
 /** The repository (without host) an application's builds push to. */
-export function repositoryOf (config: Repositories, clusterName: string): string {
+export function repositoryOf(config: Repositories, clusterName: string): string {
   const path = pathOf(config.imageRepository)
   return path === '' ? clusterName : `${path}/${clusterName}`
 }
 
 /** The application's cluster name a repository belongs to, or null when it is none of ours. */
-export function clusterNameOf (config: Repositories, repository: string): string | null {
+export function clusterNameOf(config: Repositories, repository: string): string | null {
   for (const configured of [config.imageRepository, config.imagePullRepository]) {
     if (configured === '') continue
     const path = pathOf(configured)
@@ -26,6 +26,6 @@ export function clusterNameOf (config: Repositories, repository: string): string
 }
 
 /** The hosts a credential is presented to: the builders' and the nodes' names of the registry. */
-export function registryHosts (config: Repositories): string[] {
+export function registryHosts(config: Repositories): string[] {
   return [...new Set([config.imageRepository, config.imagePullRepository].filter((r) => r !== '').map(hostOf))]
 }

@@ -22,17 +22,25 @@ export type RegistrySigner = {
 
 const CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/
 
-export function loadRegistrySigner (config: { registryTokenKey: string; registryTokenService: string }): RegistrySigner | null {
+export function loadRegistrySigner(config: {
+  registryTokenKey: string
+  registryTokenService: string
+}): RegistrySigner | null {
   if (config.registryTokenKey === '') return null
   const flag = '--registry-token-key (PLATFORM_REGISTRY_TOKEN_KEY)'
   let pem: string
   try {
     pem = readFileSync(config.registryTokenKey, 'utf8')
   } catch (error) {
-    throw new ConfigError(`${flag}: cannot read ${config.registryTokenKey}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`)
+    throw new ConfigError(
+      `${flag}: cannot read ${config.registryTokenKey}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    )
   }
   const certificateText = CERTIFICATE.exec(pem)?.[0]
-  if (certificateText === undefined) throw new ConfigError(`${flag}: ${config.registryTokenKey} holds no certificate; append the certificate the registry trusts after the private key`)
+  if (certificateText === undefined)
+    throw new ConfigError(
+      `${flag}: ${config.registryTokenKey} holds no certificate; append the certificate the registry trusts after the private key`,
+    )
   let privateKey: KeyObject
   let certificate: X509Certificate
   try {
@@ -41,13 +49,20 @@ export function loadRegistrySigner (config: { registryTokenKey: string; registry
   } catch {
     throw new ConfigError(`${flag}: ${config.registryTokenKey} holds no readable private key and certificate (PEM)`)
   }
-  if (!certificate.checkPrivateKey(privateKey)) throw new ConfigError(`${flag}: the certificate in ${config.registryTokenKey} is not the private key's`)
+  if (!certificate.checkPrivateKey(privateKey))
+    throw new ConfigError(`${flag}: the certificate in ${config.registryTokenKey} is not the private key's`)
   const alg = algorithmOf(privateKey)
   if (alg === null) throw new ConfigError(`${flag}: the key must be RSA (2048 bits or more) or EC P-256`)
-  return { privateKey, publicKey: certificate.publicKey, alg, x5c: [certificate.raw.toString('base64')], service: config.registryTokenService }
+  return {
+    privateKey,
+    publicKey: certificate.publicKey,
+    alg,
+    x5c: [certificate.raw.toString('base64')],
+    service: config.registryTokenService,
+  }
 }
 
-function algorithmOf (key: KeyObject): RegistrySigner['alg'] | null {
+function algorithmOf(key: KeyObject): RegistrySigner['alg'] | null {
   const details = key.asymmetricKeyDetails
   if (key.asymmetricKeyType === 'rsa' && (details?.modulusLength ?? 0) >= 2048) return 'RS256'
   if (key.asymmetricKeyType === 'ec' && details?.namedCurve === 'prime256v1') return 'ES256'

@@ -18,9 +18,9 @@ export type Access = { type: 'repository'; name: string; actions: Action[] }
 /** What the grant needs to know of the present state: a build's, a repository's owner. */
 export type GrantLookup = {
   /** Whether the build is still pending or running: a finished build's credential opens nothing. */
-  buildActive (buildId: string): Promise<boolean>
+  buildActive(buildId: string): Promise<boolean>
   /** The tenant whose application the repository holds, or null. */
-  tenantOfRepository (name: string): Promise<string | null>
+  tenantOfRepository(name: string): Promise<string | null>
 }
 
 // `repository:name:actions`; a name may hold a colon (a registry host with a port), the type and
@@ -28,7 +28,7 @@ export type GrantLookup = {
 const SCOPE = /^repository:([^\s]+):([a-z*,]+)$/
 
 /** The repository scopes of a request, actions outside pull and push dropped. */
-export function parseScopes (scopes: readonly string[]): Access[] {
+export function parseScopes(scopes: readonly string[]): Access[] {
   const access: Access[] = []
   for (const scope of scopes.flatMap((text) => text.split(' '))) {
     const match = SCOPE.exec(scope)
@@ -40,7 +40,7 @@ export function parseScopes (scopes: readonly string[]): Access[] {
 }
 
 /** Of what is asked, what `grant` allows now. */
-export async function grantedAccess (grant: Grant, asked: readonly Access[], lookup: GrantLookup): Promise<Access[]> {
+export async function grantedAccess(grant: Grant, asked: readonly Access[], lookup: GrantLookup): Promise<Access[]> {
   const granted: Access[] = []
   for (const access of asked) {
     const allowed = await allowedActions(grant, access.name, lookup)
@@ -50,34 +50,46 @@ export async function grantedAccess (grant: Grant, asked: readonly Access[], loo
   return granted
 }
 
-async function allowedActions (grant: Grant, name: string, lookup: GrantLookup): Promise<Action[]> {
+async function allowedActions(grant: Grant, name: string, lookup: GrantLookup): Promise<Action[]> {
   switch (grant.kind) {
-    case 'build': return name === grant.repository && await lookup.buildActive(grant.build) ? ['pull', 'push'] : []
-    case 'control': return name === grant.repository ? grant.actions : []
-    case 'tenant': return await lookup.tenantOfRepository(name) === grant.tenant ? ['pull'] : []
+    case 'build':
+      return name === grant.repository && (await lookup.buildActive(grant.build)) ? ['pull', 'push'] : []
+    case 'control':
+      return name === grant.repository ? grant.actions : []
+    case 'tenant':
+      return (await lookup.tenantOfRepository(name)) === grant.tenant ? ['pull'] : []
   }
 }
 
 /** The token the registry accepts: its service as audience, the access granted, minutes of life. */
-export async function signRegistryToken (signer: RegistrySigner, subject: string, access: readonly Access[]): Promise<string> {
-  return new SignJWT({ access })
-    .setProtectedHeader({ alg: signer.alg, x5c: signer.x5c })
-    .setIssuer(REGISTRY_TOKEN_ISSUER)
-    .setAudience(signer.service)
-    .setSubject(subject)
-    .setIssuedAt()
-    // A node's clock a little behind the control plane's must not refuse a fresh token.
-    .setNotBefore('-1m')
-    .setExpirationTime(`${TOKEN_TTL_SECONDS}s`)
-    .setJti(randomUUID())
-    .sign(signer.privateKey)
+export async function signRegistryToken(
+  signer: RegistrySigner,
+  subject: string,
+  access: readonly Access[],
+): Promise<string> {
+  return (
+    new SignJWT({ access })
+      .setProtectedHeader({ alg: signer.alg, x5c: signer.x5c })
+      .setIssuer(REGISTRY_TOKEN_ISSUER)
+      .setAudience(signer.service)
+      .setSubject(subject)
+      .setIssuedAt()
+      // A node's clock a little behind the control plane's must not refuse a fresh token.
+      .setNotBefore('-1m')
+      .setExpirationTime(`${TOKEN_TTL_SECONDS}s`)
+      .setJti(randomUUID())
+      .sign(signer.privateKey)
+  )
 }
 
 /** Who the token is for, as the registry logs it; never the credential. */
-export function subjectOf (grant: Grant): string {
+export function subjectOf(grant: Grant): string {
   switch (grant.kind) {
-    case 'build': return `build:${grant.build}`
-    case 'control': return 'control-plane'
-    case 'tenant': return `tenant:${grant.tenant}`
+    case 'build':
+      return `build:${grant.build}`
+    case 'control':
+      return 'control-plane'
+    case 'tenant':
+      return `tenant:${grant.tenant}`
   }
 }

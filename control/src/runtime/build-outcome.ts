@@ -11,11 +11,15 @@ const MAX_ERROR_LENGTH = 4000
 const IMAGE_REF = /^[^\s]+[/:][^\s]+$/
 
 /** Succeeded: the builder names what it pushed, pinned by digest; else the reference it was given. */
-export function succeeded (lastWord: string, planned: string, log: string | null): BuildOutcome {
+export function succeeded(lastWord: string, planned: string, log: string | null): BuildOutcome {
   return { status: 'succeeded', imageRef: IMAGE_REF.test(lastWord) ? lastWord : planned, log }
 }
 
 /** Failed with `reason`, its end kept when it is long (compilers put the error last). */
-export function failed (reason: string, log: string | null): BuildOutcome {
-  return { status: 'failed', error: reason.length > MAX_ERROR_LENGTH ? '…' + reason.slice(-MAX_ERROR_LENGTH) : reason, log }
+export function failed(reason: string, log: string | null): BuildOutcome {
+  return {
+    status: 'failed',
+    error: reason.length > MAX_ERROR_LENGTH ? '…' + reason.slice(-MAX_ERROR_LENGTH) : reason,
+    log,
+  }
 }

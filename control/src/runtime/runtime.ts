@@ -25,30 +25,36 @@ export type FinishBuild = (buildId: string, outcome: BuildOutcome) => Promise<vo
 
 export type Runtime = {
   /** Refuses (503, 413) a build this runtime cannot run, before anything is stored. */
-  checkBuild (language: LanguageT, archiveBytes: number): Promise<void>
+  checkBuild(language: LanguageT, archiveBytes: number): Promise<void>
   /** Starts the build whose pending row exists; a throw refuses it (the row is then removed). */
-  startBuild (app: BuildApplication, buildId: string, archive: Buffer): Promise<void>
+  startBuild(app: BuildApplication, buildId: string, archive: Buffer): Promise<void>
   /** The log of a build whose log is not stored (yet); `finished` when its row says it ended. */
-  buildLog (buildId: string, finished: boolean, options: { follow: boolean; signal: AbortSignal }): Promise<BuildLog>
+  buildLog(buildId: string, finished: boolean, options: { follow: boolean; signal: AbortSignal }): Promise<BuildLog>
   /** How long a follower waits before asking again for a build log that is `not-started`. */
   logPollMs: number
   /** Refuses (503) a deploy when nothing can run here, before the image to deploy is looked for. */
-  checkDeploy (): void
+  checkDeploy(): void
   /** Runs `image` for the application with its settings now. */
-  deploy (app: DeployTarget, image: string): Promise<void>
+  deploy(app: DeployTarget, image: string): Promise<void>
   /** Whether a change of settings is applied at once: in a cluster always, on a machine only to what runs. */
-  appliesChanges (appId: string): boolean
+  appliesChanges(appId: string): boolean
   /** The deployment of `image` (the newest successful build) as the API shows it; null when nothing can run. */
-  deployment (app: StoredApplicationDetail, image: string): Promise<DeploymentT | null>
-  invoke (app: StoredApplication, request: PreparedInvoke): Promise<InvokeResultT>
+  deployment(app: StoredApplicationDetail, image: string): Promise<DeploymentT | null>
+  invoke(app: StoredApplication, request: PreparedInvoke): Promise<InvokeResultT>
   /** The application's own output, from its newest running instance. */
-  openLog (app: StoredApplication, options: { follow: boolean; tailLines: number | undefined; signal: AbortSignal }): Promise<Readable>
+  openLog(
+    app: StoredApplication,
+    options: { follow: boolean; tailLines: number | undefined; signal: AbortSignal },
+  ): Promise<Readable>
   /**
    * Keeps the secret values given (`true`: the value stored now), dropping the secrets not
    * named; the stored form of each, for the application's settings.
    */
-  storeSecrets (app: { id: string; clusterName: string; settings: AppSettings }, secrets: ReadonlyMap<string, string | true>): Promise<Record<string, StoredVariable>>
+  storeSecrets(
+    app: { id: string; clusterName: string; settings: AppSettings },
+    secrets: ReadonlyMap<string, string | true>,
+  ): Promise<Record<string, StoredVariable>>
   /** Removes what runs and what was built for the application: it is being deleted. */
-  remove (app: StoredApplication): Promise<void>
-  close (): Promise<void>
+  remove(app: StoredApplication): Promise<void>
+  close(): Promise<void>
 }

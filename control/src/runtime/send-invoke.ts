@@ -13,9 +13,19 @@ import type { PreparedInvoke } from './runtime.js'
 
 const MAX_INVOKE_RESPONSE_BYTES = 1024 * 1024
 
-const NOT_RETURNED = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+const NOT_RETURNED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+])
 
-const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql)\b|[^;]*\+(json|xml)\b)/i
+const TEXT_TYPES =
+  /^(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql)\b|[^;]*\+(json|xml)\b)/i
 
 export type Carrier = {
   send: (request: PreparedInvoke, signal: AbortSignal) => Promise<IncomingMessage>
@@ -25,7 +35,7 @@ export type Carrier = {
   check?: (status: number, contentType: string | undefined, body: Buffer) => void | Promise<void>
 }
 
-export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, timeoutMs: number): Promise<InvokeResultT> {
+export async function sendInvoke(carrier: Carrier, request: PreparedInvoke, timeoutMs: number): Promise<InvokeResultT> {
   const started = performance.now()
   const abort = new AbortController()
   const timer = setTimeout(() => abort.abort(), timeoutMs)
@@ -62,7 +72,13 @@ export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, tim
       if (NOT_RETURNED.has(name)) continue
       ;(responseHeaders[name] ??= []).push(answer.rawHeaders[i + 1] as string)
     }
-    return { status, headers: responseHeaders, ...encodeBody(captured.bytes, answer.headers['content-type']), truncated: captured.truncated, durationMs: durationMs() }
+    return {
+      status,
+      headers: responseHeaders,
+      ...encodeBody(captured.bytes, answer.headers['content-type']),
+      truncated: captured.truncated,
+      durationMs: durationMs(),
+    }
   } finally {
     clearTimeout(timer)
   }
@@ -74,17 +90,30 @@ export async function sendInvoke (carrier: Carrier, request: PreparedInvoke, tim
  * `agent`, the connections kept alive for what answers there (local/connections.ts); without,
  * a connection of its own per request.
  */
-export function direct (baseUrl: string, agent?: http.Agent): Carrier {
+export function direct(baseUrl: string, agent?: http.Agent): Carrier {
   const base = urlToHttpOptions(new URL(baseUrl))
   return {
-    send: (request, signal) => new Promise((resolve, reject) => {
-      const path = sendablePath(request.path, '/')
-      // Never the global agent: a connection it kept alive may belong to whatever a redeploy or
-      // a restart replaced at the same address, and its reset would be taken for the answer.
-      const outgoing = http.request({ protocol: base.protocol, hostname: base.hostname, port: base.port, path, method: request.method, headers: request.headers, signal, agent: agent ?? false }, resolve)
-      outgoing.on('error', reject)
-      outgoing.end(request.body)
-    }),
+    send: (request, signal) =>
+      new Promise((resolve, reject) => {
+        const path = sendablePath(request.path, '/')
+        // Never the global agent: a connection it kept alive may belong to whatever a redeploy or
+        // a restart replaced at the same address, and its reset would be taken for the answer.
+        const outgoing = http.request(
+          {
+            protocol: base.protocol,
+            hostname: base.hostname,
+            port: base.port,
+            path,
+            method: request.method,
+            headers: request.headers,
+            signal,
+            agent: agent ?? false,
+          },
+          resolve,
+        )
+        outgoing.on('error', reject)
+        outgoing.end(request.body)
+      }),
     unanswered: () => new UnavailableError('application unreachable'),
   }
 }
@@ -95,7 +124,7 @@ export function direct (baseUrl: string, agent?: http.Agent): Carrier {
  * `within`. The callers build their paths from checked parts; this refuses (400) when one
  * slipped through all the same, rather than send a request nobody meant.
  */
-export function sendablePath (path: string, within: string): string {
+export function sendablePath(path: string, within: string): string {
   let resolved: URL
   try {
     resolved = new URL(path, 'http://resolver.invalid')
@@ -103,14 +132,19 @@ export function sendablePath (path: string, within: string): string {
     throw new InvalidInputError('path: refused, it does not parse as a URL path')
   }
   const [pathPart = ''] = path.split('?')
-  if (!path.startsWith('/') || path.includes('#') || resolved.host !== 'resolver.invalid' || resolved.pathname !== pathPart ||
-    !resolved.pathname.startsWith(within)) {
+  if (
+    !path.startsWith('/') ||
+    path.includes('#') ||
+    resolved.host !== 'resolver.invalid' ||
+    resolved.pathname !== pathPart ||
+    !resolved.pathname.startsWith(within)
+  ) {
     throw new InvalidInputError('path: refused, it would not reach the function unchanged')
   }
   return path
 }
 
-function encodeBody (body: Buffer, contentType: string | undefined): { body: string; bodyIsBase64: boolean } {
+function encodeBody(body: Buffer, contentType: string | undefined): { body: string; bodyIsBase64: boolean } {
   if (contentType !== undefined && TEXT_TYPES.test(contentType.trim())) {
     const text = new TextDecoder('utf-8', { fatal: true })
     try {
@@ -123,7 +157,7 @@ function encodeBody (body: Buffer, contentType: string | undefined): { body: str
 }
 
 /** Read up to `limit` bytes of the answer; past it, stop reading and drop the connection. */
-function capture (answer: IncomingMessage, limit: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+function capture(answer: IncomingMessage, limit: number): Promise<{ bytes: Buffer; truncated: boolean }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0

@@ -8,7 +8,7 @@ import { ConfigError } from '@session-relay/common/config/settings'
 const LOCK_FILE = 'control.pid'
 
 /** Takes the directory for this process; the returned function gives it back. */
-export function lockDataDir (dataDir: string): () => void {
+export function lockDataDir(dataDir: string): () => void {
   const path = join(dataDir, LOCK_FILE)
   // Twice at most: the second try follows the removal of a lock its owner left behind.
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -16,10 +16,13 @@ export function lockDataDir (dataDir: string): () => void {
     try {
       fd = openSync(path, 'wx', 0o600)
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`cannot write to --data-dir ${dataDir}: ${(error as Error).message}`)
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new ConfigError(`cannot write to --data-dir ${dataDir}: ${(error as Error).message}`)
       const owner = ownerOf(path)
       if (owner !== null && isRunning(owner)) {
-        throw new ConfigError(`--data-dir ${dataDir} is in use by process ${owner}: one control plane per embedded database (or set --database-url)`)
+        throw new ConfigError(
+          `--data-dir ${dataDir} is in use by process ${owner}: one control plane per embedded database (or set --database-url)`,
+        )
       }
       unlinkSync(path)
       continue
@@ -34,7 +37,7 @@ export function lockDataDir (dataDir: string): () => void {
   throw new ConfigError(`cannot lock --data-dir ${dataDir}: another process is starting on it`)
 }
 
-function ownerOf (path: string): number | null {
+function ownerOf(path: string): number | null {
   try {
     const pid = Number(readFileSync(path, 'utf8').trim())
     return Number.isSafeInteger(pid) && pid > 0 ? pid : null
@@ -45,7 +48,7 @@ function ownerOf (path: string): number | null {
 
 // Our own pid in the file is a lock from an earlier life: a container restarted on the same
 // volume is pid 1 again.
-function isRunning (pid: number): boolean {
+function isRunning(pid: number): boolean {
   if (pid === process.pid) return false
   try {
     process.kill(pid, 0)

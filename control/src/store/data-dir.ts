@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path'
 import { ConfigError } from '@session-relay/common/config/settings'
 
 /** Creates `dataDir` (and its parents) unless it exists, owner-only; throws a ConfigError when it cannot be a usable directory. */
-export function prepareDataDir (dataDir: string): void {
+export function prepareDataDir(dataDir: string): void {
   try {
     makeDirectory(resolve(dataDir))
   } catch (error) {
@@ -31,13 +31,15 @@ export function prepareDataDir (dataDir: string): void {
  * Takes group and other permissions off `dataDir` (once a write in it proved it is ours to
  * change); returns what it repaired, for the log, or null.
  */
-export function makeOwnerOnly (dataDir: string): string | null {
+export function makeOwnerOnly(dataDir: string): string | null {
   const mode = statSync(dataDir).mode & 0o777
   if ((mode & 0o077) === 0) return null
   try {
     chmodSync(dataDir, 0o700)
   } catch (error) {
-    throw new ConfigError(`--data-dir ${dataDir} is open to other users (mode ${mode.toString(8)}) and cannot be made owner-only: ${(error as Error).message}`)
+    throw new ConfigError(
+      `--data-dir ${dataDir} is open to other users (mode ${mode.toString(8)}) and cannot be made owner-only: ${(error as Error).message}`,
+    )
   }
   return `--data-dir ${dataDir} was open to other users (mode ${mode.toString(8)}): made owner-only (700)`
 }
@@ -47,7 +49,7 @@ export function makeOwnerOnly (dataDir: string): string | null {
  * never followed). PGlite creates its files 0666 whatever the umask; the directory's 0700 is
  * what keeps the ones it makes while running from other users.
  */
-export function restrictTree (dir: string): void {
+export function restrictTree(dir: string): void {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name)
     if (entry.isSymbolicLink()) continue
@@ -58,7 +60,7 @@ export function restrictTree (dir: string): void {
 }
 
 // mkdir -p that tries each level once: an ENOENT after its parent was made is final.
-function makeDirectory (path: string): void {
+function makeDirectory(path: string): void {
   try {
     mkdirSync(path, { mode: 0o700 })
     return

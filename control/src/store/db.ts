@@ -19,13 +19,16 @@ export type Database = Sql & {
   close(): Promise<void>
 }
 
-export type DatabaseLogger = { error (details: object, message: string): void; warn (details: object, message: string): void }
+export type DatabaseLogger = {
+  error(details: object, message: string): void
+  warn(details: object, message: string): void
+}
 
-export async function openDatabase (opts: { url: string; dataDir: string; logger: DatabaseLogger }): Promise<Database> {
+export async function openDatabase(opts: { url: string; dataDir: string; logger: DatabaseLogger }): Promise<Database> {
   return opts.url === '' ? openPglite(opts.dataDir, opts.logger) : openPostgres(opts.url, opts.logger)
 }
 
-async function openPglite (dataDir: string, logger: DatabaseLogger): Promise<Database> {
+async function openPglite(dataDir: string, logger: DatabaseLogger): Promise<Database> {
   prepareDataDir(dataDir)
   const unlock = lockDataDir(dataDir)
   let db: Awaited<ReturnType<typeof createPglite>>
@@ -41,7 +44,8 @@ async function openPglite (dataDir: string, logger: DatabaseLogger): Promise<Dat
   return {
     engine: 'pglite',
     query: async (text, params) => (await db.query<never>(text, params)).rows,
-    transaction: (fn) => db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<never>(text, params)).rows })),
+    transaction: (fn) =>
+      db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<never>(text, params)).rows })),
     close: once(async () => {
       try {
         await db.close()
@@ -53,19 +57,19 @@ async function openPglite (dataDir: string, logger: DatabaseLogger): Promise<Dat
 }
 
 // Loaded only when used: it is a large WebAssembly module a PostgreSQL deployment never needs.
-async function createPglite (dataDir: string) {
+async function createPglite(dataDir: string) {
   const { PGlite } = await import('@electric-sql/pglite')
   return PGlite.create(dataDir)
 }
 
-function openPostgres (url: string, logger: DatabaseLogger): Database {
+function openPostgres(url: string, logger: DatabaseLogger): Database {
   const pool = new pg.Pool({ connectionString: url, max: 10, application_name: 'platform-control' })
   // An idle connection that breaks (server restart) emits here; unhandled, it would kill the process.
   pool.on('error', (error) => logger.error({ err: error }, 'idle database connection failed'))
   return {
     engine: 'postgres',
     query: async (text, params) => (await pool.query<never>(text, params)).rows,
-    async transaction (fn) {
+    async transaction(fn) {
       const client = await pool.connect()
       let broken: Error | undefined
       try {
@@ -74,7 +78,9 @@ function openPostgres (url: string, logger: DatabaseLogger): Database {
         await client.query('COMMIT')
         return result
       } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => { broken = rollbackError })
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError
+        })
         throw error
       } finally {
         // A connection whose rollback failed is in an unknown state: the pool must drop it.
@@ -86,19 +92,19 @@ function openPostgres (url: string, logger: DatabaseLogger): Database {
 }
 
 // Closing twice (a failed start, then a shutdown) must not throw: pg's pool refuses a second end.
-function once (close: () => Promise<void>): () => Promise<void> {
+function once(close: () => Promise<void>): () => Promise<void> {
   let closing: Promise<void> | null = null
   return () => (closing ??= close())
 }
 
 /** PostgreSQL's unique_violation on the named constraint. */
-export function isUniqueViolation (error: unknown, constraint: string): boolean {
+export function isUniqueViolation(error: unknown, constraint: string): boolean {
   const e = error as { code?: string; constraint?: string } | null
   return e?.code === '23505' && e.constraint === constraint
 }
 
 /** PostgreSQL's foreign_key_violation on the named constraint. */
-export function isForeignKeyViolation (error: unknown, constraint: string): boolean {
+export function isForeignKeyViolation(error: unknown, constraint: string): boolean {
   const e = error as { code?: string; constraint?: string } | null
   return e?.code === '23503' && e.constraint === constraint
 }
@@ -106,11 +112,11 @@ export function isForeignKeyViolation (error: unknown, constraint: string): bool
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Ids are UUIDs; anything else names no row, and must not reach PostgreSQL's uuid parser (a 500). */
-export function isUuid (id: string): boolean {
+export function isUuid(id: string): boolean {
   return UUID.test(id)
 }
 
 /** Timestamps leave the database as Date and the API as ISO 8601 in UTC. */
-export function iso (date: Date): string {
+export function iso(date: Date): string {
   return date.toISOString()
 }

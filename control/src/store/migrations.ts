@@ -12,7 +12,8 @@ export const migrations: Migration[] = [
     version: 1,
     name: 'applications, functions, sources and builds',
     // Constraint names are spelled out: the repositories map violations of them to 404 and 409.
-    statements: [`
+    statements: [
+      `
       CREATE TABLE applications (
         id uuid PRIMARY KEY,
         name text NOT NULL CONSTRAINT applications_name_key UNIQUE,
@@ -20,7 +21,8 @@ export const migrations: Migration[] = [
         runtime text NOT NULL,
         description text NOT NULL DEFAULT '',
         created_at timestamptz NOT NULL DEFAULT now()
-      )`, `
+      )`,
+      `
       CREATE TABLE functions (
         id uuid PRIMARY KEY,
         application_id uuid NOT NULL
@@ -30,13 +32,15 @@ export const migrations: Migration[] = [
         created_at timestamptz NOT NULL DEFAULT now(),
         CONSTRAINT functions_name_key UNIQUE (application_id, name),
         CONSTRAINT functions_route_key UNIQUE (application_id, route)
-      )`, `
+      )`,
+      `
       CREATE TABLE sources (
         function_id uuid PRIMARY KEY
           CONSTRAINT sources_function_fkey REFERENCES functions (id) ON DELETE CASCADE,
         files jsonb NOT NULL,
         updated_at timestamptz NOT NULL DEFAULT now()
-      )`, `
+      )`,
+      `
       CREATE TABLE builds (
         id uuid PRIMARY KEY,
         application_id uuid NOT NULL
@@ -47,7 +51,8 @@ export const migrations: Migration[] = [
         error text,
         created_at timestamptz NOT NULL DEFAULT now(),
         finished_at timestamptz
-      )`, `
+      )`,
+      `
       CREATE INDEX builds_application_created_idx ON builds (application_id, created_at DESC)`,
     ],
   },
@@ -113,7 +118,7 @@ const MIGRATION_LOCK = 7_302_145_001
  * Apply the migrations `db` lacks, all in one transaction under an advisory lock, so two
  * processes starting together cannot both apply one. Resolves with the versions applied now.
  */
-export async function migrate (db: Database, list: Migration[] = migrations): Promise<number[]> {
+export async function migrate(db: Database, list: Migration[] = migrations): Promise<number[]> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     await tx.query(`
@@ -128,7 +133,10 @@ export async function migrate (db: Database, list: Migration[] = migrations): Pr
     for (const migration of [...list].sort((a, b) => a.version - b.version)) {
       if (done.has(migration.version)) continue
       for (const statement of migration.statements) await tx.query(statement)
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name])
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ])
       applied.push(migration.version)
     }
     return applied

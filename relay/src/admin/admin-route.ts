@@ -53,14 +53,14 @@ type AdminRequest = { id: string; address: string; caller: string; query: string
  * Who asks, for the per-caller cap: the token's claim, else the client address. The prefixes
  * keep a claim that looks like an address from sharing that address's count.
  */
-function callerOf (claims: JWTPayload | null, claim: string, address: string): string {
+function callerOf(claims: JWTPayload | null, claim: string, address: string): string {
   const value = claims?.[claim]
   return typeof value === 'string' && value !== '' ? `claim:${value}` : `address:${address}`
 }
 /** Answers the request, or throws an HttpError for adminRoute to send. */
 export type AdminHandler = (res: HttpResponse, request: AdminRequest) => void
 
-export function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, handle: AdminHandler) {
+export function adminRoute(deps: AdminDeps, scope: Scope, withBody: boolean, handle: AdminHandler) {
   return (res: HttpResponse, req: HttpRequest): void => {
     const authorization = req.getHeader('authorization')
     const cors = corsHeaders(deps.allowsOrigin, req.getHeader('origin'), req.getHeader('host')) ?? {}
@@ -69,9 +69,13 @@ export function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, ha
     const wait = deps.authFailures.retryAfter(address)
     if (wait > 0) {
       deps.metrics.adminRefused.auth_failures++
-      return sendError(res, new HttpError(429, 'too many failed authentications from this address', { 'retry-after': String(wait) }), cors)
+      return sendError(
+        res,
+        new HttpError(429, 'too many failed authentications from this address', { 'retry-after': String(wait) }),
+        cors,
+      )
     }
-    const id = withBody ? '' : req.getParameter(0) ?? ''
+    const id = withBody ? '' : (req.getParameter(0) ?? '')
     const query = req.getQuery() ?? ''
     const declaredLength = Number(req.getHeader('content-length') || 0)
     if (withBody && declaredLength > MAX_ADMIN_BODY_BYTES) {
@@ -80,15 +84,17 @@ export function adminRoute (deps: AdminDeps, scope: Scope, withBody: boolean, ha
     trackAbort(res)
     const body = withBody ? readBody(res, MAX_ADMIN_BODY_BYTES) : Promise.resolve(null)
     const authorized = deps.auth === null ? Promise.resolve(null) : deps.auth.authorize(authorization, scope)
-    Promise.all([body, authorized]).then(([bytes, claims]) => {
-      handle(res, { id, address, caller: callerOf(claims, deps.callerClaim, address), query, body: bytes, cors })
-    }).catch((error: unknown) => {
-      if (error instanceof HttpError) {
-        if (error.status === 401) deps.authFailures.hit(address)
-        return sendError(res, error, cors)
-      }
-      deps.logger.error({ err: error }, 'admin request failed')
-      sendError(res, new HttpError(500, 'internal error'), cors)
-    })
+    Promise.all([body, authorized])
+      .then(([bytes, claims]) => {
+        handle(res, { id, address, caller: callerOf(claims, deps.callerClaim, address), query, body: bytes, cors })
+      })
+      .catch((error: unknown) => {
+        if (error instanceof HttpError) {
+          if (error.status === 401) deps.authFailures.hit(address)
+          return sendError(res, error, cors)
+        }
+        deps.logger.error({ err: error }, 'admin request failed')
+        sendError(res, new HttpError(500, 'internal error'), cors)
+      })
   }
 }

@@ -7,14 +7,16 @@ import type { CreatedSession } from '../session/table.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
 import { limitsOf } from './session-limits.js'
 
-export function createSession (deps: AdminDeps): AdminHandler {
+export function createSession(deps: AdminDeps): AdminHandler {
   const { table } = deps
   return (res, { address, caller, body, cors }) => {
     const limits = limitsOf(body, deps.limits)
     // A draining relay is on its way out: the client should create on another one.
     if (deps.readiness.draining) {
       deps.metrics.adminRefused.draining++
-      throw new HttpError(503, 'relay draining: create the session on another relay', { 'retry-after': String(DRAINING_RETRY_AFTER_SECONDS) })
+      throw new HttpError(503, 'relay draining: create the session on another relay', {
+        'retry-after': String(DRAINING_RETRY_AFTER_SECONDS),
+      })
     }
     // A full table refuses new sessions rather than evicting live ones.
     if (table.size() >= deps.maxSessions) {
@@ -30,7 +32,9 @@ export function createSession (deps: AdminDeps): AdminHandler {
     // above see one address for every caller, a token's subject does not.
     if (deps.maxSessionsPerCaller !== null && table.heldBy(caller) >= deps.maxSessionsPerCaller) {
       deps.metrics.adminRefused.caller_sessions++
-      throw new HttpError(429, 'too many sessions held by this caller', { 'retry-after': String(deps.fullRetryAfterSeconds) })
+      throw new HttpError(429, 'too many sessions held by this caller', {
+        'retry-after': String(deps.fullRetryAfterSeconds),
+      })
     }
     const created = table.create(caller, limits)
     sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
@@ -41,11 +45,14 @@ export function createSession (deps: AdminDeps): AdminHandler {
   }
 }
 
-function creationResult ({ session, initiatorToken, responderToken }: CreatedSession, publicBaseUrl: string) {
-  const url = publicBaseUrl === '' ? {} : {
-    initiator_url: `${publicBaseUrl}/relay/${session.id}`,
-    responder_url: `${publicBaseUrl}/relay/${session.id}`,
-  }
+function creationResult({ session, initiatorToken, responderToken }: CreatedSession, publicBaseUrl: string) {
+  const url =
+    publicBaseUrl === ''
+      ? {}
+      : {
+          initiator_url: `${publicBaseUrl}/relay/${session.id}`,
+          responder_url: `${publicBaseUrl}/relay/${session.id}`,
+        }
   return {
     id: session.id,
     initiator_token: initiatorToken,

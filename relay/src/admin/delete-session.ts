@@ -4,7 +4,7 @@ import { HttpError } from '../errors.js'
 import { send } from '../http/responses.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
 
-export function deleteSession ({ table }: AdminDeps): AdminHandler {
+export function deleteSession({ table }: AdminDeps): AdminHandler {
   return (res, { id, cors }) => {
     const session = table.find(id)
     if (session === undefined) throw new HttpError(404, 'session not found')

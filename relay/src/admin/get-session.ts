@@ -4,7 +4,7 @@ import { sendJson } from '../http/responses.js'
 import { viewOf } from '../session/session.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
 
-export function getSession ({ table }: AdminDeps): AdminHandler {
+export function getSession({ table }: AdminDeps): AdminHandler {
   return (res, { id, cors }) => {
     const session = table.find(id)
     if (session === undefined) throw new HttpError(404, 'session not found')

@@ -4,7 +4,7 @@ import { pageOf, parsePageQuery } from '../session/session-pages.js'
 import { viewOf } from '../session/session.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
 
-export function listSessions ({ table }: AdminDeps): AdminHandler {
+export function listSessions({ table }: AdminDeps): AdminHandler {
   return (res, { query, cors }) => {
     const page = pageOf(table.entries(), parsePageQuery(query), Date.now())
     const next = page.nextCursor === null ? {} : { next_cursor: page.nextCursor }

@@ -11,7 +11,7 @@ import { listSessions } from './list-sessions.js'
 
 export type { AdminDeps }
 
-export function registerAdminRoutes (app: Routes, deps: AdminDeps): void {
+export function registerAdminRoutes(app: Routes, deps: AdminDeps): void {
   app.post('/admin/sessions', adminRoute(deps, 'relay:session:create', true, createSession(deps)))
   app.get('/admin/sessions', adminRoute(deps, 'relay:session:read', false, listSessions(deps)))
   app.get('/admin/sessions/:id', adminRoute(deps, 'relay:session:read', false, getSession(deps)))

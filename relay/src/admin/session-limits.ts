@@ -17,26 +17,31 @@ export type LimitPolicy = {
 }
 
 /** The session's limits from the request body (null or empty: the defaults); a 400 names what is wrong. */
-export function limitsOf (body: Buffer | null, policy: LimitPolicy): SessionLimits {
+export function limitsOf(body: Buffer | null, policy: LimitPolicy): SessionLimits {
   const fields = body === null || body.length === 0 ? {} : jsonObject(body)
   const maxBytes = bounded(fields.max_bytes, 'max_bytes', policy.defaultMaxBytes, policy.maxMaxBytes)
   const bytesPerSecond = bounded(fields.bytes_per_second, 'bytes_per_second', policy.defaultRate, policy.maxRate)
   let ttlMs = policy.ttlMs
   if (fields.ttl_seconds !== undefined) {
     ttlMs = positiveInteger(fields.ttl_seconds, 'ttl_seconds') * 1000
-    if (ttlMs > policy.ttlMs) throw new HttpError(400, `ttl_seconds ${ttlMs / 1000} is above this relay's session TTL, ${policy.ttlMs / 1000} s`)
+    if (ttlMs > policy.ttlMs)
+      throw new HttpError(
+        400,
+        `ttl_seconds ${ttlMs / 1000} is above this relay's session TTL, ${policy.ttlMs / 1000} s`,
+      )
   }
   return { maxBytes, bytesPerSecond, ttlMs }
 }
 
 /** A field the node gives a default and a maximum: the default when absent, else at most the maximum. */
-function bounded (value: unknown, name: string, defaultValue: number | null, max: number | null): number | null {
-  const chosen = value === undefined ? defaultValue ?? max : positiveInteger(value, name)
-  if (chosen !== null && max !== null && chosen > max) throw new HttpError(400, `${name} ${chosen} is above this relay's maximum, ${max}`)
+function bounded(value: unknown, name: string, defaultValue: number | null, max: number | null): number | null {
+  const chosen = value === undefined ? (defaultValue ?? max) : positiveInteger(value, name)
+  if (chosen !== null && max !== null && chosen > max)
+    throw new HttpError(400, `${name} ${chosen} is above this relay's maximum, ${max}`)
   return chosen
 }
 
-function jsonObject (body: Buffer): Record<string, unknown> {
+function jsonObject(body: Buffer): Record<string, unknown> {
   let value: unknown
   try {
     value = JSON.parse(body.toString('utf8'))
@@ -49,7 +54,7 @@ function jsonObject (body: Buffer): Record<string, unknown> {
   return value as Record<string, unknown>
 }
 
-function positiveInteger (value: unknown, name: string): number {
+function positiveInteger(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
     throw new HttpError(400, `${name} must be a positive integer`)
   }

@@ -22,7 +22,7 @@ export type BacklogLimits = {
 const TOO_SLOW: SessionClose = { reason: 'too_slow', frame: CLOSE_CODES.tooSlow, remove: false }
 
 /** Close what the backlog limits say must close; true when that includes `slot`'s session. */
-export function enforceLimits (limits: BacklogLimits, slot: Slot): boolean {
+export function enforceLimits(limits: BacklogLimits, slot: Slot): boolean {
   if (backlogOf(slot) > limits.maxBacklog) tooSlow(limits, slot)
   // Also after that close: the closed receiver's bytes, read afresh from uWS, stay counted
   // until it reads them, and may be more than the relay last saw.
@@ -31,7 +31,7 @@ export function enforceLimits (limits: BacklogLimits, slot: Slot): boolean {
 }
 
 /** Read what the slot's socket still buffers, and check the limits against it. */
-export function observeBuffered (limits: BacklogLimits, slot: Slot): void {
+export function observeBuffered(limits: BacklogLimits, slot: Slot): void {
   const peer = slot.peer
   if (peer === null) return
   const buffered = peer.getBufferedAmount()
@@ -50,10 +50,11 @@ export function observeBuffered (limits: BacklogLimits, slot: Slot): void {
  * pings instead of reading, is dropped once it owes more than a live one may. Pings are
  * rare in honest traffic, so one read of the buffered amount per ping costs nothing.
  */
-export function pinged (limits: BacklogLimits, peer: Peer): void {
+export function pinged(limits: BacklogLimits, peer: Peer): void {
   const data = peer.getUserData()
   if (!data.ended) return observeBuffered(limits, data.slot)
-  if (limits.table.closingGrew(peer) > limits.maxBacklog) limits.table.dropClosing(peer, 'its pongs passed the connection backlog limit')
+  if (limits.table.closingGrew(peer) > limits.maxBacklog)
+    limits.table.dropClosing(peer, 'its pongs passed the connection backlog limit')
   else if (limits.backlog.total > limits.maxTotalBacklog) shedLargest(limits)
 }
 
@@ -61,7 +62,7 @@ export function pinged (limits: BacklogLimits, peer: Peer): void {
 // go first, then the live sessions furthest behind, whoever sent last: a receiver that keeps
 // up is not closed for the ones that stopped reading. A scan of the table, but only when the
 // total overflows, and each close frees the largest backlog left.
-function shedLargest (limits: BacklogLimits): void {
+function shedLargest(limits: BacklogLimits): void {
   const { table, backlog } = limits
   while (backlog.total > limits.maxTotalBacklog) {
     if (table.dropLargestClosing()) continue
@@ -82,11 +83,11 @@ function shedLargest (limits: BacklogLimits): void {
   }
 }
 
-function backlogOf (slot: Slot): number {
+function backlogOf(slot: Slot): number {
   return slot.buffered + slot.heldBytes + slot.queuedBytes
 }
 
 /** Close the slot's session with 4003: its receiver cannot keep up, or uWS dropped a send to it. */
-export function tooSlow (limits: BacklogLimits, slot: Slot): void {
+export function tooSlow(limits: BacklogLimits, slot: Slot): void {
   limits.table.close(slot.session, TOO_SLOW)
 }

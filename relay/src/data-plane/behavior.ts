@@ -29,7 +29,7 @@ const TOO_BIG_MESSAGE = 'Received too big message'
 /** Close both sides if a peer answers no ping for this long; uWS pings automatically. */
 const IDLE_TIMEOUT_SECONDS = 120
 
-export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerData> {
+export function dataPlaneBehavior(deps: DataPlaneDeps): WebSocketBehavior<PeerData> {
   const { table, forwarder, metrics, logger } = deps
   const maxPayloadLength = deps.maxFrameSize === -1 ? deps.maxBacklog : deps.maxFrameSize
   return {
@@ -46,29 +46,29 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
 
     upgrade: attachUpgrade(deps),
 
-    open (ws): void {
+    open(ws): void {
       const slot = ws.getUserData().slot
       table.attach(slot, ws)
       forwarder.deliverHeld(slot)
     },
 
-    message (ws, message, isBinary): void {
+    message(ws, message, isBinary): void {
       const data = ws.getUserData()
       if (!data.ended) forwarder.forward(data.slot, message, isBinary)
     },
 
     // uWS has queued the pong by now; see pinged() in backlog-limits.ts for why it counts.
-    ping (ws): void {
+    ping(ws): void {
       forwarder.pinged(ws)
     },
 
-    drain (ws): void {
+    drain(ws): void {
       const data = ws.getUserData()
       if (data.ended) table.closingDrained(ws)
       else forwarder.drained(data.slot)
     },
 
-    close (ws, code, message): void {
+    close(ws, code, message): void {
       const data = ws.getUserData()
       if (data.ended) {
         table.closingGone(ws) // the relay closed it and has accounted for the rest
@@ -81,7 +81,10 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
         const reason = Buffer.from(message).toString()
         if (reason === TOO_BIG_MESSAGE) {
           metrics.framesTooBig++
-          logger.info({ session: slot.session.id, slot: slot.name, limit: deps.maxFrameSize }, 'message above the frame size limit')
+          logger.info(
+            { session: slot.session.id, slot: slot.name, limit: deps.maxFrameSize },
+            'message above the frame size limit',
+          )
         }
         table.dropped(slot, reason === '' ? 'connection lost' : reason)
         return
@@ -89,7 +92,11 @@ export function dataPlaneBehavior (deps: DataPlaneDeps): WebSocketBehavior<PeerD
       // A close frame is a deliberate end: the counterpart gets the same code and reason,
       // after the messages sent before it in the same turn.
       forwarder.flushNow(slot.other)
-      table.close(slot.session, { reason: 'peer_closed', frame: { code, message: new Uint8Array(message).slice() }, remove: false })
+      table.close(slot.session, {
+        reason: 'peer_closed',
+        frame: { code, message: new Uint8Array(message).slice() },
+        remove: false,
+      })
     },
   }
 }

@@ -37,13 +37,15 @@ export const CLOSE_CODES = {
     code: 4003,
     name: 'too_slow',
     message: 'receiver too slow',
-    meaning: 'a backlog passed `--max-backlog` or `--max-total-backlog`, or uWebSockets.js dropped a send; both peers get it',
+    meaning:
+      'a backlog passed `--max-backlog` or `--max-total-backlog`, or uWebSockets.js dropped a send; both peers get it',
   },
   byteLimit: {
     code: 4004,
     name: 'byte_limit',
     message: 'session byte limit reached',
-    meaning: 'a message would have taken the bytes both peers sent past the session\'s `max_bytes`; it is not forwarded, and both peers get it',
+    meaning:
+      "a message would have taken the bytes both peers sent past the session's `max_bytes`; it is not forwarded, and both peers get it",
   },
   shutdown: {
     code: 1001,
@@ -55,6 +57,7 @@ export const CLOSE_CODES = {
     code: 1006,
     name: 'abnormal',
     message: '',
-    meaning: 'never sent (RFC 6455): what uWebSockets.js reports, and a peer sees, for a connection lost without a close frame, a message above `--max-frame-size`, a protocol violation, or a closed connection that did not read its close frame in time; the relay treats it as a drop',
+    meaning:
+      'never sent (RFC 6455): what uWebSockets.js reports, and a peer sees, for a connection lost without a close frame, a message above `--max-frame-size`, a protocol violation, or a closed connection that did not read its close frame in time; the relay treats it as a drop',
   },
 } as const satisfies Record<string, CloseCode>

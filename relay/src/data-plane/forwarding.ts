@@ -32,14 +32,20 @@ export type Forwarder = ReturnType<typeof createForwarder>
  * takes a view of the arena per message, and a Buffer's subarray goes through its species
  * constructor, twice the cost of a Uint8Array's.
  */
-function unfilledBytes (size: number): Uint8Array {
+function unfilledBytes(size: number): Uint8Array {
   return new Uint8Array(Buffer.allocUnsafeSlow(size).buffer, 0, size)
 }
 
-export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
+export function createForwarder(table: SessionTable, opts: ForwardingOptions) {
   const { metrics } = opts
   const backlog = table.backlog
-  const limits: BacklogLimits = { table, backlog, metrics, maxBacklog: opts.maxBacklog, maxTotalBacklog: opts.maxTotalBacklog }
+  const limits: BacklogLimits = {
+    table,
+    backlog,
+    metrics,
+    maxBacklog: opts.maxBacklog,
+    maxTotalBacklog: opts.maxTotalBacklog,
+  }
   let arena = unfilledBytes(ARENA_BYTES)
   let arenaUsed = 0
   let flushScheduled = false
@@ -50,7 +56,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   const rate = createRateLimit(limits, sendQueued)
 
   /** A message from `from`'s peer, bound for the other slot. */
-  function forward (from: Slot, message: ArrayBuffer, isBinary: boolean): void {
+  function forward(from: Slot, message: ArrayBuffer, isBinary: boolean): void {
     const session = from.session
     const size = message.byteLength
     // byteBudget is Infinity for a session without a byte limit: one compare is what an
@@ -89,14 +95,14 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   }
 
   /** What both peers sent before the message that passes the session's max_bytes reaches them first, then 4004. */
-  function overByteLimit (session: Session): void {
+  function overByteLimit(session: Session): void {
     flushNow(session.initiator)
     flushNow(session.responder)
     table.close(session, BYTE_LIMIT)
   }
 
   /** A peer attached: hand it, in order, what was queued before it left and what was held while it was away. */
-  function deliverHeld (slot: Slot): void {
+  function deliverHeld(slot: Slot): void {
     const peer = slot.peer
     if (peer === null || (slot.held.length === 0 && slot.queued.length === 0)) return
     if (slot.bucket !== null) return rate.attached(slot)
@@ -115,7 +121,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   }
 
   /** Send the slot's arena messages to its peer; false when uWS dropped one. Call inside cork. */
-  function sendQueued (slot: Slot): boolean {
+  function sendQueued(slot: Slot): boolean {
     const peer = slot.peer
     const queued = slot.queued
     if (peer === null || queued.length === 0) return true
@@ -139,12 +145,12 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
   // flush and peer was two allocations per write, a share of the GC small messages cause.
   let corkSlot: Slot | null = null
   let corkOk = true
-  function sendCorkSlot (): void {
+  function sendCorkSlot(): void {
     corkOk = sendQueued(corkSlot!)
   }
 
   /** sendQueued() inside the peer's cork. */
-  function sendCorked (peer: Peer, slot: Slot): boolean {
+  function sendCorked(peer: Peer, slot: Slot): boolean {
     corkSlot = slot
     corkOk = true
     peer.cork(sendCorkSlot)
@@ -152,7 +158,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     return corkOk
   }
 
-  function now (): number {
+  function now(): number {
     if (turnClock === 0) {
       turnClock = Date.now()
       endOfTurn()
@@ -160,7 +166,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     return turnClock
   }
 
-  function scheduleFlush (slot: Slot): void {
+  function scheduleFlush(slot: Slot): void {
     if (slot.flushQueued) return
     slot.flushQueued = true
     // lastActivity has the turn's granularity: the first small message of a turn to a slot
@@ -170,14 +176,14 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     endOfTurn()
   }
 
-  function endOfTurn (): void {
+  function endOfTurn(): void {
     if (flushScheduled) return
     flushScheduled = true
     setImmediate(flush)
   }
 
   /** End of the turn: one corked write per peer of what the turn queued for it, then the arena is free again. */
-  function flush (): void {
+  function flush(): void {
     flushScheduled = false
     turnClock = 0
     for (let i = 0; i < toFlush.length; i++) {
@@ -202,7 +208,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
     arenaUsed = 0
   }
 
-  function growArena (needed: number): void {
+  function growArena(needed: number): void {
     const bigger = unfilledBytes(Math.max(needed, arena.length * 2))
     bigger.set(arena.subarray(0, arenaUsed))
     arena = bigger
@@ -212,7 +218,7 @@ export function createForwarder (table: SessionTable, opts: ForwardingOptions) {
    * Sends what this turn queued for the slot's peer at once: a close frame about to follow
    * must not overtake it (the end-of-turn flush skips a closed session).
    */
-  function flushNow (slot: Slot): void {
+  function flushNow(slot: Slot): void {
     const peer = slot.peer
     if (peer === null || slot.queued.length === 0 || slot.session.closed) return
     if (!sendCorked(peer, slot)) tooSlow(limits, slot)

@@ -17,16 +17,16 @@ import { take, waitMs } from './token-bucket.js'
 const SEND_DROPPED = 2
 
 /** `sendQueued` sends what the forwarder's arena holds for a slot (call inside cork; false when uWS dropped one). */
-export function createRateLimit (limits: BacklogLimits, sendQueued: (slot: Slot) => boolean) {
+export function createRateLimit(limits: BacklogLimits, sendQueued: (slot: Slot) => boolean) {
   const { metrics } = limits
 
   /** Whether a message for `to`, a rate-limited slot, may go now: nothing held before it, and the bucket has room. */
-  function admits (to: Slot, size: number, now: number): boolean {
+  function admits(to: Slot, size: number, now: number): boolean {
     return to.peer !== null && to.held.length === 0 && take(to.bucket!, size, now)
   }
 
   /** Hold a message the bucket did not admit, and make sure the session's timer will release it. */
-  function holdForRate (to: Slot, message: ArrayBuffer, isBinary: boolean): void {
+  function holdForRate(to: Slot, message: ArrayBuffer, isBinary: boolean): void {
     // Only the first held message arms the timer: while any is held for an attached peer, the
     // timer runs for the oldest, and a flood must not re-arm it per message.
     const first = to.peer !== null && to.held.length === 0
@@ -36,7 +36,7 @@ export function createRateLimit (limits: BacklogLimits, sendQueued: (slot: Slot)
   }
 
   /** Run the session's timer in `ms`, or sooner if it is already due sooner: the other direction may wait longer. */
-  function arm (session: Session, ms: number): void {
+  function arm(session: Session, ms: number): void {
     const due = Date.now() + ms
     if (session.rateTimer !== null) {
       if (session.rateDue <= due) return
@@ -48,7 +48,7 @@ export function createRateLimit (limits: BacklogLimits, sendQueued: (slot: Slot)
   }
 
   /** The session's timer: each direction sends what its bucket now admits; the timer runs again while any is held. */
-  function release (session: Session): void {
+  function release(session: Session): void {
     session.rateTimer = null
     const now = Date.now()
     const next = Math.min(releaseSlot(session.initiator, now), releaseSlot(session.responder, now))
@@ -56,7 +56,7 @@ export function createRateLimit (limits: BacklogLimits, sendQueued: (slot: Slot)
   }
 
   /** Send what the bucket admits of the slot's held messages, oldest first; ms until the next may go (Infinity: none held). */
-  function releaseSlot (slot: Slot, now: number): number {
+  function releaseSlot(slot: Slot, now: number): number {
     const peer = slot.peer
     if (peer === null || slot.session.closed || (slot.held.length === 0 && slot.queued.length === 0)) return Infinity
     const bucket = slot.bucket!

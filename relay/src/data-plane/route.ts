@@ -10,17 +10,23 @@ import { dataPlaneBehavior } from './behavior.js'
 
 export type DataPlaneRoute = {
   /** WebSocket connections uWS has opened and not yet reported closed. */
-  openSockets (): number
+  openSockets(): number
 }
 
-export function registerDataPlaneRoute (routes: Routes, deps: DataPlaneDeps): DataPlaneRoute {
+export function registerDataPlaneRoute(routes: Routes, deps: DataPlaneDeps): DataPlaneRoute {
   let openSockets = 0
   const behavior = dataPlaneBehavior(deps)
   const { open, close } = behavior
   routes.ws<PeerData>('/relay/:id', {
     ...behavior,
-    open (ws) { openSockets++; void open?.(ws) },
-    close (ws, code, message) { openSockets--; close?.(ws, code, message) },
+    open(ws) {
+      openSockets++
+      void open?.(ws)
+    },
+    close(ws, code, message) {
+      openSockets--
+      close?.(ws, code, message)
+    },
   })
   routes.any('/relay/:id', (res: HttpResponse, req: HttpRequest) => {
     // uWS passes upgrades without a Sec-WebSocket-Key here rather than to the ws route.

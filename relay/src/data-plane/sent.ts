@@ -3,14 +3,14 @@
 import type { Metrics } from '../http/metrics.js'
 import type { Slot } from '../session/session.js'
 
-export function sent (metrics: Metrics, to: Slot, size: number): void {
+export function sent(metrics: Metrics, to: Slot, size: number): void {
   to.session.bytesOut += size
   metrics.messagesForwarded++
   metrics.bytesForwarded += size
 }
 
 /** The same for `count` messages of `bytes` in all, counted once for a whole flush. */
-export function sentMany (metrics: Metrics, to: Slot, count: number, bytes: number): void {
+export function sentMany(metrics: Metrics, to: Slot, count: number, bytes: number): void {
   to.session.bytesOut += bytes
   metrics.messagesForwarded += count
   metrics.bytesForwarded += bytes

@@ -14,14 +14,14 @@ export type Bucket = {
 }
 
 /** A full bucket: a session's first second may go at once. */
-export function newBucket (rate: number, burst: number, now: number): Bucket {
+export function newBucket(rate: number, burst: number, now: number): Bucket {
   return { rate, burst, tokens: burst, at: now }
 }
 
 /** Add what the time since the last refill earned, up to the burst. */
-function refill (bucket: Bucket, now: number): void {
+function refill(bucket: Bucket, now: number): void {
   if (now <= bucket.at) return
-  bucket.tokens = Math.min(bucket.burst, bucket.tokens + (now - bucket.at) * bucket.rate / 1000)
+  bucket.tokens = Math.min(bucket.burst, bucket.tokens + ((now - bucket.at) * bucket.rate) / 1000)
   bucket.at = now
 }
 
@@ -30,12 +30,12 @@ function refill (bucket: Bucket, now: number): void {
  * the burst could never find that many, so it goes once the bucket is full and leaves it in
  * debt: the long-run rate stays `rate` whatever the message sizes.
  */
-function needed (bucket: Bucket, size: number): number {
+function needed(bucket: Bucket, size: number): number {
   return size < bucket.burst ? size : bucket.burst
 }
 
 /** Take `size` bytes if the bucket, refilled first, has what the message needs; false when it must wait. */
-export function take (bucket: Bucket, size: number, now: number): boolean {
+export function take(bucket: Bucket, size: number, now: number): boolean {
   refill(bucket, now)
   if (bucket.tokens < needed(bucket, size)) return false
   bucket.tokens -= size
@@ -43,7 +43,7 @@ export function take (bucket: Bucket, size: number, now: number): boolean {
 }
 
 /** Whole ms, at least 1, until `take(size)` will succeed; as of the last refill. */
-export function waitMs (bucket: Bucket, size: number): number {
+export function waitMs(bucket: Bucket, size: number): number {
   const short = needed(bucket, size) - bucket.tokens
-  return short <= 0 ? 0 : Math.max(1, Math.ceil(short * 1000 / bucket.rate))
+  return short <= 0 ? 0 : Math.max(1, Math.ceil((short * 1000) / bucket.rate))
 }

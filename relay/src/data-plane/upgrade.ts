@@ -10,10 +10,10 @@ import type { PeerData } from '../session/session.js'
 import { isWellFormedToken } from '../session/tokens.js'
 import type { DataPlaneDeps } from './behavior.js'
 
-export function attachUpgrade (deps: DataPlaneDeps) {
+export function attachUpgrade(deps: DataPlaneDeps) {
   const { table, metrics, attachFailures } = deps
 
-  function refuse (res: HttpResponse, address: string, reason: AttachRefusal, status: number, message: string): void {
+  function refuse(res: HttpResponse, address: string, reason: AttachRefusal, status: number, message: string): void {
     metrics.attachRefused[reason]++
     // A 409 needs the right token, so it is no guess: a peer that retries while the relay has
     // not yet noticed its old connection is gone must not lock itself out.
@@ -29,7 +29,10 @@ export function attachUpgrade (deps: DataPlaneDeps) {
     const wait = attachFailures.retryAfter(address)
     if (wait > 0) {
       metrics.attachRefused.rate_limited++
-      return sendError(res, new HttpError(429, 'too many refused attaches from this address', { 'retry-after': String(wait) }))
+      return sendError(
+        res,
+        new HttpError(429, 'too many refused attaches from this address', { 'retry-after': String(wait) }),
+      )
     }
     const key = req.getHeader('sec-websocket-key')
     if (key === '' || req.getHeader('sec-websocket-version') !== '13') {
@@ -57,7 +60,7 @@ export function attachUpgrade (deps: DataPlaneDeps) {
 }
 
 /** The slot token from `Authorization: Bearer` or, for browsers, the `token` query parameter. */
-function slotToken (authorization: string, query: string): string {
+function slotToken(authorization: string, query: string): string {
   const fromHeader = bearerCredentials(authorization)
   if (fromHeader !== null) return fromHeader
   if (query === '') return ''

@@ -9,13 +9,13 @@ export type RateLimit = { count: number; windowMs: number }
 
 export type AddressLimiter = {
   /** Whole seconds until `address` may go ahead again; 0 when it may now. */
-  retryAfter (address: string): number
+  retryAfter(address: string): number
   /** Count one event against `address`. */
-  hit (address: string): void
+  hit(address: string): void
   /** Go ahead and count it, or the seconds to wait; for events that are limited themselves, not their failures. */
-  take (address: string): number
+  take(address: string): number
   /** Addresses tracked now (bounded by `maxAddresses`). */
-  size (): number
+  size(): number
 }
 
 /** Tokens left and when they were counted: a token bucket per address. */
@@ -28,22 +28,26 @@ type Bucket = { tokens: number; at: number }
  * addresses therefore costs at most `maxAddresses` entries; the price is that an address
  * forgotten early starts again with a full bucket, which fails open, never locks anyone out.
  */
-export function createAddressLimiter (limit: RateLimit, maxAddresses: number, clock: () => number = Date.now): AddressLimiter {
+export function createAddressLimiter(
+  limit: RateLimit,
+  maxAddresses: number,
+  clock: () => number = Date.now,
+): AddressLimiter {
   const buckets = new Map<string, Bucket>()
   const perMs = limit.count / limit.windowMs
 
-  function tokensOf (bucket: Bucket | undefined, now: number): number {
+  function tokensOf(bucket: Bucket | undefined, now: number): number {
     if (bucket === undefined) return limit.count
     return Math.min(limit.count, bucket.tokens + (now - bucket.at) * perMs)
   }
 
-  function retryAfter (address: string): number {
+  function retryAfter(address: string): number {
     const tokens = tokensOf(buckets.get(address), clock())
     if (tokens >= 1) return 0
     return Math.max(1, Math.ceil((1 - tokens) / perMs / 1000))
   }
 
-  function hit (address: string): void {
+  function hit(address: string): void {
     const now = clock()
     const tokens = tokensOf(buckets.get(address), now) - 1
     // Delete first so the entry moves to the end: the map stays in order of last use.
@@ -52,13 +56,13 @@ export function createAddressLimiter (limit: RateLimit, maxAddresses: number, cl
     forgetStale(now)
   }
 
-  function take (address: string): number {
+  function take(address: string): number {
     const wait = retryAfter(address)
     if (wait === 0) hit(address)
     return wait
   }
 
-  function forgetStale (now: number): void {
+  function forgetStale(now: number): void {
     // Two at a time keeps each call O(1) and still outpaces one insertion per call.
     for (let i = 0; i < 2; i++) {
       const first = buckets.entries().next()
@@ -78,11 +82,11 @@ export const unlimited: AddressLimiter = { retryAfter: () => 0, hit: () => {}, t
  * The address limits are kept for: the TCP peer's address, an IPv4-mapped IPv6 address as
  * IPv4, and an IPv6 address as its /64, since one host usually holds a whole /64.
  */
-export function clientAddress (res: HttpResponse): string {
+export function clientAddress(res: HttpResponse): string {
   return addressKey(Buffer.from(res.getRemoteAddressAsText()).toString())
 }
 
-export function addressKey (text: string): string {
+export function addressKey(text: string): string {
   if (!isIPv6(text)) return text
   // uWS writes every address in full IPv6 form; an IPv4 client of a dual-stack listener is
   // 0000:0000:0000:0000:0000:ffff:7f00:0001.
@@ -90,11 +94,14 @@ export function addressKey (text: string): string {
   if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
     return [groups[6]! >> 8, groups[6]! & 255, groups[7]! >> 8, groups[7]! & 255].join('.')
   }
-  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`
 }
 
 /** The eight 16-bit groups of a valid IPv6 address, a dotted IPv4 tail included. */
-function expandIPv6 (text: string): number[] {
+function expandIPv6(text: string): number[] {
   let address = text.toLowerCase()
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address)
   if (dotted !== null) {

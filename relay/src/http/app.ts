@@ -7,9 +7,12 @@ import { ConfigError, ListenError } from '../errors.js'
 import { whyCannotListen } from './listen-failure.js'
 import type { TemplatedApp, us_listen_socket } from './uws.js'
 
-export function createApp (uws: typeof Uws, config: Pick<RelayConfig, 'tlsCert' | 'tlsKey'>): TemplatedApp {
+export function createApp(uws: typeof Uws, config: Pick<RelayConfig, 'tlsCert' | 'tlsKey'>): TemplatedApp {
   if (config.tlsCert === '') return uws.App()
-  for (const [flag, file] of [['--tls-cert', config.tlsCert], ['--tls-key', config.tlsKey]] as const) {
+  for (const [flag, file] of [
+    ['--tls-cert', config.tlsCert],
+    ['--tls-key', config.tlsKey],
+  ] as const) {
     try {
       accessSync(file, constants.R_OK)
     } catch {
@@ -20,21 +23,25 @@ export function createApp (uws: typeof Uws, config: Pick<RelayConfig, 'tlsCert' 
     return uws.SSLApp({ cert_file_name: config.tlsCert, key_file_name: config.tlsKey })
   } catch {
     // uWS only says "App construction failed": the files are readable but not a PEM pair.
-    throw new ConfigError(`--tls-cert ${config.tlsCert} and --tls-key ${config.tlsKey} are not a valid PEM certificate and key`)
+    throw new ConfigError(
+      `--tls-cert ${config.tlsCert} and --tls-key ${config.tlsKey} are not a valid PEM certificate and key`,
+    )
   }
 }
 
 /** uWS 20.30 takes (host, port, options, handler); its typings declare neither that form nor the options' values. */
 type ListenWithHost = {
-  listen (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
-  listen (port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
+  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
+  listen(port: number, options: number, cb: (socket: us_listen_socket | false) => void): void
 }
 
-export function listen (uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+export function listen(uws: typeof Uws, app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
   return new Promise((resolve, reject) => {
     const done = (socket: us_listen_socket | false): void => {
       if (socket === false) {
-        void whyCannotListen(host, port).then((why) => reject(new ListenError(`cannot listen on ${host || '*'}:${port}: ${why}`)))
+        void whyCannotListen(host, port).then((why) =>
+          reject(new ListenError(`cannot listen on ${host || '*'}:${port}: ${why}`)),
+        )
       } else resolve(socket)
     }
     // uWS binds with SO_REUSEPORT unless told otherwise: a second relay on the same port

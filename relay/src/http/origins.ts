@@ -10,8 +10,18 @@ export type OwnScheme = 'http' | 'https'
 type Origin = { scheme: OwnScheme; host: string; port: number; defaultPort: number }
 type Pattern = { host: string; subdomains: boolean; port: number | 'any' | 'default' }
 
-const defaultPorts = new Map([['http', 80], ['https', 443], ['ws', 80], ['wss', 443]])
-const webSchemes = new Map<string, OwnScheme>([['http', 'http'], ['https', 'https'], ['ws', 'http'], ['wss', 'https']])
+const defaultPorts = new Map([
+  ['http', 80],
+  ['https', 443],
+  ['ws', 80],
+  ['wss', 443],
+])
+const webSchemes = new Map<string, OwnScheme>([
+  ['http', 'http'],
+  ['https', 'https'],
+  ['ws', 'http'],
+  ['wss', 'https'],
+])
 
 // ASCII only: browsers send internationalised names as punycode. Both
 // expressions are fixed and linear, so hostile headers cannot cause ReDoS.
@@ -28,7 +38,7 @@ const portNumber = /^(?:0|[1-9][0-9]{0,4})$/
 // Host) always pass, so an empty list allows only same-origin. Throws on a
 // malformed pattern so a typo fails at start instead of silently rejecting
 // every browser.
-export function compileOriginPolicy (patterns: string[], ownScheme: OwnScheme): OriginPolicy {
+export function compileOriginPolicy(patterns: string[], ownScheme: OwnScheme): OriginPolicy {
   const compiled = patterns.map(compilePattern)
   return (originHeader, hostHeader) => {
     const origin = parseOrigin(originHeader)
@@ -37,7 +47,7 @@ export function compileOriginPolicy (patterns: string[], ownScheme: OwnScheme): 
   }
 }
 
-function compilePattern (text: string): Pattern {
+function compilePattern(text: string): Pattern {
   const invalid = (why: string): Error => new Error(`invalid origin pattern ${JSON.stringify(text)}: ${why}`)
   let rest = text.toLowerCase()
   if (rest.includes('://')) throw invalid('give the host without a scheme, e.g. example.com')
@@ -57,7 +67,7 @@ function compilePattern (text: string): Pattern {
   return { host, subdomains, port }
 }
 
-function matches (pattern: Pattern, origin: Origin): boolean {
+function matches(pattern: Pattern, origin: Origin): boolean {
   // The leading dot keeps '*.example.com' from matching 'evil-example.com'.
   const hostMatches = pattern.subdomains ? origin.host.endsWith(`.${pattern.host}`) : origin.host === pattern.host
   if (!hostMatches) return false
@@ -70,7 +80,7 @@ function matches (pattern: Pattern, origin: Origin): boolean {
 // (or publishes, see server.ts), and a page on http://host is not the same
 // origin as a relay on https://host, nor the other way round. A missing port
 // in Host means that scheme's default.
-function isSameOrigin (origin: Origin, hostHeader: string, ownScheme: OwnScheme): boolean {
+function isSameOrigin(origin: Origin, hostHeader: string, ownScheme: OwnScheme): boolean {
   if (origin.scheme !== ownScheme) return false
   const host = parseAuthority(hostHeader.toLowerCase())
   return host !== undefined && host.host === origin.host && (host.port ?? origin.defaultPort) === origin.port
@@ -78,7 +88,7 @@ function isSameOrigin (origin: Origin, hostHeader: string, ownScheme: OwnScheme)
 
 // Accepts only a serialised origin, scheme://host[:port]: anything a
 // browser would not send (userinfo, path, query, 'null') never matches.
-function parseOrigin (text: string): Origin | undefined {
+function parseOrigin(text: string): Origin | undefined {
   const lower = text.toLowerCase()
   const separator = lower.indexOf('://')
   if (separator === -1) return undefined
@@ -90,7 +100,7 @@ function parseOrigin (text: string): Origin | undefined {
   return { scheme: webSchemes.get(scheme)!, host: authority.host, port: authority.port ?? defaultPort, defaultPort }
 }
 
-function parseAuthority (text: string): { host: string; port: number | undefined } | undefined {
+function parseAuthority(text: string): { host: string; port: number | undefined } | undefined {
   const parts = splitAuthority(text)
   if (parts === undefined) return undefined
   const host = parseHost(parts.host)
@@ -101,7 +111,7 @@ function parseAuthority (text: string): { host: string; port: number | undefined
 }
 
 // Splits 'host', 'host:port', '[v6]' or '[v6]:port' without validating.
-function splitAuthority (text: string): { host: string; port: string | undefined } | undefined {
+function splitAuthority(text: string): { host: string; port: string | undefined } | undefined {
   let hostEnd = text.startsWith('[') ? text.indexOf(']') + 1 : text.indexOf(':')
   if (hostEnd === 0) return undefined
   if (hostEnd === -1) hostEnd = text.length
@@ -113,7 +123,7 @@ function splitAuthority (text: string): { host: string; port: string | undefined
 
 // Expects lower case. IPv6 literals are put in the URL standard's
 // compressed form so '[0:0::1]' and '[::1]' compare equal.
-function parseHost (text: string): string | undefined {
+function parseHost(text: string): string | undefined {
   if (text.startsWith('[') && text.endsWith(']')) {
     if (!isIPv6(text.slice(1, -1))) return undefined
     try {
@@ -125,7 +135,7 @@ function parseHost (text: string): string | undefined {
   return hostName.test(text) ? text : undefined
 }
 
-function parsePort (text: string): number | undefined {
+function parsePort(text: string): number | undefined {
   if (!portNumber.test(text)) return undefined
   const port = Number(text)
   return port <= 65535 ? port : undefined

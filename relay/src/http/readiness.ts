@@ -12,7 +12,7 @@ export const DRAINING_RETRY_AFTER_SECONDS = 5
 const TEXT = { 'content-type': 'text/plain; charset=utf-8' }
 
 /** GET /readyz: 200 `ok`, or 503 `draining` from SIGTERM on. */
-export function readyzHandler (readiness: Readiness) {
+export function readyzHandler(readiness: Readiness) {
   return (res: HttpResponse): void => {
     if (readiness.draining) send(res, 503, 'draining', TEXT)
     else send(res, 200, 'ok', TEXT)

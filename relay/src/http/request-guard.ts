@@ -12,7 +12,7 @@ type Method = 'get' | 'post' | 'del' | 'options' | 'any'
  * to a WebSocket handshake whatever protocol `Upgrade` names, so a proxy that lets `h2c`
  * through would hand the client a tunnel it never meant to open.
  */
-function refusalOf (req: HttpRequest): HttpError | null {
+function refusalOf(req: HttpRequest): HttpError | null {
   let length: string | null = null
   let conflicting = false
   req.forEach((name, value) => {
@@ -29,7 +29,7 @@ function refusalOf (req: HttpRequest): HttpError | null {
 }
 
 /** The refusal, then the connection closes: after conflicting lengths, where the next request starts is unknown. */
-function refuse (res: HttpResponse, error: HttpError): void {
+function refuse(res: HttpResponse, error: HttpError): void {
   res.cork(() => {
     res.writeStatus(statusLine(error.status))
     res.writeHeader('content-type', 'application/json')
@@ -37,7 +37,7 @@ function refuse (res: HttpResponse, error: HttpError): void {
   })
 }
 
-function guard (handler: Handler): Handler {
+function guard(handler: Handler): Handler {
   return (res, req) => {
     const refusal = refusalOf(req)
     if (refusal !== null) return refuse(res, refusal)
@@ -50,19 +50,30 @@ export type Routes = { [M in Method]: (pattern: string, handler: Handler) => voi
 }
 
 /** Route registration on `app` with every HTTP handler and WebSocket upgrade behind refusalOf. */
-export function guardedRoutes (app: TemplatedApp): Routes {
+export function guardedRoutes(app: TemplatedApp): Routes {
   return {
-    get: (pattern, handler) => { app.get(pattern, guard(handler)) },
-    post: (pattern, handler) => { app.post(pattern, guard(handler)) },
-    del: (pattern, handler) => { app.del(pattern, guard(handler)) },
-    options: (pattern, handler) => { app.options(pattern, guard(handler)) },
-    any: (pattern, handler) => { app.any(pattern, guard(handler)) },
+    get: (pattern, handler) => {
+      app.get(pattern, guard(handler))
+    },
+    post: (pattern, handler) => {
+      app.post(pattern, guard(handler))
+    },
+    del: (pattern, handler) => {
+      app.del(pattern, guard(handler))
+    },
+    options: (pattern, handler) => {
+      app.options(pattern, guard(handler))
+    },
+    any: (pattern, handler) => {
+      app.any(pattern, guard(handler))
+    },
     ws: (pattern, behavior) => {
       const { upgrade } = behavior
-      if (upgrade === undefined) throw new Error(`the WebSocket route ${pattern} needs an upgrade handler to be guarded`)
+      if (upgrade === undefined)
+        throw new Error(`the WebSocket route ${pattern} needs an upgrade handler to be guarded`)
       app.ws(pattern, {
         ...behavior,
-        upgrade (res, req, context) {
+        upgrade(res, req, context) {
           const refusal = refusalOf(req)
           if (refusal !== null) return refuse(res, refusal)
           void upgrade(res, req, context)

@@ -8,7 +8,7 @@ const JSON_TYPE = 'application/json'
 
 export { bearerCredentials } from '@session-relay/auth/oidc-keys'
 
-export function statusLine (status: number): string {
+export function statusLine(status: number): string {
   return `${status} ${STATUS_CODES[status] ?? 'Unknown'}`
 }
 
@@ -16,7 +16,7 @@ export function statusLine (status: number): string {
  * Write a whole response in one corked write. Safe to call after an await: a response the
  * client aborted meanwhile is skipped.
  */
-export function send (res: HttpResponse, status: number, body: string, headers: Headers): void {
+export function send(res: HttpResponse, status: number, body: string, headers: Headers): void {
   if (isAborted(res)) return
   res.cork(() => {
     res.writeStatus(statusLine(status))
@@ -26,20 +26,22 @@ export function send (res: HttpResponse, status: number, body: string, headers: 
   })
 }
 
-export function sendJson (res: HttpResponse, status: number, value: unknown, headers: Headers = {}): void {
+export function sendJson(res: HttpResponse, status: number, value: unknown, headers: Headers = {}): void {
   send(res, status, JSON.stringify(value), { 'content-type': JSON_TYPE, ...headers })
 }
 
-export function sendError (res: HttpResponse, error: HttpError, headers: Headers = {}): void {
+export function sendError(res: HttpResponse, error: HttpError, headers: Headers = {}): void {
   sendJson(res, error.status, { error: error.message }, { ...headers, ...error.headers })
 }
 
 /** Mark the response aborted; uWS forbids touching it afterwards. */
-export function trackAbort (res: HttpResponse): void {
-  res.onAborted(() => { (res as AbortMark).aborted = true })
+export function trackAbort(res: HttpResponse): void {
+  res.onAborted(() => {
+    ;(res as AbortMark).aborted = true
+  })
 }
 
-function isAborted (res: HttpResponse): boolean {
+function isAborted(res: HttpResponse): boolean {
   return (res as AbortMark).aborted === true
 }
 
@@ -49,7 +51,7 @@ type AbortMark = HttpResponse & { aborted?: boolean }
  * Read a request body up to `limit` bytes. Must be called before the handler returns, since
  * uWS hands body chunks only to a callback registered synchronously.
  */
-export function readBody (res: HttpResponse, limit: number): Promise<Buffer> {
+export function readBody(res: HttpResponse, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -70,6 +72,6 @@ export function readBody (res: HttpResponse, limit: number): Promise<Buffer> {
 }
 
 /** 405 with `Allow`, for a known path asked with another method. */
-export function methodNotAllowed (allow: string) {
+export function methodNotAllowed(allow: string) {
   return (res: HttpResponse): void => sendError(res, new HttpError(405, 'method not allowed', { allow }))
 }

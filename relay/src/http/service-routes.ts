@@ -24,10 +24,20 @@ export type ServiceDeps = {
 }
 
 /** Registered last: the 404 catches every path nothing before it took. */
-export function registerServiceRoutes (routes: Routes, { config, auth, allowsOrigin, table, metrics, readiness }: ServiceDeps): void {
-  routes.get('/.well-known/relay-config', discoveryHandler({
-    auth, issuer: config.oidcIssuer, audience: config.oidcAudience, clientId: config.oidcClientId, allowsOrigin,
-  }))
+export function registerServiceRoutes(
+  routes: Routes,
+  { config, auth, allowsOrigin, table, metrics, readiness }: ServiceDeps,
+): void {
+  routes.get(
+    '/.well-known/relay-config',
+    discoveryHandler({
+      auth,
+      issuer: config.oidcIssuer,
+      audience: config.oidcAudience,
+      clientId: config.oidcClientId,
+      allowsOrigin,
+    }),
+  )
   routes.options('/.well-known/relay-config', preflight(allowsOrigin))
   routes.any('/.well-known/relay-config', methodNotAllowed('GET'))
 

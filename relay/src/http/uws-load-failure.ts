@@ -16,20 +16,26 @@ export type Runtime = {
 
 export const IMAGE_HINT = 'run the relay image (Node 24 on Debian 13, docs/operations.md) or Node 22 on this host'
 
-export function currentRuntime (): Runtime {
+export function currentRuntime(): Runtime {
   const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header ?? {}
-  return { node: process.version, abi: process.versions.modules, platform: process.platform, arch: process.arch, glibc: header.glibcVersionRuntime }
+  return {
+    node: process.version,
+    abi: process.versions.modules,
+    platform: process.platform,
+    arch: process.arch,
+    glibc: header.glibcVersionRuntime,
+  }
 }
 
 /** The binary the mirror's loader picks for this runtime. */
-export function binaryPath (runtime: Runtime): string {
+export function binaryPath(runtime: Runtime): string {
   const require = createRequire(import.meta.url)
   const dir = dirname(require.resolve('uWebSockets.js'))
   return join(dir, `uws_${runtime.platform}_${runtime.arch}_${runtime.abi}.node`)
 }
 
 /** The newest GLIBC_2.x version the binary asks for, read from its version-needed strings; undefined when it names none. */
-export function glibcNeeded (bytes: Buffer): string | undefined {
+export function glibcNeeded(bytes: Buffer): string | undefined {
   let newest: number | undefined
   for (const match of bytes.toString('latin1').matchAll(/GLIBC_2\.(\d+)/g)) {
     const minor = Number(match[1])
@@ -38,7 +44,7 @@ export function glibcNeeded (bytes: Buffer): string | undefined {
   return newest === undefined ? undefined : `2.${newest}`
 }
 
-export function describeLoadFailure (runtime: Runtime, binary: Buffer | undefined): string {
+export function describeLoadFailure(runtime: Runtime, binary: Buffer | undefined): string {
   const where = `Node ${runtime.node} (ABI ${runtime.abi}, ${runtime.platform}-${runtime.arch})`
   if (binary === undefined) {
     return `uWebSockets.js has no native binary for ${where}; supported: Node 22 and 24 on Linux x64/arm64 with glibc; ${IMAGE_HINT}`
@@ -52,7 +58,7 @@ export function describeLoadFailure (runtime: Runtime, binary: Buffer | undefine
 }
 
 /** Reads the binary the loader wanted, or undefined when the mirror has none for this runtime. */
-export function readBinary (runtime: Runtime): Buffer | undefined {
+export function readBinary(runtime: Runtime): Buffer | undefined {
   try {
     return readFileSync(binaryPath(runtime))
   } catch {
@@ -60,7 +66,7 @@ export function readBinary (runtime: Runtime): Buffer | undefined {
   }
 }
 
-function newer (a: string, b: string): boolean {
+function newer(a: string, b: string): boolean {
   const [aMajor = 0, aMinor = 0] = a.split('.').map(Number)
   const [bMajor = 0, bMinor = 0] = b.split('.').map(Number)
   return aMajor !== bMajor ? aMajor > bMajor : aMinor > bMinor

@@ -13,15 +13,17 @@ export type {
   WebSocketBehavior,
 } from 'uWebSockets.js'
 
-let loaded: { uws: typeof Uws, maxHeadersSize: number } | undefined
+let loaded: { uws: typeof Uws; maxHeadersSize: number } | undefined
 
 // uWS reads UWS_HTTP_MAX_HEADERS_SIZE from the environment once, when its binary loads, and
 // answers a request head larger than that with its own 431 before any handler runs. The
 // relay's --max-headers-size is that variable, set here, just before the one load.
-export function loadUws (maxHeadersSize: number): typeof Uws {
+export function loadUws(maxHeadersSize: number): typeof Uws {
   if (loaded !== undefined) {
     if (loaded.maxHeadersSize !== maxHeadersSize) {
-      throw new ConfigError(`--max-headers-size ${maxHeadersSize}: uWebSockets.js is already loaded in this process with ${loaded.maxHeadersSize}`)
+      throw new ConfigError(
+        `--max-headers-size ${maxHeadersSize}: uWebSockets.js is already loaded in this process with ${loaded.maxHeadersSize}`,
+      )
     }
     return loaded.uws
   }

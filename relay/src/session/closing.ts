@@ -10,14 +10,25 @@ import type { Closing, Peer } from './session.js'
 export const CLOSE_GRACE_MS = 5_000
 
 /** `peer` is closed but owes `owed` bytes: count them and wait for it to read. */
-export function startClosing (ctx: TableContext, peer: Peer, code: number, message: string | Uint8Array, owed: number): void {
+export function startClosing(
+  ctx: TableContext,
+  peer: Peer,
+  code: number,
+  message: string | Uint8Array,
+  owed: number,
+): void {
   ctx.backlog.total += owed
-  peer.getUserData().closing = { code, message, bytes: owed, timer: setTimeout(() => drop(ctx, peer, 'did not read within the grace'), CLOSE_GRACE_MS) }
+  peer.getUserData().closing = {
+    code,
+    message,
+    bytes: owed,
+    timer: setTimeout(() => drop(ctx, peer, 'did not read within the grace'), CLOSE_GRACE_MS),
+  }
   ctx.closing.add(peer)
 }
 
 /** A closed connection that owed bytes is reading again: end it, its close frame after them. */
-export function closingDrained (ctx: TableContext, peer: Peer): void {
+export function closingDrained(ctx: TableContext, peer: Peer): void {
   const pending = forgetClosing(ctx, peer)
   if (pending !== null) peer.end(pending.code, pending.message)
 }
@@ -26,7 +37,7 @@ export function closingDrained (ctx: TableContext, peer: Peer): void {
  * A closed connection waiting to be ended wrote nothing but owes more (uWS answered its
  * ping): count what it owes now. Returns that; 0 when it is not waiting.
  */
-export function closingGrew (ctx: TableContext, peer: Peer): number {
+export function closingGrew(ctx: TableContext, peer: Peer): number {
   const pending = peer.getUserData().closing ?? null
   if (pending === null) return 0
   const owed = peer.getBufferedAmount()
@@ -36,7 +47,7 @@ export function closingGrew (ctx: TableContext, peer: Peer): number {
 }
 
 /** uWS reports a connection gone: if it was one waiting to be ended, its bytes no longer count. */
-export function closingGone (ctx: TableContext, peer: Peer): void {
+export function closingGone(ctx: TableContext, peer: Peer): void {
   forgetClosing(ctx, peer)
 }
 
@@ -44,7 +55,7 @@ export function closingGone (ctx: TableContext, peer: Peer): void {
  * Drop, without its close frame, the closed connection that owes the most: what the total
  * backlog limit gives up first, since its session is already over. False when there is none.
  */
-export function dropLargestClosing (ctx: TableContext): boolean {
+export function dropLargestClosing(ctx: TableContext): boolean {
   let largest: Peer | null = null
   for (const peer of ctx.closing) {
     if (largest === null || peer.getUserData().closing!.bytes > largest.getUserData().closing!.bytes) largest = peer
@@ -55,13 +66,16 @@ export function dropLargestClosing (ctx: TableContext): boolean {
 }
 
 /** End a closed connection without its close frame. The log says which peer, and why: it sees 1006, not its session's close code. */
-export function drop (ctx: TableContext, peer: Peer, why: string): void {
+export function drop(ctx: TableContext, peer: Peer, why: string): void {
   const { slot, closing } = peer.getUserData()
-  ctx.logger.info({ session: slot.session.id, slot: slot.name, owed: closing?.bytes ?? 0, why }, 'closed connection dropped')
+  ctx.logger.info(
+    { session: slot.session.id, slot: slot.name, owed: closing?.bytes ?? 0, why },
+    'closed connection dropped',
+  )
   peer.close() // runs the close handler, which forgets it
 }
 
-function forgetClosing (ctx: TableContext, peer: Peer): Closing | null {
+function forgetClosing(ctx: TableContext, peer: Peer): Closing | null {
   const data = peer.getUserData()
   const pending = data.closing ?? null
   if (pending === null) return null

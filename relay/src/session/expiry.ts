@@ -9,23 +9,23 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 
 export type Expiry = {
   /** A session was created that expires at `at`: arm the timer if nothing earlier holds it. */
-  created (at: number): void
+  created(at: number): void
   /** The periodic reap: closed sessions leave the table (expired ones left it when they expired). */
-  sweep (): void
-  stop (): void
+  sweep(): void
+  stop(): void
 }
 
-export function startExpiry (ctx: TableContext, reapIntervalMs: number): Expiry {
+export function startExpiry(ctx: TableContext, reapIntervalMs: number): Expiry {
   let expiryTimer: NodeJS.Timeout | null = null
   const reapTimer = setInterval(sweep, reapIntervalMs)
   reapTimer.unref()
 
-  function arm (at: number): void {
+  function arm(at: number): void {
     expiryTimer = setTimeout(expireDue, Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS))
     expiryTimer.unref()
   }
 
-  function expireDue (): void {
+  function expireDue(): void {
     expiryTimer = null
     const now = Date.now()
     for (const session of ctx.sessions.values()) {
@@ -37,18 +37,18 @@ export function startExpiry (ctx: TableContext, reapIntervalMs: number): Expiry 
     }
   }
 
-  function sweep (): void {
+  function sweep(): void {
     const ids = ctx.closedIds.splice(0)
     for (const id of ids) ctx.sessions.delete(id)
     if (ids.length > 0) ctx.logger.info({ removed: ids.length }, 'swept closed sessions')
     expireDue()
   }
 
-  function created (at: number): void {
+  function created(at: number): void {
     if (expiryTimer === null) arm(at)
   }
 
-  function stop (): void {
+  function stop(): void {
     clearInterval(reapTimer)
     if (expiryTimer !== null) clearTimeout(expiryTimer)
     expiryTimer = null

@@ -19,13 +19,14 @@ const LIMIT = /^[0-9]{1,4}$/
 const CURSOR = /^[A-Za-z0-9_-]{1,64}$/
 const POSITION = /^([0-9]{1,15})\.([A-Za-z0-9_-]{22})$/
 
-export function parsePageQuery (query: string): PageQuery {
+export function parsePageQuery(query: string): PageQuery {
   const params = new URLSearchParams(query)
   const limitText = params.get('limit')
   let limit = DEFAULT_PAGE_SIZE
   if (limitText !== null) {
     limit = LIMIT.test(limitText) ? Number(limitText) : 0
-    if (limit < 1 || limit > MAX_PAGE_SIZE) throw new HttpError(400, `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`)
+    if (limit < 1 || limit > MAX_PAGE_SIZE)
+      throw new HttpError(400, `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`)
   }
   const cursor = params.get('cursor')
   return { limit, after: cursor === null ? null : decodeCursor(cursor) }
@@ -37,7 +38,7 @@ export function parsePageQuery (query: string): PageQuery {
  * created meanwhile comes after every position already handed out. The work is one pass over
  * the table keeping at most 2 * limit sessions, however far the walk has gone.
  */
-export function pageOf (sessions: Iterable<Session>, { limit, after }: PageQuery, now: number): Page {
+export function pageOf(sessions: Iterable<Session>, { limit, after }: PageQuery, now: number): Page {
   let kept: Session[] = []
   let candidates = 0
   let worstKept: Session | null = null
@@ -58,15 +59,15 @@ export function pageOf (sessions: Iterable<Session>, { limit, after }: PageQuery
   return { sessions: kept, nextCursor: candidates > limit && last !== undefined ? encodeCursor(last) : null }
 }
 
-function compare (a: Position, b: Position): number {
+function compare(a: Position, b: Position): number {
   return a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 }
 
-function encodeCursor ({ createdAt, id }: Position): string {
+function encodeCursor({ createdAt, id }: Position): string {
   return Buffer.from(`${createdAt}.${id}`).toString('base64url')
 }
 
-function decodeCursor (cursor: string): Position {
+function decodeCursor(cursor: string): Position {
   const match = CURSOR.test(cursor) ? POSITION.exec(Buffer.from(cursor, 'base64url').toString('latin1')) : null
   if (match === null) throw new HttpError(400, 'invalid cursor')
   return { createdAt: Number(match[1]), id: match[2]! }

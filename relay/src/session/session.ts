@@ -92,7 +92,12 @@ export type SessionView = {
 }
 
 /** A new session, both slots empty and linked to each other. */
-export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>, now: number, limits: SessionLimits, caller: string): Session {
+export function newSession(
+  { id, digests }: Pick<Credentials, 'id' | 'digests'>,
+  now: number,
+  limits: SessionLimits,
+  caller: string,
+): Session {
   const session = {
     id,
     createdAt: now,
@@ -117,7 +122,7 @@ export function newSession ({ id, digests }: Pick<Credentials, 'id' | 'digests'>
   return session
 }
 
-function newSlot (name: SlotName, session: Session, now: number): Slot {
+function newSlot(name: SlotName, session: Session, now: number): Slot {
   const rate = session.limits.bytesPerSecond
   return {
     name,
@@ -135,13 +140,13 @@ function newSlot (name: SlotName, session: Session, now: number): Slot {
   }
 }
 
-export function stateOf (session: Session): SessionState {
+export function stateOf(session: Session): SessionState {
   if (session.closed) return 'closed'
   const connected = (session.initiator.peer === null ? 0 : 1) + (session.responder.peer === null ? 0 : 1)
   return connected === 0 ? 'pending' : connected === 1 ? 'half_open' : 'open'
 }
 
-export function viewOf (session: Session): SessionView {
+export function viewOf(session: Session): SessionView {
   return {
     id: session.id,
     state: stateOf(session),
@@ -160,6 +165,6 @@ export function viewOf (session: Session): SessionView {
   }
 }
 
-export function iso (ms: number): string {
+export function iso(ms: number): string {
   return new Date(ms).toISOString()
 }

@@ -15,7 +15,6 @@ import { newCredentials, slotOfToken } from './tokens.js'
 import type { SessionClose } from './transitions.js'
 import { attach, closeSession, dropped, releasePeer } from './transitions.js'
 
-
 export type CreatedSession = { session: Session; initiatorToken: string; responderToken: string }
 
 export type SessionTableOptions = {
@@ -28,7 +27,7 @@ export type SessionTableOptions = {
 
 export type SessionTable = ReturnType<typeof createSessionTable>
 
-export function createSessionTable (opts: SessionTableOptions) {
+export function createSessionTable(opts: SessionTableOptions) {
   const ctx: TableContext = {
     sessions: new Map(),
     closedIds: [],
@@ -47,7 +46,10 @@ export function createSessionTable (opts: SessionTableOptions) {
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
 
   /** A new session for `caller` (see Session.caller); without limits, the node's TTL and no others. */
-  function create (caller: string, limits: SessionLimits = { maxBytes: null, bytesPerSecond: null, ttlMs: ctx.ttlMs }): CreatedSession {
+  function create(
+    caller: string,
+    limits: SessionLimits = { maxBytes: null, bytesPerSecond: null, ttlMs: ctx.ttlMs },
+  ): CreatedSession {
     const now = Date.now()
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
     const session = newSession(credentials, now, limits, caller)
@@ -58,7 +60,10 @@ export function createSessionTable (opts: SessionTableOptions) {
     // The table's one expiry timer relies on insertion order being expiry order: a session
     // that ends sooner than the node's TTL gets a timer of its own.
     if (limits.ttlMs < ctx.ttlMs) {
-      session.ttlTimer = setTimeout(() => closeSession(ctx, session, { reason: 'expired', frame: CLOSE_CODES.expired, remove: true }), limits.ttlMs)
+      session.ttlTimer = setTimeout(
+        () => closeSession(ctx, session, { reason: 'expired', frame: CLOSE_CODES.expired, remove: true }),
+        limits.ttlMs,
+      )
       session.ttlTimer.unref()
     } else {
       expiry.created(session.expiresAt)
@@ -68,13 +73,13 @@ export function createSessionTable (opts: SessionTableOptions) {
   }
 
   /** A session that can still be read: not removed and not past its expiry. */
-  function find (id: string): Session | undefined {
+  function find(id: string): Session | undefined {
     const session = sessions.get(id)
     if (session === undefined || session.expiresAt <= Date.now()) return undefined
     return session
   }
 
-  function list (): Session[] {
+  function list(): Session[] {
     const now = Date.now()
     const live: Session[] = []
     for (const session of sessions.values()) if (session.expiresAt > now) live.push(session)
@@ -82,31 +87,32 @@ export function createSessionTable (opts: SessionTableOptions) {
   }
 
   /** The slot a token opens, or null; see slotOfToken for why it takes constant time. */
-  function slotForToken (session: Session, token: string): Slot | null {
+  function slotForToken(session: Session, token: string): Slot | null {
     const slot = slotOfToken(session.tokenDigests, token)
     return slot === 0 ? session.initiator : slot === 1 ? session.responder : null
   }
 
   /** Close every session with `frame`, for shutdown, and stop the timers. */
-  function closeAll (reason: CloseReason, frame: CloseFrame): void {
+  function closeAll(reason: CloseReason, frame: CloseFrame): void {
     ctx.shuttingDown = true
     for (const session of sessions.values()) closeSession(ctx, session, { reason, frame, remove: true })
     for (const peer of [...ctx.closing]) closingDrained(ctx, peer)
     expiry.stop()
   }
 
-  function countByState (): Record<SessionState, number> {
+  function countByState(): Record<SessionState, number> {
     const counts: Record<SessionState, number> = { pending: 0, half_open: 0, open: 0, closed: 0 }
     for (const session of list()) counts[stateOf(session)]++
     return counts
   }
 
   /** Sessions that hold messages for their rate limit right now, by the slot those are bound for. */
-  function countRateHeld (): { initiator: number; responder: number } {
+  function countRateHeld(): { initiator: number; responder: number } {
     const counts = { initiator: 0, responder: 0 }
     for (const session of sessions.values()) {
       if (session.closed || session.limits.bytesPerSecond === null) continue
-      for (const slot of [session.initiator, session.responder]) if (slot.peer !== null && slot.held.length > 0) counts[slot.name]++
+      for (const slot of [session.initiator, session.responder])
+        if (slot.peer !== null && slot.held.length > 0) counts[slot.name]++
     }
     return counts
   }

@@ -16,7 +16,7 @@ export type Credentials = {
 // One fill of the CSPRNG per session: 16 bytes each for the id and the two tokens.
 const random = Buffer.alloc(48)
 
-export function newCredentials (): Credentials {
+export function newCredentials(): Credentials {
   randomFillSync(random)
   const id = random.toString('base64url', 0, 16)
   const initiatorToken = random.toString('base64url', 16, 32)
@@ -29,12 +29,12 @@ export function newCredentials (): Credentials {
   return { id, initiatorToken, responderToken, digests }
 }
 
-export function isWellFormedToken (token: string): boolean {
+export function isWellFormedToken(token: string): boolean {
   return TOKEN_SHAPE.test(token)
 }
 
 // Only digests are kept, so a memory dump or a log line can never replay a slot token.
-function digestToken (token: string): Buffer {
+function digestToken(token: string): Buffer {
   return createHash('sha256').update(token).digest()
 }
 
@@ -43,7 +43,7 @@ function digestToken (token: string): Buffer {
  * compared, in constant time, so the timing says nothing about which one, or whether any,
  * matched.
  */
-export function slotOfToken (digests: Buffer, token: string): 0 | 1 | -1 {
+export function slotOfToken(digests: Buffer, token: string): 0 | 1 | -1 {
   const digest = digestToken(token)
   const initiator = timingSafeEqual(digest, digests.subarray(0, DIGEST_BYTES))
   const responder = timingSafeEqual(digest, digests.subarray(DIGEST_BYTES))

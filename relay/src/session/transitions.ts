@@ -18,7 +18,7 @@ export type SessionClose = {
 }
 
 /** A peer attached to its slot: the session may now be half open or open. */
-export function attach (ctx: TableContext, slot: Slot, peer: Peer): void {
+export function attach(ctx: TableContext, slot: Slot, peer: Peer): void {
   const session = slot.session
   slot.peer = peer
   ctx.connections++
@@ -30,7 +30,7 @@ export function attach (ctx: TableContext, slot: Slot, peer: Peer): void {
 }
 
 /** The peer's connection was lost without a close frame: the slot may be reattached within peer-wait. */
-export function dropped (ctx: TableContext, slot: Slot, why: string): void {
+export function dropped(ctx: TableContext, slot: Slot, why: string): void {
   const session = slot.session
   releasePeer(ctx, slot)
   session.lastActivity = Date.now()
@@ -39,7 +39,7 @@ export function dropped (ctx: TableContext, slot: Slot, why: string): void {
 }
 
 /** Forget the slot's connection, after uWS reported it closed or before the relay ends it. */
-export function releasePeer (ctx: TableContext, slot: Slot): void {
+export function releasePeer(ctx: TableContext, slot: Slot): void {
   if (slot.peer === null) return
   slot.peer = null
   ctx.connections--
@@ -48,7 +48,7 @@ export function releasePeer (ctx: TableContext, slot: Slot): void {
 }
 
 /** Close a session: end both peers with the frame, drop what they were owed, kill its tokens. */
-export function closeSession (ctx: TableContext, session: Session, { reason, frame, remove }: SessionClose): void {
+export function closeSession(ctx: TableContext, session: Session, { reason, frame, remove }: SessionClose): void {
   if (!session.closed) {
     session.closed = true
     ctx.live--
@@ -75,7 +75,7 @@ export function closeSession (ctx: TableContext, session: Session, { reason, fra
 }
 
 /** End the slot's connection with a close frame, at once unless it still owes bytes (closing.ts). */
-function endPeer (ctx: TableContext, slot: Slot, code: number, message: string | Uint8Array): void {
+function endPeer(ctx: TableContext, slot: Slot, code: number, message: string | Uint8Array): void {
   const peer = slot.peer
   if (peer === null) return
   // Mark first: end() runs the close handler synchronously, which must not treat this as a drop.
@@ -90,7 +90,7 @@ function endPeer (ctx: TableContext, slot: Slot, code: number, message: string |
   startClosing(ctx, peer, code, message, owed)
 }
 
-function startWaiting (ctx: TableContext, slot: Slot): void {
+function startWaiting(ctx: TableContext, slot: Slot): void {
   if (slot.waitTimer !== null || slot.session.closed) return
   slot.waitTimer = setTimeout(() => {
     slot.waitTimer = null
@@ -98,7 +98,7 @@ function startWaiting (ctx: TableContext, slot: Slot): void {
   }, ctx.peerWaitMs)
 }
 
-function stopWaiting (slot: Slot): void {
+function stopWaiting(slot: Slot): void {
   if (slot.waitTimer === null) return
   clearTimeout(slot.waitTimer)
   slot.waitTimer = null

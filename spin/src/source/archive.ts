@@ -18,7 +18,7 @@ import type { SourceLimits } from './files.js'
 export class UploadBrokeOffError extends InvalidInputError {}
 
 /** Pack files (path to text) into a .tar.gz: regular files, mode 0644, in path order. */
-export async function packArchive (files: Record<string, string>, mtime: Date): Promise<Buffer> {
+export async function packArchive(files: Record<string, string>, mtime: Date): Promise<Buffer> {
   const pack = tar.pack()
   const gzip = createGzip()
   const chunks: Buffer[] = []
@@ -57,17 +57,23 @@ const END_OF_ARCHIVE = 10_240
 // that the pipeline read most of a gzip bomb's first 256 KiB before the inflated count tripped.
 const STAGE_BUFFER = 16 * 1024
 
-export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<Record<string, string>> {
+export function unpackArchive(input: Readable, limits: UnpackLimits): Promise<Record<string, string>> {
   const maxEntries = 2 * limits.maxFiles // files plus as many directories
   const inflatedLimit = limits.maxBytes + maxEntries * OVERHEAD_PER_ENTRY + END_OF_ARCHIVE
   const files = new Map<string, string>()
   let contentBytes = 0
   let entries = 0
 
-  const compressed = countBytes(limits.maxArchiveBytes, () => new TooLargeError(`archive too large: more than ${limits.maxArchiveBytes} bytes`))
+  const compressed = countBytes(
+    limits.maxArchiveBytes,
+    () => new TooLargeError(`archive too large: more than ${limits.maxArchiveBytes} bytes`),
+  )
   // zlib passes stream options through to its Transform; its typings leave them out.
   const gunzip = createGunzip({ highWaterMark: STAGE_BUFFER } as ZlibOptions)
-  const inflated = countBytes(inflatedLimit, () => new TooLargeError(`archive unpacks to more than ${limits.maxBytes} bytes`))
+  const inflated = countBytes(
+    inflatedLimit,
+    () => new TooLargeError(`archive unpacks to more than ${limits.maxBytes} bytes`),
+  )
   const extract = tar.extract()
 
   return new Promise((resolve, reject) => {
@@ -90,19 +96,22 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
         return stream.on('end', next)
       }
       const path = normalise(header.name)
-      if (!files.has(path) && files.size >= limits.maxFiles) return fail(new TooLargeError(`too many files: at most ${limits.maxFiles}`))
+      if (!files.has(path) && files.size >= limits.maxFiles)
+        return fail(new TooLargeError(`too many files: at most ${limits.maxFiles}`))
       const chunks: Buffer[] = []
       stream.on('data', (data: unknown) => {
         const chunk = data as Buffer
         contentBytes += chunk.length
-        if (contentBytes > limits.maxBytes) return fail(new TooLargeError(`archive unpacks to more than ${limits.maxBytes} bytes`))
+        if (contentBytes > limits.maxBytes)
+          return fail(new TooLargeError(`archive unpacks to more than ${limits.maxBytes} bytes`))
         chunks.push(chunk)
       })
       stream.on('end', () => {
         if (settled) return
         const content = decodeUtf8(Buffer.concat(chunks))
         const problem = content === null ? 'the content is not UTF-8 text' : contentProblem(content)
-        if (problem !== null) return fail(new InvalidInputError(`invalid file ${JSON.stringify(path)} in the archive: ${problem}`))
+        if (problem !== null)
+          return fail(new InvalidInputError(`invalid file ${JSON.stringify(path)} in the archive: ${problem}`))
         files.set(path, content as string)
         next()
       })
@@ -122,7 +131,9 @@ export function unpackArchive (input: Readable, limits: UnpackLimits): Promise<R
     // (and the request) pending forever.
     const brokeOff = (reason: string): void => fail(new UploadBrokeOffError(`the upload broke off: ${reason}`))
     input.on('error', (error: Error) => brokeOff(error.message))
-    input.on('close', () => { if (!input.readableEnded) brokeOff('the stream closed before its end') })
+    input.on('close', () => {
+      if (!input.readableEnded) brokeOff('the stream closed before its end')
+    })
     if (input.destroyed) return brokeOff('the stream closed before its end')
 
     input.pipe(compressed).pipe(gunzip).pipe(inflated).pipe(extract)
@@ -138,7 +149,7 @@ const MANIFESTS = ['package.json', 'go.mod', 'Cargo.toml']
  * the root: such a folder is dropped from the paths when a manifest is directly in it, and the
  * files are kept as they are otherwise (a folder of sources alone is a layout the user chose).
  */
-function withoutTopFolder (files: Record<string, string>): Record<string, string> {
+function withoutTopFolder(files: Record<string, string>): Record<string, string> {
   const paths = Object.keys(files)
   const top = paths[0]?.split('/')[0]
   if (top === undefined || !paths.every((path) => path.startsWith(`${top}/`))) return files
@@ -149,11 +160,13 @@ function withoutTopFolder (files: Record<string, string>): Record<string, string
 type TarHeader = tar.Header
 
 /** Why the archive is refused at this entry, before its content is read; null when it may pass. */
-function checkEntry (header: TarHeader): HttpError | null {
+function checkEntry(header: TarHeader): HttpError | null {
   const type = header.type ?? 'file'
   const shown = JSON.stringify(header.name)
-  if (type === 'symlink' || type === 'link') return new InvalidInputError(`archive entry ${shown} is a link: only regular files and directories are allowed`)
-  if (type !== 'file' && type !== 'directory') return new InvalidInputError(`archive entry ${shown} is a ${type}: only regular files and directories are allowed`)
+  if (type === 'symlink' || type === 'link')
+    return new InvalidInputError(`archive entry ${shown} is a link: only regular files and directories are allowed`)
+  if (type !== 'file' && type !== 'directory')
+    return new InvalidInputError(`archive entry ${shown} is a ${type}: only regular files and directories are allowed`)
   const path = normalise(header.name)
   // The archive's root itself ("./" as `tar -C dir .` writes it) is the only empty path allowed.
   if (type === 'directory' && path === '') return null
@@ -163,7 +176,7 @@ function checkEntry (header: TarHeader): HttpError | null {
 }
 
 // `tar -C dir .` prefixes every name with "./", and directories end in "/": neither is part of the path.
-function normalise (name: string): string {
+function normalise(name: string): string {
   let path = name
   while (path.startsWith('./')) path = path.slice(2)
   if (path === '.') return ''
@@ -172,7 +185,7 @@ function normalise (name: string): string {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-function decodeUtf8 (bytes: Buffer): string | null {
+function decodeUtf8(bytes: Buffer): string | null {
   try {
     return utf8.decode(bytes)
   } catch {
@@ -181,11 +194,11 @@ function decodeUtf8 (bytes: Buffer): string | null {
 }
 
 /** A pass-through that fails with `tooLarge()` as soon as more than `limit` bytes went through. */
-function countBytes (limit: number, tooLarge: () => Error): Transform {
+function countBytes(limit: number, tooLarge: () => Error): Transform {
   let seen = 0
   return new Transform({
     highWaterMark: STAGE_BUFFER,
-    transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
+    transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
       seen += chunk.length
       if (seen > limit) return callback(tooLarge())
       callback(null, chunk)

@@ -21,7 +21,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
 const LONE_SURROGATE = /\p{Cs}/u
 
 /** Why `path` is not an acceptable file path, or null when it is. */
-export function pathProblem (path: string): string | null {
+export function pathProblem(path: string): string | null {
   if (path === '') return 'the path is empty'
   if (path.length > MAX_PATH_LENGTH) return `the path is longer than ${MAX_PATH_LENGTH} characters`
   if (path.startsWith('/')) return 'the path is absolute'
@@ -42,21 +42,22 @@ export function pathProblem (path: string): string | null {
 const RESERVED_PATHS = new Set(['__proto__', 'constructor', 'prototype'])
 
 /** Why the set of paths cannot be unpacked as files in one directory, or null when it can. */
-function pathSetProblem (paths: string[]): string | null {
+function pathSetProblem(paths: string[]): string | null {
   const files = new Set(paths)
   for (const path of paths) {
     if (RESERVED_PATHS.has(path)) return `invalid file path ${JSON.stringify(path)}: a name JavaScript objects reserve`
     // "a" and "a/b" cannot both be written: "a" would have to be a file and a directory.
     for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
       const parent = path.slice(0, slash)
-      if (files.has(parent)) return `invalid file path ${JSON.stringify(path)}: ${JSON.stringify(parent)} is a file, so it cannot be a directory too`
+      if (files.has(parent))
+        return `invalid file path ${JSON.stringify(path)}: ${JSON.stringify(parent)} is a file, so it cannot be a directory too`
     }
   }
   return null
 }
 
 /** Why `content` cannot be stored as a file's text, or null when it can. */
-export function contentProblem (content: string): string | null {
+export function contentProblem(content: string): string | null {
   // PostgreSQL text and jsonb cannot hold NUL.
   if (content.includes('\u0000')) return 'the content contains a NUL character'
   if (LONE_SURROGATE.test(content)) return 'the content is not valid Unicode'
@@ -64,7 +65,7 @@ export function contentProblem (content: string): string | null {
 }
 
 /** Throws a 400 or 413 HttpError unless `files` is an acceptable source. */
-export function checkFiles (files: Record<string, string>, limits: SourceLimits): void {
+export function checkFiles(files: Record<string, string>, limits: SourceLimits): void {
   const paths = Object.keys(files)
   if (paths.length > limits.maxFiles) throw new TooLargeError(`too many files: at most ${limits.maxFiles}`)
   let total = 0
@@ -78,10 +79,15 @@ export function checkFiles (files: Record<string, string>, limits: SourceLimits)
   }
   const setProblem = pathSetProblem(paths)
   if (setProblem !== null) throw new InvalidInputError(setProblem)
-  if (total > limits.maxBytes) throw new TooLargeError(`source too large: the files hold more than ${limits.maxBytes} bytes`)
+  if (total > limits.maxBytes)
+    throw new TooLargeError(`source too large: the files hold more than ${limits.maxBytes} bytes`)
 }
 
 /** The same files with their paths in a stable, readable order. */
-export function sortedFiles (files: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.keys(files).sort().map((path) => [path, files[path] as string]))
+export function sortedFiles(files: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.keys(files)
+      .sort()
+      .map((path) => [path, files[path] as string]),
+  )
 }

@@ -22,13 +22,14 @@ const DEPLOY_DEADLINE_MS = 5 * 60_000
 // keeps another image this long after the build is taken to be that copy.
 const RELOCKED_AFTER_MS = 20_000
 
-export async function deployCommand (args: string[], io: Io): Promise<number> {
+export async function deployCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('deploy', args)
   const dir = parsed.positionals[0] as string
   const name = stringOf(parsed, 'name')
   if (name === undefined) throw new UsageError('--name is required: the application to deploy to')
   const given = stringOf(parsed, 'language')
-  if (given !== undefined && !LANGUAGES.includes(given as Language)) throw new UsageError(`--language: one of ${LANGUAGES.join(', ')}`)
+  if (given !== undefined && !LANGUAGES.includes(given as Language))
+    throw new UsageError(`--language: one of ${LANGUAGES.join(', ')}`)
   // Read and checked before anything is sent: a refused file costs no round trip.
   const files = await readSource(dir)
   const api = await apiFor(parsed, io)
@@ -39,17 +40,27 @@ export async function deployCommand (args: string[], io: Io): Promise<number> {
   io.stderr.write(`uploaded ${Object.keys(files).length} files to ${name}/${fn.name}\n`)
   const started = await api.json<Build>('POST', `/applications/${app.id}/builds`)
   io.stderr.write(`build ${started.id} started\n`)
-  await api.stream(`/applications/${app.id}/builds/${started.id}/logs?follow=true`, (chunk) => { io.stderr.write(chunk) }, io.signal)
+  await api.stream(
+    `/applications/${app.id}/builds/${started.id}/logs?follow=true`,
+    (chunk) => {
+      io.stderr.write(chunk)
+    },
+    io.signal,
+  )
   const build = await until(BUILD_DEADLINE_MS, `build ${started.id} to end`, async () => {
     const now = await api.json<Build>('GET', `/applications/${app.id}/builds/${started.id}`)
     return now.status === 'succeeded' || now.status === 'failed' ? now : undefined
   })
-  if (build.status === 'failed') throw new WasmkubeError('build_failed', `build ${build.id} failed: ${build.error ?? 'no reason given'}`)
+  if (build.status === 'failed')
+    throw new WasmkubeError('build_failed', `build ${build.id} failed: ${build.error ?? 'no reason given'}`)
   io.stderr.write(`build ${build.id} succeeded; waiting for the deployment\n`)
   const deployed = await waitForDeployment(api, app.id, build)
   await until(DEPLOY_DEADLINE_MS, 'the deployment to answer', async () => {
     try {
-      return await api.json<{ status: number }>('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, { method: 'GET', path: '/' })
+      return await api.json<{ status: number }>('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
+        method: 'GET',
+        path: '/',
+      })
     } catch (error) {
       // 503: the host is still starting; anything else is a real refusal.
       if (error instanceof WasmkubeError && error.status === 503) return undefined
@@ -57,43 +68,58 @@ export async function deployCommand (args: string[], io: Io): Promise<number> {
     }
   })
   const url = deployed.deployment?.publicUrl ?? `${api.server}/api/v1/applications/${app.id}/functions/${fn.id}/invoke`
-  if (parsed.values.json === true) return printJson(io, { application: app.id, function: fn.id, build, deployment: deployed.deployment, url })
+  if (parsed.values.json === true)
+    return printJson(io, { application: app.id, function: fn.id, build, deployment: deployed.deployment, url })
   io.stderr.write(`deployed ${name}: wasmkube invoke ${name} [PATH]\n`)
   io.stdout.write(`${url}\n`)
   return 0
 }
 
-async function applicationFor (api: Api, io: Io, name: string, given: Language | undefined, files: Record<string, string>): Promise<Application> {
+async function applicationFor(
+  api: Api,
+  io: Io,
+  name: string,
+  given: Language | undefined,
+  files: Record<string, string>,
+): Promise<Application> {
   const found = await findApp(api, name)
   if (found !== undefined) {
-    if (given !== undefined && given !== found.language) throw new WasmkubeError('refused', `${name} exists as a ${found.language} application, not ${given}`)
+    if (given !== undefined && given !== found.language)
+      throw new WasmkubeError('refused', `${name} exists as a ${found.language} application, not ${given}`)
     return await api.json<Application>('GET', `/applications/${found.id}`)
   }
   const language = given ?? languageOf(files)
-  if (language === undefined) throw new UsageError('cannot tell the language from the files (no go.mod, Cargo.toml, tsconfig.json or package.json): pass --language')
+  if (language === undefined)
+    throw new UsageError(
+      'cannot tell the language from the files (no go.mod, Cargo.toml, tsconfig.json or package.json): pass --language',
+    )
   const created = await api.json<Application>('POST', '/applications', { name, language, runtime: 'wasmkube' })
   io.stderr.write(`created the ${language} application ${name}\n`)
   return created
 }
 
-async function waitForDeployment (api: Api, appId: string, build: Build): Promise<Application> {
+async function waitForDeployment(api: Api, appId: string, build: Build): Promise<Application> {
   let readyElsewhereSince: number | undefined
   return await until(DEPLOY_DEADLINE_MS, 'the deployment to run the build', async () => {
     const app = await api.json<Application>('GET', `/applications/${appId}`)
     const deployment = app.deployment
-    if (deployment === null || !deployment.ready) { readyElsewhereSince = undefined; return undefined }
+    if (deployment === null || !deployment.ready) {
+      readyElsewhereSince = undefined
+      return undefined
+    }
     if (deployment.image === build.imageRef) return app
     readyElsewhereSince ??= Date.now()
     return Date.now() - readyElsewhereSince >= RELOCKED_AFTER_MS ? app : undefined
   })
 }
 
-async function until<T> (deadlineMs: number, what: string, probe: () => Promise<T | undefined>): Promise<T> {
+async function until<T>(deadlineMs: number, what: string, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + deadlineMs
   for (;;) {
     const value = await probe()
     if (value !== undefined) return value
-    if (Date.now() > deadline) throw new WasmkubeError('network', `gave up waiting ${Math.round(deadlineMs / 1000)} s for ${what}`)
+    if (Date.now() > deadline)
+      throw new WasmkubeError('network', `gave up waiting ${Math.round(deadlineMs / 1000)} s for ${what}`)
     await sleep(POLL_MS)
   }
 }

@@ -8,9 +8,16 @@ import { UsageError, WasmkubeError } from '../errors.js'
 import { parseCommand, stringOf } from '../table.js'
 import { printJson } from './listing.js'
 
-type InvokeResult = { status: number; headers: Record<string, string[]>; body: string; bodyIsBase64: boolean; truncated: boolean; durationMs: number }
+type InvokeResult = {
+  status: number
+  headers: Record<string, string[]>
+  body: string
+  bodyIsBase64: boolean
+  truncated: boolean
+  durationMs: number
+}
 
-export async function invokeCommand (args: string[], io: Io): Promise<number> {
+export async function invokeCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('invoke', args)
   const [name, path = '/'] = parsed.positionals as [string, string?]
   if (!path.startsWith('/')) throw new UsageError(`PATH must start with "/": ${path}`)
@@ -22,29 +29,43 @@ export async function invokeCommand (args: string[], io: Io): Promise<number> {
     ;(headers[key] ??= []).push(header.slice(at + 1).trim())
   }
   const data = stringOf(parsed, 'data')
-  const body = data === undefined ? undefined : data.startsWith('@') ? await readBody(data.slice(1)) : Buffer.from(data, 'utf8')
+  const body =
+    data === undefined ? undefined : data.startsWith('@') ? await readBody(data.slice(1)) : Buffer.from(data, 'utf8')
   const method = (stringOf(parsed, 'method') ?? (body === undefined ? 'GET' : 'POST')).toUpperCase()
   const api = await apiFor(parsed, io)
   const app = await getApp(api, name)
   const fnName = stringOf(parsed, 'function')
   const fn = fnName === undefined ? app.functions[0] : app.functions.find((f) => f.name === fnName)
-  if (fn === undefined) throw new WasmkubeError('not_found', `${app.name} has no function ${JSON.stringify(fnName ?? '')}: it has ${app.functions.map((f) => f.name).join(', ')}`)
-  const result = await api.json<InvokeResult>('POST', `/applications/${encodeURIComponent(app.id)}/functions/${encodeURIComponent(fn.id)}/invoke`, {
-    method, path, headers,
-    ...(body === undefined ? {} : { body: body.toString('base64'), bodyIsBase64: true }),
-  })
-  if (typeof result?.status !== 'number' || typeof result.body !== 'string') throw new WasmkubeError('bad_answer', 'the invoke answer has no status and body')
+  if (fn === undefined)
+    throw new WasmkubeError(
+      'not_found',
+      `${app.name} has no function ${JSON.stringify(fnName ?? '')}: it has ${app.functions.map((f) => f.name).join(', ')}`,
+    )
+  const result = await api.json<InvokeResult>(
+    'POST',
+    `/applications/${encodeURIComponent(app.id)}/functions/${encodeURIComponent(fn.id)}/invoke`,
+    {
+      method,
+      path,
+      headers,
+      ...(body === undefined ? {} : { body: body.toString('base64'), bodyIsBase64: true }),
+    },
+  )
+  if (typeof result?.status !== 'number' || typeof result.body !== 'string')
+    throw new WasmkubeError('bad_answer', 'the invoke answer has no status and body')
   const ok = result.status >= 200 && result.status < 300
   if (parsed.values.json === true) {
     printJson(io, result)
     return ok ? 0 : 1
   }
   io.stdout.write(result.bodyIsBase64 ? Buffer.from(result.body, 'base64') : result.body)
-  io.stderr.write(`${result.status}${result.truncated ? ' (body truncated at 1 MiB)' : ''} in ${result.durationMs} ms\n`)
+  io.stderr.write(
+    `${result.status}${result.truncated ? ' (body truncated at 1 MiB)' : ''} in ${result.durationMs} ms\n`,
+  )
   return ok ? 0 : 1
 }
 
-async function readBody (file: string): Promise<Buffer> {
+async function readBody(file: string): Promise<Buffer> {
   try {
     return await readFile(file)
   } catch (error) {

@@ -9,7 +9,7 @@ import { saveLogin, tokenFile } from '../token-store.js'
 
 type ConsoleConfig = { auth: { issuer: string; clientId: string; scopes: string } | null }
 
-export async function loginCommand (args: string[], io: Io): Promise<number> {
+export async function loginCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('login', args)
   const server = serverOf(parsed, io)
   const config = await createApi(server, () => Promise.resolve(undefined)).json<ConsoleConfig>('GET', '/console-config')
@@ -18,15 +18,23 @@ export async function loginCommand (args: string[], io: Io): Promise<number> {
     return 0
   }
   const clientId = stringOf(parsed, 'client-id') ?? config?.auth?.clientId ?? ''
-  if (typeof config?.auth?.issuer !== 'string') throw new WasmkubeError('bad_answer', `${server}/api/v1/console-config names no identity provider`)
-  if (clientId === '') throw new WasmkubeError('login_failed', `${server} names no client id for sign-in (PLATFORM_CONSOLE_CLIENT_ID): pass --client-id`)
+  if (typeof config?.auth?.issuer !== 'string')
+    throw new WasmkubeError('bad_answer', `${server}/api/v1/console-config names no identity provider`)
+  if (clientId === '')
+    throw new WasmkubeError(
+      'login_failed',
+      `${server} names no client id for sign-in (PLATFORM_CONSOLE_CLIENT_ID): pass --client-id`,
+    )
   const scopes = config.auth.scopes.split(' ').includes('openid') ? config.auth.scopes : `openid ${config.auth.scopes}`
   const login = await deviceLogin({ issuer: config.auth.issuer, clientId, scopes }, (prompt) => {
-    io.stderr.write(`To log in, open ${prompt.verification_uri}\nand enter the code ${prompt.user_code} (valid ${Math.round(prompt.expires_in / 60)} min).\n`)
+    io.stderr.write(
+      `To log in, open ${prompt.verification_uri}\nand enter the code ${prompt.user_code} (valid ${Math.round(prompt.expires_in / 60)} min).\n`,
+    )
   })
   const file = tokenFile(io.env)
   await saveLogin(file, server, login)
   io.stderr.write(`Logged in; tokens kept in ${file}\n`)
-  if (login.refresh_token === undefined) io.stderr.write('The identity provider gave no refresh token: log in again when the token expires.\n')
+  if (login.refresh_token === undefined)
+    io.stderr.write('The identity provider gave no refresh token: log in again when the token expires.\n')
   return 0
 }

@@ -5,7 +5,7 @@ import type { Io } from '../context.js'
 import { UsageError } from '../errors.js'
 import { parseCommand, stringOf } from '../table.js'
 
-export async function logsCommand (args: string[], io: Io): Promise<number> {
+export async function logsCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('logs', args)
   const tail = stringOf(parsed, 'tail')
   if (tail !== undefined && !/^[0-9]{1,6}$/.test(tail)) throw new UsageError(`--tail: not a number of lines: ${tail}`)
@@ -15,6 +15,12 @@ export async function logsCommand (args: string[], io: Io): Promise<number> {
   if (parsed.values.follow === true) query.set('follow', 'true')
   if (tail !== undefined) query.set('tail', tail)
   const suffix = query.size === 0 ? '' : `?${query.toString()}`
-  await api.stream(`/applications/${encodeURIComponent(app.id)}/logs${suffix}`, (chunk) => { io.stdout.write(chunk) }, io.signal)
+  await api.stream(
+    `/applications/${encodeURIComponent(app.id)}/logs${suffix}`,
+    (chunk) => {
+      io.stdout.write(chunk)
+    },
+    io.signal,
+  )
   return 0
 }

@@ -9,10 +9,11 @@ import { UsageError } from '../errors.js'
 import { parseCommand } from '../table.js'
 import { printJson, table } from './listing.js'
 
-export async function varsCommand (args: string[], io: Io): Promise<number> {
+export async function varsCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('vars', args)
   const [action, name, ...items] = parsed.positionals as [string, string, ...string[]]
-  if (action !== 'set' && action !== 'unset' && action !== 'list') throw new UsageError(`vars: unknown action ${JSON.stringify(action)} (set, unset or list)`)
+  if (action !== 'set' && action !== 'unset' && action !== 'list')
+    throw new UsageError(`vars: unknown action ${JSON.stringify(action)} (set, unset or list)`)
   if (action === 'list' && items.length > 0) throw new UsageError('vars list takes only the application name')
   if (action !== 'list' && items.length === 0) throw new UsageError(`vars ${action}: name at least one variable`)
   if (action !== 'set' && parsed.values.secret === true) throw new UsageError('--secret goes with vars set')
@@ -21,7 +22,12 @@ export async function varsCommand (args: string[], io: Io): Promise<number> {
   const current: Variables = app.variables ?? {}
   if (action === 'list') {
     if (parsed.values.json === true) return printJson(io, current)
-    io.stdout.write(table(['NAME', 'VALUE'], Object.entries(current).map(([key, variable]) => [key, shown(variable)])))
+    io.stdout.write(
+      table(
+        ['NAME', 'VALUE'],
+        Object.entries(current).map(([key, variable]) => [key, shown(variable)]),
+      ),
+    )
     return 0
   }
   const next: Record<string, unknown> = { ...current }
@@ -38,13 +44,19 @@ export async function varsCommand (args: string[], io: Io): Promise<number> {
       delete next[key]
     }
   }
-  const updated = await api.json<{ variables?: Variables; deployment: { message: string | null } | null }>('PATCH', `/applications/${encodeURIComponent(app.id)}`, { variables: next })
+  const updated = await api.json<{ variables?: Variables; deployment: { message: string | null } | null }>(
+    'PATCH',
+    `/applications/${encodeURIComponent(app.id)}`,
+    { variables: next },
+  )
   if (parsed.values.json === true) return printJson(io, updated.variables ?? {})
-  io.stderr.write(`${action === 'set' ? 'set' : 'unset'} ${items.map((item) => item.split('=')[0]).join(', ')} on ${app.name}${updated.deployment?.message ? `: ${updated.deployment.message}` : ''}\n`)
+  io.stderr.write(
+    `${action === 'set' ? 'set' : 'unset'} ${items.map((item) => item.split('=')[0]).join(', ')} on ${app.name}${updated.deployment?.message ? `: ${updated.deployment.message}` : ''}\n`,
+  )
   return 0
 }
 
-function shown (variable: Variables[string]): string {
+function shown(variable: Variables[string]): string {
   if ('value' in variable) return variable.value
   if ('secret' in variable) return '(secret)'
   return `(from Secret ${variable.secretRef.name}/${variable.secretRef.key})`

@@ -42,7 +42,8 @@ const logSchema = {
   operationId: 'getBuildLog',
   tags: ['builds', 'runtime'],
   summary: "A build's log; with follow=true the answer streams until the build pod exits",
-  description: 'Waits until the build container runs. A finished build answers from the database, also after its Job is gone.',
+  description:
+    'Waits until the build container runs. A finished build answers from the database, also after its Job is gone.',
   params: BuildParams,
   querystring: LogsQuery,
   response: { 200: { content: { 'text/plain': { schema: Type.String() } } }, ...errors(400, 404) },
@@ -73,13 +74,21 @@ export const buildRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, dep
   })
 
   app.get('/applications/:appId/builds/:buildId/logs', { schema: logSchema }, async (request, reply) =>
-    sendBuildLog(deps, request.params, request.query.follow === true, reply))
+    sendBuildLog(deps, request.params, request.query.follow === true, reply),
+  )
 }
 
 /** The log as it is now, or streamed while the pod runs; a build whose pod has not started yet is looked at again until it does. */
-async function sendBuildLog (deps: RouteDeps, { appId, buildId }: { appId: string; buildId: string }, follow: boolean, reply: FastifyReply): Promise<FastifyReply> {
+async function sendBuildLog(
+  deps: RouteDeps,
+  { appId, buildId }: { appId: string; buildId: string },
+  follow: boolean,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   let closed = false
-  reply.raw.on('close', () => { closed = true })
+  reply.raw.on('close', () => {
+    closed = true
+  })
   for (;;) {
     const abort = new AbortController()
     const log = await findBuildLog(deps, appId, buildId, { follow, signal: abort.signal })

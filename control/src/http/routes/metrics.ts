@@ -18,59 +18,79 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   const prometheus = prometheusFor(config)
   const windowMsFor = (window: MetricsWindow): number => rateWindowMs(window.stepMs, config.metricsRateWindowMs)
 
-  app.get('/applications/:appId/metrics', {
-    schema: {
-      tags: ['metrics'],
-      operationId: 'getApplicationMetrics',
-      summary: 'CPU (cores) and memory (bytes) of the application',
-      params: AppParams,
-      querystring: MetricsQuery,
-      response: { 200: ApplicationMetrics, ...errors(400, 404) },
+  app.get(
+    '/applications/:appId/metrics',
+    {
+      schema: {
+        tags: ['metrics'],
+        operationId: 'getApplicationMetrics',
+        summary: 'CPU (cores) and memory (bytes) of the application',
+        params: AppParams,
+        querystring: MetricsQuery,
+        response: { 200: ApplicationMetrics, ...errors(400, 404) },
+      },
     },
-  }, async (request) => {
-    const window = metricsWindow(request.query)
-    const appName = await clusterName(db, request.params.appId)
-    if (appName === null) throw applicationNotFound()
-    if (prometheus === null) throw notConfigured()
-    const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
-    const series = await querySeries(prometheus, request.log, window, queries, { cpu: 'cores', memory: 'bytes' })
-    return { range: window.range, step: window.step, series }
-  })
+    async (request) => {
+      const window = metricsWindow(request.query)
+      const appName = await clusterName(db, request.params.appId)
+      if (appName === null) throw applicationNotFound()
+      if (prometheus === null) throw notConfigured()
+      const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
+      const series = await querySeries(prometheus, request.log, window, queries, { cpu: 'cores', memory: 'bytes' })
+      return { range: window.range, step: window.step, series }
+    },
+  )
 
-  app.get('/applications/:appId/functions/:fnId/metrics', {
-    schema: {
-      tags: ['metrics'],
-      operationId: 'getFunctionMetrics',
-      summary: 'Request rate, p95 latency (ms) and error rate of the function',
-      params: FunctionParams,
-      querystring: MetricsQuery,
-      response: { 200: FunctionMetrics, ...errors(400, 404) },
+  app.get(
+    '/applications/:appId/functions/:fnId/metrics',
+    {
+      schema: {
+        tags: ['metrics'],
+        operationId: 'getFunctionMetrics',
+        summary: 'Request rate, p95 latency (ms) and error rate of the function',
+        params: FunctionParams,
+        querystring: MetricsQuery,
+        response: { 200: FunctionMetrics, ...errors(400, 404) },
+      },
     },
-  }, async (request) => {
-    const window = metricsWindow(request.query)
-    const appName = await clusterName(db, request.params.appId)
-    const fn = appName === null ? null : await getFunction(db, request.params.appId, request.params.fnId)
-    if (appName === null || fn === null) throw functionNotFound()
-    if (prometheus === null) throw notConfigured()
-    const queries = functionQueries({ namespace: config.namespace, appName }, fn.route, windowMsFor(window))
-    const series = await querySeries(prometheus, request.log, window, queries, { requestRate: 'req/s', latencyP95: 'ms', errorRate: 'req/s' })
-    return { range: window.range, step: window.step, series }
-  })
+    async (request) => {
+      const window = metricsWindow(request.query)
+      const appName = await clusterName(db, request.params.appId)
+      const fn = appName === null ? null : await getFunction(db, request.params.appId, request.params.fnId)
+      if (appName === null || fn === null) throw functionNotFound()
+      if (prometheus === null) throw notConfigured()
+      const queries = functionQueries({ namespace: config.namespace, appName }, fn.route, windowMsFor(window))
+      const series = await querySeries(prometheus, request.log, window, queries, {
+        requestRate: 'req/s',
+        latencyP95: 'ms',
+        errorRate: 'req/s',
+      })
+      return { range: window.range, step: window.step, series }
+    },
+  )
 
-  app.get('/overview/metrics', {
-    schema: {
-      tags: ['metrics'],
-      operationId: 'getOverviewMetrics',
-      summary: "HTTP request rate and build rate of the whole platform; with tenants, of the caller's tenants' applications (an admin's: the whole platform)",
-      querystring: MetricsQuery,
-      response: { 200: OverviewMetrics, ...errors(400) },
+  app.get(
+    '/overview/metrics',
+    {
+      schema: {
+        tags: ['metrics'],
+        operationId: 'getOverviewMetrics',
+        summary:
+          "HTTP request rate and build rate of the whole platform; with tenants, of the caller's tenants' applications (an admin's: the whole platform)",
+        querystring: MetricsQuery,
+        response: { 200: OverviewMetrics, ...errors(400) },
+      },
     },
-  }, async (request) => {
-    const window = metricsWindow(request.query)
-    if (prometheus === null) throw notConfigured()
-    // Without a tenant claim there is one tenant, and the platform's series are its own.
-    const tenants = config.tenantClaim === '' ? null : visibleTenants(callerOf(request))
-    const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window), tenants), { httpRequestRate: 'req/s', buildRate: 'builds/s' })
-    return { range: window.range, step: window.step, series }
-  })
+    async (request) => {
+      const window = metricsWindow(request.query)
+      if (prometheus === null) throw notConfigured()
+      // Without a tenant claim there is one tenant, and the platform's series are its own.
+      const tenants = config.tenantClaim === '' ? null : visibleTenants(callerOf(request))
+      const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window), tenants), {
+        httpRequestRate: 'req/s',
+        buildRate: 'builds/s',
+      })
+      return { range: window.range, step: window.step, series }
+    },
+  )
 }

@@ -1,7 +1,10 @@
 // The one error body every refusal has, and its meaning per status in the OpenAPI document.
 import { Type } from 'typebox'
 
-export const ErrorBody = Type.Object({ error: Type.String({ description: 'the reason, in words' }) }, { additionalProperties: false })
+export const ErrorBody = Type.Object(
+  { error: Type.String({ description: 'the reason, in words' }) },
+  { additionalProperties: false },
+)
 
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'invalid input: a schema or rule failed, or the JSON does not parse',
@@ -18,9 +21,14 @@ const ERROR_MEANINGS: Record<number, string> = {
 }
 
 /** Response schemas for the given refusals, all `{error}`. */
-export function errors (...statuses: number[]): Record<number, typeof ErrorBody> {
-  return Object.fromEntries(statuses.map((status) => [status, Type.Object(ErrorBody.properties, {
-    additionalProperties: false,
-    description: ERROR_MEANINGS[status] ?? 'refused',
-  })]))
+export function errors(...statuses: number[]): Record<number, typeof ErrorBody> {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      Type.Object(ErrorBody.properties, {
+        additionalProperties: false,
+        description: ERROR_MEANINGS[status] ?? 'refused',
+      }),
+    ]),
+  )
 }
