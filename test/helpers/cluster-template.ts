@@ -1,0 +1,102 @@
+// What the go and rust cluster tests share, as a user meets the cluster path: the template's
+// source uploaded, the control plane's build Job run by the fake Job runner (the language's
+// builder as a local process, its dependency cache kept across runs), the image pushed to a real
+// registry, the fake spin-operator's shim pulling the SpinApp's image, checking it and serving
+// it through the wasmtime worker, and invoke through the control plane answering with the
+// template's text.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { templateFiles } from '@session-relay/spin/templates'
+import { unpackSpinApp } from '@session-relay/spin/unpack'
+import { operateSpinApps, runBuildJobs } from '../fixtures/kube-runners.js'
+import { SECRETS } from '../fixtures/kube-secrets.js'
+import { startFakeCluster } from '../fixtures/kube.js'
+import { startClusterControl, tempDir, NAMESPACE } from './cluster.js'
+import type { BuildView } from './control.js'
+import { createApp, firstFunction, until } from './control.js'
+import { dockerConfigDir, startRegistry } from './registry.js'
+
+export const BUILD_TIMEOUT = 600_000
+export const LOAD_TIMEOUT = 180_000
+
+/**
+ * Builds and invokes `language`'s template in the fake cluster; the build's log (the Job pod's)
+ * and the first 8 bytes of the component the build pushed, read back as the shim reads it (a
+ * core module for go's WAGI, a component for rust).
+ */
+export async function templateInCluster(
+  t: Test,
+  language: 'go' | 'rust',
+  dependencyCache: string,
+): Promise<{ log: string; header: string }> {
+  const registry = await startRegistry(t, { auth: true })
+  const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
+  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+  runBuildJobs(t, fake, { dockerConfig, dependencyCache })
+  operateSpinApps(t, fake, { dockerConfig })
+  const { control } = await startClusterControl(t, 'pglite', {
+    fake,
+    flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'],
+  })
+  fake.put(SECRETS, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'kubernetes.io/dockerconfigjson',
+    metadata: { name: 'registry-credentials' },
+    data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') },
+  })
+
+  const name = `hello-${language}`
+  const app = await createApp(control, name, { language })
+  const fn = firstFunction(app)
+  t.equal(
+    (
+      await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, {
+        json: { files: templateFiles(language, fn.name) },
+      })
+    ).status,
+    200,
+  )
+  const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as BuildView
+  let build: BuildView | undefined
+  await until(
+    async () => {
+      build = (await control.call('GET', `/applications/${app.id}/builds/${started.id}`)).body as BuildView
+      return build.status === 'succeeded' || build.status === 'failed'
+    },
+    BUILD_TIMEOUT,
+    'the build to end',
+  )
+  t.equal(build?.status, 'succeeded', build?.error ?? '')
+  t.match(
+    build?.imageRef,
+    new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/${name}@sha256:[0-9a-f]{64}$`),
+    'the digest the builder pushed',
+  )
+  const log = (await control.call('GET', `/applications/${app.id}/builds/${started.id}/logs`)).text
+
+  // The worker compiles the module at its first load (go's is 5.7 MB).
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
+        .deployment?.ready === true,
+    LOAD_TIMEOUT,
+    'the SpinApp ready',
+  )
+  const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
+    json: { method: 'GET', path: '/through/the/proxy' },
+  })
+  t.equal(reply.status, 200)
+  t.match(reply.body, {
+    status: 200,
+    body: `hello from ${fn.name}\n`,
+    headers: { 'x-request-path': ['/through/the/proxy'] },
+  })
+
+  const unpacked = await unpackSpinApp(build?.imageRef ?? '', join(tempDir(t), 'wasm'), {
+    dockerConfigDir: dockerConfig,
+  })
+  const wasm = readFileSync(unpacked.components[fn.name] as string)
+  return { log, header: wasm.subarray(0, 8).toString('hex') }
+}
