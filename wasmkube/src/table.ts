@@ -113,7 +113,8 @@ export const COMMANDS = {
   },
   vars: {
     usage: 'vars set NAME KEY=VALUE... [--secret] | vars unset NAME KEY... | vars list NAME [--json]',
-    summary: "an application's variables; a change reaches the running deployment without a rebuild",
+    summary:
+      "an application's variables; a change reaches the running deployment without a rebuild, and set/unset wait until it does",
     positionals: [2, Infinity],
     options: {
       ...server,

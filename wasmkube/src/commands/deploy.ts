@@ -3,7 +3,6 @@
 // streams to stderr; then the command waits until the deployment runs this build and answers an
 // invoke, and prints where it answers. Polling the API is all there is to wait on (it has no
 // events), so each wait has a deadline that says what it waited for.
-import { setTimeout as sleep } from 'node:timers/promises'
 import { findApp } from '../applications.js'
 import type { Application, Build } from '../applications.js'
 import { apiFor } from '../context.js'
@@ -13,9 +12,9 @@ import type { Api } from '../http.js'
 import { LANGUAGES, languageOf, readSource } from '../source-dir.js'
 import type { Language } from '../source-dir.js'
 import { parseCommand, stringOf } from '../table.js'
+import { until } from '../wait.js'
 import { printJson } from './listing.js'
 
-const POLL_MS = 500
 const BUILD_DEADLINE_MS = 15 * 60_000
 const DEPLOY_DEADLINE_MS = 5 * 60_000
 // A cluster may run a relocked copy of the build (another digest): a ready deployment that
@@ -111,15 +110,4 @@ async function waitForDeployment(api: Api, appId: string, build: Build): Promise
     readyElsewhereSince ??= Date.now()
     return Date.now() - readyElsewhereSince >= RELOCKED_AFTER_MS ? app : undefined
   })
-}
-
-async function until<T>(deadlineMs: number, what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + deadlineMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline)
-      throw new WasmkubeError('network', `gave up waiting ${Math.round(deadlineMs / 1000)} s for ${what}`)
-    await sleep(POLL_MS)
-  }
 }
