@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { BUILD_TIMEOUT, LOAD_TIMEOUT, templateInCluster } from '../helpers/cluster-template.js'
+import { BUILD_TIMEOUT, LOAD_TIMEOUT, componentHeader, templateInCluster } from '../helpers/cluster-template.js'
 
 t.setTimeout(BUILD_TIMEOUT + LOAD_TIMEOUT + 60_000)
 const deps = join(fileURLToPath(new URL('../../', import.meta.url)), '.cache', 'test-go-deps')
@@ -18,7 +18,7 @@ t.test(
   'go in the cluster: Job → go builder → registry → SpinApp → shim (WAGI) → invoke answers with the template',
   async (t) => {
     mkdirSync(deps, { recursive: true })
-    const { header } = await templateInCluster(t, 'go', deps)
+    const header = await componentHeader(t, await templateInCluster(t, 'go', { dependencyCache: deps }))
     t.equal(header, '0061736d01000000', 'a core module, which the shim runs with the WAGI executor')
   },
 )

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { rustRoot } from '@session-relay/spin/toolchains'
-import { BUILD_TIMEOUT, LOAD_TIMEOUT, templateInCluster } from '../helpers/cluster-template.js'
+import { BUILD_TIMEOUT, LOAD_TIMEOUT, componentHeader, templateInCluster } from '../helpers/cluster-template.js'
 
 t.setTimeout(BUILD_TIMEOUT + LOAD_TIMEOUT + 60_000)
 const toolchain = rustRoot(process.env.RUST_ROOT ?? '').replace(/[.+]/g, '\\$&')
@@ -23,12 +23,17 @@ t.test(
   'rust in the cluster: Job → rust builder → registry → SpinApp → shim → invoke answers with the template',
   async (t) => {
     mkdirSync(deps, { recursive: true })
-    const { log, header } = await templateInCluster(t, 'rust', deps)
+    const run = await templateInCluster(t, 'rust', { dependencyCache: deps })
+    const { log } = run
     t.match(
       log,
       new RegExp(`==> cargo build: unshare --mount --pid --fork --ipc --uts --net -- sh \\S+ offline ${toolchain} `),
       "the Job's compile runs in the toolchain root's sandbox, without network",
     )
-    t.equal(header, '0061736d0d000100', 'a component, which the shim runs with the http executor')
+    t.equal(
+      await componentHeader(t, run),
+      '0061736d0d000100',
+      'a component, which the shim runs with the http executor',
+    )
   },
 )

@@ -15,13 +15,11 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { templateFiles } from '@session-relay/spin/templates'
-import { operateSpinApps, runBuildJobs } from '../fixtures/kube-runners.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
 import { SPINAPPS } from '../fixtures/kube-spinapps.js'
-import { startFakeCluster } from '../fixtures/kube.js'
-import { startClusterControl, tempDir, NAMESPACE } from '../helpers/cluster.js'
+import { tempDir } from '../helpers/cluster.js'
+import { templateInCluster } from '../helpers/cluster-template.js'
 import { createApp, firstFunction, until } from '../helpers/control.js'
-import { dockerConfigDir, startRegistry } from '../helpers/registry.js'
+import { startRegistry } from '../helpers/registry.js'
 import { runBuildJobsReal } from '../fixtures/kube-real-runners.js'
 import { JOB, SECRET, SPINAPP } from '../fixtures/kube-real.js'
 import { startRealClusterControl } from '../helpers/cluster.js'
@@ -44,69 +42,13 @@ t.test(
   'js in the cluster: Job → builder → registry → SpinApp → shim → invoke answers with the template',
   { timeout: BUILD_TIMEOUT + 60_000 },
   async (t) => {
-    const registry = await startRegistry(t, { auth: true })
-    const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
-    const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
-    runBuildJobs(t, fake, { dockerConfig })
-    operateSpinApps(t, fake, { dockerConfig })
-    const { control } = await startClusterControl(t, 'pglite', {
-      fake,
+    const { control, fake, registry, app, fn, build, log } = await templateInCluster(t, 'js', {
       relock: 'registry',
-      flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'],
+      name: 'hello',
+      buildTimeoutMs: BUILD_TIMEOUT,
+      loadTimeoutMs: 120_000,
     })
-    fake.put(SECRETS, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'kubernetes.io/dockerconfigjson',
-      metadata: { name: 'registry-credentials' },
-      data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') },
-    })
-
-    const app = await createApp(control, 'hello', { language: 'js' })
-    const fn = firstFunction(app)
-    t.equal(
-      (
-        await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, {
-          json: { files: templateFiles('js', fn.name) },
-        })
-      ).status,
-      200,
-    )
-    const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-    let build: Build | undefined
-    await until(
-      async () => {
-        build = (await control.call('GET', `/applications/${app.id}/builds/${started.id}`)).body as Build
-        return build.status === 'succeeded' || build.status === 'failed'
-      },
-      BUILD_TIMEOUT,
-      'the build to end',
-    )
-    t.equal(build?.status, 'succeeded', build?.error ?? '')
-    t.match(
-      build?.imageRef,
-      new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello@sha256:[0-9a-f]{64}$`),
-      'the digest the builder pushed',
-    )
-    const log = await control.call('GET', `/applications/${app.id}/builds/${started.id}/logs`)
-    t.match(log.text, build!.imageRef!, "the pod's log, kept: the builder names what it pushed")
-
-    await until(
-      async () =>
-        ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
-          .deployment?.ready === true,
-      120_000,
-      'the SpinApp ready (the worker compiles the component at its first load)',
-    )
-    const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
-      json: { method: 'GET', path: '/through/the/proxy' },
-    })
-    t.equal(reply.status, 200)
-    t.match(reply.body, {
-      status: 200,
-      body: `hello from ${fn.name}\n`,
-      headers: { 'x-request-path': ['/through/the/proxy'] },
-    })
+    t.match(log, build.imageRef, "the pod's log, kept: the builder names what it pushed")
 
     // A secret variable through PATCH, without a rebuild: the control plane writes the value to
     // the application's Secret, re-locks the image in the registry to declare the name (with the
@@ -126,7 +68,7 @@ t.test(
       new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/hello@sha256:[0-9a-f]{64}$`),
       'a digest-pinned image in the registry',
     )
-    t.not(spec.image, build!.imageRef, "relocked: not the build's artifact")
+    t.not(spec.image, build.imageRef, "relocked: not the build's artifact")
     t.same(spec.variables, [
       { name: 'greeting', valueFrom: { secretKeyRef: { name: 'hello-variables', key: 'greeting' } } },
     ])

@@ -1,6 +1,6 @@
-// What the go and rust cluster tests share, as a user meets the cluster path: the template's
+// What the js, go and rust cluster tests share, as a user meets the cluster path: the template's
 // source uploaded, the control plane's build Job run by the fake Job runner (the language's
-// builder as a local process, its dependency cache kept across runs), the image pushed to a real
+// builder as a local process, go's and rust's dependency cache kept across runs), the image pushed to a real
 // registry, the fake spin-operator's shim pulling the SpinApp's image, checking it and serving
 // it through the wasmtime worker, and invoke through the control plane answering with the
 // template's text.
@@ -12,31 +12,55 @@ import { unpackSpinApp } from '@session-relay/spin/unpack'
 import { operateSpinApps, runBuildJobs } from '../fixtures/kube-runners.js'
 import { SECRETS } from '../fixtures/kube-secrets.js'
 import { startFakeCluster } from '../fixtures/kube.js'
+import type { FakeKube } from '../fixtures/kube-api.js'
 import { startClusterControl, tempDir, NAMESPACE } from './cluster.js'
-import type { BuildView } from './control.js'
-import { createApp, firstFunction, until } from './control.js'
+import type { App, BuildView, Fn, TestControl } from './control.js'
+import { buildAndWait, createApp, firstFunction, until } from './control.js'
 import { dockerConfigDir, startRegistry } from './registry.js'
+import type { TestRegistry } from './registry.js'
 
 export const BUILD_TIMEOUT = 600_000
 export const LOAD_TIMEOUT = 180_000
 
+export type TemplateInCluster = {
+  control: TestControl
+  fake: FakeKube
+  registry: TestRegistry
+  dockerConfig: string
+  app: App
+  fn: Fn
+  build: BuildView
+  /** The build's log (the Job pod's). */
+  log: string
+}
+
 /**
- * Builds and invokes `language`'s template in the fake cluster; the build's log (the Job pod's)
- * and the first 8 bytes of the component the build pushed, read back as the shim reads it (a
- * core module for go's WAGI, a component for rust).
+ * Builds and invokes `language`'s template in the fake cluster as the application `name`
+ * (`hello-{language}` by default). `relock: 'registry'` relocks for real; `buildTimeoutMs` and
+ * `loadTimeoutMs` bound the waits for the build and for the SpinApp to be ready.
  */
 export async function templateInCluster(
   t: Test,
-  language: 'go' | 'rust',
-  dependencyCache: string,
-): Promise<{ log: string; header: string }> {
+  language: 'js' | 'go' | 'rust',
+  options: {
+    dependencyCache?: string
+    relock?: 'registry'
+    name?: string
+    buildTimeoutMs?: number
+    loadTimeoutMs?: number
+  } = {},
+): Promise<TemplateInCluster> {
   const registry = await startRegistry(t, { auth: true })
   const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
   const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
-  runBuildJobs(t, fake, { dockerConfig, dependencyCache })
+  runBuildJobs(t, fake, {
+    dockerConfig,
+    ...(options.dependencyCache !== undefined ? { dependencyCache: options.dependencyCache } : {}),
+  })
   operateSpinApps(t, fake, { dockerConfig })
   const { control } = await startClusterControl(t, 'pglite', {
     fake,
+    ...(options.relock !== undefined ? { relock: options.relock } : {}),
     flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'],
   })
   fake.put(SECRETS, {
@@ -47,7 +71,7 @@ export async function templateInCluster(
     data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') },
   })
 
-  const name = `hello-${language}`
+  const name = options.name ?? `hello-${language}`
   const app = await createApp(control, name, { language })
   const fn = firstFunction(app)
   t.equal(
@@ -58,30 +82,21 @@ export async function templateInCluster(
     ).status,
     200,
   )
-  const started = (await control.call('POST', `/applications/${app.id}/builds`)).body as BuildView
-  let build: BuildView | undefined
-  await until(
-    async () => {
-      build = (await control.call('GET', `/applications/${app.id}/builds/${started.id}`)).body as BuildView
-      return build.status === 'succeeded' || build.status === 'failed'
-    },
-    BUILD_TIMEOUT,
-    'the build to end',
-  )
-  t.equal(build?.status, 'succeeded', build?.error ?? '')
+  const build = await buildAndWait(t, control, app.id, options.buildTimeoutMs ?? BUILD_TIMEOUT)
+  t.equal(build.status, 'succeeded', build.error ?? '')
   t.match(
-    build?.imageRef,
+    build.imageRef,
     new RegExp(`^${registry.host.replace(/\./g, '\\.')}/apps/${name}@sha256:[0-9a-f]{64}$`),
     'the digest the builder pushed',
   )
-  const log = (await control.call('GET', `/applications/${app.id}/builds/${started.id}/logs`)).text
+  const log = (await control.call('GET', `/applications/${app.id}/builds/${build.id}/logs`)).text
 
   // The worker compiles the module at its first load (go's is 5.7 MB).
   await until(
     async () =>
       ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
         .deployment?.ready === true,
-    LOAD_TIMEOUT,
+    options.loadTimeoutMs ?? LOAD_TIMEOUT,
     'the SpinApp ready',
   )
   const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
@@ -93,10 +108,15 @@ export async function templateInCluster(
     body: `hello from ${fn.name}\n`,
     headers: { 'x-request-path': ['/through/the/proxy'] },
   })
+  return { control, fake, registry, dockerConfig, app, fn, build, log }
+}
 
-  const unpacked = await unpackSpinApp(build?.imageRef ?? '', join(tempDir(t), 'wasm'), {
-    dockerConfigDir: dockerConfig,
+/** The first 8 bytes of the component the build pushed, read back as the shim reads it. */
+export async function componentHeader(t: Test, run: TemplateInCluster): Promise<string> {
+  const unpacked = await unpackSpinApp(run.build.imageRef ?? '', join(tempDir(t), 'wasm'), {
+    dockerConfigDir: run.dockerConfig,
   })
-  const wasm = readFileSync(unpacked.components[fn.name] as string)
-  return { log, header: wasm.subarray(0, 8).toString('hex') }
+  return readFileSync(unpacked.components[run.fn.name] as string)
+    .subarray(0, 8)
+    .toString('hex')
 }
