@@ -47,37 +47,10 @@ export async function startClusterControl(
   opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' | Relock } = {},
 ): Promise<ClusterControl> {
   const fake = opts.fake ?? (await startFakeCluster(t, tempDir(t), NAMESPACE))
-  const finished: BuildT[] = []
-  const control = await startTestControl(
-    t,
-    engine,
-    [
-      '--dev-insecure-skip-auth',
-      '--kubeconfig',
-      fake.kubeconfig,
-      '--namespace',
-      NAMESPACE,
-      '--builder-images',
-      BUILDERS,
-      '--image-repository',
-      REPOSITORY,
-      '--log-level',
-      'debug',
-      ...(opts.flags ?? []),
-    ],
-    {
-      ...(opts.store !== undefined ? { store: opts.store } : {}),
-      deps: {
-        cluster: { retryMs: 20, pollMs: 20 },
-        onBuildFinished: (build) => finished.push(build),
-        measureImage: async () => IMAGE_SIZE,
-        ...(opts.relock === 'registry'
-          ? {}
-          : { relock: typeof opts.relock === 'function' ? opts.relock : async (image: string) => image }),
-      },
-    },
-  )
-  await control.server.cluster?.watcher.ready
+  const { control, finished } = await controlOnCluster(t, engine, fake.kubeconfig, NAMESPACE, {
+    ...opts,
+    relock: opts.relock ?? asBuilt,
+  })
   return { control, fake, finished }
 }
 
@@ -156,6 +129,28 @@ export async function startRealClusterControl(
     watches = await kubeWatchProxy(t, kube, tempDir(t))
     kubeconfig = watches.kubeconfig
   }
+  const { control, finished } = await controlOnCluster(t, engine, kubeconfig, kube.namespace, {
+    ...opts,
+    relock: opts.relock ?? asBuilt,
+  })
+  return { control, kube, finished, proxy, watches }
+}
+
+// By default the built image runs as it is: the tests' images are in no registry to relock in.
+const asBuilt: Relock = async (image) => image
+
+/**
+ * The control plane on a cluster (`kubeconfig`, `namespace`), with the flags and deps every
+ * cluster test shares: builds it finishes collected, image sizes stubbed, and `relock` the
+ * registry's (`'registry'`) or the given function.
+ */
+async function controlOnCluster(
+  t: Test,
+  engine: Engine,
+  kubeconfig: string,
+  namespace: string,
+  opts: { flags?: string[]; store?: Store; relock: 'registry' | Relock },
+): Promise<{ control: TestControl; finished: BuildT[] }> {
   const finished: BuildT[] = []
   const control = await startTestControl(
     t,
@@ -165,7 +160,7 @@ export async function startRealClusterControl(
       '--kubeconfig',
       kubeconfig,
       '--namespace',
-      kube.namespace,
+      namespace,
       '--builder-images',
       BUILDERS,
       '--image-repository',
@@ -180,10 +175,10 @@ export async function startRealClusterControl(
         cluster: { retryMs: 20, pollMs: 20 },
         onBuildFinished: (build) => finished.push(build),
         measureImage: async () => IMAGE_SIZE,
-        ...(opts.relock === 'registry' ? {} : { relock: async (image: string) => image }),
+        ...(opts.relock === 'registry' ? {} : { relock: opts.relock }),
       },
     },
   )
   await control.server.cluster?.watcher.ready
-  return { control, kube, finished, proxy, watches }
+  return { control, finished }
 }
