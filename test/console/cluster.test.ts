@@ -7,14 +7,12 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import type { Page } from 'playwright-core'
-import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp } from '../fixtures/kube-spinapps.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
 import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
-import { checkPage, pageProblems } from '../helpers/console.js'
+import { checkPage, consoleSignIn, pageProblems } from '../helpers/console.js'
 import { until } from '../helpers/control.js'
-import { freePort } from '../helpers/ports.js'
 
 const WAIT = { timeout: 15_000 }
 const BUILT = `${REPOSITORY}/hello@sha256:${'a'.repeat(64)}`
@@ -104,28 +102,10 @@ const WRITES: Record<string, string[]> = {
 t.test(
   'the build a deployment runs, re-locked; a read-only user is offered no write on any page, a member each',
   async (t) => {
-    const port = await freePort()
-    const oidc = await startOidcProvider({
-      browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } },
-    })
-    t.teardown(() => oidc.close())
+    const { flags } = await consoleSignIn(t, { claims: { viewer: { groups: ['viewers'] } } })
     const relocked: string[] = []
     const cluster = await startClusterControl(t, 'pglite', {
-      flags: [
-        '--addr',
-        `127.0.0.1:${port}`,
-        '--dev-insecure-skip-auth=false',
-        '--log-level',
-        'warn',
-        '--oidc-issuer',
-        oidc.issuer,
-        '--oidc-audience',
-        oidc.browserClientId,
-        '--console-client-id',
-        oidc.browserClientId,
-        '--readonly-claim',
-        'groups=viewers',
-      ],
+      flags: [...flags, '--dev-insecure-skip-auth=false', '--readonly-claim', 'groups=viewers'],
       relock: async (image, names) => {
         const digest = createHash('sha256')
           .update(`${image} ${names.join(',')}`)
@@ -229,27 +209,9 @@ t.test(
 )
 
 t.test('a member of several tenants names the one a new application goes to', async (t) => {
-  const port = await freePort()
-  const oidc = await startOidcProvider({
-    browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { multi: { roles: ['red', 'blue'] } } },
-  })
-  t.teardown(() => oidc.close())
+  const { flags } = await consoleSignIn(t, { claims: { multi: { roles: ['red', 'blue'] } } })
   const { control } = await startClusterControl(t, 'pglite', {
-    flags: [
-      '--addr',
-      `127.0.0.1:${port}`,
-      '--dev-insecure-skip-auth=false',
-      '--log-level',
-      'warn',
-      '--oidc-issuer',
-      oidc.issuer,
-      '--oidc-audience',
-      oidc.browserClientId,
-      '--console-client-id',
-      oidc.browserClientId,
-      '--tenant-claim',
-      'roles',
-    ],
+    flags: [...flags, '--dev-insecure-skip-auth=false', '--tenant-claim', 'roles'],
   })
   const browser = await launchBrowser(t)
   const context = await newContext(t, browser, { viewport: { width: 1280, height: 900 } })

@@ -9,12 +9,11 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import type { Page } from 'playwright-core'
-import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { startPrometheus } from '../fixtures/prometheus.js'
 import { filesOf, tgzOf } from '../fixtures/tarballs.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
 import { startRealClusterControl } from '../helpers/cluster.js'
-import { checkPage, pageProblems, startConsoleControl } from '../helpers/console.js'
+import { checkPage, consoleSignIn, pageProblems, startConsoleControl } from '../helpers/console.js'
 import { freePort } from '../helpers/ports.js'
 
 const WAIT = { timeout: 15_000 }
@@ -414,30 +413,10 @@ t.test('metrics without Prometheus: the page says so in words', async (t) => {
 })
 
 t.test('an id token about to expire is refreshed with the refresh token before it is sent', async (t) => {
-  const port = await freePort()
   // 30 s tokens: inside the minute before expiry the console refreshes, so at once here.
-  const oidc = await startOidcProvider({
-    browserClient: { redirectUri: `http://127.0.0.1:${port}/` },
-    idTokenTtlSeconds: 30,
-  })
-  t.teardown(() => oidc.close())
-  const control = (
-    await startRealClusterControl(t, 'pglite', {
-      flags: [
-        '--addr',
-        `127.0.0.1:${port}`,
-        '--dev-insecure-skip-auth=false',
-        '--log-level',
-        'warn',
-        '--oidc-issuer',
-        oidc.issuer,
-        '--oidc-audience',
-        oidc.browserClientId,
-        '--console-client-id',
-        oidc.browserClientId,
-      ],
-    })
-  ).control
+  const { oidc, flags } = await consoleSignIn(t, { idTokenTtlSeconds: 30 })
+  const control = (await startRealClusterControl(t, 'pglite', { flags: [...flags, '--dev-insecure-skip-auth=false'] }))
+    .control
   const browser = await launchBrowser(t)
   const context = await newContext(t, browser)
   context.setDefaultTimeout(15_000)

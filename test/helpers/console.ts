@@ -8,6 +8,7 @@ import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import type { Test } from 'tap'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
+import type { OidcFixture } from '../fixtures/oidc-provider.js'
 import { startTestControl } from './control.js'
 import { freePort } from './ports.js'
 
@@ -44,20 +45,26 @@ export function pageProblems(page: Page): string[] {
 }
 
 /**
- * A control plane on the local runtime whose console signs in through a real OpenID provider
- * (authorization code + PKCE); the login `viewer` is read-only. `flags` come after these.
+ * A real OpenID provider the console signs in through (authorization code + PKCE) with the
+ * browser's logins given `claims`, the port the control plane will listen on, and the flags that
+ * put it there behind that provider with the console's client.
  */
-export async function startConsoleControl(t: Test, flags: string[] = []) {
+export async function consoleSignIn(
+  t: Test,
+  options: { claims?: Record<string, Record<string, unknown>>; idTokenTtlSeconds?: number } = {},
+): Promise<{ port: number; oidc: OidcFixture; flags: string[] }> {
   const port = await freePort()
   const oidc = await startOidcProvider({
-    browserClient: { redirectUri: `http://127.0.0.1:${port}/`, claims: { viewer: { groups: ['viewers'] } } },
+    browserClient: {
+      redirectUri: `http://127.0.0.1:${port}/`,
+      ...(options.claims !== undefined ? { claims: options.claims } : {}),
+    },
+    ...(options.idTokenTtlSeconds !== undefined ? { idTokenTtlSeconds: options.idTokenTtlSeconds } : {}),
   })
   t.teardown(() => oidc.close())
-  const control = await startTestControl(t, 'pglite', [
+  const flags = [
     '--addr',
     `127.0.0.1:${port}`,
-    '--runtime',
-    'local',
     '--log-level',
     'warn',
     '--oidc-issuer',
@@ -66,6 +73,20 @@ export async function startConsoleControl(t: Test, flags: string[] = []) {
     oidc.browserClientId,
     '--console-client-id',
     oidc.browserClientId,
+  ]
+  return { port, oidc, flags }
+}
+
+/**
+ * A control plane on the local runtime whose console signs in through a real OpenID provider;
+ * the login `viewer` is read-only. `flags` come after these.
+ */
+export async function startConsoleControl(t: Test, flags: string[] = []) {
+  const { port, oidc, flags: signIn } = await consoleSignIn(t, { claims: { viewer: { groups: ['viewers'] } } })
+  const control = await startTestControl(t, 'pglite', [
+    ...signIn,
+    '--runtime',
+    'local',
     '--readonly-claim',
     'groups=viewers',
     ...flags,
