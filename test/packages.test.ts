@@ -51,6 +51,17 @@ function sources(dir: string): string[] {
   })
 }
 
+/** Every import specifier in `pkg`'s sources, with its file relative to `pkg/src`. */
+function importsOf(pkg: string): Array<{ file: string; spec: string }> {
+  const src = join(repo, pkg, 'src')
+  return sources(src).flatMap((path) => {
+    const file = relative(src, path).split('\\').join('/')
+    return [...readFileSync(path, 'utf8').matchAll(SPECIFIER)].map((match) => ({ file, spec: match[1] as string }))
+  })
+}
+
+const IMPORTS = new Map(Object.keys(ALLOWED).map((pkg) => [pkg, importsOf(pkg)]))
+
 t.test('the check catches a deployable importing another and a relative import out of a package', async (t) => {
   t.equal(
     violation('builders', 'build-app.ts', '@session-relay/control/source/archive'),
@@ -74,16 +85,11 @@ t.test('the check catches a deployable importing another and a relative import o
 
 t.test('every package imports only what it may', async (t) => {
   const found: string[] = []
-  for (const pkg of Object.keys(ALLOWED)) {
-    const src = join(repo, pkg, 'src')
-    const files = sources(src)
-    t.ok(files.length > 0, `${pkg}/src has sources`)
-    for (const path of files) {
-      const file = relative(src, path).split('\\').join('/')
-      for (const match of readFileSync(path, 'utf8').matchAll(SPECIFIER)) {
-        const why = violation(pkg, file, match[1] as string)
-        if (why !== null) found.push(why)
-      }
+  for (const [pkg, imports] of IMPORTS) {
+    t.ok(imports.length > 0, `${pkg}/src has imports`)
+    for (const { file, spec } of imports) {
+      const why = violation(pkg, file, spec)
+      if (why !== null) found.push(why)
     }
   }
   t.same(found, [], 'no import across deployables')
@@ -97,13 +103,9 @@ t.test('each package declares the shared packages it imports', async (t) => {
     const declared = Object.keys(manifest.dependencies ?? {})
       .filter((name) => name.startsWith('@session-relay/'))
       .map((name) => name.slice('@session-relay/'.length))
-    const used = new Set<string>()
-    for (const path of sources(join(repo, pkg, 'src'))) {
-      for (const match of readFileSync(path, 'utf8').matchAll(SPECIFIER)) {
-        const named = /^@session-relay\/([^/]+)/.exec(match[1] as string)
-        if (named !== null) used.add(named[1] as string)
-      }
-    }
+    const used = new Set(
+      (IMPORTS.get(pkg) ?? []).flatMap(({ spec }) => /^@session-relay\/([^/]+)/.exec(spec)?.slice(1, 2) ?? []),
+    )
     t.same(declared.sort(), [...used].sort(), `${pkg}/package.json lists what ${pkg} imports`)
   }
 })
