@@ -98,28 +98,17 @@ export async function listApplications(db: Database, tenants: string[] | null): 
   return rows.map(toSummary)
 }
 
-// Every request under an application reads its tenant first (domain/access.ts); in PGlite that
-// read costs about a third of an invoke's checks. A tenant never changes and an id is never
-// reused, and one process alone opens a PGlite directory (data-dir-lock.ts), whose deletes all
-// go through deleteApplication: there the tenants found are kept, and forgotten at the delete.
-// Not with Postgres, which other replicas may change.
-const TENANTS_KEPT = 10_000
-const keptTenants = new WeakMap<Database, Map<string, string>>()
+// Every request under an application reads its tenant first (domain/access.ts), and an invoke
+// its function's route: in PGlite each read costs about a third of an invoke's checks, so
+// both are kept until the next write (db.ts).
 
 /** The application's tenant; null when it does not exist. */
 export async function applicationTenant(db: Database, id: string): Promise<string | null> {
   if (!isUuid(id)) return null
-  const kept = keptTenants.get(db)?.get(id)
-  if (kept !== undefined) return kept
-  const [row] = await db.query<{ tenant: string }>('SELECT tenant FROM applications WHERE id = $1', [id])
-  if (row === undefined) return null
-  if (db.engine === 'pglite') {
-    let tenants = keptTenants.get(db)
-    if (tenants === undefined || tenants.size >= TENANTS_KEPT)
-      keptTenants.set(db, (tenants = new Map<string, string>()))
-    tenants.set(id, row.tenant)
-  }
-  return row.tenant
+  return db.kept(`tenant ${id}`, async () => {
+    const [row] = await db.query<{ tenant: string }>('SELECT tenant FROM applications WHERE id = $1', [id])
+    return row?.tenant ?? null
+  })
 }
 
 /** The application with the route of its function `fnId`, in one read (an invoke's); null when either does not exist. */
@@ -129,11 +118,13 @@ export async function findApplicationWithRoute(
   fnId: string,
 ): Promise<{ application: StoredApplication; route: string } | null> {
   if (!isUuid(appId) || !isUuid(fnId)) return null
-  const [row] = await db.query<ApplicationRow & { fn_route: string }>(
-    `SELECT ${A_COLUMNS}, f.route AS fn_route FROM applications a JOIN functions f ON f.application_id = a.id WHERE a.id = $1 AND f.id = $2`,
-    [appId, fnId],
-  )
-  return row === undefined ? null : { application: toSummary(row), route: row.fn_route }
+  return db.kept(`route ${appId} ${fnId}`, async () => {
+    const [row] = await db.query<ApplicationRow & { fn_route: string }>(
+      `SELECT ${A_COLUMNS}, f.route AS fn_route FROM applications a JOIN functions f ON f.application_id = a.id WHERE a.id = $1 AND f.id = $2`,
+      [appId, fnId],
+    )
+    return row === undefined ? null : { application: toSummary(row), route: row.fn_route }
+  })
 }
 
 export async function getApplication(db: Database, id: string): Promise<StoredApplicationDetail | null> {
@@ -208,7 +199,6 @@ export async function createApplication(
 export async function deleteApplication(db: Database, id: string): Promise<boolean> {
   if (!isUuid(id)) return false
   const rows = await db.query('DELETE FROM applications WHERE id = $1 RETURNING id', [id])
-  keptTenants.get(db)?.delete(id)
   return rows.length > 0
 }
 

@@ -16,6 +16,13 @@ export type Database = Sql & {
   engine: 'pglite' | 'postgres'
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>
+  /**
+   * What `read` answers, kept under `key` until the next write. With PGlite this process is the
+   * only writer (data-dir-lock.ts), so it sees every write and forgets every kept read at each;
+   * with PostgreSQL, which other replicas write too, `read` runs every time. What it answers is
+   * shared by every caller until then: read it, never change it.
+   */
+  kept<T>(key: string, read: () => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
@@ -41,11 +48,18 @@ async function openPglite(dataDir: string, logger: DatabaseLogger): Promise<Data
     unlock()
     throw error
   }
+  const reads = keptReads()
   return {
     engine: 'pglite',
-    query: async (text, params) => (await db.query<never>(text, params)).rows,
+    query: async (text, params) =>
+      READ_ONLY.test(text)
+        ? (await db.query<never>(text, params)).rows
+        : reads.writing(async () => (await db.query<never>(text, params)).rows),
     transaction: (fn) =>
-      db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<never>(text, params)).rows })),
+      reads.writing(() =>
+        db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<never>(text, params)).rows })),
+      ),
+    kept: reads.kept,
     close: once(async () => {
       try {
         await db.close()
@@ -87,7 +101,48 @@ function openPostgres(url: string, logger: DatabaseLogger): Database {
         client.release(broken)
       }
     },
+    kept: (_key, read) => read(),
     close: once(() => pool.end()),
+  }
+}
+
+/** A statement that changes nothing: a plain SELECT. Anything else counts as a write. */
+const READ_ONLY = /^\s*SELECT\b/i
+
+/** Reads kept at most until so many, then all forgotten: ids asked for at random cost a miss, never memory. */
+const KEPT_READS = 10_000
+
+/**
+ * Kept reads for one writer. The generation moves when a write ends (or fails): a read saw every
+ * write that ended before it began, so it is kept only when none ended while it ran, and it is
+ * current until the next one ends. A write still running may not have happened yet for anyone.
+ */
+function keptReads() {
+  let generation = 0
+  let keptAt = 0
+  const kept = new Map<string, unknown>()
+  return {
+    writing: async <T>(write: () => Promise<T>): Promise<T> => {
+      try {
+        return await write()
+      } finally {
+        generation++
+      }
+    },
+    kept: async <T>(key: string, read: () => Promise<T>): Promise<T> => {
+      if (keptAt !== generation) {
+        kept.clear()
+        keptAt = generation
+      }
+      if (kept.has(key)) return kept.get(key) as T
+      const started = generation
+      const value = await read()
+      if (started === generation) {
+        if (kept.size >= KEPT_READS) kept.clear()
+        kept.set(key, value)
+      }
+      return value
+    },
   }
 }
 
