@@ -6,14 +6,23 @@ import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { StoredVariable } from '../model/app-settings.js'
 import type { DeploymentT } from '../model/resources.js'
 import type { Runtime } from '../runtime/runtime.js'
+import type { Carrier } from '../runtime/send-invoke.js'
 import { direct, sendInvoke } from '../runtime/send-invoke.js'
 import { storedBuildLog } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 import { sealVariable } from '../store/secret-box.js'
+import type { Connections } from './connections.js'
 import type { DeploymentStatus } from './hosts.js'
 import type { LocalRuntime } from './local.js'
 
 export function localRuntime(config: ControlConfig, db: Database, local: LocalRuntime): Runtime {
+  // One carrier per loaded generation: its URL parsed once, not at every invoke.
+  const carriers = new WeakMap<Connections, Carrier>()
+  const carrierFor = ({ url, connections }: { url: string; connections: Connections }): Carrier => {
+    let carrier = carriers.get(connections)
+    if (carrier === undefined) carriers.set(connections, (carrier = direct(url, connections.agent)))
+    return carrier
+  }
   return {
     async checkBuild(language) {
       const missing = await local.cannotBuild(language)
@@ -56,7 +65,7 @@ export function localRuntime(config: ControlConfig, db: Database, local: LocalRu
       if (target instanceof Error) throw new UnavailableError(`application unreachable: ${target.message}`)
       const done = target.connections.use()
       try {
-        return await sendInvoke(direct(target.url, target.connections.agent), request, config.invokeTimeoutMs)
+        return await sendInvoke(carrierFor(target), request, config.invokeTimeoutMs)
       } finally {
         done()
       }
