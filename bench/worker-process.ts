@@ -98,11 +98,19 @@ export function startWorker(binary: string, cacheDir: string): WorkerProcess {
   return { pid: child.pid as number, child, send, load, stop }
 }
 
-export type Memory = { rssMb: number; anonMb: number; fileMb: number }
+export type Memory = { rssMb: number; anonMb: number; fileMb: number; shmemMb: number }
 
-/** A process's resident memory: anonymous (what it costs) and file pages (mapped code, shared with the page cache). */
+/**
+ * A process's resident memory: anonymous (what it costs), file pages (mapped code, shared with
+ * the page cache) and shared memory (memfd: wasmtime's memory images when it cannot map them from the compiled file).
+ */
 export function memoryOf(pid: number): Memory {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? NaN)
-  return { rssMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 }
+  return {
+    rssMb: kb('VmRSS') / 1024,
+    anonMb: kb('RssAnon') / 1024,
+    fileMb: kb('RssFile') / 1024,
+    shmemMb: kb('RssShmem') / 1024,
+  }
 }

@@ -181,6 +181,7 @@ function report(f: Figures): void {
     rssMb: (m.rssMb - f.idle.rssMb) / apps,
     anonMb: (m.anonMb - f.idle.anonMb) / apps,
     fileMb: (m.fileMb - f.idle.fileMb) / apps,
+    shmemMb: (m.shmemMb - f.idle.shmemMb) / apps,
   })
   const p50Worker = median(f.p50.worker)
   const p50Node = median(f.p50.node)
