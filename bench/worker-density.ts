@@ -14,7 +14,15 @@ import { join } from 'node:path'
 import { readFlags } from './flags.js'
 import { machineInfo } from './proc.js'
 import type { Memory } from './worker-process.js'
-import { CACHE, DEFAULT_WORKER, buildWorker, memoryOf, startWorker, templateComponent } from './worker-process.js'
+import {
+  CACHE,
+  DEFAULT_WORKER,
+  answer,
+  buildWorker,
+  memoryOf,
+  startWorker,
+  templateComponent,
+} from './worker-process.js'
 
 const options = { apps: [10, 30, 100], worker: '' }
 const { json } = readFlags(process.argv.slice(2), {
@@ -48,12 +56,6 @@ function leb128(value: number): Buffer {
 function customSection(name: string): Buffer {
   const named = Buffer.concat([leb128(Buffer.byteLength(name)), Buffer.from(name)])
   return Buffer.concat([Buffer.from([0]), leb128(named.length), named])
-}
-
-async function answer(url: string): Promise<void> {
-  const response = await fetch(url)
-  await response.text()
-  if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
 }
 
 type Point = {

@@ -98,6 +98,13 @@ export function startWorker(binary: string, cacheDir: string): WorkerProcess {
   return { pid: child.pid as number, child, send, load, stop }
 }
 
+/** One GET of `url`, read to the end; throws unless it answered 200. */
+export async function answer(url: string): Promise<void> {
+  const response = await fetch(url)
+  await response.text()
+  if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
+}
+
 export type Memory = { rssMb: number; anonMb: number; fileMb: number; shmemMb: number }
 
 /**

@@ -19,7 +19,15 @@ import { readFlags } from './flags.js'
 import { TICKS_PER_SECOND, cpuTicks, machineInfo } from './proc.js'
 import { freePort, scriptPath } from './servers.js'
 import type { Memory } from './worker-process.js'
-import { CACHE, DEFAULT_WORKER, buildWorker, memoryOf, startWorker, templateComponent } from './worker-process.js'
+import {
+  CACHE,
+  DEFAULT_WORKER,
+  answer,
+  buildWorker,
+  memoryOf,
+  startWorker,
+  templateComponent,
+} from './worker-process.js'
 
 const options = { durationMs: 10_000, apps: 10, worker: '' }
 const { json } = readFlags(process.argv.slice(2), {
@@ -86,12 +94,6 @@ async function startNode(): Promise<{ child: ChildProcess; url: string }> {
     child.once('exit', reject)
   })
   return { child, url: `http://127.0.0.1:${port}/` }
-}
-
-async function answer(url: string): Promise<void> {
-  const response = await fetch(url)
-  await response.text()
-  if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
 }
 
 async function main(): Promise<void> {
