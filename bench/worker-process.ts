@@ -68,8 +68,8 @@ const lockFor = (component: string): unknown => ({
 })
 
 /** Starts the worker; its log (one line per request of the template's console.log) is dropped. */
-export function startWorker(binary: string, cacheDir: string): WorkerProcess {
-  const child = spawn(binary, ['--cache-dir', cacheDir], { stdio: ['pipe', 'pipe', 'ignore'] })
+export function startWorker(binary: string, cacheDir: string, flags: string[] = []): WorkerProcess {
+  const child = spawn(binary, ['--cache-dir', cacheDir, ...flags], { stdio: ['pipe', 'pipe', 'ignore'] })
   const waiting = new Map<number, (reply: Reply) => void>()
   createInterface({ input: child.stdout }).on('line', (line) => {
     const reply = JSON.parse(line) as Reply & { id: number }

@@ -1,4 +1,4 @@
-// npm run bench:worker -- [--duration 10s] [--apps 10] [--worker PATH] [--json]
+// npm run bench:worker -- [--duration 10s] [--apps 10] [--worker PATH] [--threads N] [--json]
 //
 // The wasmtime worker (worker/) serving the js template against a plain Node `http` server
 // answering a short text, started in the same run on the same cores (issue 28's figures, each
@@ -29,7 +29,7 @@ import {
   templateComponent,
 } from './worker-process.js'
 
-const options = { durationMs: 10_000, apps: 10, worker: '' }
+const options = { durationMs: 10_000, apps: 10, worker: '', threads: '' }
 const { json } = readFlags(process.argv.slice(2), {
   '--duration': (v) => {
     options.durationMs = parseDuration(v)
@@ -39,6 +39,10 @@ const { json } = readFlags(process.argv.slice(2), {
   },
   '--worker': (v) => {
     options.worker = v
+  },
+  // The worker's --threads; unset, its own default.
+  '--threads': (v) => {
+    options.threads = v
   },
 })
 if (!Number.isInteger(options.apps) || options.apps < 1) throw new Error('--apps must be a positive integer')
@@ -116,7 +120,7 @@ async function main(): Promise<void> {
     await worker.stop()
   }
 
-  const worker = startWorker(binary, cacheDir)
+  const worker = startWorker(binary, cacheDir, options.threads === '' ? [] : ['--threads', options.threads])
   const node = await startNode()
   try {
     await new Promise((resolve) => setTimeout(resolve, 200))

@@ -55,6 +55,7 @@ export type ControlConfig = {
   localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
   localIdleTimeoutMs: number // 0: never unload an idle application
+  localWorkerThreads: number // the worker's threads serving requests
   maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -168,18 +169,6 @@ function parseCidrList(text: string): string[] {
   return ranges
 }
 
-function parseLocalBuilds(text: string): number {
-  const n = Number(text)
-  if (!/^[0-9]+$/.test(text) || n < 1 || n > 64) throw new Error('expected an integer from 1 to 64')
-  return n
-}
-
-function parseTenantBuilds(text: string): number {
-  const n = Number(text)
-  if (!/^[0-9]+$/.test(text) || n < 1 || n > 1000) throw new Error('expected an integer from 1 to 1000')
-  return n
-}
-
 // Secret names are RFC 1123 subdomains.
 function parseSecretName(text: string): string {
   if (text !== '' && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(text))
@@ -252,23 +241,20 @@ function parsePublicBaseUrl(text: string): string {
   return url
 }
 
+/** A parser of whole numbers from 1 to `max`. */
+function integerUpTo(max: number): (text: string) => number {
+  return (text) => {
+    const n = Number(text)
+    if (!/^[0-9]+$/.test(text) || n < 1 || n > max) throw new Error(`expected an integer from 1 to ${max}`)
+    return n
+  }
+}
+
 // 0 is allowed (stop at once); a minute is far more than any load balancer needs.
 function parseShutdownDelay(text: string): number {
   const ms = parseDuration(text)
   if (ms < 0 || ms > 60_000) throw new Error('expected a duration from 0s to 1m')
   return ms
-}
-
-function parseMaxConnections(text: string): number {
-  const n = Number(text)
-  if (!/^[0-9]+$/.test(text) || n < 1 || n > 1_000_000) throw new Error('expected an integer from 1 to 1000000')
-  return n
-}
-
-function parseReplicas(text: string): number {
-  const n = Number(text)
-  if (!/^[0-9]+$/.test(text) || n < 1 || n > 100) throw new Error('expected an integer from 1 to 100')
-  return n
 }
 
 // An image reference up to the tag: registry host, optional port and path, no tag or digest.
@@ -438,7 +424,7 @@ export const settings = [
     env: 'PLATFORM_MAX_TENANT_BUILDS',
     flag: '--max-tenant-builds',
     default: '6',
-    parse: parseTenantBuilds,
+    parse: integerUpTo(1000),
     help: 'builds one tenant may have running and queued at once, then 429',
   }),
   setting({
@@ -446,7 +432,7 @@ export const settings = [
     env: 'PLATFORM_LOCAL_BUILDS',
     flag: '--local-builds',
     default: '2',
-    parse: parseLocalBuilds,
+    parse: integerUpTo(64),
     help: 'local runtime: builds running at once; more wait in order',
   }),
   setting({
@@ -472,6 +458,14 @@ export const settings = [
     default: '',
     parse: parseCidrList,
     help: 'local runtime: private ranges (CIDR) functions may reach; none',
+  }),
+  setting({
+    key: 'localWorkerThreads',
+    env: 'PLATFORM_LOCAL_WORKER_THREADS',
+    flag: '--local-worker-threads',
+    default: '1',
+    parse: integerUpTo(256),
+    help: "local runtime: the worker's threads serving requests, 1 to 256",
   }),
   setting({
     key: 'localIdleTimeoutMs',
@@ -631,7 +625,7 @@ export const settings = [
     env: 'PLATFORM_REPLICAS',
     flag: '--replicas',
     default: '1',
-    parse: parseReplicas,
+    parse: integerUpTo(100),
     help: 'spec.replicas of every SpinApp (1 to 100)',
   }),
   setting({
@@ -751,7 +745,7 @@ export const settings = [
     env: 'PLATFORM_MAX_CONNECTIONS',
     flag: '--max-connections',
     default: '1000',
-    parse: parseMaxConnections,
+    parse: integerUpTo(1_000_000),
     help: 'most connections open at once; more are closed as they are accepted (1 to 1000000)',
   }),
   setting({

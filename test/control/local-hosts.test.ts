@@ -27,6 +27,7 @@ function hostsFor(
   t: Test,
   restartBackoff: { initialMs: number; maxMs: number },
   ownCache = false,
+  threads?: number,
 ): { hosts: LocalHosts; dir: string; logs: string[]; workerPid: () => number } {
   const dir = t.testdir({ worker: {} })
   const logs: string[] = []
@@ -45,6 +46,7 @@ function hostsFor(
     worker: () => WORKER_BIN,
     cacheDir: ownCache ? ownCompiledDir(join(dir, 'compiled')) : SHARED_COMPILED,
     restartBackoff,
+    ...(threads === undefined ? {} : { threads }),
   })
   t.teardown(() => hosts.close())
   return { hosts, dir, logs, workerPid: () => Number(readFileSync(join(dir, 'worker', 'worker.pid'), 'utf8')) }
@@ -106,6 +108,17 @@ t.test(
     t.match(logs.join(''), /"delayMs":100[^]*"delayMs":200[^]*"delayMs":200/)
   },
 )
+
+t.test("the worker gets the threads setting as its --threads; unset, the worker's own default", async (t) => {
+  for (const threads of [undefined, 3]) {
+    const { hosts, dir, workerPid } = hostsFor(t, { initialMs: 100, maxMs: 200 }, false, threads)
+    await hosts.deploy({ id: 'app1' }, await pushProbe(`oci-layout:${join(dir, 'image')}:b1`))
+    t.equal((await answer(hosts, 'app1')).body.path, '/')
+    const argv = readFileSync(`/proc/${workerPid()}/cmdline`, 'utf8').split('\0')
+    const at = argv.indexOf('--threads')
+    t.equal(at === -1 ? undefined : argv[at + 1], threads === undefined ? undefined : '3', `threads: ${threads}`)
+  }
+})
 
 t.test('a removed application is not loaded again, its port closes, its compiled component is pruned', async (t) => {
   const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 }, true)

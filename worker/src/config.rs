@@ -4,7 +4,7 @@
 use crate::outbound::address::AddressPolicy;
 use std::path::PathBuf;
 
-pub const USAGE: &str = "usage: worker --cache-dir DIR [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N]";
+pub const USAGE: &str = "usage: worker --cache-dir DIR [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--threads N]";
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -14,6 +14,11 @@ pub struct Config {
     pub max_instances: u32,
     /// The largest linear memory any application may be given.
     pub max_memory_bytes: u64,
+    /// Threads serving requests. One by default: every fresh instance's copy-on-write faults
+    /// and every slot reset change the address space, and with two threads running each such
+    /// change interrupts the other core to flush its TLB, which doubled the CPU per request
+    /// on two cores (bench/RESULTS.md).
+    pub threads: usize,
 }
 
 impl Config {
@@ -22,6 +27,7 @@ impl Config {
         let mut address_policy = AddressPolicy::default();
         let mut max_instances = 1000;
         let mut max_memory_bytes = 4u64 << 30;
+        let mut threads = 1;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -42,6 +48,13 @@ impl Config {
                         .filter(|n| *n >= 1 << 16 && *n <= 4 << 30)
                         .ok_or("--max-memory-bytes: 64 KiB to 4 GiB")?
                 }
+                "--threads" => {
+                    threads = value()?
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=256).contains(n))
+                        .ok_or("--threads: 1 to 256")?
+                }
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -50,6 +63,7 @@ impl Config {
             address_policy,
             max_instances,
             max_memory_bytes,
+            threads,
         })
     }
 }

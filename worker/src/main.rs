@@ -33,7 +33,9 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // Set here, so tokio reads no TOKIO_WORKER_THREADS from the environment.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads)
         .enable_all()
         .build()
         .expect("a tokio runtime");

@@ -3,7 +3,7 @@
 //!   load   {app, lock, components: {id: path}, variables, limits, port} -> {url}
 //!   unload {app, prune?}                                               -> {}
 //!   idle   {app}                                                       -> {}
-//!   stats                                                              -> {apps: {id: {...}}, appsInMemory}
+//!   stats                                                              -> {apps: {id: {...}}, appsInMemory, threads}
 //!   prune                                                              -> {removed: [digest]}
 //! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on. Lines without an `id`
 //! are events: `{"event":"awake","app":ID}` when a request loaded an idle application again.
@@ -171,7 +171,12 @@ impl Worker {
                         (id.clone(), s)
                     })
                     .collect();
-                Ok(json!({"apps": stats, "appsInMemory": crate::app::in_memory()}))
+                Ok(json!({
+                    "apps": stats,
+                    "appsInMemory": crate::app::in_memory(),
+                    // The runtime's threads serving requests (--threads), as the runtime counts them.
+                    "threads": tokio::runtime::Handle::current().metrics().num_workers(),
+                }))
             }
             Op::Prune => Ok(json!({"removed": self.prune()})),
         }

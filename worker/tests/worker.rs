@@ -699,3 +699,33 @@ fn a_redeploy_swaps_in_place_keeping_the_port_its_connections_and_requests_in_fl
     );
     assert!(worker.log_has("application replaced"), "{}", worker.log());
 }
+
+#[test]
+fn serves_on_one_thread_unless_told_otherwise() {
+    let mut one = Worker::start(&[]);
+    assert_eq!(
+        one.send(json!({"op": "stats"}))["threads"],
+        1,
+        "the default"
+    );
+    let mut three = Worker::start(&["--threads", "3"]);
+    assert_eq!(three.send(json!({"op": "stats"}))["threads"], 3);
+    let url = three.load("threads", &lock_with(&[("/...", "all")]), json!({}));
+    assert_eq!(get(&url, "/").status, 200);
+    assert_eq!(one.close().code(), Some(0));
+    assert_eq!(three.close().code(), Some(0));
+
+    for bad in ["0", "257", "two"] {
+        let refused = std::process::Command::new(env!("CARGO_BIN_EXE_worker"))
+            .args(["--cache-dir", "/nonexistent", "--threads", bad])
+            .env_clear()
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "--threads {bad}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains("--threads: 1 to 256") && stderr.contains("usage:"),
+            "{stderr}"
+        );
+    }
+}

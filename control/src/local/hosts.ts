@@ -54,6 +54,8 @@ export type LocalHostsDeps = {
   restartBackoff?: { initialMs: number; maxMs: number }
   /** Address ranges (CIDR) functions' outgoing requests may reach although internal: the worker's --allow-private-outbound. */
   allowPrivateOutbound?: string[]
+  /** The worker's threads serving requests (its --threads; the worker's own default, 1, when unset). */
+  threads?: number
   /**
    * Scale to zero: an application without a request for `timeoutMs` is unloaded (its memory
    * given back) with its port kept: the next request there, or through invoke, loads it again.
@@ -154,6 +156,7 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
       ...((deps.allowPrivateOutbound ?? []).length > 0
         ? ['--allow-private-outbound', (deps.allowPrivateOutbound ?? []).join(',')]
         : []),
+      ...(deps.threads === undefined ? [] : ['--threads', String(deps.threads)]),
     ],
     cwd: deps.dir,
     pidFile: join(deps.dir, 'worker.pid'),

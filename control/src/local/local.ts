@@ -82,6 +82,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     worker: () => workerProgram(config.localWorker),
     cacheDir: compiledDir,
     allowPrivateOutbound: config.localAllowPrivateOutbound,
+    threads: config.localWorkerThreads,
     ...(config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {}),
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
     ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),

@@ -110,6 +110,10 @@ impl Worker {
         reply["url"].as_str().unwrap().to_string()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
