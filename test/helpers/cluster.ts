@@ -47,10 +47,7 @@ export async function startClusterControl(
   opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' | Relock } = {},
 ): Promise<ClusterControl> {
   const fake = opts.fake ?? (await startFakeCluster(t, tempDir(t), NAMESPACE))
-  const { control, finished } = await controlOnCluster(t, engine, fake.kubeconfig, NAMESPACE, {
-    ...opts,
-    relock: opts.relock ?? asBuilt,
-  })
+  const { control, finished } = await controlOnCluster(t, engine, fake.kubeconfig, NAMESPACE, opts)
   return { control, fake, finished }
 }
 
@@ -129,27 +126,22 @@ export async function startRealClusterControl(
     watches = await kubeWatchProxy(t, kube, tempDir(t))
     kubeconfig = watches.kubeconfig
   }
-  const { control, finished } = await controlOnCluster(t, engine, kubeconfig, kube.namespace, {
-    ...opts,
-    relock: opts.relock ?? asBuilt,
-  })
+  const { control, finished } = await controlOnCluster(t, engine, kubeconfig, kube.namespace, opts)
   return { control, kube, finished, proxy, watches }
 }
-
-// By default the built image runs as it is: the tests' images are in no registry to relock in.
-const asBuilt: Relock = async (image) => image
 
 /**
  * The control plane on a cluster (`kubeconfig`, `namespace`), with the flags and deps every
  * cluster test shares: builds it finishes collected, image sizes stubbed, and `relock` the
- * registry's (`'registry'`) or the given function.
+ * registry's (`'registry'`), the given function, or by default none: the built image runs as it
+ * is, the tests' images being in no registry to relock in.
  */
 async function controlOnCluster(
   t: Test,
   engine: Engine,
   kubeconfig: string,
   namespace: string,
-  opts: { flags?: string[]; store?: Store; relock: 'registry' | Relock },
+  opts: { flags?: string[]; store?: Store; relock?: 'registry' | Relock },
 ): Promise<{ control: TestControl; finished: BuildT[] }> {
   const finished: BuildT[] = []
   const control = await startTestControl(
@@ -175,7 +167,7 @@ async function controlOnCluster(
         cluster: { retryMs: 20, pollMs: 20 },
         onBuildFinished: (build) => finished.push(build),
         measureImage: async () => IMAGE_SIZE,
-        ...(opts.relock === 'registry' ? {} : { relock: opts.relock }),
+        ...(opts.relock === 'registry' ? {} : { relock: opts.relock ?? (async (image: string) => image) }),
       },
     },
   )
