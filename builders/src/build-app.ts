@@ -19,6 +19,7 @@ import { ADAPTER_PATH, checkoutDir } from '@session-relay/spin/toolchains'
 import type { StepLimits } from './run-step.js'
 import { runStep } from './run-step.js'
 import { witPathProblem } from './source-guard.js'
+import { buildableFiles } from './source-files.js'
 import type { SpinManifest } from './spin-toml.js'
 import { parseSpinToml } from './spin-toml.js'
 
@@ -78,6 +79,9 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   } catch (error) {
     throw new BuildFailure(`cannot read the source archive: ${(error as Error).message}`)
   }
+  const { kept, ignored } = buildableFiles(files)
+  for (const line of ignored) log(`${line}\n`)
+  files = kept
   for (const [path, content] of Object.entries(files)) {
     const target = join(request.workDir, path)
     await mkdir(dirname(target), { recursive: true })

@@ -74,7 +74,7 @@ export function buildSteps(
         {
           name: 'go build',
           command: 'go',
-          args: ['build', '-trimpath', '-ldflags=-s -w', '-o', COMPONENT_FILE, '.'],
+          args: ['build', '-trimpath', '-buildvcs=false', '-ldflags=-s -w', '-o', COMPONENT_FILE, '.'],
           cwd: dir,
           env: goEnv(options.deps, false),
         },
@@ -110,7 +110,11 @@ function goEnv(deps: DependencyDirs, fetch: boolean): NodeJS.ProcessEnv {
     GOARCH: 'wasm',
     CGO_ENABLED: '0',
     GOTOOLCHAIN: 'local',
-    GOFLAGS: '-mod=mod',
+    // No version-control stamping: Go would run the function's own .git configuration (hooks
+    // included) through git. The compile may not change go.mod: tidy has settled it.
+    GOFLAGS: fetch ? '-mod=mod -buildvcs=false' : '-mod=readonly -buildvcs=false',
+    // A go.work would replace the module's own requirements.
+    GOWORK: 'off',
     GOMODCACHE: join(deps.cache, 'go', 'mod'),
     GOCACHE: join(deps.cache, 'go', 'build'),
     // Go's work files, beside the cache rather than in /tmp (a small tmpfs in the images).

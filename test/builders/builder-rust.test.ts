@@ -6,10 +6,12 @@
 // line. Needs root (the sandbox's mount namespace and chroot). The template's crates compile in
 // 2-4 min on two shared cores the first time; DEPENDENCY_CACHE keeps them in
 // .cache/test-rust-deps for the next run, as the local runtime keeps an application's.
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { templateFiles } from '@session-relay/spin/templates'
+import { startCanary } from '../helpers/canary.js'
 import { buildAndRead, checkSpinFormat, invokeThroughWorker } from '../helpers/compiled-builds.js'
 import { until } from '../helpers/wait.js'
 
@@ -62,4 +64,25 @@ t.test("build.rs cannot reach the network or the machine's files", async (t) => 
   const { build } = await buildAndRead(t, 'rust', files, { DEPENDENCY_CACHE: deps })
   t.equal(build.code, 1)
   t.match(build.log, /SANDBOX net=false files=false Uid:\s+65534\b/)
+})
+
+t.test("a .cargo/config.toml cannot run the tenant's own rustc while cargo fetches", async (t) => {
+  const canary = await startCanary(t)
+  const files = templateFiles('rust', 'hello')
+  // cargo asks the configured rustc for `-vV` before it fetches: this ran the tenant's script
+  // as nobody in the host's network namespace, which could read the control plane on loopback.
+  files['.cargo/config.toml'] = '[build]\nrustc-wrapper = "/bin/sh"\nrustc = "/build/payload.sh"\n'
+  files['payload.sh'] = [
+    `perl -MIO::Socket::INET -e 'IO::Socket::INET->new("127.0.0.1:${canary.port}")'`,
+    `cat ${canary.file} > ${canary.marker}`,
+    'echo planted > /cargo/planted',
+    'exec rustc "$@"',
+    '',
+  ].join('\n')
+  const { build, built } = await buildAndRead(t, 'rust', files, { DEPENDENCY_CACHE: deps })
+  t.ok(built, 'the function builds with the toolchain, not the payload')
+  t.match(build.log, /ignored functions\/hello\/\.cargo\/config\.toml: "\.cargo" is read by the build's toolchain/)
+  t.equal(canary.connections(), 0, 'the canary server was never reached')
+  t.notOk(canary.markerWritten(), 'the marker was never written')
+  t.notOk(existsSync(join(deps, 'cargo', 'planted')), 'nothing planted in the cargo home')
 })

@@ -102,7 +102,7 @@ t.test("each language's build steps", async (t) => {
   const [tidy, go] = buildSteps('go', '/w/functions/f', { toolchain: null, entry: '', displayPrefix: '', deps })
   t.same(
     [go?.command, ...(go?.args ?? [])],
-    ['go', 'build', '-trimpath', '-ldflags=-s -w', '-o', 'component.wasm', '.'],
+    ['go', 'build', '-trimpath', '-buildvcs=false', '-ldflags=-s -w', '-o', 'component.wasm', '.'],
   )
   t.same(
     [go?.env?.GOOS, go?.env?.GOARCH, go?.env?.GOPROXY, go?.env?.GOTOOLCHAIN, go?.env?.GOMODCACHE],

@@ -17,7 +17,7 @@ type Built = { manifest: ImageManifest; config: ImageConfig; lock: LockedApp; wa
 /** Builds `files` as function `hello` of application `demo` and reads the pushed artifact back (null when the build failed). */
 export async function buildAndRead(
   t: Test,
-  language: 'go' | 'rust',
+  language: 'js' | 'go' | 'rust',
   files: Record<string, string>,
   env: Record<string, string>,
 ): Promise<{ build: BuilderRun; built: Built | null }> {

@@ -2,6 +2,7 @@
 // that can be written below a build directory and nowhere else, text contents PostgreSQL can
 // store, and a cap on the number of files and their total size.
 import { InvalidInputError, TooLargeError } from '@session-relay/common/errors'
+import { toolchainPathProblem } from './toolchain-paths.js'
 
 export const MAX_FILES = 1000
 const MAX_PATH_LENGTH = 256
@@ -70,7 +71,7 @@ export function checkFiles(files: Record<string, string>, limits: SourceLimits):
   if (paths.length > limits.maxFiles) throw new TooLargeError(`too many files: at most ${limits.maxFiles}`)
   let total = 0
   for (const path of paths) {
-    const problem = pathProblem(path)
+    const problem = pathProblem(path) ?? toolchainPathProblem(path)
     if (problem !== null) throw new InvalidInputError(`invalid file path ${JSON.stringify(path)}: ${problem}`)
     const content = files[path] as string
     const contentIssue = contentProblem(content)
