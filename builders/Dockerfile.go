@@ -68,5 +68,8 @@ COPY spin/package.json ./spin/
 COPY --from=build /app/spin/dist ./spin/dist
 COPY builders/package.json ./builders/
 COPY --from=build /app/builders/dist ./builders/dist
+# The pod is this image's build sandbox (a Job's security context, read-only root and
+# NetworkPolicy): the builder runs each step as it is, with the same environment rules.
+ENV BUILD_SANDBOX=pod
 USER 10001:10001
 ENTRYPOINT ["node", "builders/dist/main.js"]

@@ -69,5 +69,8 @@ COPY --from=build /app/spin/dist ./spin/dist
 COPY builders/package.json ./builders/
 COPY --from=build /app/builders/dist ./builders/dist
 # A fixed numeric uid, so Kubernetes can verify runAsNonRoot without a passwd lookup.
+# The pod is this image's build sandbox (a Job's security context, read-only root and
+# NetworkPolicy): the builder runs each step as it is, with the same environment rules.
+ENV BUILD_SANDBOX=pod
 USER 10001:10001
 ENTRYPOINT ["node", "builders/dist/main.js"]

@@ -4,7 +4,7 @@
 // message is the short reason for the termination log.
 import { createRequire } from 'node:module'
 import { constants, createReadStream } from 'node:fs'
-import { access, chown, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
+import { access, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { unpackArchive } from '@session-relay/spin/source/archive'
@@ -13,17 +13,23 @@ import type { LockedApp } from '@session-relay/spin/format'
 import type { ArtifactRef } from '@session-relay/spin/ref'
 import { pinnedRef } from '@session-relay/spin/ref'
 import { openStore } from '@session-relay/spin/store'
-import type { DependencyDirs, Language, Toolchain } from './languages.js'
-import { buildSteps, COMPONENT_FILE, entryCandidates, rustArtifact } from './languages.js'
-import { ADAPTER_PATH, checkoutDir } from '@session-relay/spin/toolchains'
-import type { StepLimits } from './run-step.js'
+import type { BuildStep, DependencyDirs, Language, Toolchain } from './languages.js'
+import { buildSteps, COMPONENT_FILE, rustArtifact } from './languages.js'
+import { ADAPTER_PATH } from '@session-relay/spin/toolchains'
+import type { StepLimits, StepResult } from './run-step.js'
 import { runStep } from './run-step.js'
-import { witPathProblem } from './source-guard.js'
+import type { SandboxLimits } from './sandbox/bwrap.js'
+import { ownForSandbox, prepareSandbox } from './sandbox/context.js'
+import { startFetchProxy } from './sandbox/fetch-proxy.js'
+import type { SandboxContext, SandboxMode } from './sandbox/policy.js'
+import { confine } from './sandbox/policy.js'
+import { BuildFailure } from './failure.js'
+import { checkPackageJson, findEntry } from './js-package.js'
 import { buildableFiles } from './source-files.js'
 import type { SpinManifest } from './spin-toml.js'
 import { parseSpinToml } from './spin-toml.js'
 
-export class BuildFailure extends Error {}
+export { BuildFailure } from './failure.js'
 
 export type BuildRequest = {
   archive: string
@@ -39,15 +45,21 @@ export type BuildRequest = {
   /** rust: the toolchain root (toolchains.ts); '/' when the builder's own root is it. */
   rustRoot: string
   limits: StepLimits
+  /** bwrap: every step in its own sandbox (the local runtime); pod: the builder image's pod is the sandbox. */
+  sandbox: SandboxMode
+  sandboxLimits: SandboxLimits
   log: (text: string) => void
 }
 
 // The archive came through a Kubernetes Secret (at most 1 MiB); the unpacked limits are the
 // control plane's own source limits with room for spin.toml.
 const ARCHIVE_LIMITS = { maxArchiveBytes: 2 * 1024 * 1024, maxFiles: 4096, maxBytes: 64 * 1024 * 1024 }
-// The packages a js/ts function may depend on: the ones this builder carries.
-const HTTP_WORLD_PACKAGE = '@spinframework/wasi-http-proxy'
 const require = createRequire(import.meta.url)
+
+/** The builder's package directory: dist/ and package.json. */
+function builderDir(): string {
+  return dirname(dirname(fileURLToPath(import.meta.url)))
+}
 
 function toolchain(): Toolchain {
   const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
@@ -102,11 +114,25 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
     await symlink(builderNodeModules(), join(request.workDir, 'node_modules'), 'dir')
   }
   const wasm = new Map<string, Uint8Array>()
-  for (const component of manifest.components) {
-    const workdir = component.workdir ?? dirname(component.source)
-    const dir = join(request.workDir, workdir)
-    await buildComponent(request, component.id, dir, `${workdir}/`)
-    wasm.set(component.id, await readFile(join(dir, COMPONENT_FILE)))
+  const sandbox = await prepareSandbox({
+    mode: request.sandbox,
+    language: request.language,
+    workDir: request.workDir,
+    cache: request.dependencyCache,
+    rustRoot: request.rustRoot,
+    builderDir: builderDir(),
+    nodeModules: builderNodeModules(),
+    limits: request.sandboxLimits,
+  })
+  try {
+    for (const component of manifest.components) {
+      const workdir = component.workdir ?? dirname(component.source)
+      const dir = join(request.workDir, workdir)
+      await buildComponent(request, sandbox, component.id, dir, `${workdir}/`)
+      wasm.set(component.id, await readFile(join(dir, COMPONENT_FILE)))
+    }
+  } finally {
+    await sandbox.dispose()
   }
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
   const pushStarted = Date.now()
@@ -126,24 +152,34 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   }
 }
 
-async function buildComponent(request: BuildRequest, name: string, dir: string, displayPrefix: string): Promise<void> {
+async function buildComponent(
+  request: BuildRequest,
+  sandbox: SandboxContext,
+  name: string,
+  dir: string,
+  displayPrefix: string,
+): Promise<void> {
   const language = request.language
   let entry = ''
   if (language === 'js' || language === 'ts') {
     entry = await findEntry(language, dir, displayPrefix)
-    await checkPackageJson(dir, displayPrefix)
+    await checkPackageJson(dir, displayPrefix, builderNodeModules())
   }
-  const deps = language === 'go' || language === 'rust' ? await dependencyDirs(request, dir) : undefined
+  const deps = dependencyDirs(request)
   const steps = buildSteps(language, dir, { toolchain: entry === '' ? null : toolchain(), entry, displayPrefix, deps })
+  await ownForSandbox(sandbox, dir, [
+    ...new Set(steps.flatMap((step) => [...step.needs.writesCache, ...step.needs.readsCache])),
+  ])
+  if (language === 'rust') await forgetCargoConfiguration(request.dependencyCache)
   for (const step of steps) {
-    const result = await runStep(step, request.limits, request.log)
+    const result = await runConfined(step, request, sandbox)
     if (!result.ok)
       throw new BuildFailure(`function ${name}: ${firstError(result.output, displayPrefix) ?? result.reason}`)
   }
-  if (language === 'rust' && deps !== undefined) {
+  if (language === 'rust') {
     let module: string
     try {
-      module = join(deps.cache, 'target', rustArtifact(await readFile(join(dir, 'Cargo.toml'), 'utf8')))
+      module = join(request.dependencyCache, 'target', rustArtifact(await readFile(join(dir, 'Cargo.toml'), 'utf8')))
     } catch (error) {
       throw new BuildFailure(`function ${name}: ${(error as Error).message}`)
     }
@@ -163,76 +199,33 @@ async function buildComponent(request: BuildRequest, name: string, dir: string, 
   }
 }
 
-// The sandboxed cargo runs as nobody (rust-build.sh): it must write the function's directory
-// (Cargo.lock) and the application's cache.
-const SANDBOX_UID = 65534
-
-async function dependencyDirs(request: BuildRequest, dir: string): Promise<DependencyDirs> {
-  const cache = request.dependencyCache
-  const sandboxed = request.language === 'rust' && request.rustRoot !== '/'
-  for (const sub of ['cargo', 'target', 'home', 'tmp']) {
-    await mkdir(join(cache, sub), { recursive: true })
-    if (sandboxed) await chown(join(cache, sub), SANDBOX_UID, SANDBOX_UID)
-  }
-  if (sandboxed) await chownTree(dir)
-  return {
-    cache,
-    rustRoot: request.rustRoot,
-    rustSandbox: join(checkoutDir(), 'builders', 'sandbox', 'rust-build.sh'),
-    path: process.env.PATH ?? '/usr/bin:/bin',
-  }
+// Where a step finds the application's cache: the directory itself, or in the rust toolchain
+// root the /cargo and /target the sandbox binds it at.
+function dependencyDirs(request: BuildRequest): DependencyDirs {
+  const inRoot = request.language === 'rust' && request.sandbox === 'bwrap'
+  return { cache: inRoot ? '/' : request.dependencyCache, path: process.env.PATH ?? '/usr/bin:/bin' }
 }
 
-async function chownTree(dir: string): Promise<void> {
-  await chown(dir, SANDBOX_UID, SANDBOX_UID)
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) await chownTree(path)
-    else if (entry.isFile()) await chown(path, SANDBOX_UID, SANDBOX_UID)
-  }
+// cargo reads its home's configuration before anything else; a build before the cargo home was
+// read-only to the compile may have left one there for the fetch, which has the network.
+async function forgetCargoConfiguration(cache: string): Promise<void> {
+  for (const file of ['config', 'config.toml', 'credentials', 'credentials.toml'])
+    await rm(join(cache, 'cargo', file), { force: true, recursive: true })
 }
 
-async function findEntry(language: 'js' | 'ts', dir: string, displayPrefix: string): Promise<string> {
-  for (const candidate of entryCandidates(language)) {
-    try {
-      await access(join(dir, candidate))
-      return candidate
-    } catch {}
-  }
-  throw new BuildFailure(`${displayPrefix}: no entry file (${entryCandidates(language).join(' or ')})`)
-}
-
-// The http trigger's world comes from a dependency's package.json (build-tools reads the
-// `witDependencies` of the function's dependencies), so a function must depend on it; every
-// dependency must be one the builder carries, since nothing is installed at build time.
-async function checkPackageJson(dir: string, displayPrefix: string): Promise<void> {
-  let pkg: { dependencies?: Record<string, string>; config?: { witDependencies?: unknown } }
+/** One step in its sandbox; a fetch step with the fetch proxy running for its length. */
+async function runConfined(step: BuildStep, request: BuildRequest, sandbox: SandboxContext): Promise<StepResult> {
+  const confined = confine(step, request.language, sandbox)
+  if (sandbox.mode === 'pod' || step.needs.fetchFrom.length === 0) return runStep(confined, request.limits, request.log)
+  const proxy = await startFetchProxy({
+    socket: sandbox.proxySocket,
+    hosts: step.needs.fetchFrom,
+    log: (line) => request.log(`${line}\n`),
+  })
   try {
-    pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as typeof pkg
-  } catch (error) {
-    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
-    throw new BuildFailure(
-      `${displayPrefix}package.json: ${missing ? 'missing' : 'not valid JSON'} (it must depend on ${HTTP_WORLD_PACKAGE})`,
-    )
-  }
-  const worlds = pkg.config?.witDependencies ?? []
-  if (!Array.isArray(worlds))
-    throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies must be a list`)
-  for (const world of worlds as Array<{ witPath?: unknown } | null>) {
-    const problem = witPathProblem(dir, world?.witPath)
-    if (problem !== null) throw new BuildFailure(`${displayPrefix}package.json: config.witDependencies: ${problem}`)
-  }
-  const dependencies = Object.keys(pkg.dependencies ?? {})
-  if (!dependencies.includes(HTTP_WORLD_PACKAGE))
-    throw new BuildFailure(`${displayPrefix}package.json: dependencies must include ${HTTP_WORLD_PACKAGE}`)
-  for (const dependency of dependencies) {
-    try {
-      await access(join(builderNodeModules(), dependency, 'package.json'))
-    } catch {
-      throw new BuildFailure(
-        `${displayPrefix}package.json: ${dependency} is not available in the builder (builds are offline; it carries @spinframework/build-tools and ${HTTP_WORLD_PACKAGE})`,
-      )
-    }
+    return await runStep(confined, request.limits, request.log)
+  } finally {
+    await proxy.close()
   }
 }
 

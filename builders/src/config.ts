@@ -5,6 +5,7 @@ import { anyText, parseBoolean, parseTimerDuration, parsePositiveBytes } from '@
 import type { ArtifactRef } from '@session-relay/spin/ref'
 import { parseRef } from '@session-relay/spin/ref'
 import type { Language } from './languages.js'
+import type { SandboxMode } from './sandbox/policy.js'
 
 export type BuilderConfig = {
   sourceArchive: string
@@ -19,6 +20,12 @@ export type BuilderConfig = {
   maxStepOutputBytes: number
   dependencyCache: string
   rustRoot: string
+  sandbox: SandboxMode
+  stepCpuSeconds: number
+  stepMemoryBytes: number
+  stepFileBytes: number
+  stepProcesses: number
+  stepTmpBytes: number
 }
 
 const required =
@@ -27,6 +34,17 @@ const required =
     if (text === '') throw new Error(`${what} is required`)
     return text
   }
+
+function parseSandbox(text: string): SandboxMode {
+  if (text === 'bwrap' || text === 'pod') return text
+  throw new Error('bwrap or pod')
+}
+
+function processCount(text: string): number {
+  const count = Number(text)
+  if (!/^[0-9]+$/.test(text) || count < 16 || count > 65536) throw new Error('a whole number from 16 to 65536')
+  return count
+}
 
 function parseLanguage(text: string): Language {
   if (text === 'js' || text === 'ts' || text === 'go' || text === 'rust') return text
@@ -121,6 +139,54 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
     default: '',
     parse: anyText,
     help: 'rust: the toolchain root; empty: .cache/rust-wasm/current',
+  },
+  {
+    key: 'sandbox',
+    env: 'BUILD_SANDBOX',
+    flag: '--build-sandbox',
+    default: 'bwrap',
+    parse: parseSandbox,
+    help: "bwrap: each step in a bubblewrap sandbox; pod: the image's pod is the sandbox",
+  },
+  {
+    key: 'stepCpuSeconds',
+    env: 'BUILD_STEP_CPU',
+    flag: '--build-step-cpu',
+    default: '10m',
+    parse: (text) => Math.ceil(parseTimerDuration(text) / 1000),
+    help: 'CPU time one process of a step may use (RLIMIT_CPU)',
+  },
+  {
+    key: 'stepMemoryBytes',
+    env: 'BUILD_STEP_MEMORY',
+    flag: '--build-step-memory',
+    default: '128GiB',
+    parse: parsePositiveBytes,
+    help: 'address space of one process of a step (RLIMIT_AS; V8 reserves ~10GiB per wasm memory)',
+  },
+  {
+    key: 'stepFileBytes',
+    env: 'BUILD_STEP_FILE_SIZE',
+    flag: '--build-step-file-size',
+    default: '1GiB',
+    parse: parsePositiveBytes,
+    help: 'largest file a step may write (RLIMIT_FSIZE)',
+  },
+  {
+    key: 'stepProcesses',
+    env: 'BUILD_STEP_PROCESSES',
+    flag: '--build-step-processes',
+    default: '512',
+    parse: processCount,
+    help: "processes of the sandbox's user, uid 65534 (RLIMIT_NPROC)",
+  },
+  {
+    key: 'stepTmpBytes',
+    env: 'BUILD_STEP_TMP',
+    flag: '--build-step-tmp',
+    default: '512MiB',
+    parse: parsePositiveBytes,
+    help: "size of a step's private /tmp",
   },
   {
     key: 'maxStepOutputBytes',

@@ -55,6 +55,14 @@ async function main(): Promise<number> {
       dependencyCache: config.dependencyCache !== '' ? config.dependencyCache : join(workDir, '.deps'),
       rustRoot: rustRoot(config.rustRoot),
       limits: { timeoutMs: config.stepTimeoutMs, maxOutputBytes: config.maxStepOutputBytes },
+      sandbox: config.sandbox,
+      sandboxLimits: {
+        cpuSeconds: config.stepCpuSeconds,
+        addressSpaceBytes: config.stepMemoryBytes,
+        fileSizeBytes: config.stepFileBytes,
+        processes: config.stepProcesses,
+        tmpBytes: config.stepTmpBytes,
+      },
       log,
     })
     await writeTermination(config.terminationLog, pinned)

@@ -10,6 +10,8 @@ export type Step = {
   args: string[]
   cwd: string
   env?: NodeJS.ProcessEnv
+  /** How the build log shows the command, when not as run (a sandboxed step shows its own command). */
+  shown?: string
 }
 
 export type StepLimits = { timeoutMs: number; maxOutputBytes: number }
@@ -20,7 +22,7 @@ const TAIL_BYTES = 64 * 1024
 
 export function runStep(step: Step, limits: StepLimits, log: (text: string) => void): Promise<StepResult> {
   return new Promise((resolve) => {
-    log(`==> ${step.name}: ${[step.command, ...step.args].join(' ')}\n`)
+    log(`==> ${step.name}: ${step.shown ?? [step.command, ...step.args].join(' ')}\n`)
     const child = spawn(step.command, step.args, {
       cwd: step.cwd,
       env: step.env ?? process.env,

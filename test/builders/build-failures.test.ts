@@ -80,6 +80,15 @@ async function build(t: Test, language: Language, archivePath: string, ref?: str
     dependencyCache: join(workDir, 'deps'),
     rustRoot: '/',
     limits: { timeoutMs: 60_000, maxOutputBytes: 100_000 },
+    // As in an image (the pod is the sandbox): the stand-ins above run as they are, from PATH.
+    sandbox: 'pod',
+    sandboxLimits: {
+      cpuSeconds: 60,
+      addressSpaceBytes: 128 * 1024 ** 3,
+      fileSizeBytes: 1024 ** 3,
+      processes: 512,
+      tmpBytes: 64 * 1024 ** 2,
+    },
     log: () => {},
   }
   await mkdir(request.workDir)

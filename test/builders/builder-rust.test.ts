@@ -26,7 +26,7 @@ t.test('the rust template builds, pushes in the Spin format and answers through 
   t.equal(built.wasm.subarray(0, 8).toString('hex'), '0061736d0d000100', 'a component')
   t.match(
     build.log,
-    /==> cargo build: unshare --mount --pid --fork --ipc --uts --net -- /,
+    /==> cargo build: cargo build --release --offline .* \(sandboxed, no network\)/,
     'the compile runs without network in its own namespaces',
   )
   const answer = await invokeThroughWorker(t, built, '/hello/deeper?x=1')
@@ -51,19 +51,47 @@ t.test(
   },
 )
 
-t.test("build.rs cannot reach the network or the machine's files", async (t) => {
+t.test("build.rs cannot reach the network, the machine's files or its own cargo home", async (t) => {
+  const canary = await startCanary(t)
   const files = templateFiles('rust', 'hello')
+  // The variables a build script may see are cargo's own (cargo sets the library path and its
+  // trust store's, bwrap PWD), none of the builder's.
   files['build.rs'] = [
+    'use std::path::Path;',
     'fn main() {',
-    '    let net = std::net::TcpStream::connect("1.1.1.1:443").is_ok() || std::net::TcpStream::connect("127.0.0.1:22").is_ok();',
-    '    let files = std::path::Path::new("/work").exists() || std::path::Path::new("/root").read_dir().is_ok() || std::path::Path::new("/etc/shadow").metadata().is_ok() && std::fs::read("/etc/shadow").is_ok();',
-    '    let uid = std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().find(|l| l.starts_with("Uid:")).unwrap_or("").to_string();',
-    '    panic!("SANDBOX net={net} files={files} {uid}");',
+    `    let net = std::net::TcpStream::connect("1.1.1.1:443").is_ok() || std::net::TcpStream::connect("127.0.0.1:${canary.port}").is_ok();`,
+    `    let files = Path::new("/work").exists() || Path::new("/root").read_dir().is_ok() || std::fs::read("${canary.file}").is_ok() || std::fs::read("/etc/shadow").is_ok();`,
+    '    let proxy = Path::new("/run/fetch.sock").exists();',
+    '    let home = std::fs::write("/cargo/config.toml", "[build]\\nrustc-wrapper = \\"/bin/sh\\"\\n").is_ok();',
+    '    let procs = std::fs::read_dir("/proc").unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit())).count();',
+    '    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();',
+    '    let field = |name: &str| status.lines().find(|l| l.starts_with(name)).unwrap_or("").split_whitespace().nth(1).unwrap_or("").to_string();',
+    '    let env = std::env::vars().map(|(k, _)| k).filter(|k| !k.starts_with("CARGO") && !k.starts_with("RUSTC") && !k.starts_with("DEP_") && !["PATH", "HOME", "OUT_DIR", "TARGET", "HOST", "NUM_JOBS", "OPT_LEVEL", "DEBUG", "PROFILE", "RUSTDOC", "RUSTFLAGS", "LD_LIBRARY_PATH", "PWD", "SSL_CERT_DIR", "SSL_CERT_FILE"].contains(&k.as_str())).collect::<Vec<_>>().join(",");',
+    '    panic!("SANDBOX net={net} files={files} proxy={proxy} home={home} few_procs={} uid={} nnp={} caps={} env=[{env}]", procs < 32, field("Uid:"), field("NoNewPrivs:"), field("CapEff:"));',
     '}',
   ].join('\n')
   const { build } = await buildAndRead(t, 'rust', files, { DEPENDENCY_CACHE: deps })
   t.equal(build.code, 1)
-  t.match(build.log, /SANDBOX net=false files=false Uid:\s+65534\b/)
+  t.match(
+    build.log,
+    /SANDBOX net=false files=false proxy=false home=false few_procs=true uid=65534 nnp=1 caps=0000000000000000 env=\[\]/,
+    'no network, no host file, no proxy, a read-only cargo home, its own pid namespace, nobody without privileges, no foreign variable',
+  )
+  t.equal(canary.connections(), 0)
+  t.notOk(existsSync(join(deps, 'cargo', 'config.toml')), 'nothing written to the cargo home')
+})
+
+t.test("a dependency's source on loopback: cargo fetch is refused by the fetch proxy", async (t) => {
+  const canary = await startCanary(t)
+  const files = templateFiles('rust', 'hello')
+  files['Cargo.toml'] = (files['Cargo.toml'] as string).replace(
+    '[dependencies]',
+    `[dependencies]\nevil = { git = "http://127.0.0.1:${canary.port}/evil.git" }`,
+  )
+  const { build } = await buildAndRead(t, 'rust', files, { DEPENDENCY_CACHE: deps })
+  t.equal(build.code, 1)
+  t.match(build.log, /fetch proxy: refused an address literal/)
+  t.equal(canary.connections(), 0, 'the loopback server was never reached')
 })
 
 t.test("a .cargo/config.toml cannot run the tenant's own rustc while cargo fetches", async (t) => {

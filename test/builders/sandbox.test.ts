@@ -1,0 +1,226 @@
+// The build sandbox itself: what each language's steps are given (builders/src/sandbox/policy.ts),
+// and the real bubblewrap around a command, as root (privileged, dropping to 65534) and as an
+// unprivileged user (a user namespace): who it runs as, what it sees, its limits.
+import { spawn } from 'node:child_process'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import type { Test } from 'tap'
+import { buildSteps } from '@session-relay/builders/languages'
+import { sandboxCommand } from '@session-relay/builders/sandbox/bwrap'
+import type { SandboxSpec } from '@session-relay/builders/sandbox/bwrap'
+import { confine } from '@session-relay/builders/sandbox/policy'
+import type { SandboxContext } from '@session-relay/builders/sandbox/policy'
+
+const limits = {
+  cpuSeconds: 60,
+  addressSpaceBytes: 8 * 1024 ** 3,
+  fileSizeBytes: 1024 ** 2,
+  processes: 512,
+  tmpBytes: 16 * 1024 ** 2,
+}
+const context: SandboxContext = {
+  mode: 'bwrap',
+  privileged: true,
+  limits,
+  workDir: '/w',
+  cache: '/c',
+  builderDir: '/b',
+  nodeModules: '/b/node_modules',
+  node: '/opt/node/bin/node',
+  goRoot: '/opt/go',
+  rustRoot: '/r',
+  passwd: '/s/passwd',
+  proxySocket: '/s/fetch.sock',
+  caBundle: '/etc/ssl/certs/ca-certificates.crt',
+}
+const toolchain = { node: '/opt/node/bin/node', bundleScript: '/b/dist/js-bundle.js', j2w: '/b/j2w.js' }
+
+/** The bwrap arguments as [option, ...values] pairs, for matching. */
+function binds(args: string[], option: string): Array<[string, string]> {
+  const found: Array<[string, string]> = []
+  args.forEach((arg, index) => {
+    if (arg === option) found.push([args[index + 1] as string, args[index + 2] as string])
+  })
+  return found
+}
+
+t.test('js: no network, the function writable, the builder read-only, an environment of two variables', async (t) => {
+  const [bundle] = buildSteps('js', '/w/functions/f', {
+    toolchain,
+    entry: 'src/index.js',
+    displayPrefix: 'functions/f/',
+  })
+  const step = confine(bundle!, 'js', context)
+  t.equal(step.command, 'prlimit')
+  t.ok(step.args.includes('--unshare-net'), 'a network namespace of its own')
+  t.same(binds(step.args, '--bind'), [['/w/functions/f', '/w/functions/f']], 'only the function is writable')
+  t.same(
+    binds(step.args, '--ro-bind').filter(([from]) => from !== '/usr'),
+    [
+      ['/b', '/b'],
+      ['/s/passwd', '/etc/passwd'],
+      ['/opt/node/bin', '/opt/node/bin'],
+      ['/b/node_modules', '/b/node_modules'],
+      ['/b/node_modules', '/w/node_modules'],
+    ],
+  )
+  t.same(binds(step.args, '--setenv'), [
+    ['PATH', '/usr/bin:/bin'],
+    ['HOME', '/tmp'],
+  ])
+  t.notOk(step.args.includes('/run/fetch.sock'), 'no proxy')
+  t.match(step.shown, /^\/opt\/node\/bin\/node \/b\/dist\/js-bundle\.js .* \(sandboxed, no network\)$/)
+})
+
+t.test('go: the fetch reaches the proxy through the bridge; the compile has no network', async (t) => {
+  const [tidy, compile] = buildSteps('go', '/w/functions/f', {
+    toolchain: null,
+    entry: '',
+    displayPrefix: '',
+    deps: { cache: '/c', path: '/usr/bin' },
+  })
+  const fetch = confine(tidy!, 'go', context)
+  t.ok(fetch.args.includes('/b/dist/sandbox/bridge.js'), 'Go speaks to the proxy through the bridge')
+  t.same(
+    binds(fetch.args, '--ro-bind').find(([, to]) => to === '/run/fetch.sock'),
+    ['/s/fetch.sock', '/run/fetch.sock'],
+  )
+  t.match(Object.fromEntries(binds(fetch.args, '--setenv')), {
+    HTTPS_PROXY: 'socks5://127.0.0.1:1080',
+    PATH: '/opt/go/bin:/usr/bin:/bin',
+    GOPROXY: 'https://proxy.golang.org',
+  })
+  const build = confine(compile!, 'go', context)
+  t.notOk(build.args.includes('/run/fetch.sock'))
+  t.notOk(build.args.includes('/b/dist/sandbox/bridge.js'))
+  t.same(
+    binds(build.args, '--bind').map(([from]) => from),
+    ['/c/tmp', '/c/go/mod', '/c/go/build', '/w/functions/f'],
+  )
+})
+
+t.test('rust: the toolchain root is /, the cargo home writable only while fetching', async (t) => {
+  const [fetchStep, compileStep] = buildSteps('rust', '/w/functions/f', {
+    toolchain: null,
+    entry: '',
+    displayPrefix: '',
+    deps: { cache: '/', path: '/usr/bin' },
+  })
+  const fetch = confine(fetchStep!, 'rust', context)
+  t.same(binds(fetch.args, '--ro-bind')[0], ['/r', '/'])
+  t.same(binds(fetch.args, '--bind'), [
+    ['/w/functions/f', '/build'],
+    ['/c/cargo', '/cargo'],
+  ])
+  t.match(Object.fromEntries(binds(fetch.args, '--setenv')), {
+    CARGO_HOME: '/cargo',
+    CARGO_HTTP_PROXY: 'socks5h://localhost/run/fetch.sock',
+    CARGO_BUILD_RUSTC_WRAPPER: '',
+  })
+  const compile = confine(compileStep!, 'rust', context)
+  t.same(binds(compile.args, '--bind'), [
+    ['/w/functions/f', '/build'],
+    ['/c/target', '/target'],
+  ])
+  t.ok(
+    binds(compile.args, '--ro-bind').some(([from, to]) => from === '/c/cargo' && to === '/cargo'),
+    'read-only',
+  )
+  t.notOk(compile.args.includes('/run/fetch.sock'))
+})
+
+t.test("in an image the pod is the sandbox: a fetch gets the pod's proxy, nothing else of the builder's", async (t) => {
+  const saved = { ...process.env }
+  t.teardown(() => {
+    process.env = saved
+  })
+  Object.assign(process.env, {
+    SSL_CERT_FILE: '/pod/ca.crt',
+    HTTPS_PROXY: 'http://proxy:3128',
+    DOCKER_CONFIG: '/secret/docker',
+  })
+  delete process.env.CARGO_HTTP_CAINFO
+  const [fetchStep, compileStep] = buildSteps('rust', '/w/functions/f', {
+    toolchain: null,
+    entry: '',
+    displayPrefix: '',
+    deps: { cache: '/c', path: '/usr/bin' },
+  })
+  const pod = { ...context, mode: 'pod' as const }
+  const fetch = confine(fetchStep!, 'rust', pod)
+  t.equal(fetch.command, 'cargo', "cargo runs in the image's own root")
+  t.match(fetch.env, { CARGO_HTTP_CAINFO: '/pod/ca.crt', HTTPS_PROXY: 'http://proxy:3128', CARGO_HOME: '/c/cargo' })
+  t.equal(fetch.env?.DOCKER_CONFIG, undefined, "nothing else of the builder's environment")
+  const compile = confine(compileStep!, 'rust', pod)
+  t.equal(compile.env?.HTTPS_PROXY, undefined, 'the compile gets no network settings')
+  t.equal(compile.env?.CARGO_NET_OFFLINE, 'true')
+})
+
+/** Runs `script` with sh in a sandbox of the machine's /usr; `as` spawns bwrap as that uid. */
+async function inSandbox(t: Test, script: string, options: { privileged: boolean; as?: number }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'sandbox-test-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  await chmod(dir, 0o777)
+  const spec: SandboxSpec = {
+    root: { kind: 'host' },
+    readOnly: [],
+    writable: [{ from: dir, to: '/work' }],
+    cwd: '/work',
+    env: { PATH: '/usr/bin:/bin' },
+    network: false,
+    limits,
+    privileged: options.privileged,
+  }
+  const { command, args } = sandboxCommand(spec, 'sh', ['-c', script])
+  const child = spawn(command, args, {
+    cwd: '/',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH },
+    ...(options.as === undefined ? {} : { uid: options.as, gid: options.as }),
+  })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  await new Promise((resolve) => child.on('close', resolve))
+  return output
+}
+
+const PROBE = [
+  'echo uid=$(id -u) gid=$(id -g)',
+  'grep -E "^(NoNewPrivs|CapEff):" /proc/self/status | tr -s "\\t" " "',
+  'grep -E "^Max (cpu time|file size|processes|address space)" /proc/self/limits | tr -s " " " "',
+  'for p in /work /root /etc/shadow /home /var /tmp; do test -e $p && echo sees $p; done',
+  'echo procs=$(ls -d /proc/[0-9]* | wc -l)',
+  'head -c 2097152 /dev/zero > /work/big 2>/dev/null; echo big=$(wc -c < /work/big)',
+  'echo env=$(env | cut -d= -f1 | sort | tr "\\n" ",")',
+].join('; ')
+
+t.test('as root: bwrap privileged drops to 65534, no capabilities, no new privileges, limits in force', async (t) => {
+  const out = await inSandbox(t, PROBE, { privileged: true })
+  t.match(out, /uid=65534 gid=65534/)
+  t.match(out, /NoNewPrivs: 1/)
+  t.match(out, /CapEff: 0000000000000000/)
+  t.match(out, /Max cpu time 60 60 seconds/)
+  t.match(out, /Max file size 1048576 1048576 bytes/)
+  t.match(out, /Max processes 512 512 processes/)
+  t.match(out, /Max address space 8589934592 8589934592 bytes/)
+  t.match(out, /sees \/work\nsees \/tmp\n/, 'only its own directory and /tmp')
+  t.notMatch(out, /sees \/(root|etc\/shadow|home|var)/)
+  t.match(out, /procs=[1-5]\n/, 'its own pid namespace')
+  t.match(out, /big=1048576/, 'a file stops at RLIMIT_FSIZE')
+  t.match(out, /env=PATH,PWD,\n/, 'an empty environment but PATH (and the PWD the shell sets)')
+})
+
+t.test('as an unprivileged user: a user namespace maps it to 65534, with the same view', async (t) => {
+  const out = await inSandbox(t, PROBE, { privileged: false, as: 65534 })
+  t.match(out, /uid=65534 gid=65534/)
+  t.match(out, /NoNewPrivs: 1/)
+  t.match(out, /CapEff: 0000000000000000/)
+  t.match(out, /Max file size 1048576 1048576 bytes/)
+  t.notMatch(out, /sees \/(root|etc\/shadow|home|var)/)
+  t.match(out, /big=1048576/)
+  const nested = await inSandbox(t, 'unshare --user true 2>&1 || echo refused', { privileged: false, as: 65534 })
+  t.match(nested, /refused/, 'no user namespace inside')
+})
