@@ -12,6 +12,8 @@ command -v yamllint >/dev/null || missing+=(yamllint)
 command -v chromium >/dev/null || missing+=(chromium)
 # debootstrap makes the rust builder's toolchain root (scripts/rust-wasm-root.sh).
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+# bubblewrap is every build step's sandbox on the local runtime (builders/src/sandbox/).
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-test-tools: installing ${missing[*]} with apt" >&2
   source scripts/apt-install-quietly.sh

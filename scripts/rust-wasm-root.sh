@@ -21,6 +21,12 @@ key=$SUITE-$(printf '%s' "$PACKAGES $ADAPTER_VERSION" | sha256sum | cut -c1-12)
 root=$cache/$key
 # The builder finds the root through this link (spin/src/toolchains.ts).
 if [ -f "$root/.complete" ]; then ln -sfn "$key" "$cache/current"; echo "$root"; exit 0; fi
+# Its own prerequisite: debootstrap, with apt when missing (root, as the rest of this script).
+if ! command -v debootstrap >/dev/null; then
+  echo "rust-wasm-root: installing debootstrap with apt" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; }
+fi
 mirror=$(awk '/^URIs:/ { print $2; exit } /^deb / { print $2; exit }' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)
 mirror=${mirror:-http://deb.debian.org/debian}
 partial=$root.partial

@@ -5,9 +5,11 @@
 //   go: the `go` on PATH (Go 1.21 or later builds GOOS=wasip1; 1.26 here), nothing else.
 //   rust: a root directory holding Debian 13's rustc, cargo, wasm32 standard library and
 //     wasm-ld plus the WASI preview 1 adapter at /opt/adapter (scripts/rust-wasm-root.sh makes
-//     it under .cache/rust-wasm/current). Outside an image the build runs in it with chroot, so
-//     it needs root (mount namespaces and chroot) and unshare; in the rust builder image the
-//     image's own root is the toolchain ('/') and the pod is the sandbox.
+//     it under .cache/rust-wasm/current). Outside an image the build's steps run in it as their
+//     root, in a bubblewrap sandbox; in the rust builder image the image's own root is the
+//     toolchain ('/') and the pod is the sandbox.
+//   every language, outside an image: bubblewrap (`bwrap`), prlimit and setpriv, which every
+//     step of a build runs under (builders/src/sandbox/).
 import { existsSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -29,11 +31,15 @@ export function onPath(tool: string, path: string): boolean {
   return path.split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, tool)))
 }
 
+/** Why this machine cannot run a build's steps in their sandbox, naming what is missing; null when it can. */
+export function sandboxProblem(path: string): string | null {
+  const missing = ['bwrap', 'prlimit', 'setpriv'].filter((tool) => !onPath(tool, path))
+  if (missing.length === 0) return null
+  return `builds on this machine run every step in a sandbox: ${missing.join(', ')} not on PATH (apt-get install bubblewrap util-linux), or build in a cluster`
+}
+
 /** Why this machine cannot build go or rust, naming what is missing; null when it can. */
-export function toolchainProblem(
-  language: 'go' | 'rust',
-  options: { path: string; rustRoot: string; isRoot: boolean },
-): string | null {
+export function toolchainProblem(language: 'go' | 'rust', options: { path: string; rustRoot: string }): string | null {
   if (language === 'go') {
     return onPath('go', options.path)
       ? null
@@ -42,9 +48,6 @@ export function toolchainProblem(
   const root = options.rustRoot
   if (!existsSync(join(root, 'usr', 'bin', 'cargo')) || !existsSync(join(root, ADAPTER_PATH))) {
     return `rust builds need the wasm32 Rust toolchain root: none at ${root} (run scripts/rust-wasm-root.sh, or build in a cluster)`
-  }
-  if (root !== '/' && (!options.isRoot || !onPath('unshare', options.path))) {
-    return 'rust builds need root and unshare here: build.rs and proc-macros run in a chroot of the toolchain root (or build in a cluster)'
   }
   return null
 }

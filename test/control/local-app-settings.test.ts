@@ -19,7 +19,7 @@ t.test('a running application is reloaded by a PATCH, and says so; no secret in 
     t,
     'pglite',
     ['--dev-insecure-skip-auth', '--runtime', 'local', '--log-level', 'debug', '--local-cache-dir', SHARED_COMPILED],
-    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } },
+    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('', undefined, process.env.PATH) } } },
   )
   const app = await createApp(control, 'hello', { language: 'js' })
   const fn = firstFunction(app)
@@ -97,7 +97,7 @@ t.test(
         '--resource-memory-limit',
         '64Mi',
       ],
-      { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } },
+      { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('', undefined, process.env.PATH) } } },
     )
     const deployed = async (name: string): Promise<{ id: string; fnId: string }> => {
       const app = await createApp(control, name, { language: 'js' })

@@ -41,7 +41,7 @@ t.test(
       t,
       'pglite',
       ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED],
-      { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } },
+      { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('', undefined, process.env.PATH) } } },
     )
     const app = await createApp(control, 'steady', { language: 'js' })
     const fn = firstFunction(app)

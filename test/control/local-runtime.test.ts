@@ -65,7 +65,10 @@ async function startLocal(
     t,
     'pglite',
     ['--dev-insecure-skip-auth', '--runtime', 'local', ...cache, ...flags],
-    { ...(store !== undefined ? { store } : {}), deps: { local: { ...programs, toolchains: toolchainCheck('') } } },
+    {
+      ...(store !== undefined ? { store } : {}),
+      deps: { local: { ...programs, toolchains: toolchainCheck('', undefined, process.env.PATH) } },
+    },
   )
   return { control, dir }
 }
@@ -395,7 +398,7 @@ t.test('a language whose toolchain is missing answers 503 naming the tool; undep
   })
   const rust = await createApp(control, 'crab', { language: 'rust' })
   t.match((await control.call('POST', `/applications/${rust.id}/builds`)).body, {
-    error: /^rust builds need (the wasm32 Rust toolchain root|root and unshare)/,
+    error: /^rust builds need the wasm32 Rust toolchain root/,
   })
   t.same((await control.call('GET', `/applications/${go.id}/builds`)).body, [], 'no build row was left')
   const invoked = await control.call('POST', `/applications/${go.id}/functions/${firstFunction(go).id}/invoke`, {
@@ -461,7 +464,11 @@ t.test(
       ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED],
       {
         deps: {
-          local: { ...programs, toolchains: toolchainCheck(''), variablesFor: async (app) => values.get(app.id) ?? {} },
+          local: {
+            ...programs,
+            toolchains: toolchainCheck('', undefined, process.env.PATH),
+            variablesFor: async (app) => values.get(app.id) ?? {},
+          },
         },
       },
     )

@@ -8,7 +8,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UnavailableError } from '@session-relay/common/errors'
 import type { LanguageT } from '../model/resources.js'
-import { onPath, rustRoot, toolchainProblem } from '@session-relay/spin/toolchains'
+import { onPath, rustRoot, sandboxProblem, toolchainProblem } from '@session-relay/spin/toolchains'
+import type { SandboxInstaller } from './sandbox-tools.js'
+import { aptInstaller } from './sandbox-tools.js'
 
 /** `relative` (e.g. builders/dist/main.js) in the checkout or image: control/src and control/dist are both two levels down. */
 function shippedProgram(relative: string): string {
@@ -68,25 +70,37 @@ const JS_TOOLCHAIN = ['@spinframework/build-tools', 'esbuild']
 export function toolchainCheck(
   path = process.env.PATH ?? '',
   isInstalled: (name: string) => boolean = installed,
+  sandboxPath = path,
+  installSandbox: SandboxInstaller | null = aptInstaller(sandboxPath),
 ): ToolchainCheck {
   const known = new Map<LanguageT, Promise<string | null>>()
   // RUST_ROOT: the same setting the builder reads (builders/src/config.ts), so both find one root.
   const check = (language: LanguageT): string | null => {
+    const sandbox = sandboxProblem(sandboxPath)
+    if (sandbox !== null) return sandbox
     if (language === 'go' || language === 'rust')
-      return toolchainProblem(language, {
-        path,
-        rustRoot: rustRoot(process.env.RUST_ROOT ?? ''),
-        isRoot: process.getuid?.() === 0,
-      })
+      return toolchainProblem(language, { path, rustRoot: rustRoot(process.env.RUST_ROOT ?? '') })
     // js and ts build with Node, which runs this process, and the builder's npm packages.
     const missing = JS_TOOLCHAIN.filter((name) => !isInstalled(name))
     if (missing.length > 0)
       return `${language} builds need the js toolchain: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not installed here (the control image leaves it out; run the control plane from a checkout after npm ci, or build in a cluster)`
     return null
   }
+  const answer = async (language: LanguageT): Promise<string | null> => {
+    if (installSandbox !== null && sandboxProblem(sandboxPath) !== null) {
+      const failed = await installSandbox()
+      if (failed !== null) return `${sandboxProblem(sandboxPath) as string}; installing it with apt failed: ${failed}`
+    }
+    return check(language)
+  }
+  // Only an answer that the machine can build is kept: one that names something missing is asked
+  // again next time, so installing it takes effect without a restart.
   return (language) => {
-    let answer = known.get(language)
-    if (answer === undefined) known.set(language, (answer = Promise.resolve(check(language))))
-    return answer
+    const kept = known.get(language)
+    if (kept !== undefined) return kept
+    return answer(language).then((problem) => {
+      if (problem === null) known.set(language, Promise.resolve(null))
+      return problem
+    })
   }
 }
