@@ -397,8 +397,15 @@ t.test('a language whose toolchain is missing answers 503 naming the tool; undep
     error: 'go builds need Go 1.21 or later: go is not on PATH (install Go, or build in a cluster)',
   })
   const rust = await createApp(control, 'crab', { language: 'rust' })
+  // A machine without the toolchain root (this one may have made it for the builder tests).
+  const saved = process.env.RUST_ROOT
+  process.env.RUST_ROOT = t.testdir({})
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.RUST_ROOT
+    else process.env.RUST_ROOT = saved
+  })
   t.match((await control.call('POST', `/applications/${rust.id}/builds`)).body, {
-    error: /^rust builds need the wasm32 Rust toolchain root/,
+    error: /^rust builds need the wasm32 Rust toolchain root: none at /,
   })
   t.same((await control.call('GET', `/applications/${go.id}/builds`)).body, [], 'no build row was left')
   const invoked = await control.call('POST', `/applications/${go.id}/functions/${firstFunction(go).id}/invoke`, {

@@ -27,7 +27,10 @@ export async function prepareSandbox(setup: SandboxSetup): Promise<SandboxContex
   const privileged = process.getuid?.() === 0
   const aux = await mkdtemp(join(tmpdir(), 'build-sandbox-'))
   const passwd = join(aux, 'passwd')
-  await writeFile(passwd, `nobody:x:${SANDBOX_UID}:${SANDBOX_UID}:nobody:/tmp:/usr/sbin/nologin\n`, { mode: 0o644 })
+  // wasmtime (inside j2w) finds its cache through the user's passwd entry, not HOME: js keeps it
+  // in the application's own cache, as its steps' HOME says (languages.ts).
+  const home = setup.language === 'js' || setup.language === 'ts' ? join(setup.cache, 'home') : '/tmp'
+  await writeFile(passwd, `nobody:x:${SANDBOX_UID}:${SANDBOX_UID}:nobody:${home}:/usr/sbin/nologin\n`, { mode: 0o644 })
   return {
     mode: setup.mode,
     privileged,
