@@ -75,6 +75,7 @@ export type ControlConfig = {
   buildTtlMs: number
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
   buildMemory: string
+  buildEphemeralStorage: string // request and limit of the build container's disk, and its /tmp's size
   replicas: number
   resourcePolicy: ResourcePolicyMode
   resourceCpuRequest: string // Kubernetes quantities; '' : none
@@ -619,6 +620,14 @@ export const settings = [
     default: '2Gi',
     parse: parseQuantity,
     help: 'memory request and limit of the build container',
+  }),
+  setting({
+    key: 'buildEphemeralStorage',
+    env: 'PLATFORM_BUILD_EPHEMERAL_STORAGE',
+    flag: '--build-ephemeral-storage',
+    default: '4Gi',
+    parse: parseQuantity,
+    help: 'disk request and limit of the build container, and the size of its writable /tmp',
   }),
   setting({
     key: 'replicas',
