@@ -18,6 +18,7 @@ import { createApp, eachEngine, firstFunction, startTestControl, until } from '.
 import type { TestControl } from '../helpers/control.js'
 import { REPOSITORY, startRealClusterControl, tempDir } from '../helpers/cluster.js'
 import * as real from '../fixtures/kube-real.js'
+import { BUILD_POD_LABELS } from '@session-relay/control/cluster/build-jobs'
 import { BUILDER_UID } from '@session-relay/control/cluster/build-pod'
 import type { RealObject } from '../fixtures/kube-real.js'
 
@@ -120,7 +121,16 @@ eachEngine(
       'platform.wasmkube.dev/build': build.id,
     })
     t.match(job.spec, { backoffLimit: 0, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 7200 })
-    const podSpec = (job.spec.template as { spec: Record<string, unknown> }).spec
+    const template = job.spec.template as {
+      metadata: { labels: Record<string, string> }
+      spec: Record<string, unknown>
+    }
+    t.match(
+      template.metadata.labels,
+      BUILD_POD_LABELS,
+      "the pod carries what deploy/'s build-pods NetworkPolicy selects",
+    )
+    const podSpec = template.spec
     t.match(podSpec, {
       restartPolicy: 'Never',
       automountServiceAccountToken: false,

@@ -35,9 +35,12 @@ export function refuseLargeArchive(bytes: number): void {
   }
 }
 
+/** The labels every build's pod carries: deploy/'s NetworkPolicy for build pods selects them. */
+export const BUILD_POD_LABELS = { ...MANAGED_BY, 'app.kubernetes.io/component': 'build' }
+
 /** Labels of everything a build creates; the selector of all builds is MANAGED_BY plus the build label's presence. */
 function buildLabels(appId: string, buildId: string): Record<string, string> {
-  return { ...MANAGED_BY, 'app.kubernetes.io/component': 'build', [APPLICATION_LABEL]: appId, [BUILD_LABEL]: buildId }
+  return { ...BUILD_POD_LABELS, [APPLICATION_LABEL]: appId, [BUILD_LABEL]: buildId }
 }
 
 const buildJobName = (buildId: string): string => `build-${buildId}`
