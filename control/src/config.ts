@@ -71,10 +71,12 @@ export type ControlConfig = {
   registryInsecure: boolean // the registry speaks plain HTTP
   registryTokenKey: string // '' : the control plane is no token server for the registry
   registryTokenService: string // the registry's auth.token.service
+  registryPullCredentialTtlMs: number // life of a tenant's pull credential; renewed at half of it
   buildTimeoutMs: number
   buildTtlMs: number
   buildCpu: string // Kubernetes quantities, requests and limits of the build container
   buildMemory: string
+  buildEphemeralStorage: string // request and limit of the build container's disk, and its /tmp's size
   replicas: number
   resourcePolicy: ResourcePolicyMode
   resourceCpuRequest: string // Kubernetes quantities; '' : none
@@ -264,6 +266,13 @@ function parseImageRepository(text: string): string {
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/.test(trimmed))
     throw new Error('expected a registry and path such as registry.example.com/apps')
   return trimmed
+}
+
+// A credential is checked in whole seconds and renewed at half its life: minutes at the least.
+function parseCredentialTtl(text: string): number {
+  const ms = parseTimerDuration(text)
+  if (ms < 10 * 60_000) throw new Error('expected a duration of at least 10m, e.g. 24h')
+  return ms
 }
 
 // Jobs count in whole seconds.
@@ -589,6 +598,14 @@ export const settings = [
     help: "with --registry-token-key: the registry's auth.token.service",
   }),
   setting({
+    key: 'registryPullCredentialTtlMs',
+    env: 'PLATFORM_REGISTRY_PULL_CREDENTIAL_TTL',
+    flag: '--registry-pull-credential-ttl',
+    default: '24h',
+    parse: parseCredentialTtl,
+    help: "with --registry-token-key: life of a tenant's pull Secret, renewed at half of it",
+  }),
+  setting({
     key: 'buildTimeoutMs',
     env: 'PLATFORM_BUILD_TIMEOUT',
     flag: '--build-timeout',
@@ -619,6 +636,14 @@ export const settings = [
     default: '2Gi',
     parse: parseQuantity,
     help: 'memory request and limit of the build container',
+  }),
+  setting({
+    key: 'buildEphemeralStorage',
+    env: 'PLATFORM_BUILD_EPHEMERAL_STORAGE',
+    flag: '--build-ephemeral-storage',
+    default: '4Gi',
+    parse: parseQuantity,
+    help: 'disk request and limit of the build container, and the size of its writable /tmp',
   }),
   setting({
     key: 'replicas',

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { startBuildWatcher } from './cluster/build-watcher.js'
 import { connectKube } from './cluster/kube.js'
+import { tenantPullSecrets } from './cluster/pull-secret.js'
 import type { Relock } from './cluster/relocked-image.js'
 import type { Cluster } from './cluster/runtime.js'
 import { clusterRuntime } from './cluster/runtime.js'
@@ -65,6 +66,8 @@ export type ServerDeps = {
   measureImage?: (imageRef: string) => Promise<number | null>
   /** How a cluster deploy re-locks the image with the variables' names; tests whose images are in no registry replace it. */
   relock?: Relock
+  /** The clock registry credentials are issued and checked by (ms); tests move it rather than wait. */
+  registryClock?: () => number
 }
 
 export async function startControlPlane(config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -108,7 +111,17 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       secretBox(config)
     }
     const draining = createDraining()
-    const app = await buildApp(config, { db, logger, auth, metrics, runtime, notApplied, draining, registrySigner })
+    const app = await buildApp(config, {
+      db,
+      logger,
+      auth,
+      metrics,
+      runtime,
+      notApplied,
+      draining,
+      registrySigner,
+      ...(deps.registryClock === undefined ? {} : { registryClock: deps.registryClock }),
+    })
     // An empty host means every interface.
     await app.listen({ host: config.addr.host === '' ? '0.0.0.0' : config.addr.host, port: config.addr.port })
     const { port } = app.server.address() as AddressInfo
@@ -199,7 +212,11 @@ function clusterFor(
   }
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
   const watcher = startBuildWatcher({ kube, db, logger, retryMs: deps.cluster?.retryMs, finish })
-  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner }
+  const pullSecrets =
+    registrySigner === null
+      ? null
+      : tenantPullSecrets({ kube, config, signer: registrySigner, db, logger, now: deps.registryClock ?? Date.now })
+  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner, pullSecrets }
 }
 
 function localFor(config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Promise<LocalRuntime> {

@@ -2,10 +2,11 @@
 // hadolint); all three are also built and run by `npm run test:images`, which `npm test` does
 // not run, so these checks are what every change gets. The checks: every base image and toolchain
 // pinned to a full version (never `latest`), COPY and never ADD, a numeric non-root USER with
-// a passwd entry (tools find their cache directory through it), and the same builder program as
-// an exec-form ENTRYPOINT.
+// a passwd entry (tools find their cache directory through it) that is the build Job's uid, and
+// the same builder program as an exec-form ENTRYPOINT.
 import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { BUILDER_UID } from '@session-relay/control/cluster/build-pod'
 
 type Instruction = { keyword: string; args: string; line: number }
 
@@ -97,7 +98,17 @@ const read = (path: string): string => readFileSync(new URL(`../../${path}`, imp
 
 for (const language of ['js', 'go', 'rust']) {
   t.test(`builders/Dockerfile.${language} passes the checks`, async (t) => {
-    t.same(lintBuilderDockerfile(read(`builders/Dockerfile.${language}`)), [])
+    const text = read(`builders/Dockerfile.${language}`)
+    t.same(lintBuilderDockerfile(text), [])
+    // The build Job's runAsUser and runAsGroup (control/src/cluster/build-pod.ts): another uid
+    // there would run the builder as a user without the image's passwd entry.
+    t.equal(
+      instructions(text)
+        .filter((i) => i.keyword === 'USER')
+        .at(-1)?.args,
+      `${BUILDER_UID}:${BUILDER_UID}`,
+      "the build Job's uid and gid",
+    )
   })
 }
 

@@ -3,8 +3,8 @@
 // same settings): the language's builder image; the contract's settings and nothing that
 // overrides the image's own (RUST_ROOT=/ and PATH come from builders/Dockerfile.rust and .go;
 // no DEPENDENCY_CACHE, so the builder keeps one in its work directory for the build); a
-// writable root filesystem, where go's build cache and cargo's registry and target go (under
-// /tmp); the resources and deadline a cold build fits in (docs/builders.md); and a source
+// read-only root with a writable emptyDir /tmp, where go's build cache and cargo's registry and
+// target go; the resources and deadline a cold build fits in (docs/builders.md); and a source
 // archive the builder reads back, with the template's files and, for go, the WAGI executor.
 import { Readable } from 'node:stream'
 import t from 'tap'
@@ -22,8 +22,12 @@ type Container = {
   env: Array<{ name: string; value: string }>
   resources: unknown
   securityContext?: { readOnlyRootFilesystem?: boolean }
+  volumeMounts: Array<{ name: string; mountPath: string }>
 }
-type JobSpec = { activeDeadlineSeconds: number; template: { spec: { containers: Container[] } } }
+type JobSpec = {
+  activeDeadlineSeconds: number
+  template: { spec: { containers: Container[]; volumes: Array<{ name: string }> } }
+}
 
 const LIMITS = { maxArchiveBytes: 1024 * 1024, maxFiles: 100, maxBytes: 8 * 1024 * 1024 }
 
@@ -52,8 +56,15 @@ for (const language of ['go', 'rust'] as const) {
       },
       "the contract's settings only: the image's RUST_ROOT and PATH stand, the cache is the build's own",
     )
-    t.not(container.securityContext?.readOnlyRootFilesystem, true, "a writable root: the build's caches go under /tmp")
-    t.same(container.resources, { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } })
+    t.equal(container.securityContext?.readOnlyRootFilesystem, true, 'a read-only root')
+    const tmp = container.volumeMounts.find((mount) => mount.mountPath === '/tmp')
+    t.same(
+      spec.template.spec.volumes.find((volume) => volume.name === tmp?.name),
+      { name: 'tmp', emptyDir: { sizeLimit: '4Gi' } },
+      "where the build's caches go: a writable emptyDir /tmp, the size of the disk limit",
+    )
+    const resources = { cpu: '1', memory: '2Gi', 'ephemeral-storage': '4Gi' }
+    t.same(container.resources, { requests: resources, limits: resources })
     t.equal(spec.activeDeadlineSeconds, 900, 'the default deadline, past a cold build of the template in the image')
 
     const secret = fake.get(SECRETS, `build-${buildId}`)

@@ -18,6 +18,8 @@ import { createApp, eachEngine, firstFunction, startTestControl, until } from '.
 import type { TestControl } from '../helpers/control.js'
 import { REPOSITORY, startRealClusterControl, tempDir } from '../helpers/cluster.js'
 import * as real from '../fixtures/kube-real.js'
+import { BUILD_POD_LABELS } from '@session-relay/control/cluster/build-jobs'
+import { BUILDER_UID } from '@session-relay/control/cluster/build-pod'
 import type { RealObject } from '../fixtures/kube-real.js'
 
 // Each file starts its own API server, and every test a control plane on it.
@@ -92,7 +94,10 @@ eachEngine(
   'a build: Job and Secret, running, succeeded with the pushed image, log kept, SpinApp applied',
   async (t, engine) => {
     const { control, kube, finished } = await startRealClusterControl(t, engine, {
-      flags: ['--build-timeout', '10m', '--build-ttl', '2h', '--build-cpu', '500m', '--build-memory', '1Gi'],
+      flags: [
+        ...['--build-timeout', '10m', '--build-ttl', '2h', '--build-cpu', '500m', '--build-memory', '1Gi'],
+        ...['--build-ephemeral-storage', '3Gi'],
+      ],
     })
     const kubelet = real.kubeletOf(kube)
     const app = await createApp(control, 'hello')
@@ -116,19 +121,62 @@ eachEngine(
       'platform.wasmkube.dev/build': build.id,
     })
     t.match(job.spec, { backoffLimit: 0, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 7200 })
-    const podSpec = (job.spec.template as { spec: Record<string, unknown> }).spec
+    const template = job.spec.template as {
+      metadata: { labels: Record<string, string> }
+      spec: Record<string, unknown>
+    }
+    t.match(
+      template.metadata.labels,
+      BUILD_POD_LABELS,
+      "the pod carries what deploy/'s build-pods NetworkPolicy selects",
+    )
+    const podSpec = template.spec
     t.match(podSpec, {
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
       volumes: [{ name: 'source', secret: { secretName: jobName } }],
     })
+    t.same(
+      podSpec.securityContext,
+      {
+        runAsNonRoot: true,
+        runAsUser: BUILDER_UID,
+        runAsGroup: BUILDER_UID,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      "the pod runs as the builder images' non-root uid, under the runtime's default seccomp filter",
+    )
     const container = (podSpec.containers as Array<Record<string, unknown>>)[0]
+    const resources = { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '3Gi' }
     t.match(container, {
       name: 'build',
       image: 'builders.test/go:1',
-      resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
       volumeMounts: [{ name: 'source', mountPath: '/workspace/source', readOnly: true }],
     })
+    t.same(
+      container?.resources,
+      { requests: resources, limits: resources },
+      'cpu, memory and disk, requested and capped',
+    )
+    t.same(
+      container?.securityContext,
+      {
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        privileged: false,
+        capabilities: { drop: ['ALL'] },
+      },
+      'a read-only root, no capability, no privilege escalation',
+    )
+    const tmp = (container?.volumeMounts as Array<{ name: string; mountPath: string }>).find(
+      (m) => m.mountPath === '/tmp',
+    )
+    t.same(
+      (podSpec.volumes as Array<{ name: string }>).find((v) => v.name === tmp?.name),
+      { name: 'tmp', emptyDir: { sizeLimit: '3Gi' } },
+      "the builder's only writable place: an emptyDir /tmp as large as its disk limit",
+    )
     t.same(
       (container?.env as Array<{ name: string; value: string }>).find((e) => e.name === 'IMAGE_REF')?.value,
       `${REPOSITORY}/hello:${build.id}`,

@@ -1,7 +1,7 @@
 // The compiled control plane refusing to start, as an operator meets it: exit codes, the one
 // line on stderr, --help. Apart from process.test.ts (the running process) so that each file
 // stays well inside tap's per-file time limit on a busy machine.
-import { writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { settings } from '@session-relay/control/config'
@@ -131,4 +131,46 @@ t.test('an unreachable database: a fatal log line and exit code 1', async (t) =>
     .find((line) => line.level === 60)
   t.match(fatal, { msg: 'control plane failed to start', err: { code: 'ECONNREFUSED' } })
   t.notMatch(run.stdout + run.stderr, /hunter2/, 'the password is not logged')
+})
+
+t.test('a compiled-components directory others may write to or own: exit code 2 naming it', async (t) => {
+  const dir = scratchDir(t)
+  const open = join(dir, 'open')
+  mkdirSync(open)
+  chmodSync(open, 0o777)
+  const groupWritable = join(dir, 'group')
+  mkdirSync(groupWritable)
+  chmodSync(groupWritable, 0o770)
+  // Someone else's: made for another uid when this runs as root, else the root's own /.
+  let foreign = '/'
+  if (process.geteuid?.() === 0) {
+    foreign = join(dir, 'foreign')
+    mkdirSync(foreign, { mode: 0o700 })
+    chownSync(foreign, 65534, 65534)
+  }
+  const owner = statSync(foreign).uid
+  const cases: Array<[string, string, RegExp]> = [
+    ['world-writable', open, /^control: --local-cache-dir .*\/open: mode 777 lets other users write to it/],
+    ['group-writable', groupWritable, /^control: --local-cache-dir .*\/group: mode 770 lets other users write to it/],
+    [
+      "another user's",
+      foreign,
+      new RegExp(`^control: --local-cache-dir ${foreign}: owned by uid ${owner}, not by uid`),
+    ],
+  ]
+  for (const [what, cacheDir, message] of cases) {
+    const run = await runToExit(t, [
+      ...['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--runtime', 'local'],
+      ...['--data-dir', join(dir, `data-${what}`), '--local-cache-dir', cacheDir],
+    ])
+    t.equal(run.code, 2, `${what}: exit code 2`)
+    t.equal(lines(run.stderr).length, 1, `${what}: one line on stderr`)
+    t.match(run.stderr, message, `${what}: names the setting, the directory and the reason`)
+  }
+  const made = join(dir, 'made', 'compiled')
+  await controlProcess.start(t, [
+    ...['--dev-insecure-skip-auth', '--addr', '127.0.0.1:0', '--runtime', 'local'],
+    ...['--data-dir', join(dir, 'data-ok'), '--local-cache-dir', made],
+  ])
+  t.equal(statSync(made).mode & 0o777, 0o700, 'a missing one is made owner-only, and the start goes on')
 })

@@ -36,24 +36,31 @@ const app = {
 
 type Setup = { control: TestControl; signer: RegistrySigner; host: string }
 
-/** The control plane with a token key, and the registry trusting it. */
-async function setup(t: Test, extraFlags: string[] = []): Promise<Setup> {
+const DAY_MS = 24 * 3_600_000
+
+/** The control plane with a token key, and the registry trusting it; `clock` is the token server's. */
+async function setup(t: Test, extraFlags: string[] = [], clock?: () => number): Promise<Setup> {
   const { certPath, keyPath } = await selfSignedCertificate(t)
   const keyFile = join(tempDir(t), 'registry-token.pem')
   await writeFile(keyFile, `${await readFile(keyPath, 'utf8')}${await readFile(certPath, 'utf8')}`, { mode: 0o600 })
   // The registry's port is not known yet: --image-repository is only the path's owner here.
-  const control = await startTestControl(t, 'pglite', [
-    '--dev-insecure-skip-auth',
-    '--runtime',
-    'cluster',
-    '--registry-token-key',
-    keyFile,
-    '--registry-token-service',
-    SERVICE,
-    '--image-repository',
-    'registry.invalid/apps',
-    ...extraFlags,
-  ])
+  const control = await startTestControl(
+    t,
+    'pglite',
+    [
+      '--dev-insecure-skip-auth',
+      '--runtime',
+      'cluster',
+      '--registry-token-key',
+      keyFile,
+      '--registry-token-service',
+      SERVICE,
+      '--image-repository',
+      'registry.invalid/apps',
+      ...extraFlags,
+    ],
+    clock === undefined ? {} : { deps: { registryClock: clock } },
+  )
   const registry = await startRegistry(t, {
     token: { realm: `${control.url}/registry/token`, service: SERVICE, issuer: REGISTRY_TOKEN_ISSUER, certPath },
   })
@@ -128,11 +135,11 @@ t.test("a tenant's pull credential pulls that tenant's repositories only, and ne
   )
   await push(t, host, 'apps/stranger', stranger)
 
-  const tenant = await mintCredential(signer, { kind: 'tenant', tenant: 'default' }, null)
+  const tenant = await mintCredential(signer, { kind: 'tenant', tenant: 'default' }, DAY_MS)
   t.equal(await pull(t, host, 'apps/mine', tenant), digest, "its tenant's application")
   await t.rejects(push(t, host, 'apps/mine', tenant), 'pull only')
   await t.rejects(pull(t, host, 'apps/stranger', tenant), 'a repository of no application of the tenant')
-  const other = await mintCredential(signer, { kind: 'tenant', tenant: 'someone-else' }, null)
+  const other = await mintCredential(signer, { kind: 'tenant', tenant: 'someone-else' }, DAY_MS)
   await t.rejects(pull(t, host, 'apps/mine', other), "another tenant's credential")
 })
 
@@ -158,7 +165,7 @@ t.test('the token endpoint refuses what it did not sign, what expired and what i
 
   const stranger = await setupForeignSigner(t)
   t.equal(
-    (await answer(basic(await mintCredential(stranger, { kind: 'tenant', tenant: 'default' }, null)))).status,
+    (await answer(basic(await mintCredential(stranger, { kind: 'tenant', tenant: 'default' }, DAY_MS)))).status,
     401,
     'signed by another key',
   )
@@ -204,6 +211,50 @@ t.test('the token endpoint refuses what it did not sign, what expired and what i
     'an expired registry token',
   )
 })
+
+t.test(
+  "a tenant's pull credential works until its expiry by the token server's clock, and one without an expiry never",
+  async (t) => {
+    let now = Date.now()
+    const { control, signer, host } = await setup(t, [], () => now)
+    await createApp(control, 'mine', { language: 'js' })
+    const pusher = await mintCredential(
+      signer,
+      { kind: 'control', repository: 'apps/mine', actions: ['pull', 'push'] },
+      DAY_MS,
+    )
+    const digest = await push(t, host, 'apps/mine', pusher)
+    const url = `${control.url}/registry/token?service=${SERVICE}&scope=repository:apps/mine:pull`
+    const status = async (credential: string): Promise<number> =>
+      (await fetch(url, { headers: { authorization: basic(credential) } })).status
+
+    const issued = now
+    const tenant = await mintCredential(signer, { kind: 'tenant', tenant: 'default' }, DAY_MS, issued)
+    const claims = JSON.parse(Buffer.from(tenant.split('.')[1]!, 'base64url').toString()) as {
+      iat: number
+      exp: number
+    }
+    t.equal(claims.exp - claims.iat, DAY_MS / 1000, 'it says when it expires: a day after it was issued')
+    t.equal(await pull(t, host, 'apps/mine', tenant), digest, 'pulls while fresh')
+    now = issued + DAY_MS - 60_000
+    t.equal(await status(tenant), 200, 'a minute before its expiry')
+    now = issued + DAY_MS + 1000
+    t.equal(await status(tenant), 401, 'a second past it: refused')
+    await t.rejects(pull(t, host, 'apps/mine', tenant), 'so the registry lets nothing through')
+    now = issued
+    t.equal(await status(tenant), 200, 'the same credential, by a clock back at its issue')
+
+    // The credential pull Secrets held before they expired: signed by the right key, no exp.
+    const forever = await new SignJWT({ grant: { kind: 'tenant', tenant: 'default' } })
+      .setProtectedHeader({ alg: signer.alg })
+      .setIssuer(REGISTRY_TOKEN_ISSUER)
+      .setAudience(`${SERVICE}#credential`)
+      .setIssuedAt()
+      .sign(signer.privateKey)
+    t.equal(await status(forever), 401, 'a credential without an expiry is refused')
+    await t.rejects(pull(t, host, 'apps/mine', forever))
+  },
+)
 
 async function setupForeignSigner(t: Test): Promise<RegistrySigner> {
   const { certPath, keyPath } = await selfSignedCertificate(t)

@@ -4,13 +4,17 @@
 // selectors against pod labels, Service and ServiceMonitor ports against named ports, probes
 // against the port each process listens on per its ConfigMap and env (parsed by the processes'
 // own settings parsers) and against the paths the real servers serve, the securityContext,
-// the shutdown grace period, and one public base URL per relay pod routed to that pod.
+// the shutdown grace period, one public base URL per relay pod routed to that pod, and the build
+// pods' NetworkPolicy, rule by rule.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { BlockList, isIPv6 } from 'node:net'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import fc from 'fast-check'
 import t from 'tap'
 import { SHUTDOWN_TIMEOUT_MS } from '@session-relay/common/lifecycle'
+import { BUILD_POD_LABELS } from '@session-relay/control/cluster/build-jobs'
 import { parseConfig as parseControlConfig } from '@session-relay/control/config'
 import { REGISTRY_TOKEN_ISSUER } from '@session-relay/control/registry/signing-key'
 import { parseConfig as parseRelayConfig } from '@session-relay/relay/config'
@@ -614,3 +618,114 @@ t.test(
       t.ok(docs.includes(`create secret generic ${secret}`), `docs/control-plane.md says how to create ${secret}`)
   },
 )
+
+// What the build pods' NetworkPolicy lets out, evaluated as a CNI would: a destination of
+// `rule.to` (an ipBlock: in its cidr and none of its excepts) on one of `rule.ports`.
+function ipBlockAllows(policy: Manifest, address: string, port: number, protocol: string): boolean {
+  const family = isIPv6(address) ? 'ipv6' : 'ipv4'
+  return (policy.spec.egress ?? []).some((rule: any) => {
+    const ports = rule.ports ?? []
+    if (ports.length > 0 && !ports.some((p: any) => p.port === port && (p.protocol ?? 'TCP') === protocol)) return false
+    return (rule.to ?? []).some((peer: any) => {
+      if (peer.ipBlock === undefined) return false
+      const within = new BlockList()
+      const [cidr, bits] = peer.ipBlock.cidr.split('/')
+      if (isIPv6(cidr) !== (family === 'ipv6')) return false
+      within.addSubnet(cidr, Number(bits), family)
+      const excepted = new BlockList()
+      for (const except of peer.ipBlock.except ?? []) {
+        const [net, prefix] = except.split('/')
+        excepted.addSubnet(net, Number(prefix), isIPv6(net) ? 'ipv6' : 'ipv4')
+      }
+      return within.check(address, family) && !excepted.check(address, family)
+    })
+  })
+}
+
+const ipv4 = (a: number, b: number, c: number, d: number): string => `${a}.${b}.${c}.${d}`
+const octet = fc.integer({ min: 0, max: 255 })
+// Addresses a build must never reach: loopback, private, carrier-grade NAT, link-local (the
+// cloud metadata service), and their IPv6 counterparts.
+const FORBIDDEN = fc.oneof(
+  fc.tuple(octet, octet, octet).map(([b, c, d]) => ipv4(127, b, c, d)),
+  fc.tuple(octet, octet, octet).map(([b, c, d]) => ipv4(10, b, c, d)),
+  fc.tuple(fc.integer({ min: 16, max: 31 }), octet, octet).map(([b, c, d]) => ipv4(172, b, c, d)),
+  fc.tuple(octet, octet).map(([c, d]) => ipv4(192, 168, c, d)),
+  fc.tuple(fc.integer({ min: 64, max: 127 }), octet, octet).map(([b, c, d]) => ipv4(100, b, c, d)),
+  fc.tuple(octet, octet).map(([c, d]) => ipv4(169, 254, c, d)),
+  fc.constantFrom('::1', 'fd00::1', 'fc12:3456::9', 'fdff:ffff::1', 'fe80::1', 'febf::ffff'),
+)
+
+t.test("the build pods' NetworkPolicy: no ingress; egress to DNS, the registry and public HTTPS only", async (t) => {
+  for (const [dir, build] of builds) {
+    const policies = build.manifests.filter(
+      (m) => m.kind === 'NetworkPolicy' && selects(m.spec.podSelector?.matchLabels, BUILD_POD_LABELS),
+    )
+    if (!t.equal(policies.length, 1, `${dir}: one NetworkPolicy selects the build pods`)) continue
+    const policy = policies[0]!
+    t.same(
+      selectedWorkloads(build, policy.spec.podSelector.matchLabels),
+      [],
+      `${dir}: it selects no workload of deploy/ (only build pods)`,
+    )
+    t.same([...policy.spec.policyTypes].sort(), ['Egress', 'Ingress'], `${dir}: it governs both directions`)
+    t.same(policy.spec.ingress ?? [], [], `${dir}: no ingress rule: nothing connects to a build pod`)
+    const egress = policy.spec.egress as any[]
+    t.equal(egress.length, 3, `${dir}: three egress rules`)
+    t.same(
+      egress[0],
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+            podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+          },
+        ],
+        ports: [
+          { protocol: 'UDP', port: 53 },
+          { protocol: 'TCP', port: 53 },
+        ],
+      },
+      `${dir}: DNS, to the cluster's DNS pods only`,
+    )
+    const registryRule = egress[1]
+    t.same(
+      registryRule.to,
+      [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'registry' } } }],
+      `${dir}: the registry's pods in the same namespace`,
+    )
+    t.same(registryRule.ports, [{ protocol: 'TCP', port: 5000 }], `${dir}: on the registry's port only`)
+    const registry = build.manifests.find((m) => m.kind === 'Deployment' && m.metadata.name === 'registry')
+    if (registry !== undefined) {
+      t.ok(
+        podLabels(registry).some((labels) => selects(registryRule.to[0].podSelector.matchLabels, labels)),
+        `${dir}: the rule selects the registry Deployment's pods`,
+      )
+      t.ok(
+        containers(registry).some((c) => c.ports.some((p: any) => p.containerPort === registryRule.ports[0].port)),
+        `${dir}: on the port the registry listens on`,
+      )
+    }
+    t.same(egress[2].ports, [{ protocol: 'TCP', port: 443 }], `${dir}: the internet on TCP 443 only`)
+    t.ok(
+      egress[2].to.every((peer: any) => peer.ipBlock !== undefined),
+      `${dir}: the internet rule names address blocks, no pods`,
+    )
+    for (const [address, what] of [
+      ['1.1.1.1', 'a public IPv4 address'],
+      ['151.101.2.137', 'a public IPv4 address (a crate registry CDN)'],
+      ['2606:4700:4700::1111', 'a public IPv6 address'],
+    ] as const) {
+      t.ok(ipBlockAllows(policy, address, 443, 'TCP'), `${dir}: ${what} on 443`)
+      t.notOk(ipBlockAllows(policy, address, 80, 'TCP'), `${dir}: ${what}, not on 80`)
+      t.notOk(ipBlockAllows(policy, address, 443, 'UDP'), `${dir}: ${what}, not over UDP`)
+    }
+    fc.assert(
+      fc.property(FORBIDDEN, fc.integer({ min: 1, max: 65535 }), (address, port) => {
+        return !ipBlockAllows(policy, address, port, 'TCP') && !ipBlockAllows(policy, address, port, 'UDP')
+      }),
+      { numRuns: 500 },
+    )
+    t.pass(`${dir}: no loopback, private, shared or link-local address, v4 or v6, on any port`)
+  }
+})

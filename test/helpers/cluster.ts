@@ -44,7 +44,13 @@ export type ClusterControl = { control: TestControl; fake: FakeKube; finished: B
 export async function startClusterControl(
   t: Test,
   engine: Engine,
-  opts: { flags?: string[]; fake?: FakeKube; store?: Store; relock?: 'registry' | Relock } = {},
+  opts: {
+    flags?: string[]
+    fake?: FakeKube
+    store?: Store
+    relock?: 'registry' | Relock
+    registryClock?: () => number
+  } = {},
 ): Promise<ClusterControl> {
   const fake = opts.fake ?? (await startFakeCluster(t, tempDir(t), NAMESPACE))
   const { control, finished } = await controlOnCluster(t, engine, fake.kubeconfig, NAMESPACE, opts)
@@ -141,7 +147,7 @@ async function controlOnCluster(
   engine: Engine,
   kubeconfig: string,
   namespace: string,
-  opts: { flags?: string[]; store?: Store; relock?: 'registry' | Relock },
+  opts: { flags?: string[]; store?: Store; relock?: 'registry' | Relock; registryClock?: () => number },
 ): Promise<{ control: TestControl; finished: BuildT[] }> {
   const finished: BuildT[] = []
   const control = await startTestControl(
@@ -168,6 +174,7 @@ async function controlOnCluster(
         onBuildFinished: (build) => finished.push(build),
         measureImage: async () => IMAGE_SIZE,
         ...(opts.relock === 'registry' ? {} : { relock: opts.relock ?? (async (image: string) => image) }),
+        ...(opts.registryClock === undefined ? {} : { registryClock: opts.registryClock }),
       },
     },
   )

@@ -6,6 +6,8 @@ use crate::log;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -77,14 +79,61 @@ pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
+/// Makes the cache directory (owner-only) when it is missing, then refuses one that another
+/// user owns or may write to: a file planted there would be mapped and run as native code
+/// (`deserialize_file` trusts what it reads), so such a directory must stop the start.
+pub fn prepare_dir(dir: &Path) -> Result<(), String> {
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create it: {e}"))?;
+    }
+    let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
+    if !meta.is_dir() {
+        return Err("not a directory".into());
+    }
+    private_to_us(&meta)
+}
+
+/// Owned by the worker's own uid, and writable by no group or other user.
+fn private_to_us(meta: &std::fs::Metadata) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if meta.uid() != uid {
+        return Err(format!(
+            "owned by uid {}, not by the worker's uid {uid}",
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "mode {mode:o} lets other users write to it (chmod go-w, or 700)"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a compiled file is one this worker could have written: a regular file (not a
+/// link elsewhere) that is ours and nobody else's to change.
+fn trusted_file(path: &Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    private_to_us(&meta)
+}
+
 impl ComponentCache {
-    pub fn new(dir: &Path, engine: Engine) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        Ok(ComponentCache {
+    /// `dir` must have passed `prepare_dir`.
+    pub fn new(dir: &Path, engine: Engine) -> Self {
+        ComponentCache {
             dir: dir.to_path_buf(),
             engine,
             loaded: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     fn path(&self, digest: &str, module: bool) -> PathBuf {
@@ -116,16 +165,25 @@ impl ComponentCache {
         }
         let module = bytes.get(4..8) == Some(&[1, 0, 0, 0]);
         let cached = self.path(&digest, module);
-        // SAFETY (of deserialize_file): the cache directory is the worker's own and only it
-        // writes there, each file whole (written aside, then renamed); wasmtime still checks
-        // the file was made by this engine's version and settings.
+        // SAFETY (of deserialize_file): the cache directory is the worker's own and no other
+        // user's to write (prepare_dir refused it otherwise), the file is ours and only this
+        // worker writes there, each file whole (written aside, then renamed); wasmtime still
+        // checks the file was made by this engine's version and settings.
         if cached.exists() {
-            match unsafe { Compiled::deserialize_file(&self.engine, &cached, module) } {
-                Ok(component) => return Ok(self.remember(digest, component)),
-                Err(e) => log::warn(
-                    "cached component unusable, compiling again",
-                    json!({"digest": digest, "err": e.to_string()}),
+            match trusted_file(&cached) {
+                Err(reason) => log::warn(
+                    "cached component not the worker's own, compiling again",
+                    json!({"digest": digest, "err": reason}),
                 ),
+                Ok(()) => {
+                    match unsafe { Compiled::deserialize_file(&self.engine, &cached, module) } {
+                        Ok(component) => return Ok(self.remember(digest, component)),
+                        Err(e) => log::warn(
+                            "cached component unusable, compiling again",
+                            json!({"digest": digest, "err": e.to_string()}),
+                        ),
+                    }
+                }
             }
         }
         let started = Instant::now();
@@ -134,7 +192,15 @@ impl ComponentCache {
         let serialized = compiled.serialize().map_err(|e| e.to_string())?;
         drop(compiled);
         let aside = cached.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&aside, &serialized)
+        // Owner-only whatever the umask: the check above must accept what this writes. A file
+        // planted under the name is replaced by the rename, never written through.
+        let _ = std::fs::remove_file(&aside);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&aside)
+            .and_then(|mut file| file.write_all(&serialized))
             .and_then(|_| std::fs::rename(&aside, &cached))
             .map_err(|e| format!("{}: {e}", cached.display()))?;
         log::info(

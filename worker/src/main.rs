@@ -33,6 +33,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // Before anything runs: a cache directory others could write to would hand them native
+    // code in this process (cache.rs). Exit 2, as for a bad flag: a restart will not help.
+    if let Err(e) = cache::prepare_dir(&config.cache_dir) {
+        let err = format!("--cache-dir {}: {e}", config.cache_dir.display());
+        log::error("refusing the cache directory", json!({ "err": err }));
+        std::process::exit(2);
+    }
     // Set here, so tokio reads no TOKIO_WORKER_THREADS from the environment.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads)
@@ -51,8 +58,7 @@ async fn run(config: config::Config) -> i32 {
         engine::start_ticker(&engine);
         let linker = engine::linker(&engine).map_err(|e| format!("linker: {e}"))?;
         let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
-        let cache = cache::ComponentCache::new(&config.cache_dir, engine)
-            .map_err(|e| format!("{}: {e}", config.cache_dir.display()))?;
+        let cache = cache::ComponentCache::new(&config.cache_dir, engine);
         let loader = slot::Loader {
             linker,
             wagi_linker,

@@ -3,11 +3,13 @@
 // (docs/control-plane.md, builders/README.md): the archive is mounted read-only at
 // /workspace/source/source.tar.gz; the builder builds every function, pushes the Spin artifact
 // to $IMAGE_REF (with the credentials of $DOCKER_CONFIG when a registry Secret is configured)
-// and writes the digest-pinned reference to /dev/termination-log; on failure the reason.
+// and writes the digest-pinned reference to /dev/termination-log; on failure the reason. The pod
+// is confined as build-pod.ts says: non-root, read-only root with a writable /tmp, capped.
 import type { V1Job, V1Secret, V1Volume } from '@kubernetes/client-node'
 import type { ControlConfig } from '../config.js'
 import { TooLargeError } from '@session-relay/common/errors'
 import type { BuildApplication } from '../runtime/runtime.js'
+import { buildContainerLimits, buildPodSecurityContext, buildScratchMount, buildScratchVolume } from './build-pod.js'
 import type { Kube } from './kube.js'
 import { clusterError } from './kube.js'
 
@@ -33,9 +35,12 @@ export function refuseLargeArchive(bytes: number): void {
   }
 }
 
+/** The labels every build's pod carries: deploy/'s NetworkPolicy for build pods selects them. */
+export const BUILD_POD_LABELS = { ...MANAGED_BY, 'app.kubernetes.io/component': 'build' }
+
 /** Labels of everything a build creates; the selector of all builds is MANAGED_BY plus the build label's presence. */
 function buildLabels(appId: string, buildId: string): Record<string, string> {
-  return { ...MANAGED_BY, 'app.kubernetes.io/component': 'build', [APPLICATION_LABEL]: appId, [BUILD_LABEL]: buildId }
+  return { ...BUILD_POD_LABELS, [APPLICATION_LABEL]: appId, [BUILD_LABEL]: buildId }
 }
 
 const buildJobName = (buildId: string): string => `build-${buildId}`
@@ -76,7 +81,6 @@ function buildJob(
 ): V1Job {
   const labels = buildLabels(app.id, buildId)
   const name = buildJobName(buildId)
-  const resources = { cpu: config.buildCpu, memory: config.buildMemory }
   const withRegistry = registry !== 'none'
   return {
     apiVersion: 'batch/v1',
@@ -92,6 +96,7 @@ function buildJob(
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
           enableServiceLinks: false,
+          securityContext: buildPodSecurityContext(),
           containers: [
             {
               name: BUILD_CONTAINER,
@@ -108,8 +113,9 @@ function buildJob(
               volumeMounts: [
                 { name: 'source', mountPath: '/workspace/source', readOnly: true },
                 ...(withRegistry ? [{ name: 'registry', mountPath: REGISTRY_CONFIG_DIR, readOnly: true }] : []),
+                buildScratchMount,
               ],
-              resources: { requests: resources, limits: resources },
+              ...buildContainerLimits(config),
               // The builder's last words when it writes none itself: a failed build then still says why.
               terminationMessagePolicy: 'FallbackToLogsOnError',
             },
@@ -117,6 +123,7 @@ function buildJob(
           volumes: [
             { name: 'source', secret: { secretName: name, items: [{ key: SOURCE_ARCHIVE, path: SOURCE_ARCHIVE }] } },
             ...registryVolume(config, registry, name),
+            buildScratchVolume(config),
           ],
         },
       },

@@ -2,9 +2,8 @@
 // spin-operator makes (the autoscaler, the public route), so they go when it goes.
 import type { ControlConfig } from '../config.js'
 import { syncAutoscaler } from './autoscaler.js'
-import type { RegistrySigner } from '../registry/signing-key.js'
 import type { Kube } from './kube.js'
-import { writeTenantPullSecret } from './pull-secret.js'
+import type { TenantPullSecrets } from './pull-secret.js'
 import { applyPublicRoute } from './public-route.js'
 import type { SpinAppInput } from './spinapps.js'
 import { applySpinApp, SPINAPP_API_VERSION } from './spinapps.js'
@@ -14,11 +13,10 @@ export async function deployToCluster(
   config: ControlConfig,
   app: SpinAppInput,
   image: string,
-  signer: RegistrySigner | null,
+  pullSecrets: TenantPullSecrets | null,
 ): Promise<void> {
-  // With the token server, the tenant's own pull credential; else the one of --image-pull-secret.
-  const pullSecret =
-    signer !== null ? await writeTenantPullSecret(kube, config, signer, app.tenant) : config.imagePullSecret
+  // With the token server, the tenant's own pull credential, fresh; else the one of --image-pull-secret.
+  const pullSecret = pullSecrets !== null ? await pullSecrets.write(app.tenant) : config.imagePullSecret
   const uid = await applySpinApp(kube, config, app, image, pullSecret)
   const owner = { apiVersion: SPINAPP_API_VERSION, kind: 'SpinApp', name: app.clusterName, uid }
   await syncAutoscaler(kube, app, app.settings.autoscaling, owner)

@@ -21,6 +21,7 @@ import {
 import { buildRegistryConfig } from './registry-credentials.js'
 import type { BuildWatcher } from './build-watcher.js'
 import { deployToCluster } from './deploy.js'
+import type { TenantPullSecrets } from './pull-secret.js'
 import { serviceCarrier } from './invoke.js'
 import type { Kube } from './kube.js'
 import { containerState, listPods, openPodLog, readPodLog } from './pod-logs.js'
@@ -38,6 +39,8 @@ export type Cluster = {
   relock?: Relock | undefined
   /** The registry token key, when the control plane is the registry's token server. */
   registrySigner?: RegistrySigner | null | undefined
+  /** With the token server: the tenants' pull Secrets, renewed before their credentials expire. */
+  pullSecrets?: TenantPullSecrets | null | undefined
 }
 
 /** Why this configuration cannot build `language`, or null. */
@@ -87,7 +90,7 @@ export function clusterRuntime(config: ControlConfig, db: Database, cluster: Clu
         relock: cluster.relock,
         signer: cluster.registrySigner ?? null,
       })
-      await deployToCluster(kube, config, app, running, cluster.registrySigner ?? null)
+      await deployToCluster(kube, config, app, running, cluster.pullSecrets ?? null)
     },
     appliesChanges: () => true,
     deployment: (app, image) =>
@@ -128,6 +131,9 @@ export function clusterRuntime(config: ControlConfig, db: Database, cluster: Clu
         await deleteBuildResources(kube, `${APPLICATION_LABEL}=${app.id}`)
       }
     },
-    close: () => cluster.watcher.close(),
+    close: () => {
+      cluster.pullSecrets?.close()
+      return cluster.watcher.close()
+    },
   }
 }

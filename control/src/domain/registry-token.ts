@@ -12,7 +12,13 @@ import { tenantOfClusterName } from '../store/applications.js'
 import { buildStatus } from '../store/builds.js'
 import type { Database } from '../store/db.js'
 
-export type RegistryTokenDeps = { db: Database; config: ControlConfig; signer: RegistrySigner }
+export type RegistryTokenDeps = {
+  db: Database
+  config: ControlConfig
+  signer: RegistrySigner
+  /** The clock a credential's expiry is checked by (ms). */
+  now: () => number
+}
 
 export type RegistryTokenAnswer = { token: string; access_token: string; expires_in: number; issued_at: string }
 
@@ -46,7 +52,7 @@ export async function issueRegistryToken(
   query: { service?: string; scope?: string | string[] },
 ): Promise<RegistryTokenAnswer> {
   const credential = basicPassword(authorization)
-  const grant = credential === null ? null : await verifyCredential(deps.signer, credential)
+  const grant = credential === null ? null : await verifyCredential(deps.signer, credential, deps.now())
   if (grant === null)
     throw new UnauthorizedError(
       'a registry credential of this control plane is required (Basic auth, as a build or a pull Secret presents it)',

@@ -51,6 +51,8 @@ export type ControlDeps = {
   draining?: Draining
   /** The registry token key (--registry-token-key): GET /registry/token is served with it. */
   registrySigner?: RegistrySigner | null
+  /** The clock registry credentials are checked by; Date.now when absent. */
+  registryClock?: () => number
 }
 
 export async function buildApp(config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -152,7 +154,12 @@ export async function buildApp(config: ControlConfig, deps: ControlDeps): Promis
   )
 
   if (deps.registrySigner != null)
-    await app.register(registryTokenRoutes, { db: deps.db, config, signer: deps.registrySigner })
+    await app.register(registryTokenRoutes, {
+      db: deps.db,
+      config,
+      signer: deps.registrySigner,
+      now: deps.registryClock ?? Date.now,
+    })
 
   let openApiText: string | undefined
   await app.register(

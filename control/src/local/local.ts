@@ -12,6 +12,7 @@ import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { StoredApplication } from '../store/applications.js'
 import { findApplication } from '../store/applications.js'
 import { deployedImages } from '../store/builds.js'
+import { prepareCompiledDir } from './compiled-dir.js'
 import type { Database } from '../store/db.js'
 import type { LocalBuilds } from './builds.js'
 import { createLocalBuilds } from './builds.js'
@@ -75,7 +76,11 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   const workerDir = join(root, 'worker')
   const compiledDir = config.localCacheDir !== '' ? resolve(config.localCacheDir) : join(workerDir, 'compiled')
   // Made here, private: the worker would create it with the process's umask.
-  for (const dir of [workerDir, compiledDir]) mkdirSync(dir, { recursive: true, mode: 0o700 })
+  mkdirSync(workerDir, { recursive: true, mode: 0o700 })
+  prepareCompiledDir(
+    compiledDir,
+    config.localCacheDir !== '' ? '--local-cache-dir' : 'the compiled components in --data-dir',
+  )
   const hosts = createLocalHosts({
     logger,
     dir: workerDir,

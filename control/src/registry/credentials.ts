@@ -3,7 +3,8 @@
 // holder may be granted. It is a JWT the control plane signs with the registry key, for an
 // audience the registry never accepts, so it opens nothing by itself: every registry request
 // still needs a token from GET /registry/token, which checks it again (a build's only while the
-// build runs).
+// build runs). Every credential expires: a tenant's within --registry-pull-credential-ttl, its
+// Secret renewed before that (cluster/pull-secrets.ts).
 import { jwtVerify, SignJWT } from 'jose'
 import type { RegistrySigner } from './signing-key.js'
 import { REGISTRY_TOKEN_ISSUER } from './signing-key.js'
@@ -23,24 +24,38 @@ export type Grant =
 
 const audience = (signer: RegistrySigner): string => `${signer.service}#credential`
 
-/** A credential for `grant`; it expires after `ttlMs` (null: never, for a tenant's pull Secret). */
-export async function mintCredential(signer: RegistrySigner, grant: Grant, ttlMs: number | null): Promise<string> {
-  const jwt = new SignJWT({ grant })
+/** A credential for `grant`, issued at `now` (ms) and expiring `ttlMs` later: every credential expires. */
+export async function mintCredential(
+  signer: RegistrySigner,
+  grant: Grant,
+  ttlMs: number,
+  now: number = Date.now(),
+): Promise<string> {
+  return new SignJWT({ grant })
     .setProtectedHeader({ alg: signer.alg })
     .setIssuer(REGISTRY_TOKEN_ISSUER)
     .setAudience(audience(signer))
-    .setIssuedAt()
-  if (ttlMs !== null) jwt.setExpirationTime(Math.floor((Date.now() + ttlMs) / 1000))
-  return jwt.sign(signer.privateKey)
+    .setIssuedAt(Math.floor(now / 1000))
+    .setExpirationTime(Math.floor((now + ttlMs) / 1000))
+    .sign(signer.privateKey)
 }
 
-/** The grant of a credential this control plane signed and that has not expired; null otherwise. */
-export async function verifyCredential(signer: RegistrySigner, credential: string): Promise<Grant | null> {
+/**
+ * The grant of a credential this control plane signed that has not expired at `now` (ms); null
+ * otherwise, and for one without an expiry (tenant pull Secrets written before they had one).
+ */
+export async function verifyCredential(
+  signer: RegistrySigner,
+  credential: string,
+  now: number = Date.now(),
+): Promise<Grant | null> {
   try {
     const { payload } = await jwtVerify(credential, signer.publicKey, {
       issuer: REGISTRY_TOKEN_ISSUER,
       audience: audience(signer),
       algorithms: [signer.alg],
+      requiredClaims: ['exp'],
+      currentDate: new Date(now),
     })
     return isGrant(payload.grant) ? payload.grant : null
   } catch {

@@ -153,6 +153,16 @@ export async function tenantOfClusterName(db: Database, name: string): Promise<s
   return row?.tenant ?? null
 }
 
+/** The tenants with an application deployed (some build of it applied): whose pods pull images. */
+export async function deployedTenants(db: Database): Promise<string[]> {
+  const rows = await db.query<{ tenant: string }>(
+    `SELECT DISTINCT a.tenant FROM applications a
+      WHERE EXISTS (SELECT 1 FROM builds b WHERE b.application_id = a.id AND b.deployed_at IS NOT NULL)
+      ORDER BY a.tenant`,
+  )
+  return rows.map((row) => row.tenant)
+}
+
 export async function createApplication(
   db: Database,
   input: NewApplication,
