@@ -81,6 +81,7 @@ export type ControlConfig = {
   resourceCpuLimit: string
   resourceMemoryRequest: string
   resourceMemoryLimit: string
+  resourceMaxMemory: string // the largest memory request or limit an application may have, every mode; '' : none
   publicRoute: PublicRouteKind
   gateway: string // [namespace/]name of the Gateway the HTTPRoutes attach to
   ingressClass: string // '' : the cluster's default class
@@ -669,6 +670,14 @@ export const settings = [
     help: "the SpinApps' memory limit under --resource-policy (e.g. 256Mi); empty: none",
   }),
   setting({
+    key: 'resourceMaxMemory',
+    env: 'PLATFORM_RESOURCE_MAX_MEMORY',
+    flag: '--resource-max-memory',
+    default: '512Mi',
+    parse: parseOptionalQuantity,
+    help: 'the largest memory request or limit of any application, in every policy mode; empty: none',
+  }),
+  setting({
     key: 'publicRoute',
     env: 'PLATFORM_PUBLIC_ROUTE',
     flag: '--public-route',
@@ -807,6 +816,15 @@ function checkResourcePolicy(config: ControlConfig): void {
     const limited = quantityValue(limit)
     if (requested !== null && limited !== null && compareQuantities(requested, limited) > 0)
       throw new ConfigError(`${requestFlag} ${request} is above ${limitFlag} ${limit}`)
+  }
+  const maxMemory = quantityValue(config.resourceMaxMemory)
+  for (const [flag, value] of [
+    ['--resource-memory-request', config.resourceMemoryRequest],
+    ['--resource-memory-limit', config.resourceMemoryLimit],
+  ] as const) {
+    const given = quantityValue(value)
+    if (given !== null && maxMemory !== null && compareQuantities(given, maxMemory) > 0)
+      throw new ConfigError(`${flag} ${value} is above --resource-max-memory ${config.resourceMaxMemory}`)
   }
   const any = [
     config.resourceCpuRequest,
