@@ -7,6 +7,7 @@ mod cache;
 mod config;
 mod engine;
 mod guest_output;
+mod host;
 mod limits;
 mod lock;
 mod log;

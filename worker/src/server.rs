@@ -34,6 +34,7 @@ pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 /// loading it again when it is idle: a kept-alive connection does not keep an idle
 /// application in memory, nor an old version.
 pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
+    let port = listener.local_addr().map_or(0, |a| a.port());
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -42,9 +43,15 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
                 let _ = stream.set_nodelay(true);
                 let serving = serving.clone();
                 connections.spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
+                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                         let slot = serving.slot();
+                        let host = request.headers().get(http::header::HOST).map(HeaderValue::as_bytes);
+                        let host_allowed = crate::host::allowed(host, port);
                         async move {
+                            if !host_allowed {
+                                Stats::add(&slot.stats.host_refusals, 1);
+                                return Ok(host_refused());
+                            }
                             let answer = match slot.app().await {
                                 Ok(app) => handle(app, request, client).await,
                                 Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "the application could not be loaded\n"),
@@ -62,6 +69,14 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
+}
+
+/// A name other than loopback's (`host.rs`): the request may come from a rebinding page.
+fn host_refused() -> Response<Body> {
+    text(
+        StatusCode::BAD_REQUEST,
+        "this port answers only Host localhost, 127.0.0.1, [::1] or NAME.localhost, with its port or none\n",
+    )
 }
 
 pub fn text(status: StatusCode, body: &str) -> Response<Body> {

@@ -21,6 +21,8 @@ pub struct Stats {
     pub body_refusals: AtomicU64,
     pub response_cuts: AtomicU64,
     pub not_found: AtomicU64,
+    /// Requests refused for their `Host` (`host.rs`).
+    pub host_refusals: AtomicU64,
 }
 
 impl Stats {
@@ -39,6 +41,7 @@ impl Stats {
             "bodyRefusals": self.body_refusals.load(Relaxed),
             "responseCuts": self.response_cuts.load(Relaxed),
             "notFound": self.not_found.load(Relaxed),
+            "hostRefusals": self.host_refusals.load(Relaxed),
         })
     }
 }
