@@ -56,6 +56,8 @@ export type ControlConfig = {
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
   localIdleTimeoutMs: number // 0: never unload an idle application
   localWorkerThreads: number // the worker's threads serving requests
+  localMaxConcurrentRequests: number // per application: requests holding an instance at once
+  localMaxQueuedRequests: number // per application: requests waiting behind them, then 429
   maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -247,6 +249,15 @@ function integerUpTo(max: number): (text: string) => number {
   return (text) => {
     const n = Number(text)
     if (!/^[0-9]+$/.test(text) || n < 1 || n > max) throw new Error(`expected an integer from 1 to ${max}`)
+    return n
+  }
+}
+
+/** A parser of whole numbers from 0 to `max`. */
+function integerFromZeroTo(max: number): (text: string) => number {
+  return (text) => {
+    const n = Number(text)
+    if (!/^[0-9]+$/.test(text) || n > max) throw new Error(`expected an integer from 0 to ${max}`)
     return n
   }
 }
@@ -467,6 +478,22 @@ export const settings = [
     default: '1',
     parse: integerUpTo(256),
     help: "local runtime: the worker's threads serving requests, 1 to 256",
+  }),
+  setting({
+    key: 'localMaxConcurrentRequests',
+    env: 'PLATFORM_LOCAL_MAX_CONCURRENT_REQUESTS',
+    flag: '--local-max-concurrent-requests',
+    default: '100',
+    parse: integerUpTo(1000),
+    help: "local runtime: each application's requests running at once, 1 to 1000",
+  }),
+  setting({
+    key: 'localMaxQueuedRequests',
+    env: 'PLATFORM_LOCAL_MAX_QUEUED_REQUESTS',
+    flag: '--local-max-queued-requests',
+    default: '100',
+    parse: integerFromZeroTo(10_000),
+    help: 'local runtime: requests of an application waiting for a turn; more get 429',
   }),
   setting({
     key: 'localIdleTimeoutMs',
