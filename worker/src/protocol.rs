@@ -30,8 +30,9 @@ enum Op {
         components: HashMap<String, PathBuf>,
         #[serde(default)]
         variables: HashMap<String, String>,
+        // Boxed: the other commands' lines should not all be the size of the largest.
         #[serde(default)]
-        limits: LimitsInput,
+        limits: Box<LimitsInput>,
         #[serde(default)]
         port: u16,
     },
@@ -131,7 +132,7 @@ impl Worker {
                 limits,
                 port,
             } => {
-                let limits = self.limits(limits)?;
+                let limits = self.limits(*limits)?;
                 let request = LoadRequest {
                     app,
                     lock,
