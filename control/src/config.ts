@@ -56,6 +56,8 @@ export type ControlConfig = {
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
   localIdleTimeoutMs: number // 0: never unload an idle application
   localWorkerThreads: number // the worker's threads serving requests
+  localMaxConcurrentRequests: number // per application: requests holding an instance at once
+  localMaxQueuedRequests: number // per application: requests waiting behind them, then 429
   maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -83,6 +85,7 @@ export type ControlConfig = {
   resourceCpuLimit: string
   resourceMemoryRequest: string
   resourceMemoryLimit: string
+  resourceMaxMemory: string // the largest memory request or limit an application may have, every mode; '' : none
   publicRoute: PublicRouteKind
   gateway: string // [namespace/]name of the Gateway the HTTPRoutes attach to
   ingressClass: string // '' : the cluster's default class
@@ -248,6 +251,15 @@ function integerUpTo(max: number): (text: string) => number {
   return (text) => {
     const n = Number(text)
     if (!/^[0-9]+$/.test(text) || n < 1 || n > max) throw new Error(`expected an integer from 1 to ${max}`)
+    return n
+  }
+}
+
+/** A parser of whole numbers from 0 to `max`. */
+function integerFromZeroTo(max: number): (text: string) => number {
+  return (text) => {
+    const n = Number(text)
+    if (!/^[0-9]+$/.test(text) || n > max) throw new Error(`expected an integer from 0 to ${max}`)
     return n
   }
 }
@@ -477,6 +489,22 @@ export const settings = [
     help: "local runtime: the worker's threads serving requests, 1 to 256",
   }),
   setting({
+    key: 'localMaxConcurrentRequests',
+    env: 'PLATFORM_LOCAL_MAX_CONCURRENT_REQUESTS',
+    flag: '--local-max-concurrent-requests',
+    default: '100',
+    parse: integerUpTo(1000),
+    help: "local runtime: each application's requests running at once, 1 to 1000",
+  }),
+  setting({
+    key: 'localMaxQueuedRequests',
+    env: 'PLATFORM_LOCAL_MAX_QUEUED_REQUESTS',
+    flag: '--local-max-queued-requests',
+    default: '100',
+    parse: integerFromZeroTo(10_000),
+    help: 'local runtime: requests of an application waiting for a turn; more get 429',
+  }),
+  setting({
     key: 'localIdleTimeoutMs',
     env: 'PLATFORM_LOCAL_IDLE_TIMEOUT',
     flag: '--local-idle-timeout',
@@ -694,6 +722,14 @@ export const settings = [
     help: "the SpinApps' memory limit under --resource-policy (e.g. 256Mi); empty: none",
   }),
   setting({
+    key: 'resourceMaxMemory',
+    env: 'PLATFORM_RESOURCE_MAX_MEMORY',
+    flag: '--resource-max-memory',
+    default: '512Mi',
+    parse: parseOptionalQuantity,
+    help: 'the largest memory request or limit of any application, in every policy mode; empty: none',
+  }),
+  setting({
     key: 'publicRoute',
     env: 'PLATFORM_PUBLIC_ROUTE',
     flag: '--public-route',
@@ -832,6 +868,15 @@ function checkResourcePolicy(config: ControlConfig): void {
     const limited = quantityValue(limit)
     if (requested !== null && limited !== null && compareQuantities(requested, limited) > 0)
       throw new ConfigError(`${requestFlag} ${request} is above ${limitFlag} ${limit}`)
+  }
+  const maxMemory = quantityValue(config.resourceMaxMemory)
+  for (const [flag, value] of [
+    ['--resource-memory-request', config.resourceMemoryRequest],
+    ['--resource-memory-limit', config.resourceMemoryLimit],
+  ] as const) {
+    const given = quantityValue(value)
+    if (given !== null && maxMemory !== null && compareQuantities(given, maxMemory) > 0)
+      throw new ConfigError(`${flag} ${value} is above --resource-max-memory ${config.resourceMaxMemory}`)
   }
   const any = [
     config.resourceCpuRequest,

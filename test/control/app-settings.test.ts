@@ -5,6 +5,7 @@
 import { statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import fc from 'fast-check'
 import { createApp, eachEngine, startTestControl } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
 import { variableNames, variableValues } from '@session-relay/control/domain/variables'
@@ -217,6 +218,7 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
     cpuLimit: null,
     memoryRequest: null,
     memoryLimit: '256Mi',
+    maxMemory: '512Mi',
   })
   const fresh = await createApp(open, 'hello')
   t.same(
@@ -225,8 +227,8 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
     "open: the platform's value is the default",
   )
   t.same(
-    (await patch(open, fresh.id, { resources: { memoryLimit: '1Gi' } })).body.resources,
-    { memoryLimit: '1Gi' },
+    (await patch(open, fresh.id, { resources: { memoryLimit: '384Mi' } })).body.resources,
+    { memoryLimit: '384Mi' },
     "open: the application's own value wins",
   )
   const tooBig = await patch(open, fresh.id, { resources: { memoryRequest: '512Mi' } })
@@ -250,6 +252,7 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
     cpuLimit: '1',
     memoryRequest: null,
     memoryLimit: '256Mi',
+    maxMemory: '512Mi',
   })
   const capped = await createApp(max, 'hello')
   const above = await patch(max, capped.id, { resources: { cpuLimit: '1001m' } })
@@ -273,11 +276,11 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
     '1',
   ])
   const app = await createApp(forced, 'hello')
-  const replaced = await patch(forced, app.id, { resources: { cpuRequest: '2', cpuLimit: '4', memoryLimit: '1Gi' } })
+  const replaced = await patch(forced, app.id, { resources: { cpuRequest: '2', cpuLimit: '4', memoryLimit: '384Mi' } })
   t.equal(replaced.status, 200)
   t.same(
     replaced.body.resources,
-    { cpuRequest: '250m', cpuLimit: '1', memoryLimit: '1Gi' },
+    { cpuRequest: '250m', cpuLimit: '1', memoryLimit: '384Mi' },
     'forced: the answer shows the values in force',
   )
 })
@@ -308,3 +311,41 @@ t.test('autoscaling with a CPU limit and no request: Kubernetes takes the reques
   t.equal(onlyLimits.status, 200, JSON.stringify(onlyLimits.body))
   t.match(onlyLimits.body, { autoscaling, resources: { cpuLimit: '1', memoryLimit: '256Mi' } })
 })
+
+t.test(
+  'the largest memory (--resource-max-memory, 512Mi by default): above it is 400 naming it, in every mode',
+  async (t) => {
+    const open = await startTestControl(t, 'pglite', [...LOCAL, '--resource-max-memory', '1Gi'])
+    const app = await createApp(open, 'hello')
+    t.equal((await patch(open, app.id, { resources: { memoryLimit: '1Gi' } })).status, 200, 'within a raised cap')
+    await open.close()
+
+    // The same database under the default cap: the value stored before is lowered where it is read.
+    const capped = await startTestControl(t, 'pglite', LOCAL, { store: open.store })
+    t.match((await capped.call('GET', '/policy')).body, { mode: 'open', maxMemory: '512Mi' })
+    t.match((await capped.call('GET', `/applications/${app.id}`)).body, { resources: { memoryLimit: '512Mi' } })
+    const above = await patch(capped, app.id, { resources: { memoryLimit: '4Gi' } })
+    t.same(above, {
+      status: 400,
+      body: {
+        error: "resources.memoryLimit: 4Gi is above the platform's largest memory 512Mi (--resource-max-memory)",
+      },
+    })
+    t.match((await patch(capped, app.id, { resources: { memoryRequest: '600Mi' } })).body, {
+      error: /^resources.memoryRequest: 600Mi is above the platform's largest memory 512Mi/,
+    })
+    t.equal((await patch(capped, app.id, { resources: { cpuLimit: '64' } })).status, 200, 'CPU is not bounded by it')
+    // Compared by value, in any unit: 512Mi is 536870912 bytes.
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 2 * 536870912 }), async (bytes) => {
+        const reply = await patch(capped, app.id, { resources: { memoryLimit: `${bytes}` } })
+        return bytes <= 536870912 ? reply.status === 200 : reply.status === 400
+      }),
+      { numRuns: 40, examples: [[536870912], [536870913]] },
+    )
+
+    const max = await startTestControl(t, 'pglite', [...LOCAL, '--resource-policy', 'max', '--resource-cpu-limit', '1'])
+    const other = await createApp(max, 'other')
+    t.equal((await patch(max, other.id, { resources: { memoryLimit: '1Gi' } })).status, 400, 'max: the same cap')
+  },
+)

@@ -305,14 +305,14 @@ t.test('policy: max and forced hold at PATCH, and again at deploy after the poli
   const open = await startRealClusterControl(t, 'pglite')
   const app = await createApp(open.control, 'hello')
   t.equal(
-    (await patch(open.control, app.id, { resources: { cpuLimit: '2', memoryRequest: '512Mi', memoryLimit: '1Gi' } }))
+    (await patch(open.control, app.id, { resources: { cpuLimit: '2', memoryRequest: '256Mi', memoryLimit: '512Mi' } }))
       .status,
     200,
   )
   await build(open, app.id, 'hello', 'b')
   t.same((await specOf(open, 'hello')).resources, {
-    limits: { cpu: '2', memory: '1Gi' },
-    requests: { memory: '512Mi' },
+    limits: { cpu: '2', memory: '512Mi' },
+    requests: { memory: '256Mi' },
   })
   await open.control.close()
 

@@ -40,6 +40,8 @@ pub struct App {
     pub policy: Arc<AddressPolicy>,
     pub stats: Arc<Stats>,
     pub digests: Vec<String>,
+    /// Its turns at the instance pool (`limits.maxConcurrentRequests`, `maxQueuedRequests`).
+    pub admission: crate::admission::Admission,
 }
 
 /// The last hold on an app goes when its port and every request in flight are done, which
@@ -170,7 +172,13 @@ pub fn build(
         ));
     }
     IN_MEMORY.fetch_add(1, Ordering::Relaxed);
+    let limits = request.limits;
     Ok(App {
+        admission: crate::admission::Admission::new(
+            limits.max_concurrent_requests,
+            limits.max_queued_requests,
+            limits.request_timeout,
+        ),
         id: request.app.as_str().into(),
         router,
         components,

@@ -16,6 +16,10 @@ pub struct Limits {
     pub request_timeout: std::time::Duration,
     pub max_request_body_bytes: u64,
     pub max_response_body_bytes: u64,
+    /// Requests holding an instance at once (`admission.rs`).
+    pub max_concurrent_requests: usize,
+    /// Requests waiting for a turn behind them; past it, 429.
+    pub max_queued_requests: usize,
 }
 
 /// Per store: its linear memories together may not grow past the application's limit (a

@@ -2,11 +2,13 @@
 //! its own loopback port, driven by its parent (the control plane) over stdin and stdout.
 //! It exits when stdin closes, so it never outlives its parent.
 
+mod admission;
 mod app;
 mod cache;
 mod config;
 mod engine;
 mod guest_output;
+mod host;
 mod limits;
 mod lock;
 mod log;
@@ -66,7 +68,11 @@ async fn run(config: config::Config) -> i32 {
             policy: Arc::new(config.address_policy.clone()),
             events: replies.downgrade(),
         };
-        Ok(protocol::Worker::new(loader, config.max_memory_bytes))
+        Ok(protocol::Worker::new(
+            loader,
+            config.max_memory_bytes,
+            u64::from(config.max_instances),
+        ))
     };
     let worker = match setup() {
         Ok(w) => Arc::new(w),

@@ -30,8 +30,9 @@ enum Op {
         components: HashMap<String, PathBuf>,
         #[serde(default)]
         variables: HashMap<String, String>,
+        // Boxed: the other commands' lines should not all be the size of the largest.
         #[serde(default)]
-        limits: LimitsInput,
+        limits: Box<LimitsInput>,
         #[serde(default)]
         port: u16,
     },
@@ -54,12 +55,20 @@ struct LimitsInput {
     request_timeout_ms: Option<u64>,
     max_request_body_bytes: Option<u64>,
     max_response_body_bytes: Option<u64>,
+    max_concurrent_requests: Option<u64>,
+    max_queued_requests: Option<u64>,
 }
 
 const DEFAULT_MEMORY_BYTES: u64 = 256 << 20;
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const DEFAULT_MAX_REQUEST_BODY: u64 = 10 << 20;
 const DEFAULT_MAX_RESPONSE_BODY: u64 = 32 << 20;
+/// A tenth of the default pool (1,000 instances): ten applications flooding at once still
+/// leave instances to every other one.
+const DEFAULT_MAX_CONCURRENT: u64 = 100;
+const DEFAULT_MAX_QUEUED: u64 = 100;
+/// A queue longer than this only makes callers wait for deadlines in a row.
+const MAX_QUEUED: u64 = 10_000;
 
 struct Loaded {
     /// What the port serves now: a redeploy swaps it, the listener staying.
@@ -71,14 +80,17 @@ struct Loaded {
 pub struct Worker {
     loader: Arc<Loader>,
     pub max_memory_bytes: u64,
+    /// The pool's size (--max-instances): no application may be given more turns than it has.
+    max_instances: u64,
     apps: Mutex<HashMap<String, Loaded>>,
 }
 
 impl Worker {
-    pub fn new(loader: Loader, max_memory_bytes: u64) -> Self {
+    pub fn new(loader: Loader, max_memory_bytes: u64, max_instances: u64) -> Self {
         Worker {
             loader: Arc::new(loader),
             max_memory_bytes,
+            max_instances,
             apps: Mutex::new(HashMap::new()),
         }
     }
@@ -120,7 +132,7 @@ impl Worker {
                 limits,
                 port,
             } => {
-                let limits = self.limits(limits)?;
+                let limits = self.limits(*limits)?;
                 let request = LoadRequest {
                     app,
                     lock,
@@ -168,6 +180,9 @@ impl Worker {
                         let mut s = slot.stats.to_json();
                         s["port"] = json!(loaded.port);
                         s["idle"] = json!(!slot.is_loaded());
+                        let (running, waiting) = slot.turns();
+                        s["running"] = json!(running);
+                        s["waiting"] = json!(waiting);
                         (id.clone(), s)
                     })
                     .collect();
@@ -194,6 +209,21 @@ impl Worker {
         if timeout == 0 {
             return Err("limits.requestTimeoutMs must be positive".into());
         }
+        let concurrent = input
+            .max_concurrent_requests
+            .unwrap_or(DEFAULT_MAX_CONCURRENT.min(self.max_instances));
+        if concurrent == 0 || concurrent > self.max_instances {
+            return Err(format!(
+                "limits.maxConcurrentRequests {concurrent} must be from 1 to the worker's --max-instances {}",
+                self.max_instances
+            ));
+        }
+        let queued = input.max_queued_requests.unwrap_or(DEFAULT_MAX_QUEUED);
+        if queued > MAX_QUEUED {
+            return Err(format!(
+                "limits.maxQueuedRequests {queued} is above {MAX_QUEUED}"
+            ));
+        }
         Ok(Limits {
             memory_bytes: memory as usize,
             request_timeout: Duration::from_millis(timeout),
@@ -203,6 +233,8 @@ impl Worker {
             max_response_body_bytes: input
                 .max_response_body_bytes
                 .unwrap_or(DEFAULT_MAX_RESPONSE_BODY),
+            max_concurrent_requests: concurrent as usize,
+            max_queued_requests: queued as usize,
         })
     }
 

@@ -1,6 +1,7 @@
 //! One application's loopback port: routes each request to its component and runs it in a
 //! fresh instance, inside the application's bounds (deadline, memory, bodies).
 
+use crate::admission::Refused;
 use crate::app::{App, Handler};
 use crate::guest_output::GuestOutput;
 use crate::limits::{CappedRequestBody, CappedResponseBody, MemoryLimiter};
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
@@ -34,6 +35,7 @@ pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 /// loading it again when it is idle: a kept-alive connection does not keep an idle
 /// application in memory, nor an old version.
 pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
+    let port = listener.local_addr().map_or(0, |a| a.port());
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -42,9 +44,15 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
                 let _ = stream.set_nodelay(true);
                 let serving = serving.clone();
                 connections.spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
+                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                         let slot = serving.slot();
+                        let host = request.headers().get(http::header::HOST).map(HeaderValue::as_bytes);
+                        let host_allowed = crate::host::allowed(host, port);
                         async move {
+                            if !host_allowed {
+                                Stats::add(&slot.stats.host_refusals, 1);
+                                return Ok(host_refused());
+                            }
                             let answer = match slot.app().await {
                                 Ok(app) => handle(app, request, client).await,
                                 Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "the application could not be loaded\n"),
@@ -62,6 +70,14 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
+}
+
+/// A name other than loopback's (`host.rs`): the request may come from a rebinding page.
+fn host_refused() -> Response<Body> {
+    text(
+        StatusCode::BAD_REQUEST,
+        "this port answers only Host localhost, 127.0.0.1, [::1] or NAME.localhost, with its port or none\n",
+    )
 }
 
 pub fn text(status: StatusCode, body: &str) -> Response<Body> {
@@ -83,7 +99,60 @@ pub enum Outcome {
     Done,
     Timeout,
     MemoryLimit,
+    /// No instance left in the pool (`--max-instances`, all applications together).
+    PoolFull,
     Trap(String),
+}
+
+/// How a run that failed ended: the instance may not have started (the pool is full).
+pub fn failure(e: &wasmtime::Error, memory_refused: bool) -> Outcome {
+    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        Outcome::Timeout
+    } else if e.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+        Outcome::PoolFull
+    } else if memory_refused {
+        Outcome::MemoryLimit
+    } else {
+        Outcome::Trap(format!("{e:?}"))
+    }
+}
+
+/// 429 past the application's queue (its own flood, nobody else's), 503 after a wait as
+/// long as its deadline; both say when to come back.
+fn busy(app: &App, refused: &Refused) -> Response<Body> {
+    Stats::add(&app.stats.busy_refusals, 1);
+    let limits = app.limits;
+    let mut response = match refused {
+        Refused::Full => text(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "the application has {} requests running and {} waiting, its most\n",
+                limits.max_concurrent_requests, limits.max_queued_requests
+            ),
+        ),
+        Refused::WaitedTooLong => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the application had no free turn within {} ms\n",
+                limits.request_timeout.as_millis()
+            ),
+        ),
+    };
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+pub fn pool_full() -> Response<Body> {
+    let mut response = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "every instance of the worker is in use\n",
+    );
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 async fn handle(
@@ -108,12 +177,20 @@ async fn handle(
         Stats::add(&app.stats.body_refusals, 1);
         return too_large(limits.max_request_body_bytes);
     }
+    // The turn is taken before anything of the instance exists: a waiting request holds none.
+    let turn = match app.admission.admit().await {
+        Ok(turn) => turn,
+        Err(refused) => return busy(&app, &refused),
+    };
     add_spin_headers(&mut request, &found, client);
     let pre = match &component.handler {
         Handler::Http(pre) => pre.clone(),
         Handler::Wagi(wagi) => {
             let id = component.id.clone();
-            return crate::wagi::handle(app.clone(), id, wagi, request, &found, client).await;
+            // WAGI's instance ends before its answer is made: the turn is held until then.
+            let answer = crate::wagi::handle(app.clone(), id, wagi, request, &found, client).await;
+            drop(turn);
+            return answer;
         }
     };
     Stats::add(&app.stats.requests, 1);
@@ -172,6 +249,8 @@ async fn handle(
     let component_id = component.id.clone();
     let finished = tokio::spawn(async move {
         let outcome = task.await.unwrap_or_else(|e| Outcome::Trap(e.to_string()));
+        // The instance is gone: the next request of the application may have its turn.
+        drop(turn);
         record(&app_for_end, &component_id, &outcome);
         stdout.emit(&app_for_end.id, &component_id, "stdout");
         stderr.emit(&app_for_end.id, &component_id, "stderr");
@@ -196,6 +275,7 @@ async fn handle(
         Err(_) => match finished.await {
             _ if tripped.load(Ordering::Relaxed) => too_large(limits.max_request_body_bytes),
             Ok(Outcome::Timeout) => timed_out(limits.request_timeout),
+            Ok(Outcome::PoolFull) => pool_full(),
             _ => text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n"),
         },
     }
@@ -246,9 +326,7 @@ async fn run_instance(
     match result {
         Err(_) => Outcome::Timeout,
         Ok(Ok(())) => Outcome::Done,
-        Ok(Err(e)) if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) => Outcome::Timeout,
-        Ok(Err(_)) if store.data().limiter.refused => Outcome::MemoryLimit,
-        Ok(Err(e)) => Outcome::Trap(format!("{e:?}")),
+        Ok(Err(e)) => failure(&e, store.data().limiter.refused),
     }
 }
 
@@ -257,6 +335,7 @@ pub fn record(app: &App, component: &str, outcome: &Outcome) {
         Outcome::Done => return,
         Outcome::Timeout => (&app.stats.timeouts, "deadline", None),
         Outcome::MemoryLimit => (&app.stats.memory_refusals, "memory limit", None),
+        Outcome::PoolFull => (&app.stats.pool_refusals, "instance pool full", None),
         Outcome::Trap(e) => (&app.stats.traps, "trap", Some(e.as_str())),
     };
     Stats::add(counter, 1);

@@ -125,6 +125,13 @@ impl Slot {
         self.loaded.lock().unwrap().take();
     }
 
+    /// Its requests holding an instance and waiting for a turn now (none while it is idle).
+    pub fn turns(&self) -> (usize, usize) {
+        self.current().map_or((0, 0), |app| {
+            (app.admission.running(), app.admission.waiting())
+        })
+    }
+
     pub fn is_loaded(&self) -> bool {
         self.loaded.lock().unwrap().is_some()
     }

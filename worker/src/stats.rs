@@ -21,6 +21,12 @@ pub struct Stats {
     pub body_refusals: AtomicU64,
     pub response_cuts: AtomicU64,
     pub not_found: AtomicU64,
+    /// Requests refused for their `Host` (`host.rs`).
+    pub host_refusals: AtomicU64,
+    /// Requests refused a turn (`admission.rs`): 429 past the queue, 503 after a wait as long as the deadline.
+    pub busy_refusals: AtomicU64,
+    /// Requests that found the instance pool full (`--max-instances`): 503.
+    pub pool_refusals: AtomicU64,
 }
 
 impl Stats {
@@ -39,6 +45,9 @@ impl Stats {
             "bodyRefusals": self.body_refusals.load(Relaxed),
             "responseCuts": self.response_cuts.load(Relaxed),
             "notFound": self.not_found.load(Relaxed),
+            "hostRefusals": self.host_refusals.load(Relaxed),
+            "busyRefusals": self.busy_refusals.load(Relaxed),
+            "poolRefusals": self.pool_refusals.load(Relaxed),
         })
     }
 }

@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use wasmtime::{InstancePre, Linker, Store, Trap};
+use wasmtime::{InstancePre, Linker, Store};
 use wasmtime_wasi::I32Exit;
 use wasmtime_wasi::WasiCtx;
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -106,9 +106,7 @@ pub async fn handle(
             Ok(Err(e)) if e.downcast_ref::<I32Exit>().is_some_and(|exit| exit.0 == 0) => {
                 Outcome::Done
             }
-            Ok(Err(e)) if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) => Outcome::Timeout,
-            Ok(Err(_)) if store.data().limiter.refused => Outcome::MemoryLimit,
-            Ok(Err(e)) => Outcome::Trap(format!("{e:?}")),
+            Ok(Err(e)) => crate::server::failure(&e, store.data().limiter.refused),
         }
     };
     let outcome = tokio::spawn(CpuCharged {
@@ -122,6 +120,7 @@ pub async fn handle(
     match outcome {
         Outcome::Done => {}
         Outcome::Timeout => return crate::server::timed_out(limits.request_timeout),
+        Outcome::PoolFull => return crate::server::pool_full(),
         _ => return text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n"),
     }
     let output = stdout.contents();

@@ -3,7 +3,9 @@
 // application leaves unset; `max` also bounds what it sets (a PATCH above is refused, and a
 // deploy lowers a value stored under a looser policy); `forced` replaces it. The values in force
 // are computed at every read and every deploy, never stored, so a tightened policy holds for old
-// applications from the next deploy on.
+// applications from the next deploy on. In every mode no memory request or limit passes
+// --resource-max-memory (512Mi by default): the open policy bounds memory too, since on one
+// machine every application's instances share the worker's (issue 40).
 import type { ControlConfig } from '../config.js'
 import { InvalidInputError } from '@session-relay/common/errors'
 import type { ResourceField, ResourcePolicyT, ResourcesT } from '../model/app-settings.js'
@@ -13,8 +15,19 @@ import { compareQuantities, parseQuantity, QUANTITY_RULE } from '../model/quanti
 
 type PolicySettings = Pick<
   ControlConfig,
-  'resourcePolicy' | 'resourceCpuRequest' | 'resourceCpuLimit' | 'resourceMemoryRequest' | 'resourceMemoryLimit'
+  | 'resourcePolicy'
+  | 'resourceCpuRequest'
+  | 'resourceCpuLimit'
+  | 'resourceMemoryRequest'
+  | 'resourceMemoryLimit'
+  | 'resourceMaxMemory'
 >
+
+const MEMORY_FIELDS: readonly ResourceField[] = ['memoryRequest', 'memoryLimit']
+
+/** The memory fields bounded by --resource-max-memory, to their cap; the others to undefined. */
+const memoryCap = (config: PolicySettings, field: ResourceField): string | undefined =>
+  config.resourceMaxMemory !== '' && MEMORY_FIELDS.includes(field) ? config.resourceMaxMemory : undefined
 
 function platformValues(config: PolicySettings): ResourcesT {
   const values: ResourcesT = {}
@@ -37,6 +50,7 @@ export function policyView(config: PolicySettings): ResourcePolicyT {
     cpuLimit: values.cpuLimit ?? null,
     memoryRequest: values.memoryRequest ?? null,
     memoryLimit: values.memoryLimit ?? null,
+    maxMemory: config.resourceMaxMemory === '' ? null : config.resourceMaxMemory,
   }
 }
 
@@ -67,6 +81,12 @@ export function checkResources(config: PolicySettings, requested: ResourcesT): R
     if (above(requested[request], requested[limit]))
       throw new InvalidInputError(
         `resources.${request}: ${requested[request] ?? ''} is above resources.${limit} ${requested[limit] ?? ''}`,
+      )
+  }
+  for (const field of RESOURCE_FIELDS) {
+    if (above(requested[field], memoryCap(config, field)))
+      throw new InvalidInputError(
+        `resources.${field}: ${requested[field] ?? ''} is above the platform's largest memory ${config.resourceMaxMemory} (--resource-max-memory)`,
       )
   }
   if (config.resourcePolicy === 'max') {
@@ -103,7 +123,9 @@ export function resourcesInForce(config: PolicySettings, stored: ResourcesT): Re
         : config.resourcePolicy === 'max' && above(own, cap)
           ? cap
           : (own ?? cap)
-    if (chosen !== undefined) result[field] = chosen
+    // A value stored before the cap (or under a looser one) is lowered to it.
+    const largest = memoryCap(config, field)
+    if (chosen !== undefined) result[field] = (above(chosen, largest) ? largest : undefined) ?? chosen
   }
   // A lowered limit may now sit below a request that was fine with the old one.
   for (const [request, limit] of PAIRS) {

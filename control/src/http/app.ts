@@ -21,6 +21,7 @@ import type { Draining } from './draining.js'
 import { createDraining } from './draining.js'
 import { consoleConfigRoute, registerConsole } from './console.js'
 import { handleError, JSON_BODY_LIMIT } from './error-handler.js'
+import { hostRule, requireLoopbackHost } from './loopback-host.js'
 import { registerOpenApi } from './openapi.js'
 import type { RouteDeps } from './route-deps.js'
 import { applicationRoutes } from './routes/applications.js'
@@ -81,6 +82,8 @@ export async function buildApp(config: ControlConfig, deps: ControlDeps): Promis
   app.removeContentTypeParser('text/plain')
   app.setValidatorCompiler(validatorCompiler)
   app.setErrorHandler(handleError)
+  // First of every hook: with authentication off a DNS-rebinding page must get nothing.
+  if (deps.auth === null) requireLoopbackHost(app, hostRule(config.publicBaseUrl, config.devInsecureListenAnywhere))
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: `no route ${request.method} ${request.url.split('?')[0]}` })
   })

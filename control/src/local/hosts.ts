@@ -75,6 +75,8 @@ export type LocalHostsDeps = {
     memoryBytes?: number
     maxRequestBodyBytes?: number
     maxResponseBodyBytes?: number
+    maxConcurrentRequests?: number
+    maxQueuedRequests?: number
   }
 }
 

@@ -88,6 +88,11 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     cacheDir: compiledDir,
     allowPrivateOutbound: config.localAllowPrivateOutbound,
     threads: config.localWorkerThreads,
+    // Each application's share of the worker's instance pool (worker/README.md, "Admission").
+    limits: {
+      maxConcurrentRequests: config.localMaxConcurrentRequests,
+      maxQueuedRequests: config.localMaxQueuedRequests,
+    },
     ...(config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {}),
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
     ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),

@@ -144,6 +144,9 @@ export const ResourcePolicy = Type.Object({
   cpuLimit: Type.Union([Type.String(), Type.Null()]),
   memoryRequest: Type.Union([Type.String(), Type.Null()]),
   memoryLimit: Type.Union([Type.String(), Type.Null()]),
+  maxMemory: Type.Union([Type.String(), Type.Null()], {
+    description: 'the largest memory request or limit an application may have, in every mode (null: none)',
+  }),
 })
 
 export type AutoscalingT = Static<typeof Autoscaling>

@@ -1,0 +1,132 @@
+// The applications' URLs on this machine (a stand-in builder, the real worker) as issue 40 has
+// them: each application gets its share of the worker (--local-max-concurrent-requests,
+// --local-max-queued-requests, passed in every load), past it 429 with Retry-After for it
+// alone; and its port answers only a Host naming loopback, so a DNS-rebinding page cannot call
+// it (worker/src/host.rs).
+import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
+import type { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import fc from 'fast-check'
+import t from 'tap'
+import type { Test } from 'tap'
+import { writeStandIns } from '../fixtures/local-programs.js'
+import { toolchainCheck } from '@session-relay/control/local/programs'
+import { createApp, startTestControl, until } from '../helpers/control.js'
+import type { TestControl } from '../helpers/control.js'
+import { rawRequest } from '../helpers/raw-http.js'
+import { SHARED_COMPILED } from '../helpers/worker-probe.js'
+
+t.setTimeout(180_000)
+
+type Deployment = { ready: boolean; publicUrl: string }
+
+async function deployed(control: TestControl, name: string): Promise<URL> {
+  const app = await createApp(control, name, { language: 'js' })
+  await control.call('POST', `/applications/${app.id}/builds`)
+  let deployment: Deployment | null = null
+  await until(
+    async () => {
+      deployment = ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: Deployment | null })
+        .deployment
+      return deployment?.ready === true
+    },
+    120_000,
+    `${name} deployed`,
+  )
+  return new URL((deployment as unknown as Deployment).publicUrl)
+}
+
+/** `POST /echo` promising ten bytes and sending five: its instance waits for the rest; `finish` sends it and reads the answer. */
+function heldEcho(url: URL): { finish: () => Promise<string> } {
+  const socket: Socket = connect(Number(url.port), '127.0.0.1')
+  let answer = ''
+  socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk))
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+  socket.write(`POST /echo HTTP/1.1\r\nhost: ${url.host}\r\nconnection: close\r\ncontent-length: 10\r\n\r\n12345`)
+  return {
+    finish: async () => {
+      socket.write('67890')
+      await closed
+      return answer
+    },
+  }
+}
+
+async function localControl(t: Test, flags: string[] = []): Promise<TestControl> {
+  const dir = mkdtempSync(join(tmpdir(), 'local-fairness-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return await startTestControl(
+    t,
+    'pglite',
+    ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED, ...flags],
+    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } },
+  )
+}
+
+t.test('one request holds the only turn: the next gets 429 with Retry-After, another application 200', async (t) => {
+  const control = await localControl(t, ['--local-max-concurrent-requests', '1', '--local-max-queued-requests', '0'])
+  const busy = await deployed(control, 'busy')
+  const quiet = await deployed(control, 'quiet')
+  const held = heldEcho(busy)
+  let retryAfter = ''
+  // Until the held request has its turn, a quick one may still take it (and answer 200).
+  await until(
+    async () => {
+      const answer = await fetch(busy)
+      retryAfter = answer.headers.get('retry-after') ?? ''
+      await answer.arrayBuffer()
+      return answer.status === 429
+    },
+    20_000,
+    'a 429 while the held request runs',
+  )
+  t.equal(retryAfter, '1', 'Retry-After')
+  t.equal((await fetch(quiet)).status, 200, 'the other application is answered')
+  t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
+  await until(async () => (await fetch(busy)).status === 200, 20_000, 'the turn free again')
+})
+
+t.test("an application's port answers only a Host naming loopback", async (t) => {
+  const control = await localControl(t)
+  const app = await deployed(control, 'app')
+  const port = Number(app.port)
+  const status = async (host: string): Promise<number | null> =>
+    (await rawRequest(port, `GET / HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`)).status
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `app.localhost:${port}`])
+    t.equal(await status(host), 200, host)
+  t.equal(await status('evil.example'), 400)
+  t.equal(await status(`evil.example:${port}`), 400)
+
+  // The oracle, apart from the worker's code: a loopback name (RFC 6761's *.localhost too),
+  // alone or with this port.
+  const names = ['localhost', '127.0.0.1', '[::1]', 'app.localhost']
+  const oracle = (host: string): boolean => {
+    const [, name = '', given] = /^(.*?)(?::(\d+))?$/.exec(host.toLowerCase()) ?? []
+    const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(name) || /^([a-z0-9-]{1,63}\.)+localhost$/.test(name)
+    return loopback && (given === undefined || (given.length <= 5 && Number(given) === port))
+  }
+  const hosts = fc.oneof(
+    fc
+      .tuple(
+        fc.constantFrom(...names, ...names.map((name) => name.toUpperCase())),
+        fc.constantFrom('', `:${port}`, `:${port + 1}`, ':', ':0'),
+      )
+      .map(([name, suffix]) => `${name}${suffix}`),
+    fc
+      .tuple(
+        fc.constantFrom('', 'user@', 'evil.', 'x', '['),
+        fc.constantFrom(...names),
+        fc.constantFrom('', '.evil.example', '@evil', 'x', '.', `:${port}:${port}`),
+      )
+      .map(([before, name, after]) => `${before}${name}${after}`),
+    fc.domain(),
+  )
+  await fc.assert(
+    fc.asyncProperty(hosts, async (host) =>
+      oracle(host) ? (await status(host)) === 200 : (await status(host)) === 400,
+    ),
+    { numRuns: 100 },
+  )
+})
