@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
 import { buildSteps } from '@session-relay/builders/languages'
+import type { BuildStep } from '@session-relay/builders/languages'
 import { sandboxCommand } from '@session-relay/builders/sandbox/bwrap'
 import type { SandboxSpec } from '@session-relay/builders/sandbox/bwrap'
 import { confine } from '@session-relay/builders/sandbox/policy'
@@ -36,6 +37,16 @@ const context: SandboxContext = {
   caBundle: '/etc/ssl/certs/ca-certificates.crt',
 }
 const toolchain = { node: '/opt/node/bin/node', bundleScript: '/b/dist/js-bundle.js', j2w: '/b/j2w.js' }
+
+/** A compiled language's two steps with the application's cache at `cache` as the step sees it. */
+function compiledSteps(language: 'go' | 'rust', cache: string): BuildStep[] {
+  return buildSteps(language, '/w/functions/f', {
+    toolchain: null,
+    entry: '',
+    displayPrefix: '',
+    deps: { cache, path: '/usr/bin' },
+  })
+}
 
 /** The bwrap arguments as [option, ...values] pairs, for matching. */
 function binds(args: string[], option: string): Array<[string, string]> {
@@ -75,12 +86,7 @@ t.test('js: no network, the function writable, the builder read-only, an environ
 })
 
 t.test('go: the fetch reaches the proxy through the bridge; the compile has no network', async (t) => {
-  const [tidy, compile] = buildSteps('go', '/w/functions/f', {
-    toolchain: null,
-    entry: '',
-    displayPrefix: '',
-    deps: { cache: '/c', path: '/usr/bin' },
-  })
+  const [tidy, compile] = compiledSteps('go', '/c')
   const fetch = confine(tidy!, 'go', context)
   t.ok(fetch.args.includes('/b/dist/sandbox/bridge.js'), 'Go speaks to the proxy through the bridge')
   t.same(
@@ -102,12 +108,7 @@ t.test('go: the fetch reaches the proxy through the bridge; the compile has no n
 })
 
 t.test('rust: the toolchain root is /, the cargo home writable only while fetching', async (t) => {
-  const [fetchStep, compileStep] = buildSteps('rust', '/w/functions/f', {
-    toolchain: null,
-    entry: '',
-    displayPrefix: '',
-    deps: { cache: '/', path: '/usr/bin' },
-  })
+  const [fetchStep, compileStep] = compiledSteps('rust', '/')
   const fetch = confine(fetchStep!, 'rust', context)
   t.same(binds(fetch.args, '--ro-bind')[0], ['/r', '/'])
   t.same(binds(fetch.args, '--bind'), [
@@ -142,12 +143,7 @@ t.test("in an image the pod is the sandbox: a fetch gets the pod's proxy, nothin
     DOCKER_CONFIG: '/secret/docker',
   })
   delete process.env.CARGO_HTTP_CAINFO
-  const [fetchStep, compileStep] = buildSteps('rust', '/w/functions/f', {
-    toolchain: null,
-    entry: '',
-    displayPrefix: '',
-    deps: { cache: '/c', path: '/usr/bin' },
-  })
+  const [fetchStep, compileStep] = compiledSteps('rust', '/c')
   const pod = { ...context, mode: 'pod' as const }
   const fetch = confine(fetchStep!, 'rust', pod)
   t.equal(fetch.command, 'cargo', "cargo runs in the image's own root")

@@ -6,6 +6,22 @@ import t from 'tap'
 import { sourceGuard } from '@session-relay/builders/source-guard'
 import { importLocation, refusedImport } from '@session-relay/builders/world-imports'
 
+/** Bundles `entry` with the guard for the function `dir`; the errors esbuild reports. */
+async function bundle(entry: string, dir: string, modules: string): Promise<string[]> {
+  try {
+    const result = await build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      logLevel: 'silent',
+      plugins: [sourceGuard(dir, modules)],
+    })
+    return result.errors.map((error) => error.text)
+  } catch (error) {
+    return (error as { errors: Array<{ text: string }> }).errors.map((message) => message.text)
+  }
+}
+
 t.test('an import that resolves outside the function and its packages is an error naming it', async (t) => {
   const dir = t.testdir({
     fn: {
@@ -15,25 +31,10 @@ t.test('an import that resolves outside the function and its packages is an erro
     'outside.txt': 'secret',
     modules: {},
   })
-  const result = await build({
-    entryPoints: [`${dir}/fn/index.js`],
-    bundle: true,
-    write: false,
-    logLevel: 'silent',
-    plugins: [sourceGuard(`${dir}/fn`, `${dir}/modules`)],
-  }).catch((error: { errors: Array<{ text: string }> }) => error)
-  const errors = 'errors' in result ? result.errors.map((error) => error.text) : []
-  t.same(errors, [
+  t.same(await bundle(`${dir}/fn/index.js`, `${dir}/fn`, `${dir}/modules`), [
     `imports "../outside.txt", which is outside the function's directory: a build sees only its own files and the builder's packages`,
   ])
-  const inside = await build({
-    entryPoints: [`${dir}/fn/near.js`],
-    bundle: true,
-    write: false,
-    logLevel: 'silent',
-    plugins: [sourceGuard(`${dir}/fn`, `${dir}/modules`)],
-  })
-  t.equal(inside.errors.length, 0, 'its own files resolve')
+  t.same(await bundle(`${dir}/fn/near.js`, `${dir}/fn`, `${dir}/modules`), [], 'its own files resolve')
 })
 
 t.test('the WIT interfaces the runtime gives no function are refused, with where they are imported', async (t) => {
