@@ -61,7 +61,7 @@ async function localControl(t: Test, flags: string[] = []): Promise<TestControl>
     t,
     'pglite',
     ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED, ...flags],
-    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('') } } },
+    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('', undefined, process.env.PATH) } } },
   )
 }
 
