@@ -121,7 +121,7 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
     cache: request.dependencyCache,
     rustRoot: request.rustRoot,
     builderDir: builderDir(),
-    nodeModules: builderNodeModules(),
+    nodeModules: request.language === 'js' || request.language === 'ts' ? builderNodeModules() : null,
     limits: request.sandboxLimits,
   })
   try {

@@ -18,7 +18,8 @@ export type SandboxSetup = {
   cache: string
   rustRoot: string
   builderDir: string
-  nodeModules: string
+  /** js and ts: the builder's node_modules (the go and rust images carry no js toolchain). */
+  nodeModules: string | null
   limits: SandboxLimits
 }
 
@@ -38,7 +39,7 @@ export async function prepareSandbox(setup: SandboxSetup): Promise<SandboxContex
     workDir: setup.workDir,
     cache: setup.cache,
     builderDir: setup.builderDir,
-    nodeModules: await realpath(setup.nodeModules),
+    nodeModules: setup.nodeModules === null ? null : await realpath(setup.nodeModules),
     node: await realpath(process.execPath),
     goRoot: setup.language === 'go' && setup.mode === 'bwrap' ? await goRoot() : null,
     rustRoot: setup.language === 'rust' ? await realpath(setup.rustRoot).catch(() => setup.rustRoot) : null,

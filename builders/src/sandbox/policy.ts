@@ -24,9 +24,9 @@ export type SandboxContext = {
   workDir: string
   /** The application's dependency cache as the builder sees it. */
   cache: string
-  /** The builder's package directory (its dist/ and package.json), its node_modules, the Node binary. */
+  /** The builder's package directory (its dist/ and package.json), its node_modules (js, ts), the Node binary. */
   builderDir: string
-  nodeModules: string
+  nodeModules: string | null
   node: string
   /** Go's root (GOROOT), when the build is go. */
   goRoot: string | null
@@ -111,9 +111,11 @@ function hostSpec(step: BuildStep, language: string, context: SandboxContext): S
     // Node runs the js steps and the go fetch's bridge.
     tool(dirname(context.node))
     tool(context.builderDir)
-    tool(context.nodeModules)
+    // The bridge needs none of the builder's packages.
+    if (context.nodeModules !== null) tool(context.nodeModules)
   }
   if (language === 'js' || language === 'ts') {
+    if (context.nodeModules === null) throw new Error(`${language} builds need the builder's node_modules`)
     // Where the build directory's node_modules link points: the builder's packages, found
     // upward from the function's directory (the build directory itself stays out of sight).
     readOnly.push({ from: context.nodeModules, to: join(context.workDir, 'node_modules') })

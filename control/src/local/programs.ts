@@ -75,9 +75,9 @@ export function toolchainCheck(
 ): ToolchainCheck {
   const known = new Map<LanguageT, Promise<string | null>>()
   // RUST_ROOT: the same setting the builder reads (builders/src/config.ts), so both find one root.
+  // The language's own toolchain first: a machine without it cannot build that language whatever
+  // the sandbox (the control image has no js toolchain and no bwrap, and the first is the news).
   const check = (language: LanguageT): string | null => {
-    const sandbox = sandboxProblem(sandboxPath)
-    if (sandbox !== null) return sandbox
     if (language === 'go' || language === 'rust')
       return toolchainProblem(language, { path, rustRoot: rustRoot(process.env.RUST_ROOT ?? '') })
     // js and ts build with Node, which runs this process, and the builder's npm packages.
@@ -87,11 +87,14 @@ export function toolchainCheck(
     return null
   }
   const answer = async (language: LanguageT): Promise<string | null> => {
-    if (installSandbox !== null && sandboxProblem(sandboxPath) !== null) {
-      const failed = await installSandbox()
-      if (failed !== null) return `${sandboxProblem(sandboxPath) as string}; installing it with apt failed: ${failed}`
-    }
-    return check(language)
+    const toolchain = check(language)
+    if (toolchain !== null) return toolchain
+    const missing = sandboxProblem(sandboxPath)
+    if (missing === null) return null
+    if (installSandbox === null) return missing
+    const failed = await installSandbox()
+    if (failed !== null) return `${missing}; installing it with apt failed: ${failed}`
+    return sandboxProblem(sandboxPath)
   }
   // Only an answer that the machine can build is kept: one that names something missing is asked
   // again next time, so installing it takes effect without a restart.
