@@ -159,7 +159,7 @@ t.test('an upload the client abandons halfway: the request ends with a debug lin
     })
     socket.on('error', () => {})
     socket.write(
-      `POST /api/v1${base}/source.tar.gz HTTP/1.1\r\nHost: x\r\n${head}\r\nContent-Length: 100000\r\n\r\n${part}`,
+      `POST /api/v1${base}/source.tar.gz HTTP/1.1\r\nHost: 127.0.0.1\r\n${head}\r\nContent-Length: 100000\r\n\r\n${part}`,
       'latin1',
     )
     const req = await withTimeout(reading, 5_000, 'the request')
@@ -189,7 +189,7 @@ t.test('two different Content-Length headers: 400', async (t) => {
   const answer = await rawExchange(
     t,
     control.server.port,
-    'POST /api/v1/applications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}abc',
+    'POST /api/v1/applications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}abc',
   )
   t.match(answer, /^HTTP\/1\.1 400 /)
 })

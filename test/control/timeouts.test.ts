@@ -45,7 +45,7 @@ function trickle(raw: Raw, chunks: string[], everyMs: number): { left: () => num
 const createBody = (bytes: number): string =>
   JSON.stringify({ name: 'slow', language: 'go', runtime: 'wasmkube' }).padEnd(bytes, ' ')
 const postHead = (length: number): string =>
-  `POST /api/v1/applications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+  `POST /api/v1/applications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
 
 t.test(
   'the defaults as configured on the real server: headers in 10 s, checked every second, idle keep-alive 72 s, 1000 connections',
@@ -68,7 +68,7 @@ t.test(
 t.test('headers trickled past --headers-timeout: 408 and the connection closes', async (t) => {
   const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--headers-timeout', '300ms'])
   const raw = open(t, control.server.port)
-  raw.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
+  raw.socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n')
   const headers = trickle(
     raw,
     Array.from({ length: 200 }, (_, i) => `X-Slow-${i}: a\r\n`),
@@ -170,10 +170,10 @@ t.test('an idle keep-alive connection is closed after --keep-alive-timeout', asy
       raw.socket.on('data', check)
       check()
     })
-  raw.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  raw.socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
   await withTimeout(answers(1), 5_000, 'the answer')
   // Not idle long yet: the same connection still takes a request at once.
-  raw.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  raw.socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
   await withTimeout(answers(2), 5_000, 'the second answer on the kept connection')
   await withTimeout(raw.closed, 30_000, 'the idle connection to be closed')
   t.match(
@@ -188,7 +188,7 @@ t.test('connections past --max-connections are closed on accept; the ones before
   const control = await startTestControl(t, 'pglite', ['--dev-insecure-skip-auth', '--max-connections', '2'])
   const healthz = async (raw: Raw): Promise<void> => {
     const before = raw.received().length
-    raw.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+    raw.socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
     await withTimeout(
       new Promise<void>((resolve) => {
         const check = (): void => {
@@ -206,7 +206,7 @@ t.test('connections past --max-connections are closed on accept; the ones before
   await healthz(second)
   const third = open(t, control.server.port)
   await third.connected
-  third.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  third.socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
   await withTimeout(third.closed, 5_000, 'the third connection to be closed')
   t.equal(third.received(), '', 'the third got no answer')
   await healthz(first)
