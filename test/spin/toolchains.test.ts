@@ -1,7 +1,7 @@
 // The local runtime's toolchain check for js and ts: the builder's npm packages must be where
 // the control plane resolves packages. The control image leaves them out (its builds run in a
 // cluster's Jobs), so a js build there answers 503 naming them rather than failing later.
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import t from 'tap'
 import { toolchainCheck } from '@session-relay/control/local/programs'
 
@@ -84,4 +84,44 @@ t.test('as root with apt, the first build installs the sandbox tools, once at a 
     await failing('js'),
     /^builds on this machine run every step in a sandbox: bwrap, prlimit, setpriv not on PATH .*; installing it with apt failed: apt-get install failed: E: no network$/,
   )
+})
+
+t.test('apt as the installer: install, then update and install again when the lists are empty', async (t) => {
+  const { aptInstaller } = await import('@session-relay/control/local/sandbox-tools')
+  // A stand-in apt-get (no test may change the machine's packages): it knows no package until
+  // `update`, then "installs" the three tools into its own directory.
+  const dir = t.testdir({ bin: {}, empty: {} })
+  const bin = `${dir}/bin`
+  writeFileSync(
+    `${bin}/apt-get`,
+    [
+      '#!/bin/sh',
+      `dir=${bin}`,
+      'echo "$*" >> "$dir/calls"',
+      'case "$1" in',
+      '  update) touch "$dir/lists" ;;',
+      '  install) if [ -e "$dir/lists" ]; then touch "$dir/bwrap" "$dir/prlimit" "$dir/setpriv"; else echo "E: Unable to locate package bubblewrap" >&2; exit 100; fi ;;',
+      'esac',
+      '',
+    ].join('\n'),
+    { mode: 0o755 },
+  )
+  t.equal(aptInstaller(bin, false), null, 'not root: nothing to install with')
+  t.equal(aptInstaller(`${dir}/empty`, true), null, 'no apt-get: nothing to install with')
+  const saved = process.env.PATH
+  process.env.PATH = `${bin}:${saved ?? ''}`
+  t.teardown(() => {
+    process.env.PATH = saved
+  })
+  const install = aptInstaller(bin, true)
+  t.equal(await install?.(), null, 'installed after an update')
+  t.same(
+    readFileSync(`${bin}/calls`, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' ')[0]),
+    ['install', 'update', 'install'],
+  )
+  writeFileSync(`${bin}/apt-get`, '#!/bin/sh\necho "E: no network" >&2\nexit 100\n', { mode: 0o755 })
+  t.equal(await install?.(), 'apt-get update failed: E: no network', "the reason is apt's last line")
 })
