@@ -2,11 +2,15 @@
 //! is made from. Everything that can fail (the lock, templates, compiling, linking) fails
 //! here, at `load`, never on a request.
 
+use crate::budget::{Budget, Share};
 use crate::cache::{Compiled, ComponentCache};
 use crate::lock::Executor;
 use crate::lock::LockedApp;
+use crate::outbound::Outbound;
 use crate::outbound::address::AddressPolicy;
 use crate::outbound::allowed::AllowedHosts;
+use crate::outbound::caps::{self, Counter};
+use crate::outbound::resolve::Names;
 use crate::routes::Router;
 use crate::sandbox::Host;
 use crate::stats::Stats;
@@ -29,7 +33,8 @@ pub struct ComponentRuntime {
     pub id: Arc<str>,
     pub handler: Handler,
     pub variables: ComponentVariables,
-    pub allowed: Arc<AllowedHosts>,
+    /// What its outgoing requests may reach, and how many may be in flight.
+    pub outbound: Arc<Outbound>,
 }
 
 pub struct App {
@@ -37,11 +42,24 @@ pub struct App {
     pub router: Router,
     pub components: HashMap<String, Arc<ComponentRuntime>>,
     pub limits: crate::limits::Limits,
-    pub policy: Arc<AddressPolicy>,
     pub stats: Arc<Stats>,
     pub digests: Vec<String>,
     /// Its turns at the instance pool (`limits.maxConcurrentRequests`, `maxQueuedRequests`).
     pub admission: crate::admission::Admission,
+    /// Its turns on the serving threads while computing (`turns.rs`).
+    pub turns: crate::turns::Turns,
+    /// The worker's memory budget, and this application's part of it (`budget.rs`).
+    pub budget: Arc<Budget>,
+    pub share: Arc<Share>,
+}
+
+/// What every application is built with, the same for all of them.
+pub struct Shared {
+    pub policy: Arc<AddressPolicy>,
+    pub names: Arc<Names>,
+    pub budget: Arc<Budget>,
+    /// The serving threads: an application's turns while computing.
+    pub threads: usize,
 }
 
 /// The last hold on an app goes when its port and every request in flight are done, which
@@ -77,9 +95,11 @@ pub fn build(
     cache: &ComponentCache,
     linker: &Linker<Host>,
     wagi_linker: &wasmtime::Linker<WagiHost>,
-    policy: Arc<AddressPolicy>,
+    shared: &Shared,
     stats: Arc<Stats>,
 ) -> Result<App, String> {
+    let app_id: Arc<str> = request.app.as_str().into();
+    let app_in_flight = Counter::new(caps::PER_APP);
     let lock = LockedApp::from_value(request.lock)?;
     let routes = lock.http_routes()?;
     let pairs: Vec<(String, String)> = routes
@@ -155,13 +175,23 @@ pub fn build(
             }
         }
         .map_err(|e| format!("component {}: {e}", component.id))?;
+        let id: Arc<str> = component.id.as_str().into();
+        let outbound = Arc::new(Outbound {
+            app: app_id.clone(),
+            component: id.clone(),
+            allowed: Arc::new(allowed),
+            policy: shared.policy.clone(),
+            names: shared.names.clone(),
+            app_in_flight: app_in_flight.clone(),
+            stats: stats.clone(),
+        });
         components.insert(
             component.id.clone(),
             Arc::new(ComponentRuntime {
-                id: component.id.as_str().into(),
+                id,
                 handler,
                 variables,
-                allowed: Arc::new(allowed),
+                outbound,
             }),
         );
         digests.push(digest);
@@ -179,12 +209,14 @@ pub fn build(
             limits.max_queued_requests,
             limits.request_timeout,
         ),
-        id: request.app.as_str().into(),
+        id: app_id,
         router,
         components,
         limits: request.limits,
-        policy,
         stats,
         digests,
+        turns: crate::turns::turns(shared.threads),
+        budget: shared.budget.clone(),
+        share: Arc::default(),
     })
 }

@@ -4,7 +4,7 @@
 use crate::outbound::address::AddressPolicy;
 use std::path::PathBuf;
 
-pub const USAGE: &str = "usage: worker --cache-dir DIR [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--threads N]";
+pub const USAGE: &str = "usage: worker --cache-dir DIR [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--memory-budget-bytes N] [--resolver IP:PORT] [--threads N]";
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -14,6 +14,10 @@ pub struct Config {
     pub max_instances: u32,
     /// The largest linear memory any application may be given.
     pub max_memory_bytes: u64,
+    /// What every instance's memories and WAGI bodies together may hold (`budget.rs`).
+    pub memory_budget_bytes: u64,
+    /// The one name server outgoing requests' names are resolved with; the machine's when none.
+    pub resolver: Option<std::net::SocketAddr>,
     /// Threads serving requests. One by default: every fresh instance's copy-on-write faults
     /// and every slot reset change the address space, and with two threads running each such
     /// change interrupts the other core to flush its TLB, which doubled the CPU per request
@@ -28,6 +32,8 @@ impl Config {
         let mut max_instances = 1000;
         let mut max_memory_bytes = 4u64 << 30;
         let mut threads = 1;
+        let mut memory_budget_bytes = crate::budget::default_limit();
+        let mut resolver = None;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -48,6 +54,19 @@ impl Config {
                         .filter(|n| *n >= 1 << 16 && *n <= 4 << 30)
                         .ok_or("--max-memory-bytes: 64 KiB to 4 GiB")?
                 }
+                "--memory-budget-bytes" => {
+                    memory_budget_bytes = value()?
+                        .parse()
+                        .ok()
+                        .filter(|n| *n >= 16 << 20)
+                        .ok_or("--memory-budget-bytes: 16 MiB or more")?
+                }
+                "--resolver" => {
+                    resolver =
+                        Some(value()?.parse().map_err(
+                            |_| "--resolver: an IP address and port, like 127.0.0.53:53",
+                        )?)
+                }
                 "--threads" => {
                     threads = value()?
                         .parse()
@@ -63,7 +82,45 @@ impl Config {
             address_policy,
             max_instances,
             max_memory_bytes,
+            memory_budget_bytes,
+            resolver,
             threads,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(flags: &[&str]) -> Result<Config, String> {
+        let mut args = vec!["--cache-dir".to_string(), "/tmp/c".to_string()];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        Config::parse(args)
+    }
+
+    #[test]
+    fn the_budget_and_the_resolver_are_checked() {
+        let config = parse(&[
+            "--memory-budget-bytes",
+            "16777216",
+            "--resolver",
+            "127.0.0.1:5353",
+        ])
+        .unwrap();
+        assert_eq!(config.memory_budget_bytes, 16 << 20);
+        assert_eq!(config.resolver, Some("127.0.0.1:5353".parse().unwrap()));
+        assert!(
+            parse(&[]).unwrap().memory_budget_bytes >= 16 << 20,
+            "half the machine's memory"
+        );
+        for bad in [
+            ["--memory-budget-bytes", "16777215"],
+            ["--memory-budget-bytes", "lots"],
+            ["--resolver", "127.0.0.1"],
+            ["--resolver", "dns.example:53"],
+        ] {
+            assert!(parse(&bad).is_err(), "{bad:?}");
+        }
     }
 }

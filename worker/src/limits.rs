@@ -1,6 +1,7 @@
 //! What bounds one request: the memory its instance may grow to, and the bodies it may read
 //! and write. Each bound fails the request, never the worker.
 
+use crate::budget::Charge;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::pin::Pin;
@@ -23,22 +24,26 @@ pub struct Limits {
 }
 
 /// Per store: its linear memories together may not grow past the application's limit (a
-/// component holds several). A refused growth traps (rather than letting the guest see -1),
-/// so the request fails with 500 and is counted, whatever the guest's allocator would have
-/// made of it.
+/// component holds several), nor the worker's memory budget (`budget.rs`), which each growth
+/// is charged to. A refused growth traps (rather than letting the guest see -1), so the
+/// request fails and is counted, whatever the guest's allocator would have made of it: 500
+/// past the application's limit, 503 naming the budget past the worker's.
 pub struct MemoryLimiter {
     pub max_bytes: usize,
     pub refused: bool,
     /// The sum of the store's memories, as wasmtime reported their creation and growth.
     pub used: usize,
+    /// The request's part of the worker's budget, given back when the store is dropped.
+    pub charge: Arc<Charge>,
 }
 
 impl MemoryLimiter {
-    pub fn new(max_bytes: usize) -> Self {
+    pub fn new(max_bytes: usize, charge: Arc<Charge>) -> Self {
         MemoryLimiter {
             max_bytes,
             refused: false,
             used: 0,
+            charge,
         }
     }
 }
@@ -59,6 +64,12 @@ impl ResourceLimiter for MemoryLimiter {
         if total > self.max_bytes {
             self.refused = true;
             wasmtime::bail!("memory limit of {} bytes reached", self.max_bytes);
+        }
+        if self.charge.take((total - self.used) as u64).is_err() {
+            wasmtime::bail!(
+                "the worker's memory budget of {} bytes is in use",
+                self.charge.budget()
+            );
         }
         self.used = total;
         Ok(true)
@@ -168,7 +179,9 @@ mod tests {
 
     #[test]
     fn memories_of_a_store_count_together() {
-        let mut limiter = MemoryLimiter::new(10 << 20);
+        let budget = crate::budget::Budget::new(1 << 30);
+        let charge = Charge::new(&budget, &Default::default());
+        let mut limiter = MemoryLimiter::new(10 << 20, charge);
         assert!(limiter.memory_growing(0, 6 << 20, None).unwrap());
         assert!(limiter.memory_growing(0, 3 << 20, None).unwrap());
         assert!(limiter.memory_growing(6 << 20, 8 << 20, None).is_err());
@@ -179,5 +192,23 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(limiter.used, 9 << 20);
+        assert_eq!(budget.used(), 9 << 20, "charged to the budget as they grew");
+        drop(limiter);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_growth_past_the_budget_traps_and_is_not_counted() {
+        let budget = crate::budget::Budget::new(8 << 20);
+        let charge = Charge::new(&budget, &Default::default());
+        let mut limiter = MemoryLimiter::new(100 << 20, charge.clone());
+        assert!(limiter.memory_growing(0, 4 << 20, None).unwrap());
+        assert!(limiter.memory_growing(4 << 20, 7 << 20, None).is_err());
+        assert!(
+            !limiter.refused,
+            "the application's own limit was not reached"
+        );
+        assert!(charge.refused().is_some());
+        assert_eq!(limiter.used, 4 << 20);
     }
 }

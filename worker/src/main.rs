@@ -3,16 +3,20 @@
 //! It exits when stdin closes, so it never outlives its parent.
 
 mod admission;
+mod answers;
 mod app;
+mod budget;
 mod cache;
 mod config;
 mod engine;
 mod guest_output;
 mod host;
 mod limits;
+mod load_pool;
 mod lock;
 mod log;
 mod outbound;
+mod outcome;
 mod protocol;
 mod routes;
 mod sandbox;
@@ -20,12 +24,16 @@ mod server;
 mod slot;
 mod spin_variables;
 mod stats;
+mod turns;
 mod variables;
 mod wagi;
 
 use serde_json::json;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// Loads at once: two compile side by side (each with Cranelift's own threads), the rest queue.
+const LOAD_THREADS: usize = 2;
 
 fn main() {
     let config = match config::Config::parse(std::env::args().skip(1)) {
@@ -61,11 +69,19 @@ async fn run(config: config::Config) -> i32 {
         let linker = engine::linker(&engine).map_err(|e| format!("linker: {e}"))?;
         let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine);
+        let names =
+            outbound::resolve::Names::new(config.resolver).map_err(|e| format!("resolver: {e}"))?;
         let loader = slot::Loader {
             linker,
             wagi_linker,
             cache: Arc::new(cache),
-            policy: Arc::new(config.address_policy.clone()),
+            shared: app::Shared {
+                policy: Arc::new(config.address_policy.clone()),
+                names: Arc::new(names),
+                budget: budget::Budget::new(config.memory_budget_bytes),
+                threads: config.threads,
+            },
+            pool: load_pool::LoadPool::new(LOAD_THREADS),
             events: replies.downgrade(),
         };
         Ok(protocol::Worker::new(

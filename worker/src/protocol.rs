@@ -3,7 +3,7 @@
 //!   load   {app, lock, components: {id: path}, variables, limits, port} -> {url}
 //!   unload {app, prune?}                                               -> {}
 //!   idle   {app}                                                       -> {}
-//!   stats                                                              -> {apps: {id: {...}}, appsInMemory, threads}
+//!   stats                                                              -> {apps: {id: {...}}, appsInMemory, memoryBudget, threads}
 //!   prune                                                              -> {removed: [digest]}
 //! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on. Lines without an `id`
 //! are events: `{"event":"awake","app":ID}` when a request loaded an idle application again.
@@ -189,6 +189,10 @@ impl Worker {
                 Ok(json!({
                     "apps": stats,
                     "appsInMemory": crate::app::in_memory(),
+                    "memoryBudget": {
+                        "limitBytes": self.loader.shared.budget.limit(),
+                        "usedBytes": self.loader.shared.budget.used(),
+                    },
                     // The runtime's threads serving requests (--threads), as the runtime counts them.
                     "threads": tokio::runtime::Handle::current().metrics().num_workers(),
                 }))

@@ -2,33 +2,38 @@
 //! fresh instance, inside the application's bounds (deadline, memory, bodies).
 
 use crate::admission::Refused;
+use crate::answers::{self, Body, text, too_large};
 use crate::app::{App, Handler};
+use crate::budget::Charge;
 use crate::guest_output::GuestOutput;
 use crate::limits::{CappedRequestBody, CappedResponseBody, MemoryLimiter};
 use crate::log;
 use crate::outbound::OutboundHooks;
+use crate::outcome::{Outcome, failure, record};
 use crate::routes::RouteMatch;
 use crate::sandbox::Host;
 use crate::slot::Serving;
-use crate::stats::{CpuCharged, Stats};
-use bytes::Bytes;
+use crate::stats::Stats;
+use crate::turns::{CpuCharged, Held, bound_in_time};
 use http::{HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
-use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
+use wasmtime::Store;
 use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+/// The first pause after a failed accept, doubled on each failure in a row up to `ACCEPT_MAX_PAUSE`.
+const ACCEPT_FIRST_PAUSE: Duration = Duration::from_millis(5);
+const ACCEPT_MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// Accepts until the task is aborted (`unload`); aborting drops the connections with it.
 /// Each request takes the application from the slot serving now (a redeploy swaps it),
@@ -37,10 +42,22 @@ pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
     let port = listener.local_addr().map_or(0, |a| a.port());
     let mut connections = JoinSet::new();
+    let mut pause = ACCEPT_FIRST_PAUSE;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, client)) = accepted else { continue };
+                let (stream, client) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors (EMFILE) the listener stays readable, and
+                        // accepting again at once spins a core: back off until one succeeds.
+                        log::warn("accept failed", json!({"port": port, "err": e.to_string(), "pauseMs": pause.as_millis() as u64}));
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(ACCEPT_MAX_PAUSE);
+                        continue;
+                    }
+                };
+                pause = ACCEPT_FIRST_PAUSE;
                 let _ = stream.set_nodelay(true);
                 let serving = serving.clone();
                 connections.spawn(async move {
@@ -51,7 +68,7 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
                         async move {
                             if !host_allowed {
                                 Stats::add(&slot.stats.host_refusals, 1);
-                                return Ok(host_refused());
+                                return Ok(answers::host_refused());
                             }
                             let answer = match slot.app().await {
                                 Ok(app) => handle(app, request, client).await,
@@ -72,87 +89,27 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
     }
 }
 
-/// A name other than loopback's (`host.rs`): the request may come from a rebinding page.
-fn host_refused() -> Response<Body> {
-    text(
-        StatusCode::BAD_REQUEST,
-        "this port answers only Host localhost, 127.0.0.1, [::1] or NAME.localhost, with its port or none\n",
-    )
-}
-
-pub fn text(status: StatusCode, body: &str) -> Response<Body> {
-    let mut response = Response::new(
-        Full::new(Bytes::from(body.to_string()))
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain"),
-    );
-    response
-}
-
-/// How an instance's run ended.
-pub enum Outcome {
-    Done,
-    Timeout,
-    MemoryLimit,
-    /// No instance left in the pool (`--max-instances`, all applications together).
-    PoolFull,
-    Trap(String),
-}
-
-/// How a run that failed ended: the instance may not have started (the pool is full).
-pub fn failure(e: &wasmtime::Error, memory_refused: bool) -> Outcome {
-    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        Outcome::Timeout
-    } else if e.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
-        Outcome::PoolFull
-    } else if memory_refused {
-        Outcome::MemoryLimit
-    } else {
-        Outcome::Trap(format!("{e:?}"))
-    }
-}
-
 /// 429 past the application's queue (its own flood, nobody else's), 503 after a wait as
 /// long as its deadline; both say when to come back.
 fn busy(app: &App, refused: &Refused) -> Response<Body> {
     Stats::add(&app.stats.busy_refusals, 1);
     let limits = app.limits;
-    let mut response = match refused {
-        Refused::Full => text(
+    match refused {
+        Refused::Full => answers::retry_later(
             StatusCode::TOO_MANY_REQUESTS,
             &format!(
                 "the application has {} requests running and {} waiting, its most\n",
                 limits.max_concurrent_requests, limits.max_queued_requests
             ),
         ),
-        Refused::WaitedTooLong => text(
+        Refused::WaitedTooLong => answers::retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
                 "the application had no free turn within {} ms\n",
                 limits.request_timeout.as_millis()
             ),
         ),
-    };
-    response
-        .headers_mut()
-        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
-}
-
-pub fn pool_full() -> Response<Body> {
-    let mut response = text(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "every instance of the worker is in use\n",
-    );
-    response
-        .headers_mut()
-        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
+    }
 }
 
 async fn handle(
@@ -208,23 +165,19 @@ async fn handle(
     let deadline = Instant::now() + limits.request_timeout;
     let stdout = GuestOutput::default();
     let stderr = GuestOutput::default();
+    let held = Arc::new(Held::default());
     let mut store = Store::new(
         pre.engine(),
         Host::new(
-            OutboundHooks {
-                app: app.id.clone(),
-                component: component.id.clone(),
-                allowed: component.allowed.clone(),
-                policy: app.policy.clone(),
-            },
-            MemoryLimiter::new(limits.memory_bytes),
+            OutboundHooks::new(component.outbound.clone()),
+            MemoryLimiter::new(limits.memory_bytes, Charge::new(&app.budget, &app.share)),
             component.variables.clone(),
             stdout.clone(),
             stderr.clone(),
         ),
     );
     store.limiter(|host| &mut host.limiter);
-    bound_in_time(&mut store, deadline);
+    bound_in_time(&mut store, deadline, app.turns.clone(), held.clone());
 
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let resources = store
@@ -244,6 +197,7 @@ async fn handle(
     let task = tokio::spawn(CpuCharged {
         inner: Box::pin(run),
         stats: app.stats.clone(),
+        held,
     });
     let app_for_end = app.clone();
     let component_id = component.id.clone();
@@ -269,39 +223,16 @@ async fn handle(
                 "the component answered an error",
                 json!({"app": &*app.id, "component": &*component.id, "code": format!("{code:?}")}),
             );
-            text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n")
+            answers::failed()
         }
         // The instance ended without answering: its outcome says why.
         Err(_) => match finished.await {
             _ if tripped.load(Ordering::Relaxed) => too_large(limits.max_request_body_bytes),
-            Ok(Outcome::Timeout) => timed_out(limits.request_timeout),
-            Ok(Outcome::PoolFull) => pool_full(),
-            _ => text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n"),
+            Ok(outcome) => crate::outcome::answer(&outcome, &limits, app.budget.limit())
+                .unwrap_or_else(answers::failed),
+            Err(_) => answers::failed(),
         },
     }
-}
-
-/// Every tick the guest gives its thread back (other requests run) and the deadline is
-/// checked; past it the guest traps wherever it is.
-pub fn bound_in_time<T: 'static>(store: &mut Store<T>, deadline: Instant) {
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline {
-            Err(Trap::Interrupt.into())
-        } else {
-            Ok(UpdateDeadline::Yield(1))
-        }
-    });
-}
-
-pub fn timed_out(timeout: std::time::Duration) -> Response<Body> {
-    text(
-        StatusCode::GATEWAY_TIMEOUT,
-        &format!(
-            "the function did not answer within {} ms\n",
-            timeout.as_millis()
-        ),
-    )
 }
 
 async fn run_instance(
@@ -326,35 +257,8 @@ async fn run_instance(
     match result {
         Err(_) => Outcome::Timeout,
         Ok(Ok(())) => Outcome::Done,
-        Ok(Err(e)) => failure(&e, store.data().limiter.refused),
+        Ok(Err(e)) => failure(&e, &store.data().limiter),
     }
-}
-
-pub fn record(app: &App, component: &str, outcome: &Outcome) {
-    let (counter, what, detail) = match outcome {
-        Outcome::Done => return,
-        Outcome::Timeout => (&app.stats.timeouts, "deadline", None),
-        Outcome::MemoryLimit => (&app.stats.memory_refusals, "memory limit", None),
-        Outcome::PoolFull => (&app.stats.pool_refusals, "instance pool full", None),
-        Outcome::Trap(e) => (&app.stats.traps, "trap", Some(e.as_str())),
-    };
-    Stats::add(counter, 1);
-    log::warn(
-        "the instance was stopped",
-        json!({"app": &*app.id, "component": component, "reason": what, "err": detail}),
-    );
-}
-
-pub fn too_large(cap: u64) -> Response<Body> {
-    let mut response = text(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &format!("request body larger than {cap} bytes\n"),
-    );
-    // The rest of the body is not read: the connection cannot carry another request.
-    response
-        .headers_mut()
-        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-    response
 }
 
 fn respond(
@@ -368,10 +272,7 @@ fn respond(
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > cap) {
         Stats::add(&app.stats.response_cuts, 1);
-        return text(
-            StatusCode::BAD_GATEWAY,
-            "the function's response is larger than allowed\n",
-        );
+        return answers::response_too_large();
     }
     let stats = app.stats.clone();
     response.map(move |body| {

@@ -3,10 +3,10 @@
 //! given: the next request at the port loads it again (from the compiled file: milliseconds)
 //! and is answered, so a client of the application's own URL never sees it gone.
 
-use crate::app::{self, App, LoadRequest};
+use crate::app::{self, App, LoadRequest, Shared};
 use crate::cache::ComponentCache;
+use crate::load_pool::LoadPool;
 use crate::log;
-use crate::outbound::address::AddressPolicy;
 use crate::sandbox::Host;
 use crate::stats::Stats;
 use crate::wagi::WagiHost;
@@ -20,31 +20,33 @@ pub struct Loader {
     pub linker: Linker<Host>,
     pub wagi_linker: wasmtime::Linker<WagiHost>,
     pub cache: Arc<ComponentCache>,
-    pub policy: Arc<AddressPolicy>,
+    pub shared: Shared,
+    /// Loads compile on these threads, apart from tokio's blocking pool and the serving ones.
+    pub pool: LoadPool,
     /// Unsolicited lines for stdout (`{"event": ...}`); weak, so it never keeps stdout open.
     pub events: WeakUnboundedSender<String>,
 }
 
 impl Loader {
-    /// Compiles or maps the components: blocks, so it runs off the async threads.
+    /// Compiles or maps the components: blocks, so it runs on the load pool.
     pub async fn build(
         self: &Arc<Self>,
         request: LoadRequest,
         stats: Arc<Stats>,
     ) -> Result<App, String> {
         let loader = self.clone();
-        tokio::task::spawn_blocking(move || {
-            app::build(
-                request,
-                &loader.cache,
-                &loader.linker,
-                &loader.wagi_linker,
-                loader.policy.clone(),
-                stats,
-            )
-        })
-        .await
-        .map_err(|e| format!("loading failed: {e}"))?
+        self.pool
+            .run(move || {
+                app::build(
+                    request,
+                    &loader.cache,
+                    &loader.linker,
+                    &loader.wagi_linker,
+                    &loader.shared,
+                    stats,
+                )
+            })
+            .await?
     }
 
     fn event(&self, event: serde_json::Value) {

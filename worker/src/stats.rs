@@ -2,11 +2,7 @@
 //! counters only, read with `stats`.
 
 use serde_json::{Value, json};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::task::{Context, Poll};
 
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -27,6 +23,10 @@ pub struct Stats {
     pub busy_refusals: AtomicU64,
     /// Requests that found the instance pool full (`--max-instances`): 503.
     pub pool_refusals: AtomicU64,
+    /// Requests refused memory by the worker's budget (`budget.rs`), not their own limit: 503.
+    pub budget_refusals: AtomicU64,
+    /// Outgoing requests refused for the caps on those in flight (`outbound/caps.rs`).
+    pub outbound_refusals: AtomicU64,
 }
 
 impl Stats {
@@ -48,37 +48,8 @@ impl Stats {
             "hostRefusals": self.host_refusals.load(Relaxed),
             "busyRefusals": self.busy_refusals.load(Relaxed),
             "poolRefusals": self.pool_refusals.load(Relaxed),
+            "budgetRefusals": self.budget_refusals.load(Relaxed),
+            "outboundRefusals": self.outbound_refusals.load(Relaxed),
         })
-    }
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only the timespec it is given.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    if rc != 0 {
-        return 0;
-    }
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
-
-/// A future whose polls are charged to an application: the guest runs inside these polls
-/// (on a fiber of the polling thread), so the thread's CPU clock around each poll is its cost.
-pub struct CpuCharged<F> {
-    pub inner: Pin<Box<F>>,
-    pub stats: Arc<Stats>,
-}
-
-impl<F: Future> Future for CpuCharged<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let before = thread_cpu_ns();
-        let result = self.inner.as_mut().poll(cx);
-        Stats::add(&self.stats.cpu_ns, thread_cpu_ns().saturating_sub(before));
-        result
     }
 }

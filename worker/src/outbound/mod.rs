@@ -3,6 +3,8 @@
 
 pub mod address;
 pub mod allowed;
+pub mod caps;
+pub mod resolve;
 mod send;
 
-pub use send::OutboundHooks;
+pub use send::{Outbound, OutboundHooks};

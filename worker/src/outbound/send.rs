@@ -5,7 +5,10 @@
 
 use super::address::AddressPolicy;
 use super::allowed::AllowedHosts;
+use super::caps::{self, Counter};
+use super::resolve::{Names, Unresolved};
 use crate::log;
+use crate::stats::Stats;
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
 use serde_json::json;
@@ -21,12 +24,32 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
 type SendResult = Result<(http::Response<WasiBody>, IoFuture), Error>;
 
-/// Per store: which component is asking, and what it may reach.
-pub struct OutboundHooks {
+/// Per component, made at load: which component is asking, what it may reach, and the
+/// application's count of requests in flight.
+pub struct Outbound {
     pub app: Arc<str>,
     pub component: Arc<str>,
     pub allowed: Arc<AllowedHosts>,
     pub policy: Arc<AddressPolicy>,
+    pub names: Arc<Names>,
+    pub app_in_flight: Arc<Counter>,
+    pub stats: Arc<Stats>,
+}
+
+/// Per store: its component's `Outbound` and the instance's own count, made at its first
+/// outgoing request (most requests make none).
+pub struct OutboundHooks {
+    target: Arc<Outbound>,
+    instance_in_flight: Option<Arc<Counter>>,
+}
+
+impl OutboundHooks {
+    pub fn new(target: Arc<Outbound>) -> Self {
+        OutboundHooks {
+            target,
+            instance_in_flight: None,
+        }
+    }
 }
 
 impl WasiHttpHooks for OutboundHooks {
@@ -36,24 +59,39 @@ impl WasiHttpHooks for OutboundHooks {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
-        let target = Target {
-            app: self.app.clone(),
-            component: self.component.clone(),
-            allowed: self.allowed.clone(),
-            policy: self.policy.clone(),
-        };
-        Box::new(async move { target.send(request, options).await })
+        let target = self.target.clone();
+        let instance = self
+            .instance_in_flight
+            .get_or_insert_with(|| Counter::new(caps::PER_INSTANCE));
+        let place = caps::enter(instance, &target.app_in_flight);
+        Box::new(async move {
+            let place = match place {
+                Ok(place) => place,
+                Err(over) => {
+                    Stats::add(&target.stats.outbound_refusals, 1);
+                    let host = request.uri().host().unwrap_or("").to_string();
+                    let message = over.message();
+                    return Err(target.refuse(
+                        &host,
+                        &message,
+                        Error::InternalError(Some(message.clone())),
+                    ));
+                }
+            };
+            let (response, io) = target.send(request, options).await?;
+            let response = response.map(|body| {
+                caps::Held {
+                    inner: body,
+                    place: Some(place),
+                }
+                .boxed_unsync()
+            });
+            Ok((response, io))
+        })
     }
 }
 
-struct Target {
-    app: Arc<str>,
-    component: Arc<str>,
-    allowed: Arc<AllowedHosts>,
-    policy: Arc<AddressPolicy>,
-}
-
-impl Target {
+impl Outbound {
     fn refuse(&self, host: &str, reason: &str, error: Error) -> Error {
         log::warn(
             "outgoing request refused",
@@ -97,23 +135,16 @@ impl Target {
 
         let candidates: Vec<SocketAddr> = match host.parse::<IpAddr>() {
             Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => {
-                match tokio::time::timeout(
-                    connect_timeout,
-                    tokio::net::lookup_host((host.as_str(), port)),
-                )
-                .await
-                {
-                    Err(_) => return Err(Error::DnsTimeout),
-                    Ok(Err(_)) => {
-                        return Err(Error::DnsError {
-                            rcode: Some("address not available".into()),
-                            info_code: None,
-                        });
-                    }
-                    Ok(Ok(found)) => found.collect(),
+            Err(_) => match self.names.lookup(&host, port, connect_timeout).await {
+                Ok(found) => found,
+                Err(Unresolved::TimedOut) => return Err(Error::DnsTimeout),
+                Err(Unresolved::NotFound) => {
+                    return Err(Error::DnsError {
+                        rcode: Some("address not available".into()),
+                        info_code: None,
+                    });
                 }
-            }
+            },
         };
         let permitted: Vec<SocketAddr> = candidates
             .into_iter()

@@ -33,10 +33,37 @@ impl Worker {
     }
 
     pub fn start_with_cache(cache: &Path, flags: &[&str]) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_worker"))
-            .arg("--cache-dir")
-            .arg(cache)
-            .args(flags)
+        Worker::spawn(
+            Command::new(env!("CARGO_BIN_EXE_worker"))
+                .arg("--cache-dir")
+                .arg(cache)
+                .args(flags),
+        )
+    }
+
+    /// With at most `nofile` file descriptors (RLIMIT_NOFILE), as a machine running out of them.
+    pub fn start_with_nofile(flags: &[&str], nofile: u64) -> Worker {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_worker"));
+        command.arg("--cache-dir").arg(cache_dir()).args(flags);
+        // SAFETY: setrlimit is async-signal-safe, as code between fork and exec must be.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: nofile,
+                    rlim_max: nofile,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Worker::spawn(&mut command)
+    }
+
+    fn spawn(command: &mut Command) -> Worker {
+        let mut child = command
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,147 +1,15 @@
-//! Spin's WAGI executor (`executor = { type = "wagi" }`): a wasip1 command module gets the
-//! request as CGI does (the request's variables as its environment, the query as arguments,
-//! the body on stdin) and answers on stdout: header lines, a blank line, the body. Only the
-//! request's own variables are in that environment: nothing of the worker's.
+//! The CGI side of WAGI: the environment and arguments a program is given, and the reading
+//! of what it printed (header lines, a blank line, the body) into a response.
 
-use crate::app::App;
-use crate::guest_output::GuestOutput;
-use crate::limits::MemoryLimiter;
+use crate::answers::Body;
 use crate::routes::RouteMatch;
-use crate::server::{Body, Outcome, bound_in_time, record, text, too_large};
-use crate::stats::{CpuCharged, Stats};
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use http::{HeaderName, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Instant;
-use wasmtime::{InstancePre, Linker, Store};
-use wasmtime_wasi::I32Exit;
-use wasmtime_wasi::WasiCtx;
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
-
-pub struct WagiHost {
-    wasi: WasiP1Ctx,
-    limiter: MemoryLimiter,
-}
-
-pub struct WagiRuntime {
-    pub pre: InstancePre<WagiHost>,
-    pub entrypoint: String,
-    pub argv: String,
-}
-
-/// WASI preview 1 only: a WAGI module has no other import.
-pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<WagiHost>> {
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p1::add_to_linker_async(&mut linker, |host: &mut WagiHost| &mut host.wasi)?;
-    Ok(linker)
-}
-
-pub async fn handle(
-    app: Arc<App>,
-    component: Arc<str>,
-    wagi: &WagiRuntime,
-    request: Request<Incoming>,
-    found: &RouteMatch,
-    client: SocketAddr,
-) -> Response<Body> {
-    let limits = app.limits;
-    let (parts, body) = request.into_parts();
-    // A CGI program reads its body from stdin to the end: it is gathered first, bounded.
-    let body = match Limited::new(body, limits.max_request_body_bytes as usize)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            Stats::add(&app.stats.body_refusals, 1);
-            return too_large(limits.max_request_body_bytes);
-        }
-    };
-    let env = cgi_environment(&parts, found, client, body.len());
-    let argv = arguments(&wagi.argv, found, parts.uri.query().unwrap_or(""));
-    let stdout = MemoryOutputPipe::new(limits.max_response_body_bytes as usize + 64 * 1024);
-    let stderr = GuestOutput::default();
-    let wasi = WasiCtx::builder()
-        .stdin(MemoryInputPipe::new(body))
-        .stdout(stdout.clone())
-        .stderr(stderr.clone())
-        .envs(&env)
-        .args(&argv)
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .socket_addr_check(|_, _| Box::pin(async { false }))
-        .build_p1();
-    let mut store = Store::new(
-        wagi.pre.module().engine(),
-        WagiHost {
-            wasi,
-            limiter: MemoryLimiter::new(limits.memory_bytes),
-        },
-    );
-    store.limiter(|host| &mut host.limiter);
-    let deadline = Instant::now() + limits.request_timeout;
-    bound_in_time(&mut store, deadline);
-    Stats::add(&app.stats.requests, 1);
-
-    let pre = wagi.pre.clone();
-    let entrypoint = wagi.entrypoint.clone();
-    let stats = app.stats.clone();
-    let run = async move {
-        let started = Instant::now();
-        let call = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            let start = instance.get_typed_func::<(), ()>(&mut store, &entrypoint)?;
-            start.call_async(&mut store, ()).await
-        };
-        let result = tokio::time::timeout_at(deadline.into(), call).await;
-        Stats::add(&stats.wall_ns, started.elapsed().as_nanos() as u64);
-        match result {
-            Err(_) => Outcome::Timeout,
-            Ok(Ok(())) => Outcome::Done,
-            Ok(Err(e)) if e.downcast_ref::<I32Exit>().is_some_and(|exit| exit.0 == 0) => {
-                Outcome::Done
-            }
-            Ok(Err(e)) => crate::server::failure(&e, store.data().limiter.refused),
-        }
-    };
-    let outcome = tokio::spawn(CpuCharged {
-        inner: Box::pin(run),
-        stats: app.stats.clone(),
-    })
-    .await
-    .unwrap_or_else(|e| Outcome::Trap(e.to_string()));
-    record(&app, &component, &outcome);
-    stderr.emit(&app.id, &component, "stderr");
-    match outcome {
-        Outcome::Done => {}
-        Outcome::Timeout => return crate::server::timed_out(limits.request_timeout),
-        Outcome::PoolFull => return crate::server::pool_full(),
-        _ => return text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n"),
-    }
-    let output = stdout.contents();
-    if output.len() as u64 > limits.max_response_body_bytes {
-        Stats::add(&app.stats.response_cuts, 1);
-        return text(
-            StatusCode::BAD_GATEWAY,
-            "the function's response is larger than allowed\n",
-        );
-    }
-    parse_output(&output).unwrap_or_else(|e| {
-        crate::log::warn(
-            "the WAGI output is not a CGI response",
-            serde_json::json!({"app": &*app.id, "component": &*component, "err": e}),
-        );
-        text(StatusCode::INTERNAL_SERVER_ERROR, "the function failed\n")
-    })
-}
 
 /// The variables WAGI (and Spin's WAGI executor) gives a CGI program.
-fn cgi_environment(
+pub fn cgi_environment(
     parts: &http::request::Parts,
     found: &RouteMatch,
     client: SocketAddr,
@@ -202,7 +70,7 @@ fn cgi_environment(
 }
 
 /// The executor's `argv` template: `${SCRIPT_NAME}` the route, `${ARGS}` the query's parts.
-fn arguments(template: &str, found: &RouteMatch, query: &str) -> Vec<String> {
+pub fn arguments(template: &str, found: &RouteMatch, query: &str) -> Vec<String> {
     let args = query
         .split('&')
         .filter(|a| !a.is_empty())
@@ -218,7 +86,7 @@ fn arguments(template: &str, found: &RouteMatch, query: &str) -> Vec<String> {
 
 /// Header lines up to a blank line, then the body. `status: 404 Not Found` sets the status;
 /// `location` without one is a 302, as CGI has it.
-fn parse_output(output: &[u8]) -> Result<Response<Body>, String> {
+pub fn parse_output(output: &[u8]) -> Result<Response<Body>, String> {
     let (head_end, body_start) = [&b"\r\n\r\n"[..], &b"\n\n"[..]]
         .iter()
         .filter_map(|sep| {

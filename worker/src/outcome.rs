@@ -1,0 +1,65 @@
+//! How an instance's run ended, told once for both executors (wasi-http and WAGI): what
+//! stopped it, how it is counted and logged, and what the caller is answered.
+
+use crate::answers::{self, Body};
+use crate::app::App;
+use crate::limits::{Limits, MemoryLimiter};
+use crate::log;
+use http::Response;
+use serde_json::json;
+use wasmtime::{PoolConcurrencyLimitError, Trap};
+
+pub enum Outcome {
+    Done,
+    Timeout,
+    /// Its memories reached the application's `memoryBytes`.
+    MemoryLimit,
+    /// The worker's memory budget refused it more (`budget.rs`).
+    MemoryBudget,
+    /// No instance left in the pool (`--max-instances`, all applications together).
+    PoolFull,
+    Trap(String),
+}
+
+/// How a run that failed ended: the instance may not have started (the pool is full).
+pub fn failure(e: &wasmtime::Error, limiter: &MemoryLimiter) -> Outcome {
+    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        Outcome::Timeout
+    } else if e.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+        Outcome::PoolFull
+    } else if limiter.refused {
+        Outcome::MemoryLimit
+    } else if limiter.charge.refused().is_some() {
+        Outcome::MemoryBudget
+    } else {
+        Outcome::Trap(format!("{e:?}"))
+    }
+}
+
+/// Counts and logs a run that did not end well.
+pub fn record(app: &App, component: &str, outcome: &Outcome) {
+    let (counter, what, detail) = match outcome {
+        Outcome::Done => return,
+        Outcome::Timeout => (&app.stats.timeouts, "deadline", None),
+        Outcome::MemoryLimit => (&app.stats.memory_refusals, "memory limit", None),
+        Outcome::MemoryBudget => (&app.stats.budget_refusals, "memory budget", None),
+        Outcome::PoolFull => (&app.stats.pool_refusals, "instance pool full", None),
+        Outcome::Trap(e) => (&app.stats.traps, "trap", Some(e.as_str())),
+    };
+    crate::stats::Stats::add(counter, 1);
+    log::warn(
+        "the instance was stopped",
+        json!({"app": &*app.id, "component": component, "reason": what, "err": detail}),
+    );
+}
+
+/// The answer for a run that ended without one of its own; `None` when it is done.
+pub fn answer(outcome: &Outcome, limits: &Limits, budget: u64) -> Option<Response<Body>> {
+    Some(match outcome {
+        Outcome::Done => return None,
+        Outcome::Timeout => answers::timed_out(limits.request_timeout),
+        Outcome::PoolFull => answers::pool_full(),
+        Outcome::MemoryBudget => answers::budget_in_use(budget),
+        Outcome::MemoryLimit | Outcome::Trap(_) => answers::failed(),
+    })
+}
