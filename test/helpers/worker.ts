@@ -24,11 +24,16 @@ type Worker = {
   log: () => string
 }
 
-export async function startWorker(t: Test): Promise<Worker> {
+/** A worker of the test's own; `cacheDir` a compiled-components directory to share (a fresh one when absent). */
+export async function startWorker(t: Test, options: { cacheDir?: string; flags?: string[] } = {}): Promise<Worker> {
   if (!existsSync(WORKER)) throw new Error(`${WORKER} is missing: run scripts/test-worker.sh (or set WORKER_BIN)`)
-  const cache = await mkdtemp(join(tmpdir(), 'worker-cache-'))
-  t.teardown(() => rm(cache, { recursive: true, force: true }))
-  const child = spawn(WORKER, ['--cache-dir', cache], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let cache = options.cacheDir
+  if (cache === undefined) {
+    const own = await mkdtemp(join(tmpdir(), 'worker-cache-'))
+    t.teardown(() => rm(own, { recursive: true, force: true }))
+    cache = own
+  }
+  const child = spawn(WORKER, ['--cache-dir', cache, ...(options.flags ?? [])], { stdio: ['pipe', 'pipe', 'pipe'] })
   stopAtTeardown(t, child)
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
