@@ -13,4 +13,9 @@ if ! command -v cargo >/dev/null; then
   exit 0
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-../.cache/worker/target}"
+# cargo --quiet prints nothing while it compiles: without this line a first `npm ci` looked hung
+# for the quarter of an hour the worker takes.
+if [ ! -x "$CARGO_TARGET_DIR/release/worker" ]; then
+  echo "build-worker: compiling the worker runtime (Rust, wasmtime) into $CARGO_TARGET_DIR: 10-15 minutes the first time on two cores, seconds after" >&2
+fi
 cargo build --release --locked --quiet
