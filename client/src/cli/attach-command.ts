@@ -6,6 +6,7 @@ import { attach } from '../attach.js'
 import type { Connection } from '../connection.js'
 import { RelayError } from '../errors.js'
 import type { Io } from './context.js'
+import { progressLine } from './progress.js'
 import { recreateByCommand } from './recreate-command.js'
 import { drained, pipeStream, WINDOW_OVERRUN } from './stream.js'
 import { HELP, UsageError } from './usage.js'
@@ -123,33 +124,4 @@ async function tokenOf(flag: string | undefined, file: string | undefined, io: I
   if (token === undefined || token === '')
     throw new UsageError('no slot token: pass --token, --token-file or set RELAY_TOKEN', help)
   return token
-}
-
-function progressLine(io: Io) {
-  const tty = io.stderr.isTTY === true
-  const started = Date.now()
-  let last = 0
-  let shown = false
-  const mib = (n: number) => (n / 1024 / 1024).toFixed(1)
-  return {
-    note: (text: string) => {
-      if (tty) {
-        io.stderr.write(`${shown ? '\n' : ''}relay: ${text}\n`)
-        shown = false
-      }
-    },
-    update: (sent: number, received: number) => {
-      const now = Date.now()
-      if (!tty || now - last < 500) return
-      last = now
-      const seconds = Math.max((now - started) / 1000, 0.001)
-      io.stderr.write(
-        `\rsent ${mib(sent)} MiB, received ${mib(received)} MiB, ${mib((sent + received) / seconds)} MiB/s   `,
-      )
-      shown = true
-    },
-    end: () => {
-      if (tty && shown) io.stderr.write('\n')
-    },
-  }
 }
