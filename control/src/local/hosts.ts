@@ -12,7 +12,7 @@
 // (spin/src/relock.ts): a new value or a new name is a reload, never a rebuild. Values are
 // never logged. An application idle past the timeout is let go by the worker, which keeps its
 // port and loads it again at the next request (its `awake` event says so).
-import { readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { relockReference } from '@session-relay/spin/relock'
@@ -24,6 +24,7 @@ import { createConnections } from './connections.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
 import { createIdleTracker } from './idle.js'
+import { openPortBook } from './ports.js'
 import type { WorkerLogLine } from './worker.js'
 import { createWorker } from './worker.js'
 
@@ -143,6 +144,12 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
   /** Per application, the worker commands in order: the worker runs commands side by side. */
   const queues = new Map<string, Promise<void>>()
   const wasmDir = join(deps.dir, 'wasm')
+  const ports = openPortBook(join(deps.dir, 'ports.json'))
+  // Each application's log, kept across restarts (log-buffer.ts); ids are the API's UUIDs.
+  const logsDir = join(deps.dir, 'logs')
+  mkdirSync(logsDir, { recursive: true, mode: 0o700 })
+  const logFile = (appId: string): string | undefined =>
+    /^[A-Za-z0-9-]{1,64}$/.test(appId) ? join(logsDir, `${appId}.log`) : undefined
   const storeOptions = {
     dockerConfigDir: deps.registry?.dockerConfigDir ?? null,
     insecure: deps.registry?.insecure ?? false,
@@ -305,6 +312,7 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
       if (!current(instance)) return
       instance.url = String(reply.url)
       instance.port = Number(new URL(instance.url).port)
+      ports.set(instance.appId, instance.port)
       instance.problem = null
       instance.replacing = false
       // The previous version's connections close once their requests end.
@@ -317,6 +325,15 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
     } catch (error) {
       // A worker that went down says so itself (onDown), and the wait goes on for its restart.
       if (!current(instance) || instance.waitingForWorker) return
+      // The port it had is another program's now: any port rather than no answer.
+      if (instance.port !== 0 && /address already in use/i.test((error as Error).message)) {
+        logger.warn(
+          { appId: instance.appId, port: instance.port },
+          'the port the application had is taken; it gets another',
+        )
+        instance.port = 0
+        return await load(instance)
+      }
       // A redeploy that fails leaves the previous version loaded in the worker: it answers on.
       if (!instance.replacing) instance.url = null
       instance.problem = `the application could not be loaded: ${(error as Error).message}`
@@ -385,8 +402,8 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
         image,
         variables: {},
         unpacked: null,
-        log: createLogBuffer(MAX_APP_LOG_BYTES),
-        port: previous?.port ?? 0,
+        log: createLogBuffer(MAX_APP_LOG_BYTES, logFile(app.id)),
+        port: previous?.port ?? ports.get(app.id),
         url: answering?.url ?? null,
         connections: answering?.connections ?? null,
         replacing: answering !== undefined,
@@ -460,7 +477,10 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
       const instance = instances.get(appId)
       if (instance === undefined) return
       instances.delete(appId)
+      ports.delete(appId)
       instance.log.end()
+      const file = logFile(appId)
+      if (file !== undefined) rmSync(file, { force: true })
       instance.connections?.retire()
       instance.loaded()
       await enqueue(appId, () => unload(appId, Object.values(instance.unpacked?.components ?? {})))
