@@ -22,8 +22,10 @@ t.setTimeout(180_000)
 
 type Deployment = { ready: boolean; publicUrl: string }
 
-async function deployed(control: TestControl, name: string): Promise<URL> {
+/** `settings` are PATCHed before the build, so the first load has them. */
+async function deployed(control: TestControl, name: string, settings?: object): Promise<URL> {
   const app = await createApp(control, name, { language: 'js' })
+  if (settings !== undefined) await control.call('PATCH', `/applications/${app.id}`, { json: settings })
   await control.call('POST', `/applications/${app.id}/builds`)
   let deployment: Deployment | null = null
   await until(
@@ -86,6 +88,30 @@ t.test('one request holds the only turn: the next gets 429 with Retry-After, ano
   t.equal((await fetch(quiet)).status, 200, 'the other application is answered')
   t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
   await until(async () => (await fetch(busy)).status === 200, 20_000, 'the turn free again')
+})
+
+t.test("an application's own concurrency: 1 running, none queued, is its alone", async (t) => {
+  // The platform's defaults (100 and 100) for the other; the busy one chose a smaller share.
+  const control = await localControl(t)
+  const busy = await deployed(control, 'busy', { concurrency: { maxRunning: 1, maxQueued: 0 } })
+  const quiet = await deployed(control, 'quiet')
+  const held = heldEcho(busy)
+  await until(
+    async () => {
+      const answer = await fetch(busy)
+      await answer.arrayBuffer()
+      return answer.status === 429
+    },
+    20_000,
+    'a 429 while the held request runs',
+  )
+  const others = await Promise.all([fetch(quiet), fetch(quiet), fetch(quiet)])
+  t.same(
+    others.map((answer) => answer.status),
+    [200, 200, 200],
+    'the other application answers requests at once',
+  )
+  t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
 })
 
 t.test("an application's port answers only a Host naming loopback", async (t) => {
