@@ -24,7 +24,7 @@ import { readFlags } from './flags.js'
 import { machineInfo } from './proc.js'
 import type { Timed } from './noisy-load.js'
 import { flood, hammer, timed } from './noisy-load.js'
-import { CACHE, DEFAULT_WORKER, startWorker } from './worker-process.js'
+import { CACHE, DEFAULT_WORKER, memoryOf, startWorker } from './worker-process.js'
 
 const options = {
   durationMs: 10_000,
@@ -72,7 +72,18 @@ const percentile = (values: number[], p: number): number => {
 }
 const after = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-type Phase = { name: string; neighbour: Timed; noise: Record<string, number> }
+type Phase = { name: string; neighbour: Timed; noise: Record<string, number>; peakRssMb: number }
+
+/** The worker's largest resident memory while `work` runs, sampled every 100 ms. */
+async function peakRss<T>(pid: number, work: Promise<T>): Promise<[T, number]> {
+  let peak = memoryOf(pid).rssMb
+  const sampler = setInterval(() => (peak = Math.max(peak, memoryOf(pid).rssMb)), 100)
+  try {
+    return [await work, peak]
+  } finally {
+    clearInterval(sampler)
+  }
+}
 
 async function main(): Promise<void> {
   const wasm = join(PROBE, 'probe/component.wasm')
@@ -104,12 +115,18 @@ async function main(): Promise<void> {
     await timed(neighbour, 1, 1000)
 
     const phases: Phase[] = []
-    phases.push({ name: 'alone', neighbour: await timed(neighbour, options.clients, options.durationMs), noise: {} })
+    const [alone, aloneRss] = await peakRss(worker.pid, timed(neighbour, options.clients, options.durationMs))
+    phases.push({ name: 'alone', neighbour: alone, noise: {}, peakRssMb: aloneRss })
 
     const held = flood(flooded, options.flood)
     await held.sent
-    const duringFlood = await timed(neighbour, options.clients, options.floodHoldMs)
-    phases.push({ name: `flood: ${options.flood} held requests`, neighbour: duringFlood, noise: await held.finish() })
+    const [duringFlood, floodRss] = await peakRss(worker.pid, timed(neighbour, options.clients, options.floodHoldMs))
+    phases.push({
+      name: `flood: ${options.flood} held requests`,
+      neighbour: duringFlood,
+      noise: await held.finish(),
+      peakRssMb: floodRss,
+    })
 
     for (const [name, url, hogs] of [
       [
@@ -120,11 +137,11 @@ async function main(): Promise<void> {
       [`cpu: ${options.cpuHogs} busy loops`, `${cpu}/loop`, options.cpuHogs],
     ] as const) {
       const stop = after(options.durationMs)
-      const [beside, noise] = await Promise.all([
-        timed(neighbour, options.clients, options.durationMs),
-        hammer(url, hogs, stop),
-      ])
-      phases.push({ name, neighbour: beside, noise })
+      const [[beside, noise], rss] = await peakRss(
+        worker.pid,
+        Promise.all([timed(neighbour, options.clients, options.durationMs), hammer(url, hogs, stop)]),
+      )
+      phases.push({ name, neighbour: beside, noise, peakRssMb: rss })
     }
     const stats = await worker.send({ op: 'stats' })
     report(phases, stats)
@@ -135,7 +152,7 @@ async function main(): Promise<void> {
 
 function report(phases: Phase[], stats: unknown): void {
   const alone = phases[0]!.neighbour.latenciesMs
-  const rows = phases.map(({ name, neighbour, noise }) => {
+  const rows = phases.map(({ name, neighbour, noise, peakRssMb }) => {
     const p50 = percentile(neighbour.latenciesMs, 50)
     const p99 = percentile(neighbour.latenciesMs, 99)
     return {
@@ -148,6 +165,7 @@ function report(phases: Phase[], stats: unknown): void {
       failed: neighbour.failed,
       reasons: neighbour.reasons,
       noise,
+      peakRssMb,
     }
   })
   if (json) {
@@ -159,7 +177,7 @@ function report(phases: Phase[], stats: unknown): void {
     `\n${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; ${options.clients} neighbour clients, ${formatDuration(options.durationMs)} per phase, flood held ${formatDuration(options.floodHoldMs)}\n\n`,
   )
   process.stdout.write(
-    '| beside | neighbour requests | p50 | p99 | p50 / alone | p99 / alone | neighbour failed | noise answered |\n|---|---:|---:|---:|---:|---:|---:|---|\n',
+    '| beside | neighbour requests | p50 | p99 | p50 / alone | p99 / alone | neighbour failed | noise answered | worker peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---|---:|\n',
   )
   for (const row of rows) {
     const failed = row.failed === 0 ? '0' : `${row.failed} (${JSON.stringify(row.reasons)})`
@@ -167,7 +185,7 @@ function report(phases: Phase[], stats: unknown): void {
       .map(([status, n]) => `${n} x ${status}`)
       .join(', ')
     process.stdout.write(
-      `| ${row.name} | ${row.requests} | ${row.p50Ms.toFixed(1)} ms | ${row.p99Ms.toFixed(1)} ms | ${row.p50Ratio.toFixed(2)}x | ${row.p99Ratio.toFixed(2)}x | ${failed} | ${noise} |\n`,
+      `| ${row.name} | ${row.requests} | ${row.p50Ms.toFixed(1)} ms | ${row.p99Ms.toFixed(1)} ms | ${row.p50Ratio.toFixed(2)}x | ${row.p99Ratio.toFixed(2)}x | ${failed} | ${noise} | ${row.peakRssMb.toFixed(0)} MB |\n`,
     )
   }
 }
