@@ -41,7 +41,7 @@ async function deployed(control: TestControl, name: string, settings?: object): 
 }
 
 /** `POST /echo` promising ten bytes and sending five: its instance waits for the rest; `finish` sends it and reads the answer. */
-function heldEcho(url: URL): { finish: () => Promise<string> } {
+function heldEcho(url: URL): { finish: () => Promise<string>; refused: () => boolean } {
   const socket: Socket = connect(Number(url.port), '127.0.0.1')
   let answer = ''
   socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk))
@@ -53,7 +53,33 @@ function heldEcho(url: URL): { finish: () => Promise<string> } {
       await closed
       return answer
     },
+    // Answered before its body was sent: it found the only turn taken and no room to wait.
+    refused: () => answer !== '',
   }
+}
+
+type Held = ReturnType<typeof heldEcho>
+
+/**
+ * A held request that has the application's only turn, known by a quick request's 429 while
+ * it stays unanswered; `retryAfter` is that 429's header. A quick request may take the turn
+ * first, and the held one, with no room to wait, is then refused: it is sent again.
+ */
+async function holdOnlyTurn(url: URL): Promise<{ held: Held; retryAfter: string }> {
+  let held = heldEcho(url)
+  let retryAfter = ''
+  await until(
+    async () => {
+      if (held.refused()) held = heldEcho(url)
+      const answer = await fetch(url)
+      retryAfter = answer.headers.get('retry-after') ?? ''
+      await answer.arrayBuffer()
+      return answer.status === 429 && !held.refused()
+    },
+    20_000,
+    'a 429 while the held request runs',
+  )
+  return { held, retryAfter }
 }
 
 async function localControl(t: Test, flags: string[] = []): Promise<TestControl> {
@@ -71,19 +97,7 @@ t.test('one request holds the only turn: the next gets 429 with Retry-After, ano
   const control = await localControl(t, ['--local-max-concurrent-requests', '1', '--local-max-queued-requests', '0'])
   const busy = await deployed(control, 'busy')
   const quiet = await deployed(control, 'quiet')
-  const held = heldEcho(busy)
-  let retryAfter = ''
-  // Until the held request has its turn, a quick one may still take it (and answer 200).
-  await until(
-    async () => {
-      const answer = await fetch(busy)
-      retryAfter = answer.headers.get('retry-after') ?? ''
-      await answer.arrayBuffer()
-      return answer.status === 429
-    },
-    20_000,
-    'a 429 while the held request runs',
-  )
+  const { held, retryAfter } = await holdOnlyTurn(busy)
   t.equal(retryAfter, '1', 'Retry-After')
   t.equal((await fetch(quiet)).status, 200, 'the other application is answered')
   t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
@@ -95,16 +109,7 @@ t.test("an application's own concurrency: 1 running, none queued, is its alone",
   const control = await localControl(t)
   const busy = await deployed(control, 'busy', { concurrency: { maxRunning: 1, maxQueued: 0 } })
   const quiet = await deployed(control, 'quiet')
-  const held = heldEcho(busy)
-  await until(
-    async () => {
-      const answer = await fetch(busy)
-      await answer.arrayBuffer()
-      return answer.status === 429
-    },
-    20_000,
-    'a 429 while the held request runs',
-  )
+  const { held } = await holdOnlyTurn(busy)
   const others = await Promise.all([fetch(quiet), fetch(quiet), fetch(quiet)])
   t.same(
     others.map((answer) => answer.status),
@@ -112,6 +117,22 @@ t.test("an application's own concurrency: 1 running, none queued, is its alone",
     'the other application answers requests at once',
   )
   t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
+
+  // A PATCH of a deployed application reloads it with its new share, as a resources change does.
+  const apps = (await control.call('GET', '/applications')).body as Array<{ id: string; name: string }>
+  const quietId = apps.find((app) => app.name === 'quiet')?.id ?? ''
+  const patched = await control.call('PATCH', `/applications/${quietId}`, {
+    json: { concurrency: { maxRunning: 1, maxQueued: 0 } },
+  })
+  t.match(patched.body, { deployment: { message: /re-applied with the new settings/ } })
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${quietId}`)).body as { deployment: Deployment }).deployment.ready,
+    60_000,
+    'the new version loaded',
+  )
+  const { held: heldQuiet } = await holdOnlyTurn(quiet)
+  t.match(await heldQuiet.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
 })
 
 t.test("an application's port answers only a Host naming loopback", async (t) => {
