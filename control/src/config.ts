@@ -494,7 +494,7 @@ export const settings = [
     flag: '--local-max-concurrent-requests',
     default: '100',
     parse: integerUpTo(1000),
-    help: "local runtime: each application's requests running at once, 1 to 1000",
+    help: 'local runtime: default and largest concurrency.maxRunning of an application, 1 to 1000',
   }),
   setting({
     key: 'localMaxQueuedRequests',
@@ -502,7 +502,7 @@ export const settings = [
     flag: '--local-max-queued-requests',
     default: '100',
     parse: integerFromZeroTo(10_000),
-    help: 'local runtime: requests of an application waiting for a turn; more get 429',
+    help: 'local runtime: default and largest concurrency.maxQueued (requests waiting; more get 429)',
   }),
   setting({
     key: 'localIdleTimeoutMs',

@@ -11,7 +11,7 @@ import { clusterRuntime } from './cluster/runtime.js'
 import type { ControlConfig } from './config.js'
 import { buildFinisher } from './domain/build-finished.js'
 import { measureImage } from './domain/image-size.js'
-import { resourcesInForce } from './domain/policy.js'
+import { concurrencyInForce, resourcesInForce } from './domain/policy.js'
 import { variableValues } from './domain/variables.js'
 import { buildApp } from './http/app.js'
 import { createDraining } from './http/draining.js'
@@ -227,6 +227,7 @@ function localFor(config: ControlConfig, db: Database, deps: ServerDeps, finish:
     // The values now, secrets unsealed, at every deploy: a new value needs no rebuild.
     variablesFor: (app) => variableValues(config, app),
     resourcesFor: (app) => resourcesInForce(config, app.settings.resources),
+    concurrencyFor: (app) => concurrencyInForce(config, app.settings.concurrency),
     ...deps.local,
     finish,
   })

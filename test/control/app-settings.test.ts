@@ -219,6 +219,7 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
     memoryRequest: null,
     memoryLimit: '256Mi',
     maxMemory: '512Mi',
+    concurrency: { maxRunning: 100, maxQueued: 100 },
   })
   const fresh = await createApp(open, 'hello')
   t.same(
@@ -253,6 +254,7 @@ t.test('GET /policy and the policy at PATCH: open fills defaults, max bounds, fo
     memoryRequest: null,
     memoryLimit: '256Mi',
     maxMemory: '512Mi',
+    concurrency: { maxRunning: 100, maxQueued: 100 },
   })
   const capped = await createApp(max, 'hello')
   const above = await patch(max, capped.id, { resources: { cpuLimit: '1001m' } })

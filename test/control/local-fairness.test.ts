@@ -3,89 +3,55 @@
 // --local-max-queued-requests, passed in every load), past it 429 with Retry-After for it
 // alone; and its port answers only a Host naming loopback, so a DNS-rebinding page cannot call
 // it (worker/src/host.rs).
-import { mkdtempSync, rmSync } from 'node:fs'
-import { connect } from 'node:net'
-import type { Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import fc from 'fast-check'
 import t from 'tap'
-import type { Test } from 'tap'
-import { writeStandIns } from '../fixtures/local-programs.js'
-import { toolchainCheck } from '@session-relay/control/local/programs'
-import { createApp, startTestControl, until } from '../helpers/control.js'
-import type { TestControl } from '../helpers/control.js'
+import { until } from '../helpers/control.js'
+import type { Deployment } from '../helpers/local-apps.js'
+import { deployed, holdOnlyTurn, localControl } from '../helpers/local-apps.js'
 import { rawRequest } from '../helpers/raw-http.js'
-import { SHARED_COMPILED } from '../helpers/worker-probe.js'
 
 t.setTimeout(180_000)
-
-type Deployment = { ready: boolean; publicUrl: string }
-
-async function deployed(control: TestControl, name: string): Promise<URL> {
-  const app = await createApp(control, name, { language: 'js' })
-  await control.call('POST', `/applications/${app.id}/builds`)
-  let deployment: Deployment | null = null
-  await until(
-    async () => {
-      deployment = ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: Deployment | null })
-        .deployment
-      return deployment?.ready === true
-    },
-    120_000,
-    `${name} deployed`,
-  )
-  return new URL((deployment as unknown as Deployment).publicUrl)
-}
-
-/** `POST /echo` promising ten bytes and sending five: its instance waits for the rest; `finish` sends it and reads the answer. */
-function heldEcho(url: URL): { finish: () => Promise<string> } {
-  const socket: Socket = connect(Number(url.port), '127.0.0.1')
-  let answer = ''
-  socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk))
-  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
-  socket.write(`POST /echo HTTP/1.1\r\nhost: ${url.host}\r\nconnection: close\r\ncontent-length: 10\r\n\r\n12345`)
-  return {
-    finish: async () => {
-      socket.write('67890')
-      await closed
-      return answer
-    },
-  }
-}
-
-async function localControl(t: Test, flags: string[] = []): Promise<TestControl> {
-  const dir = mkdtempSync(join(tmpdir(), 'local-fairness-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return await startTestControl(
-    t,
-    'pglite',
-    ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED, ...flags],
-    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('', undefined, process.env.PATH) } } },
-  )
-}
 
 t.test('one request holds the only turn: the next gets 429 with Retry-After, another application 200', async (t) => {
   const control = await localControl(t, ['--local-max-concurrent-requests', '1', '--local-max-queued-requests', '0'])
   const busy = await deployed(control, 'busy')
   const quiet = await deployed(control, 'quiet')
-  const held = heldEcho(busy)
-  let retryAfter = ''
-  // Until the held request has its turn, a quick one may still take it (and answer 200).
-  await until(
-    async () => {
-      const answer = await fetch(busy)
-      retryAfter = answer.headers.get('retry-after') ?? ''
-      await answer.arrayBuffer()
-      return answer.status === 429
-    },
-    20_000,
-    'a 429 while the held request runs',
-  )
+  const { held, retryAfter } = await holdOnlyTurn(busy)
   t.equal(retryAfter, '1', 'Retry-After')
   t.equal((await fetch(quiet)).status, 200, 'the other application is answered')
   t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
   await until(async () => (await fetch(busy)).status === 200, 20_000, 'the turn free again')
+})
+
+t.test("an application's own concurrency: 1 running, none queued, is its alone", async (t) => {
+  // The platform's defaults (100 and 100) for the other; the busy one chose a smaller share.
+  const control = await localControl(t)
+  const busy = await deployed(control, 'busy', { concurrency: { maxRunning: 1, maxQueued: 0 } })
+  const quiet = await deployed(control, 'quiet')
+  const { held } = await holdOnlyTurn(busy)
+  const others = await Promise.all([fetch(quiet), fetch(quiet), fetch(quiet)])
+  t.same(
+    others.map((answer) => answer.status),
+    [200, 200, 200],
+    'the other application answers requests at once',
+  )
+  t.match(await held.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
+
+  // A PATCH of a deployed application reloads it with its new share, as a resources change does.
+  const apps = (await control.call('GET', '/applications')).body as Array<{ id: string; name: string }>
+  const quietId = apps.find((app) => app.name === 'quiet')?.id ?? ''
+  const patched = await control.call('PATCH', `/applications/${quietId}`, {
+    json: { concurrency: { maxRunning: 1, maxQueued: 0 } },
+  })
+  t.match(patched.body, { deployment: { message: /re-applied with the new settings/ } })
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${quietId}`)).body as { deployment: Deployment }).deployment.ready,
+    60_000,
+    'the new version loaded',
+  )
+  const { held: heldQuiet } = await holdOnlyTurn(quiet)
+  t.match(await heldQuiet.finish(), /^HTTP\/1\.1 200 [^]*bytes 10$/)
 })
 
 t.test("an application's port answers only a Host naming loopback", async (t) => {

@@ -27,7 +27,11 @@ t.test('every method that needs a runtime answers 503 naming the settings that g
   await t.rejects(runtime.startBuild({ ...app, language: 'js' }, 'b', Buffer.alloc(0)), refusal, 'startBuild')
   await t.rejects(runtime.buildLog('b', false, { follow: false, signal }), refusal, 'the log of a build not finished')
   t.throws(() => runtime.checkDeploy(), refusal, 'checkDeploy')
-  await t.rejects(runtime.deploy({ ...app, resources: {} }, 'image'), refusal, 'deploy')
+  await t.rejects(
+    runtime.deploy({ ...app, resources: {}, concurrency: { maxRunning: 1, maxQueued: 0 } }, 'image'),
+    refusal,
+    'deploy',
+  )
   await t.rejects(
     runtime.invoke(app, { method: 'GET', path: '/', headers: {}, body: Buffer.alloc(0) }),
     refusal,

@@ -34,7 +34,9 @@ export type Application = Summary & {
   deployment: Deployment | null
   builds: Build[]
   variables?: Variables
+  concurrency?: Concurrency
 }
+export type Concurrency = { maxRunning: number; maxQueued: number }
 
 export async function findApp(api: Api, name: string): Promise<Summary | undefined> {
   const apps = await api.json<Summary[]>('GET', '/applications')

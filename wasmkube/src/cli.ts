@@ -1,6 +1,7 @@
 // The `wasmkube` command: dispatch, --help from the command table, errors to exit codes
 // (0 done, 1 the server refused or a build failed, 2 misuse).
 import { deleteCommand, appsCommand, buildsCommand } from './commands/listing.js'
+import { concurrencyCommand } from './commands/concurrency.js'
 import { deployCommand } from './commands/deploy.js'
 import { initCommand } from './commands/init.js'
 import { invokeCommand } from './commands/invoke.js'
@@ -22,6 +23,7 @@ const RUN: Record<CommandName, (args: string[], io: Io) => Promise<number>> = {
   apps: appsCommand,
   delete: deleteCommand,
   vars: varsCommand,
+  concurrency: concurrencyCommand,
 }
 
 export async function run(argv: string[], io: Io): Promise<number> {

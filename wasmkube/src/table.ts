@@ -122,6 +122,25 @@ export const COMMANDS = {
       secret: { type: 'boolean', help: 'set: store the values as secrets (never shown again)' },
     },
   },
+  concurrency: {
+    usage: 'concurrency NAME [--max-running N] [--max-queued N] [--reset] [--json]',
+    summary:
+      "an application's requests running at once and waiting on one machine's shared worker; a change waits until the deployment runs it",
+    positionals: [1, 1],
+    options: {
+      ...server,
+      ...json,
+      'max-running': { type: 'string', value: 'N', help: "its requests running at once, at most the platform's" },
+      'max-queued': {
+        type: 'string',
+        value: 'N',
+        help: "its requests waiting for a turn (then 429), at most the platform's",
+      },
+      reset: { type: 'boolean', help: "both back to the platform's values" },
+    },
+    details:
+      "Without options, prints the values in force. The platform's values (GET /policy) are the\ndefault and the largest; a value left out keeps the application's own, or the platform's.\nA cluster keeps these but does not apply them (a SpinApp has no such limit).",
+  },
 } satisfies Record<string, CommandSpec>
 
 export type CommandName = keyof typeof COMMANDS

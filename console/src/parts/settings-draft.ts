@@ -5,6 +5,8 @@ import type { Application, ApplicationPatch, ResourcePolicy } from '../api/types
 
 export const RESOURCE_FIELDS = ['cpuRequest', 'cpuLimit', 'memoryRequest', 'memoryLimit'] as const
 export type ResourceField = (typeof RESOURCE_FIELDS)[number]
+export const CONCURRENCY_FIELDS = ['maxRunning', 'maxQueued'] as const
+export type ConcurrencyField = (typeof CONCURRENCY_FIELDS)[number]
 
 type Variables = NonNullable<ApplicationPatch['variables']>
 type Variable = Variables[string]
@@ -35,6 +37,7 @@ export type Draft = {
   maxReplicas: string
   targetCpuPercent: string
   resources: Record<ResourceField, string>
+  concurrency: Record<ConcurrencyField, string>
   variables: VariableRow[]
 }
 
@@ -78,6 +81,16 @@ function resourcesOf(app: Application, policy: ResourcePolicy | null): Record<Re
   return fields
 }
 
+/** As resourcesOf: a value equal to the platform's (its default and largest) is shown empty. */
+function concurrencyOf(app: Application, policy: ResourcePolicy | null): Record<ConcurrencyField, string> {
+  const fields = {} as Record<ConcurrencyField, string>
+  for (const field of CONCURRENCY_FIELDS) {
+    const value = app.concurrency[field]
+    fields[field] = policy !== null && value === policy.concurrency[field] ? '' : String(value)
+  }
+  return fields
+}
+
 export function draftOf(app: Application, policy: ResourcePolicy | null): Draft {
   const scaling = app.autoscaling
   return {
@@ -88,6 +101,7 @@ export function draftOf(app: Application, policy: ResourcePolicy | null): Draft 
     maxReplicas: String(scaling?.maxReplicas ?? Math.max(app.replicas, 2)),
     targetCpuPercent: String(scaling?.targetCpuPercent ?? 80),
     resources: resourcesOf(app, policy),
+    concurrency: concurrencyOf(app, policy),
     variables: Object.entries(app.variables).map(([name, variable]) => rowOf(name, variable)),
   }
 }
@@ -138,6 +152,15 @@ export function patchOf(app: Application, draft: Draft, policy: ResourcePolicy |
       }
       patch.resources = resources
     }
+  }
+  const shownConcurrency = concurrencyOf(app, policy)
+  if (CONCURRENCY_FIELDS.some((field) => draft.concurrency[field].trim() !== shownConcurrency[field])) {
+    const concurrency: NonNullable<ApplicationPatch['concurrency']> = {}
+    for (const field of CONCURRENCY_FIELDS) {
+      const text = draft.concurrency[field].trim()
+      if (text !== '') concurrency[field] = numberOf(text)
+    }
+    patch.concurrency = concurrency
   }
   const variables: Variables = {}
   for (const row of draft.variables) {

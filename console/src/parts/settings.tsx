@@ -1,11 +1,12 @@
 // The Settings tab: description, replicas or autoscaling, CPU and memory under the platform's
-// policy (GET /policy), and variables. Save sends one PATCH with only what changed; the API's
+// policy (GET /policy), the application's share of the worker's requests, and variables. Save sends one PATCH with only what changed; the API's
 // 400 is shown in its own words beside the form, and the field it names is marked. A read-only
 // caller sees every setting but no control that would change one.
 import { useState } from 'preact/hooks'
 import { getJson, messageOf, sendJson } from '../api/client'
 import type { Application, ResourcePolicy } from '../api/types'
 import { useAccess } from './access'
+import { ConcurrencyFields } from './concurrency-fields'
 import type { Draft, ResourceField } from './settings-draft'
 import { draftOf, fieldOf, patchOf, RESOURCE_FIELDS } from './settings-draft'
 import { ErrorText, Loading } from './status'
@@ -27,7 +28,14 @@ export function SettingsPanel({ app, onChanged }: { app: Application; onChanged:
   if (policy.data === null)
     return policy.error !== null ? <ErrorText message={policy.error} /> : <Loading what="the platform's policy" />
   // A new form whenever the stored settings change (after a save), so it shows what is stored.
-  const stored = JSON.stringify([app.description, app.replicas, app.autoscaling, app.resources, app.variables])
+  const stored = JSON.stringify([
+    app.description,
+    app.replicas,
+    app.autoscaling,
+    app.resources,
+    app.concurrency,
+    app.variables,
+  ])
   return (
     <SettingsForm
       key={stored}
@@ -222,6 +230,14 @@ function SettingsForm({ app, policy, saved, onSaved }: FormProps) {
           })}
         </div>
       </fieldset>
+
+      <ConcurrencyFields
+        values={draft.concurrency}
+        policy={policy}
+        readOnly={readOnly}
+        marks={marks}
+        onChange={(concurrency) => edit({ concurrency })}
+      />
 
       <VariablesTable
         rows={draft.variables}

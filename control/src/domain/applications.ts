@@ -6,18 +6,19 @@ import { deleteApplication, findApplication, getApplication } from '../store/app
 import { lastDeployedBuild, latestImage } from '../store/builds.js'
 import type { DomainDeps } from './deps.js'
 import { applicationNotFound } from './not-found.js'
-import { resourcesInForce } from './policy.js'
+import { concurrencyInForce, resourcesInForce } from './policy.js'
 import { variablesView } from './variables.js'
 
-/** The settings as answers show them: replicas defaulted, the resources in force, no secret. */
+/** The settings as answers show them: replicas defaulted, the resources and concurrency in force, no secret. */
 function settingsView(
   config: DomainDeps['config'],
   settings: AppSettings,
-): Pick<ApplicationT, 'replicas' | 'autoscaling' | 'resources' | 'variables'> {
+): Pick<ApplicationT, 'replicas' | 'autoscaling' | 'resources' | 'concurrency' | 'variables'> {
   return {
     replicas: settings.replicas ?? config.replicas,
     autoscaling: settings.autoscaling,
     resources: resourcesInForce(config, settings.resources),
+    concurrency: concurrencyInForce(config, settings.concurrency),
     variables: variablesView(settings.variables),
   }
 }

@@ -2,7 +2,7 @@
 // application is deployed the change is applied at once (Runtime.appliesChanges says when) and
 // the answer's deployment message says so.
 import type { ApplicationT } from '../model/resources.js'
-import type { AutoscalingT, ResourcesT, VariableInputT } from '../model/app-settings.js'
+import type { AutoscalingT, ConcurrencyT, ResourcesT, VariableInputT } from '../model/app-settings.js'
 import { HttpError, InvalidInputError } from '@session-relay/common/errors'
 import type { AppSettings } from '../model/app-settings.js'
 import { findApplication, updateSettings } from '../store/applications.js'
@@ -11,7 +11,7 @@ import { describeApplication } from './applications.js'
 import type { DomainDeps } from './deps.js'
 import { deployApplication } from './deploy.js'
 import { applicationNotFound } from './not-found.js'
-import { checkResources, resourcesInForce } from './policy.js'
+import { checkConcurrency, checkResources, resourcesInForce } from './policy.js'
 import { storeVariables } from './variables.js'
 
 export type SettingsPatch = {
@@ -19,6 +19,7 @@ export type SettingsPatch = {
   replicas?: number | undefined
   autoscaling?: AutoscalingT | null | undefined
   resources?: ResourcesT | undefined
+  concurrency?: ConcurrencyT | undefined
   variables?: Record<string, VariableInputT> | undefined
 }
 
@@ -34,6 +35,7 @@ export async function configureApplication(
   if (patch.description !== undefined) change.description = patch.description
   if (patch.replicas !== undefined) change.replicas = patch.replicas
   if (patch.resources !== undefined) change.resources = checkResources(config, patch.resources)
+  if (patch.concurrency !== undefined) change.concurrency = checkConcurrency(config, patch.concurrency)
   if (patch.autoscaling !== undefined) {
     const autoscaling = patch.autoscaling
     if (autoscaling !== null && autoscaling.minReplicas > autoscaling.maxReplicas) {
@@ -61,6 +63,7 @@ export async function configureApplication(
     patch.replicas !== undefined ||
     patch.autoscaling !== undefined ||
     patch.resources !== undefined ||
+    patch.concurrency !== undefined ||
     patch.variables !== undefined
   const image = runs ? await latestImage(db, appId) : null
   const deployed = image !== null && runtime.appliesChanges(appId)

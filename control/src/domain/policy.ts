@@ -5,11 +5,20 @@
 // are computed at every read and every deploy, never stored, so a tightened policy holds for old
 // applications from the next deploy on. In every mode no memory request or limit passes
 // --resource-max-memory (512Mi by default): the open policy bounds memory too, since on one
-// machine every application's instances share the worker's (issue 40).
+// machine every application's instances share the worker's (issue 40). An application's
+// concurrency (its share of the worker's requests) is bounded the same way by
+// --local-max-concurrent-requests and --local-max-queued-requests, in every mode: they are
+// the default and the largest value.
 import type { ControlConfig } from '../config.js'
 import { InvalidInputError } from '@session-relay/common/errors'
-import type { ResourceField, ResourcePolicyT, ResourcesT } from '../model/app-settings.js'
-import { RESOURCE_FIELDS } from '../model/app-settings.js'
+import type {
+  ConcurrencyInForce,
+  ConcurrencyT,
+  ResourceField,
+  ResourcePolicyT,
+  ResourcesT,
+} from '../model/app-settings.js'
+import { CONCURRENCY_FIELDS, RESOURCE_FIELDS } from '../model/app-settings.js'
 import type { QuantityValue } from '../model/quantity.js'
 import { compareQuantities, parseQuantity, QUANTITY_RULE } from '../model/quantity.js'
 
@@ -21,6 +30,8 @@ type PolicySettings = Pick<
   | 'resourceMemoryRequest'
   | 'resourceMemoryLimit'
   | 'resourceMaxMemory'
+  | 'localMaxConcurrentRequests'
+  | 'localMaxQueuedRequests'
 >
 
 const MEMORY_FIELDS: readonly ResourceField[] = ['memoryRequest', 'memoryLimit']
@@ -51,6 +62,7 @@ export function policyView(config: PolicySettings): ResourcePolicyT {
     memoryRequest: values.memoryRequest ?? null,
     memoryLimit: values.memoryLimit ?? null,
     maxMemory: config.resourceMaxMemory === '' ? null : config.resourceMaxMemory,
+    concurrency: platformConcurrency(config),
   }
 }
 
@@ -132,4 +144,37 @@ export function resourcesInForce(config: PolicySettings, stored: ResourcesT): Re
     if (above(result[request], result[limit])) result[request] = result[limit]
   }
   return result
+}
+
+type ConcurrencySettings = Pick<ControlConfig, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
+
+const CONCURRENCY_FLAGS = {
+  maxRunning: '--local-max-concurrent-requests',
+  maxQueued: '--local-max-queued-requests',
+} as const
+
+function platformConcurrency(config: ConcurrencySettings): ConcurrencyInForce {
+  return { maxRunning: config.localMaxConcurrentRequests, maxQueued: config.localMaxQueuedRequests }
+}
+
+/** The concurrency a PATCH asks for, checked: nothing above the platform's (400 naming the field and the setting). */
+export function checkConcurrency(config: ConcurrencySettings, requested: ConcurrencyT): ConcurrencyT {
+  const platform = platformConcurrency(config)
+  for (const field of CONCURRENCY_FIELDS) {
+    const own = requested[field]
+    if (own !== undefined && own > platform[field])
+      throw new InvalidInputError(
+        `concurrency.${field}: ${own} is above the platform's largest ${platform[field]} (${CONCURRENCY_FLAGS[field]})`,
+      )
+  }
+  return requested
+}
+
+/** The concurrency in force for what the application stored: its own values, lowered to the platform's now, else the platform's. */
+export function concurrencyInForce(config: ConcurrencySettings, stored: ConcurrencyT): ConcurrencyInForce {
+  const platform = platformConcurrency(config)
+  return {
+    maxRunning: Math.min(stored.maxRunning ?? platform.maxRunning, platform.maxRunning),
+    maxQueued: Math.min(stored.maxQueued ?? platform.maxQueued, platform.maxQueued),
+  }
 }

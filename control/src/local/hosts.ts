@@ -106,8 +106,12 @@ export type LocalHosts = {
   close(): Promise<void>
 }
 
-/** What an application sets for itself: the memory each of its instances may grow to. */
-type AppLimits = { memoryBytes?: number | undefined }
+/** What an application sets for itself: the memory each of its instances may grow to, its share of the worker's requests. */
+type AppLimits = {
+  memoryBytes?: number | undefined
+  maxConcurrentRequests?: number | undefined
+  maxQueuedRequests?: number | undefined
+}
 
 type Instance = {
   appId: string
@@ -296,10 +300,9 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
       if (!current(instance)) return
       const { lockedApp, components } = instance.unpacked
       const started = Date.now()
-      const limits = {
-        ...deps.limits,
-        ...(instance.own.memoryBytes === undefined ? {} : { memoryBytes: instance.own.memoryBytes }),
-      }
+      // The application's own values over the platform's; an absent one is no value (JSON drops undefined).
+      const own = Object.fromEntries(Object.entries(instance.own).filter(([, value]) => value !== undefined))
+      const limits = { ...deps.limits, ...own }
       const reply = await worker.send({
         op: 'load',
         app: instance.appId,

@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
-import type { ResourcesT } from '../model/app-settings.js'
+import type { ConcurrencyInForce, ResourcesT } from '../model/app-settings.js'
 import type { Logger } from '../logger.js'
 import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { StoredApplication } from '../store/applications.js'
@@ -31,7 +31,7 @@ export type LocalRuntime = {
   imageRefFor(app: BuildApplication, buildId: string): string
   /** The builder program, or a 503 naming what is missing. */
   builder(): string
-  /** Run `image` for the application with its variables' values now (`variablesFor`) and its resources in force: a restart. */
+  /** Run `image` for the application with its variables' values now (`variablesFor`) and its resources and concurrency in force: a restart. */
   deploy(app: DeployTarget, image: string): Promise<void>
   /** Unload the application and drop its stored images: it is being deleted. */
   forget(app: { id: string; clusterName: string }): Promise<void>
@@ -52,9 +52,11 @@ export type LocalRuntimeDeps = {
   variablesFor?: (app: StoredApplication) => Promise<Record<string, string>>
   /** The resources in force for the application under the platform's policy (its stored ones when absent): what a restart brings it back with. */
   resourcesFor?: (app: StoredApplication) => ResourcesT
+  /** Its concurrency in force under the platform's policy (its stored values over the platform's when absent). */
+  concurrencyFor?: (app: StoredApplication) => ConcurrencyInForce
 }
 
-type DeployTarget = StoredApplication & { resources: ResourcesT }
+type DeployTarget = StoredApplication & { resources: ResourcesT; concurrency: ConcurrencyInForce }
 
 export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRuntime> {
   const { config, db, logger } = deps
@@ -69,6 +71,8 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     // The values are looked up while the deployment already counts as starting (an invoke waits for it).
     await hosts.deploy(app, image, deps.variablesFor?.(app) ?? {}, {
       memoryBytes: instanceMemoryBytes(app.resources.memoryLimit),
+      maxConcurrentRequests: app.concurrency.maxRunning,
+      maxQueuedRequests: app.concurrency.maxQueued,
     })
   }
   const builder = (): string =>
@@ -113,14 +117,16 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   for (const deployed of await deployedImages(db)) {
     const app = await findApplication(db, deployed.id)
     if (app === null) continue
-    await deploy({ ...app, resources: deps.resourcesFor?.(app) ?? app.settings.resources }, deployed.image).catch(
-      (error: unknown) => {
-        logger.warn(
-          { appId: app.id, reason: (error as Error).message },
-          'could not bring a deployed application back up',
-        )
+    const inForce = {
+      resources: deps.resourcesFor?.(app) ?? app.settings.resources,
+      concurrency: deps.concurrencyFor?.(app) ?? {
+        maxRunning: app.settings.concurrency.maxRunning ?? config.localMaxConcurrentRequests,
+        maxQueued: app.settings.concurrency.maxQueued ?? config.localMaxQueuedRequests,
       },
-    )
+    }
+    await deploy({ ...app, ...inForce }, deployed.image).catch((error: unknown) => {
+      logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
+    })
   }
   logger.info(
     { dir: root, registry: config.imageRepository || null, concurrency: config.localBuilds },

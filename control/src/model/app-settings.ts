@@ -1,5 +1,5 @@
 // What an application is configured with beyond its code: replicas or autoscaling, CPU and
-// memory, and the variables its functions read. The request shapes (PATCH) and the answer
+// memory, its share of the shared worker's requests, and the variables its functions read. The request shapes (PATCH) and the answer
 // shapes differ in one place: a secret goes in as its value and comes out as `{secret: true}`.
 import { Type } from 'typebox'
 import type { Static } from 'typebox'
@@ -59,6 +59,39 @@ export const Resources = Type.Object(
 )
 
 export const RESOURCE_FIELDS = ['cpuRequest', 'cpuLimit', 'memoryRequest', 'memoryLimit'] as const
+
+// The worker's own bounds (worker/README.md, "limits"): its pool of 1,000 instances and its
+// longest queue. The platform's settings narrow them (domain/policy.ts).
+const MAX_RUNNING = 1000
+const MAX_QUEUED = 10_000
+
+export const Concurrency = Type.Object(
+  {
+    maxRunning: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_RUNNING,
+        description:
+          "the application's requests running at once (each holding one of the worker's instances): from 1 to the platform's --local-max-concurrent-requests, which is also the default",
+      }),
+    ),
+    maxQueued: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_QUEUED,
+        description:
+          "its requests waiting, in order of arrival, for one of those turns (holding no instance); past them 429 with Retry-After: from 0 to the platform's --local-max-queued-requests, which is also the default",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "the application's share of the shared worker on one machine (local runtime); a cluster stores it but SpinKube has no such limit, so it is not applied there",
+  },
+)
+
+export const CONCURRENCY_FIELDS = ['maxRunning', 'maxQueued'] as const
 
 // RFC 1123 subdomain (a Secret's name) and a Secret's key.
 const SecretRef = Type.Object(
@@ -132,6 +165,10 @@ export const AppSettingsView = {
   }),
   autoscaling: Type.Union([Autoscaling, Type.Null()]),
   resources: Resources,
+  concurrency: Type.Object(
+    { maxRunning: Type.Integer(), maxQueued: Type.Integer() },
+    { description: "the application's share of the worker in force: its own values, else the platform's" },
+  ),
   variables: VariablesView,
 }
 
@@ -147,11 +184,21 @@ export const ResourcePolicy = Type.Object({
   maxMemory: Type.Union([Type.String(), Type.Null()], {
     description: 'the largest memory request or limit an application may have, in every mode (null: none)',
   }),
+  concurrency: Type.Object(
+    { maxRunning: Type.Integer(), maxQueued: Type.Integer() },
+    {
+      description:
+        'the largest concurrency an application may set, and what it gets when it sets none (local runtime: --local-max-concurrent-requests, --local-max-queued-requests)',
+    },
+  ),
 })
 
 export type AutoscalingT = Static<typeof Autoscaling>
 export type ResourcesT = Static<typeof Resources>
 export type ResourceField = (typeof RESOURCE_FIELDS)[number]
+export type ConcurrencyT = Static<typeof Concurrency>
+/** The concurrency in force: every field has its value. */
+export type ConcurrencyInForce = Required<ConcurrencyT>
 export type VariableInputT = Static<typeof VariableInput>
 export type VariableViewT = Static<typeof VariableView>
 export type ResourcePolicyT = Static<typeof ResourcePolicy>
@@ -165,5 +212,7 @@ export type AppSettings = {
   replicas: number | null
   autoscaling: AutoscalingT | null
   resources: ResourcesT
+  /** Empty: the platform's values. */
+  concurrency: ConcurrencyT
   variables: Record<string, StoredVariable>
 }

@@ -3,7 +3,7 @@
 // none (runtime/none.ts, every method a 503 naming the setting that would give one). The
 // composition root picks one; the domain holds it and never asks which it is.
 import type { Readable } from 'node:stream'
-import type { AppSettings, ResourcesT, StoredVariable } from '../model/app-settings.js'
+import type { AppSettings, ConcurrencyInForce, ResourcesT, StoredVariable } from '../model/app-settings.js'
 import type { DeploymentT, InvokeResultT, LanguageT } from '../model/resources.js'
 import type { StoredApplication, StoredApplicationDetail } from '../store/applications.js'
 import type { BuildOutcome } from '../store/builds.js'
@@ -17,8 +17,8 @@ export type BuildLog = { kind: 'text'; text: string } | { kind: 'stream'; upstre
 /** An invoke request checked (400, 413) and ready to send; `path` is rebuilt from checked parts. */
 export type PreparedInvoke = { method: string; path: string; headers: Record<string, string[]>; body: Buffer }
 
-/** An application as it is deployed: its settings with the resources in force under the policy now. */
-type DeployTarget = StoredApplication & { resources: ResourcesT }
+/** An application as it is deployed: its settings with the resources and concurrency in force under the policy now. */
+type DeployTarget = StoredApplication & { resources: ResourcesT; concurrency: ConcurrencyInForce }
 
 /** How a build ended, told by whichever runtime ran it (domain/build-finished.ts does what follows). */
 export type FinishBuild = (buildId: string, outcome: BuildOutcome) => Promise<void>

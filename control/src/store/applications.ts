@@ -5,7 +5,7 @@
 // is unique across all of them, so one tenant's can never be taken for another's.
 import { randomBytes, randomUUID } from 'node:crypto'
 import { ConflictError } from '@session-relay/common/errors'
-import type { AppSettings, AutoscalingT, ResourcesT, StoredVariable } from '../model/app-settings.js'
+import type { AppSettings, AutoscalingT, ConcurrencyT, ResourcesT, StoredVariable } from '../model/app-settings.js'
 import type { ApplicationSummaryT, BuildT, FunctionT, LanguageT, RuntimeT } from '../model/resources.js'
 import { listBuilds } from './builds.js'
 import type { Database } from './db.js'
@@ -44,11 +44,12 @@ type ApplicationRow = {
   replicas: number | null
   autoscaling: AutoscalingT | null
   resources: ResourcesT
+  concurrency: ConcurrencyT
   variables: Record<string, StoredVariable>
 }
 
 const COLUMNS =
-  'id, name, tenant, cluster_name, language, runtime, description, created_at, replicas, autoscaling, resources, variables'
+  'id, name, tenant, cluster_name, language, runtime, description, created_at, replicas, autoscaling, resources, concurrency, variables'
 
 const A_COLUMNS = COLUMNS.split(', ')
   .map((column) => `a.${column}`)
@@ -71,6 +72,7 @@ function toSummary(row: ApplicationRow): StoredApplication {
       replicas: row.replicas,
       autoscaling: row.autoscaling,
       resources: row.resources,
+      concurrency: row.concurrency,
       variables: row.variables,
     },
   }
@@ -238,6 +240,7 @@ export async function updateSettings(
   if (change.autoscaling !== undefined)
     set('autoscaling', change.autoscaling === null ? null : JSON.stringify(change.autoscaling))
   if (change.resources !== undefined) set('resources', JSON.stringify(change.resources))
+  if (change.concurrency !== undefined) set('concurrency', JSON.stringify(change.concurrency))
   if (change.variables !== undefined) set('variables', JSON.stringify(change.variables))
   const [row] =
     sets.length === 0

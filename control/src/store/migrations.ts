@@ -109,6 +109,13 @@ export const migrations: Migration[] = [
     // says which build it came from. NULL: never deployed, or deployed before this was kept.
     statements: ['ALTER TABLE builds ADD COLUMN deployed_at timestamptz'],
   },
+  {
+    version: 7,
+    name: "applications' concurrency on the shared worker",
+    // Empty: the platform's values (--local-max-concurrent-requests and
+    // --local-max-queued-requests) as they are at each deploy, as for every application before.
+    statements: ["ALTER TABLE applications ADD COLUMN concurrency jsonb NOT NULL DEFAULT '{}'"],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.

@@ -78,10 +78,11 @@ export const applicationRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
         tags: ['applications'],
         operationId: 'updateApplication',
         summary:
-          'Change the description, replicas, autoscaling, resources or variables; fields given replace, fields absent stay',
+          'Change the description, replicas, autoscaling, resources, concurrency or variables; fields given replace, fields absent stay',
         description:
           "A deployed application gets the change at once (its SpinApp re-applied, or its host restarted) and its deployment's message says so. " +
           "Resources are checked against the platform's policy (GET /policy): above a `max` is 400 naming the field; under `forced` the answer shows the platform's values. " +
+          "Concurrency above the platform's (GET /policy: --local-max-concurrent-requests, --local-max-queued-requests) is 400 naming the field in every mode. " +
           'A secret variable\'s value is never shown again: answers say {"secret": true}, and sending that keeps the stored value.',
         params: AppParams,
         body: PatchApplication,

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { Autoscaling, Resources, VariablesInput } from '../../model/app-settings.js'
+import { Autoscaling, Concurrency, Resources, VariablesInput } from '../../model/app-settings.js'
 import { Description, Language, Name, Runtime, Tenant } from '../../model/resources.js'
 
 export const CreateApplication = Type.Object(
@@ -19,6 +19,7 @@ export const PatchApplication = Type.Object(
     replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'an integer from 1 to 100' })),
     autoscaling: Type.Optional(Type.Union([Autoscaling, Type.Null()])),
     resources: Type.Optional(Resources),
+    concurrency: Type.Optional(Concurrency),
     variables: Type.Optional(VariablesInput),
   },
   {
