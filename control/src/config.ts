@@ -58,6 +58,7 @@ export type ControlConfig = {
   localWorkerThreads: number // the worker's threads serving requests
   localMaxConcurrentRequests: number // per application: requests holding an instance at once
   localMaxQueuedRequests: number // per application: requests waiting behind them, then 429
+  localMemoryBudgetBytes: number | null // every instance's memory together, in the worker; null: its default
   maxTenantBuilds: number // builds running and queued per tenant, both runtimes
   namespace: string
   prometheusUrl: string // without trailing slash
@@ -208,6 +209,16 @@ function parseQuantity(text: string): string {
   if (!/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/.test(text))
     throw new Error('expected a Kubernetes quantity such as 500m, 2 or 2Gi')
   return text
+}
+
+// The worker's --memory-budget-bytes (worker/src/budget.rs): whole bytes, at least 16 MiB.
+function parseMemoryBudget(text: string): number | null {
+  if (text === '') return null
+  const value = quantityValue(text)
+  const bytes = value === null ? null : (value.numerator + value.denominator - 1n) / value.denominator
+  if (bytes === null || bytes < 16n * 2n ** 20n || bytes > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new Error('expected a memory quantity of at least 16Mi, such as 8Gi')
+  return Number(bytes)
 }
 
 function parseResourcePolicy(text: string): ResourcePolicyMode {
@@ -503,6 +514,14 @@ export const settings = [
     default: '100',
     parse: integerFromZeroTo(10_000),
     help: 'local runtime: default and largest concurrency.maxQueued (requests waiting; more get 429)',
+  }),
+  setting({
+    key: 'localMemoryBudgetBytes',
+    env: 'PLATFORM_LOCAL_MEMORY_BUDGET',
+    flag: '--local-memory-budget',
+    default: '',
+    parse: parseMemoryBudget,
+    help: "local runtime: all functions' memory together (quantity, 16Mi+); empty: half the machine's",
   }),
   setting({
     key: 'localIdleTimeoutMs',

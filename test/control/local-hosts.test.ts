@@ -120,6 +120,31 @@ t.test("the worker gets the threads setting as its --threads; unset, the worker'
   }
 })
 
+t.test('the worker gets the memory budget as its --memory-budget-bytes and answers past it 503', async (t) => {
+  const dir = t.testdir({ worker: {} })
+  const budget = 256 * 2 ** 20
+  const hosts = createLocalHosts({
+    logger: createLogger('silent'),
+    dir: join(dir, 'worker'),
+    worker: () => WORKER_BIN,
+    cacheDir: SHARED_COMPILED,
+    memoryBudgetBytes: budget,
+  })
+  t.teardown(() => hosts.close())
+  await hosts.deploy(
+    { id: 'app1' },
+    await pushProbe(`oci-layout:${join(dir, 'image')}:b1`),
+    {},
+    {
+      memoryBytes: 512 * 2 ** 20,
+    },
+  )
+  const { url } = await answer(hosts, 'app1')
+  const refused = await fetch(`${url}/alloc?mb=220`)
+  t.equal(refused.status, 503)
+  t.match(await refused.text(), `the worker's memory budget of ${budget} bytes is in use`)
+})
+
 t.test('a removed application is not loaded again, its port closes, its compiled component is pruned', async (t) => {
   const { hosts, dir } = hostsFor(t, { initialMs: 10, maxMs: 10 }, true)
   await hosts.deploy({ id: 'app3' }, await pushProbe(`oci-layout:${join(dir, 'image')}:b1`))

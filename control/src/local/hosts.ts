@@ -57,6 +57,8 @@ export type LocalHostsDeps = {
   allowPrivateOutbound?: string[]
   /** The worker's threads serving requests (its --threads; the worker's own default, 1, when unset). */
   threads?: number
+  /** Every instance's memory together (its --memory-budget-bytes; the worker's own default, half the machine's, when unset). */
+  memoryBudgetBytes?: number
   /**
    * Scale to zero: an application without a request for `timeoutMs` is unloaded (its memory
    * given back) with its port kept: the next request there, or through invoke, loads it again.
@@ -170,6 +172,7 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
         ? ['--allow-private-outbound', (deps.allowPrivateOutbound ?? []).join(',')]
         : []),
       ...(deps.threads === undefined ? [] : ['--threads', String(deps.threads)]),
+      ...(deps.memoryBudgetBytes === undefined ? [] : ['--memory-budget-bytes', String(deps.memoryBudgetBytes)]),
     ],
     cwd: deps.dir,
     pidFile: join(deps.dir, 'worker.pid'),

@@ -92,6 +92,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     cacheDir: compiledDir,
     allowPrivateOutbound: config.localAllowPrivateOutbound,
     threads: config.localWorkerThreads,
+    ...(config.localMemoryBudgetBytes === null ? {} : { memoryBudgetBytes: config.localMemoryBudgetBytes }),
     // Each application's share of the worker's instance pool (worker/README.md, "Admission").
     limits: {
       maxConcurrentRequests: config.localMaxConcurrentRequests,
