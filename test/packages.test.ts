@@ -109,3 +109,67 @@ t.test('each package declares the shared packages it imports', async (t) => {
     t.same(declared.sort(), [...used].sort(), `${pkg}/package.json lists what ${pkg} imports`)
   }
 })
+
+/** A circle in `graph` (file to the files it imports), as the files round it, or null. */
+export function circle(graph: ReadonlyMap<string, readonly string[]>): string[] | null {
+  const state = new Map<string, 'open' | 'done'>()
+  const path: string[] = []
+  const visit = (file: string): string[] | null => {
+    if (state.get(file) === 'done') return null
+    if (state.get(file) === 'open') return [...path.slice(path.indexOf(file)), file]
+    state.set(file, 'open')
+    path.push(file)
+    for (const next of graph.get(file) ?? []) {
+      const found = visit(next)
+      if (found !== null) return found
+    }
+    path.pop()
+    state.set(file, 'done')
+    return null
+  }
+  for (const file of graph.keys()) {
+    const found = visit(file)
+    if (found !== null) return found
+  }
+  return null
+}
+
+/** `pkg`'s files and the files of its own each one imports (type-only imports too: a circle of types is still one). */
+function graphOf(pkg: string): Map<string, string[]> {
+  const files = new Set(sources(join(repo, pkg, 'src')).map((path) => relative(join(repo, pkg, 'src'), path)))
+  const graph = new Map<string, string[]>([...files].map((file) => [file, []]))
+  for (const { file, spec } of IMPORTS.get(pkg) ?? []) {
+    if (!spec.startsWith('.')) continue
+    const base = posix.normalize(posix.join(posix.dirname(file), spec)).replace(/\.js$/, '')
+    const target = [`${base}.ts`, `${base}.tsx`, `${base}/index.ts`].find((candidate) => files.has(candidate))
+    if (target !== undefined) graph.get(file)?.push(target)
+  }
+  return graph
+}
+
+t.test('the circle finder finds one and only one', async (t) => {
+  t.same(
+    circle(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['b']],
+      ]),
+    ),
+    ['b', 'c', 'b'],
+  )
+  t.equal(
+    circle(
+      new Map([
+        ['a', ['b', 'c']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    null,
+  )
+})
+
+t.test('no import circle within a package', async (t) => {
+  for (const pkg of Object.keys(ALLOWED)) t.same(circle(graphOf(pkg)), null, `${pkg}: no circle`)
+})

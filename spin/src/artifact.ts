@@ -13,7 +13,7 @@ import {
   WASM_CONTENT_TYPE,
   WASM_LAYER_MEDIA_TYPE,
 } from './format.js'
-import type { ArtifactStore } from './store.js'
+import type { ArtifactStore } from './artifact-store.js'
 
 export type SpinApplication = {
   /** The locked app whose components' sources are still local (`source` unset or a file URL). */

@@ -10,7 +10,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { isDigest, sha256Digest, verifyDigest } from './digest.js'
 import type { Descriptor } from './format.js'
 import { INDEX_MEDIA_TYPE } from './format.js'
-import type { ArtifactStore } from './store.js'
+import type { ArtifactStore } from './artifact-store.js'
 
 const REF_NAME = 'org.opencontainers.image.ref.name'
 const LOCK_WAIT_MS = 10_000

@@ -7,7 +7,7 @@ import { basicHeader, fetchToken, parseChallenge, readBounded, readText } from '
 import { sha256Digest, verifyDigest } from './digest.js'
 import { INDEX_MEDIA_TYPE, MANIFEST_MEDIA_TYPE } from './format.js'
 import type { RegistryRef } from './ref.js'
-import type { ArtifactStore } from './store.js'
+import type { ArtifactStore } from './artifact-store.js'
 import { isLoopbackRegistry } from './ref.js'
 
 type RegistryOptions = {

@@ -15,7 +15,8 @@ import type { ImageConfig, ImageManifest, LockedApp } from './format.js'
 import { LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE } from './format.js'
 import { parseRef, pinnedRef } from './ref.js'
 import { isVariableName } from './variable-name.js'
-import type { ArtifactStore, StoreOptions } from './store.js'
+import type { ArtifactStore } from './artifact-store.js'
+import type { StoreOptions } from './store.js'
 import { openStore } from './store.js'
 
 export type RelockResult = {

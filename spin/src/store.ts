@@ -5,13 +5,9 @@ import { layoutStore } from './layout.js'
 import type { ArtifactRef } from './ref.js'
 import { registryClient } from './registry.js'
 
-export type ArtifactStore = {
-  hasBlob: (digest: string) => Promise<boolean>
-  pushBlob: (bytes: Uint8Array, digest: string) => Promise<void>
-  pushManifest: (bytes: Uint8Array, mediaType: string, reference: string) => Promise<string>
-  getManifest: (reference: string) => Promise<{ bytes: Buffer; digest: string; mediaType: string }>
-  getBlob: (digest: string, maxBytes: number) => Promise<Buffer>
-}
+// The shape lives apart so that its two implementations need not import this module.
+export type { ArtifactStore } from './artifact-store.js'
+import type { ArtifactStore } from './artifact-store.js'
 
 export type StoreOptions = {
   /** A directory holding a Docker config.json; null for none. */

@@ -1,28 +1,10 @@
 // The WebSocket behavior of /relay/{id}: uWS's settings for it, the attach (upgrade.ts), and
 // what each connection event does to the session table and the forwarder.
-import type { AddressLimiter } from '../http/admission.js'
-import type { Metrics } from '../http/metrics.js'
-import type { OriginPolicy } from '../http/origins.js'
 import type { WebSocketBehavior } from '../http/uws.js'
-import type { Logger } from '../logger.js'
 import type { PeerData, Slot } from '../session/session.js'
-import type { SessionTable } from '../session/table.js'
 import { CLOSE_CODES } from './close-codes.js'
-import type { Forwarder } from './forwarding.js'
+import type { DataPlaneDeps } from './deps.js'
 import { attachUpgrade } from './upgrade.js'
-
-export type DataPlaneDeps = {
-  table: SessionTable
-  forwarder: Forwarder
-  metrics: Metrics
-  logger: Logger
-  allowsOrigin: OriginPolicy
-  /** -1: no limit of its own (the per-connection backlog still bounds a message). */
-  maxFrameSize: number
-  maxBacklog: number
-  /** Refused attaches per client address; past the limit every attach from it answers 429. */
-  attachFailures: AddressLimiter
-}
 
 /** What uWS 20.30 reports when it closes a connection for a message above maxPayloadLength. */
 const TOO_BIG_MESSAGE = 'Received too big message'

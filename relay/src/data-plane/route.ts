@@ -5,7 +5,7 @@ import type { Routes } from '../http/request-guard.js'
 import { sendError } from '../http/responses.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { PeerData } from '../session/session.js'
-import type { DataPlaneDeps } from './behavior.js'
+import type { DataPlaneDeps } from './deps.js'
 import { dataPlaneBehavior } from './behavior.js'
 
 export type DataPlaneRoute = {

@@ -8,7 +8,7 @@ import { clientAddress } from '../http/admission.js'
 import type { HttpRequest, HttpResponse, us_socket_context_t } from '../http/uws.js'
 import type { PeerData } from '../session/session.js'
 import { isWellFormedToken } from '../session/tokens.js'
-import type { DataPlaneDeps } from './behavior.js'
+import type { DataPlaneDeps } from './deps.js'
 
 export function attachUpgrade(deps: DataPlaneDeps) {
   const { table, metrics, attachFailures } = deps
