@@ -254,11 +254,14 @@ async fn run_instance(
     // The epoch stops a guest that computes; this stops one that waits (on outgoing I/O).
     let result = tokio::time::timeout_at(deadline.into(), call).await;
     Stats::add(&stats.wall_ns, started.elapsed().as_nanos() as u64);
-    match result {
+    let outcome = match result {
         Err(_) => Outcome::Timeout,
         Ok(Ok(())) => Outcome::Done,
         Ok(Err(e)) => failure(&e, &store.data().limiter),
-    }
+    };
+    let used = store.data().limiter.used;
+    crate::limits::release(store, used);
+    outcome
 }
 
 fn respond(

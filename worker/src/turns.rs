@@ -1,5 +1,5 @@
 //! Time on the serving threads, shared between applications rather than between requests
-//! (issue 40). Every epoch tick (10 ms) a running guest gives its thread back; tokio then runs
+//! (issue 40). Every epoch tick (2 ms, `engine.rs`) a running guest gives its thread back; tokio then runs
 //! the tasks in its queue in turn, one slice each. One application with a hundred requests in a
 //! busy loop had a hundred tasks in that queue, so another application's request waited a
 //! hundred slices, a second, for each of its own.

@@ -120,14 +120,17 @@ pub async fn handle(
         };
         let result = tokio::time::timeout_at(deadline.into(), call).await;
         Stats::add(&stats.wall_ns, started.elapsed().as_nanos() as u64);
-        match result {
+        let outcome = match result {
             Err(_) => Outcome::Timeout,
             Ok(Ok(())) => Outcome::Done,
             Ok(Err(e)) if e.downcast_ref::<I32Exit>().is_some_and(|exit| exit.0 == 0) => {
                 Outcome::Done
             }
             Ok(Err(e)) => failure(&e, &store.data().limiter),
-        }
+        };
+        let used = store.data().limiter.used;
+        crate::limits::release(store, used);
+        outcome
     };
     let mut outcome = tokio::spawn(CpuCharged {
         inner: Box::pin(run),
