@@ -5,8 +5,9 @@
 // checks it and serves it through the wasmtime worker; and invoke through the control plane and the API
 // server's service proxy, answered by the component; then a variable reaches it without a
 // rebuild through PATCH (relocked image, SpinApp variables from a Secret). One real js build.
-// Then the same build on the real API server (test/helpers/kube-apiserver.ts), with the test
-// playing the Job controller and the kubelet (test/fixtures/kube-real-runners.ts) and the
+// Then the same build on the real API server (test/helpers/kube-apiserver.ts), with Kubernetes'
+// own controllers and spin-operator, the node a kubelet stand-in running the Job's container
+// as the builder process (test/fixtures/kube-real-runners.ts), and the
 // control plane holding exactly the Role from deploy/ and acting as the registry's token
 // server: the Job pushes with its own credential, its log through pods/log, the SpinApp
 // applied with its tenant's pull Secret and then relocked for a secret variable. No shim serves it there: invoke goes through
