@@ -19,6 +19,7 @@ scripts/install-test-tools.sh
 # .cache/rust-wasm; test/builders/builder-rust.test.ts). With them there each returns at once.
 # Their output goes to a log each, shown when one fails.
 mkdir -p .cache/test-output
+echo "test: installing the cluster binaries and the rust root if missing (logs: .cache/test-output/install-*.log, rust-wasm-root.log)" >&2
 pids=()
 for install in install-kube-apiserver install-spin-operator rust-wasm-root; do
   scripts/$install.sh >/dev/null 2>".cache/test-output/$install.log" &
