@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: every test of the code, complete on a fresh clone. Installs what the tests need
-# with apt when it is missing (scripts/install-test-tools.sh), builds the real Kubernetes API
-# server once (scripts/install-kube-apiserver.sh), starts a throwaway PostgreSQL
+# with apt when it is missing (scripts/install-test-tools.sh), builds the test cluster's
+# Kubernetes and spin-operator once per version (scripts/install-kube-apiserver.sh,
+# scripts/install-spin-operator.sh), starts a throwaway PostgreSQL
 # so the control-plane suite runs on both of its engines (unless TEST_DATABASE_URL already
 # names one), then lints (ESLint, knip), typechecks, builds and runs tap; the whole suite first
 # builds and tests the worker runtime (scripts/test-worker.sh), whose binary the go and rust
@@ -10,13 +11,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-test-tools.sh
-# kube-apiserver and etcd for the cluster tests (test/helpers/kube-apiserver.ts): built from the
-# Go module proxy when .cache/kube/<version>/bin lacks them (minutes, once per version); with
-# them there the script returns at once.
-scripts/install-kube-apiserver.sh >/dev/null
-# The rust builder's toolchain root (Debian 13's rustc with the wasm32 standard library), made
-# once into .cache/rust-wasm (about 2 min) and reused: test/builders/builder-rust.test.ts.
-scripts/rust-wasm-root.sh >/dev/null
+# Three independent installs, side by side (their costs are in docs/testing.md): the test
+# cluster's control plane (kube-apiserver, kube-controller-manager, etcd; test/helpers/
+# kube-apiserver.ts) and spin-operator, each built from the Go module proxy once per version
+# into a cache outside the clone (minutes, once per machine), and the rust builder's toolchain
+# root (Debian 13's rustc with the wasm32 standard library, about 2 min once, into
+# .cache/rust-wasm; test/builders/builder-rust.test.ts). With them there each returns at once.
+# Their output goes to a log each, shown when one fails.
+mkdir -p .cache/test-output
+echo "test: installing the cluster binaries and the rust root if missing (logs: .cache/test-output/install-*.log, rust-wasm-root.log)" >&2
+pids=()
+for install in install-kube-apiserver install-spin-operator rust-wasm-root; do
+  scripts/$install.sh >/dev/null 2>".cache/test-output/$install.log" &
+  pids+=("$!:$install")
+done
+for entry in "${pids[@]}"; do
+  if ! wait "${entry%%:*}"; then
+    echo "scripts/${entry#*:}.sh failed:" >&2
+    tail -n 40 ".cache/test-output/${entry#*:}.log" >&2
+    exit 1
+  fi
+done
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   # Installs postgresql with apt when it is missing, starts it on loopback, exports TEST_DATABASE_URL.
   source scripts/test-postgres.sh

@@ -5,12 +5,17 @@
 // checks it and serves it through the wasmtime worker; and invoke through the control plane and the API
 // server's service proxy, answered by the component; then a variable reaches it without a
 // rebuild through PATCH (relocked image, SpinApp variables from a Secret). One real js build.
-// Then the same build on the real API server (test/helpers/kube-apiserver.ts), with the test
-// playing the Job controller and the kubelet (test/fixtures/kube-real-runners.ts) and the
+// Then the same build on the real API server (test/helpers/kube-apiserver.ts), with Kubernetes'
+// own controllers and spin-operator, the node a kubelet stand-in running the Job's container
+// as the builder process (test/fixtures/kube-real-runners.ts), and the
 // control plane holding exactly the Role from deploy/ and acting as the registry's token
 // server: the Job pushes with its own credential, its log through pods/log, the SpinApp
-// applied with its tenant's pull Secret and then relocked for a secret variable. No shim serves it there: invoke goes through
-// the API server's service proxy to an endpoint, and the API server refuses loopback ones.
+// applied with its tenant's pull Secret and then relocked for a secret variable, and the pod
+// spin-operator's Deployment makes for it run by the node's shim stand-in
+// (test/fixtures/kube-real-shim.ts) from what the pod says: pulled with the pod's pull Secret,
+// the variable from the Secret key its environment names. Invoke itself stays on the fake: it
+// goes through the API server's service proxy to an endpoint, and the API server refuses loopback
+// ones, so the test asks the pod's worker directly.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -21,6 +26,7 @@ import { templateInCluster } from '../helpers/cluster-template.js'
 import { createApp, firstFunction, until } from '../helpers/control.js'
 import { startRegistry } from '../helpers/registry.js'
 import { runBuildJobsReal } from '../fixtures/kube-real-runners.js'
+import { runSpinAppPods } from '../fixtures/kube-real-shim.js'
 import { JOB, SECRET, SPINAPP } from '../fixtures/kube-real.js'
 import { startRealClusterControl } from '../helpers/cluster.js'
 import { freePort } from '../helpers/ports.js'
@@ -123,6 +129,7 @@ t.test(
     })
     // No shared credential: each build Job's own, from its Secret.
     await runBuildJobsReal(t, kube, {})
+    const shim = await runSpinAppPods(t, kube)
 
     const app = await createApp(control, 'hello', { language: 'js' })
     const fn = firstFunction(app)
@@ -189,6 +196,13 @@ t.test(
       Buffer.from((await kube.get(SECRET, 'hello-variables'))?.data?.greeting ?? '', 'base64').toString(),
       SECRET_GREETING,
     )
+    // The pod spin-operator's Deployment made for the relocked image, run from what it says: the
+    // variable from the Secret key its environment names.
+    const served = await shim.url('hello', spec.image)
+    const answers = await Promise.all(
+      ['/', `/${fn.name}`].map(async (path) => (await fetch(`${served}${path}`)).text()),
+    )
+    t.ok(answers.includes(`${SECRET_GREETING} from ${fn.name}\n`), "the pod's function reads the secret variable")
     t.notOk(
       control.logText().includes(SECRET_GREETING) || patched.text.includes(SECRET_GREETING),
       'the secret is in no log line and not in the answer',

@@ -13,7 +13,7 @@ import { HTTPROUTES } from '../fixtures/kube-apply.js'
 import { succeedJob as succeedFakeJob } from '../fixtures/kube-jobs.js'
 import type { RealObject } from '../fixtures/kube-real.js'
 import {
-  collectGarbage,
+  collected,
   HPA,
   HTTPROUTE,
   INGRESS,
@@ -213,7 +213,10 @@ eachEngine(
     t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
     t.equal(await kube.get(SPINAPP, 'hello'), undefined, 'SpinApp gone')
     t.same(
-      await collectGarbage(kube, [SPINAPP], [HPA, HTTPROUTE]),
+      await collected(kube, [
+        [HPA, 'hello'],
+        [HTTPROUTE, 'hello'],
+      ]),
       ['horizontalpodautoscalers/hello', 'httproutes/hello'],
       'its HPA and HTTPRoute go with it (owned by the deleted SpinApp)',
     )

@@ -1,5 +1,5 @@
-// What a go or rust build Job gives the builder image, on the fake Kubernetes API (the Job's
-// spec is all this reads; `npm run test:images` runs each builder image's entrypoint with the
+// What a go or rust build Job gives the builder image, on the real API server
+// (test/helpers/kube-apiserver.ts; the Job's spec as stored is all this reads; `npm run test:images` runs each builder image's entrypoint with the
 // same settings): the language's builder image; the contract's settings and nothing that
 // overrides the image's own (RUST_ROOT=/ and PATH come from builders/Dockerfile.rust and .go;
 // no DEPENDENCY_CACHE, so the builder keeps one in its work directory for the build); a
@@ -12,9 +12,8 @@ import { lockedAppOf } from '@session-relay/builders/build-app'
 import { parseSpinToml } from '@session-relay/builders/spin-toml'
 import { templateFiles } from '@session-relay/spin/templates'
 import { unpackArchive } from '@session-relay/spin/source/archive'
-import { JOBS } from '../fixtures/kube-jobs.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
-import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import { JOB, SECRET } from '../fixtures/kube-real.js'
+import { REPOSITORY, startRealClusterControl } from '../helpers/cluster.js'
 import { createApp, firstFunction } from '../helpers/control.js'
 
 type Container = {
@@ -33,14 +32,14 @@ const LIMITS = { maxArchiveBytes: 1024 * 1024, maxFiles: 100, maxBytes: 8 * 1024
 
 for (const language of ['go', 'rust'] as const) {
   t.test(`a ${language} build Job carries what the ${language} builder image needs`, async (t) => {
-    const { control, fake } = await startClusterControl(t, 'pglite')
+    const { control, kube } = await startRealClusterControl(t, 'pglite')
     const name = `hello-${language}`
     const app = await createApp(control, name, { language })
     const fn = firstFunction(app)
     const started = await control.call('POST', `/applications/${app.id}/builds`)
     t.equal(started.status, 202)
     const buildId = (started.body as { id: string }).id
-    const job = fake.get(JOBS, `build-${buildId}`)
+    const job = await kube.get(JOB, `build-${buildId}`)
     if (job === undefined) return t.fail('no Job')
     const spec = job.spec as JobSpec
     const container = spec.template.spec.containers[0] as Container
@@ -67,7 +66,7 @@ for (const language of ['go', 'rust'] as const) {
     t.same(container.resources, { requests: resources, limits: resources })
     t.equal(spec.activeDeadlineSeconds, 900, 'the default deadline, past a cold build of the template in the image')
 
-    const secret = fake.get(SECRETS, `build-${buildId}`)
+    const secret = await kube.get(SECRET, `build-${buildId}`)
     const archive = Buffer.from((secret?.data as Record<string, string>)['source.tar.gz'] as string, 'base64')
     const files = await unpackArchive(Readable.from([archive]), LIMITS)
     const template = templateFiles(language, fn.name)

@@ -248,9 +248,9 @@ eachEngine(
       'the SpinApp applied after the build',
     )
     t.same(
-      spinApp?.metadata.managedFields?.map((f) => [f.manager, f.operation]),
+      spinApp?.metadata.managedFields?.filter((f) => f.subresource !== 'status').map((f) => [f.manager, f.operation]),
       [['platform-control', 'Apply']],
-      "server-side, by the control plane's field manager",
+      "server-side, by the control plane's field manager (the status is spin-operator's)",
     )
     const applies = kube.server
       .audit()
@@ -259,11 +259,14 @@ eachEngine(
     t.match(applies[0]?.requestURI, /[?&]fieldManager=platform-control(&|$)/)
     t.match(applies[0]?.requestURI, /[?&]force=true(&|$)/)
 
-    // The Job's TTL runs out: the Job, its pod and its Secret are gone (the TTL controller and the
-    // garbage collector, played here); the log is not.
+    // The Job's TTL runs out: the Job, its pod and its Secret are gone (deleted as the TTL
+    // controller does, then Kubernetes' garbage collector); the log is not.
     await kube.must('DELETE', kube.path(real.JOB, jobName), { propagationPolicy: 'Background' })
     t.same(
-      (await real.collectGarbage(kube, [real.JOB], [real.POD, real.SECRET])).sort(),
+      await real.collected(kube, [
+        [real.POD, pod.metadata.name],
+        [real.SECRET, jobName],
+      ]),
       [`pods/${pod.metadata.name}`, `secrets/${jobName}`],
       'the pod and the Secret go with the Job',
     )

@@ -124,7 +124,8 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
       `invoke ${method} reached the proxy`,
     )
   }
-  kubeletOf(kube).write('hello-pod-0', 'serving\n')
+  const [serving] = await kubeletOf(kube).pods('core.spinkube.dev/app-name=hello')
+  kubeletOf(kube).write(serving?.metadata.name ?? '', 'serving\n')
   t.equal((await control.call('GET', `/applications/${app.id}/logs?tail=10`)).text, 'serving\n')
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
 

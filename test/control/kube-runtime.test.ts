@@ -195,7 +195,7 @@ eachEngine(
     const reapplied = await kube.get(real.SPINAPP, 'hello')
     t.match(reapplied, { spec: { image, replicas: 2, executor: 'containerd-shim-spin' } }, 're-applied')
     t.same(
-      reapplied?.metadata.managedFields?.map((f) => [f.manager, f.operation]),
+      reapplied?.metadata.managedFields?.filter((f) => f.subresource !== 'status').map((f) => [f.manager, f.operation]),
       [['platform-control', 'Apply']],
       'by server-side apply',
     )
@@ -219,6 +219,9 @@ eachEngine(
       )
     }
     // The proxy answers "no endpoints" for a Service that does not exist too: it never reads it.
+    // spin-operator would restore the Service at once; frozen, it is a cluster whose operator is down.
+    const thaw = kube.server.pauseOperator()
+    t.teardown(thaw)
     await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
     for (const method of ['GET', 'HEAD']) {
       const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
@@ -450,7 +453,9 @@ eachEngine(t, "application logs: the running pod's log with tail and follow", as
   const quiet = await createApp(control, 'quiet')
   t.equal((await control.call('GET', `/applications/${quiet.id}/logs`)).status, 404, 'no pod yet')
   const { app } = await deployedReal(cluster)
-  kubelet.write('hello-pod-0', 'one\ntwo\nthree\n')
+  // The pod the ReplicaSet controller made for spin-operator's Deployment.
+  const pod = ((await kubelet.pods('core.spinkube.dev/app-name=hello'))[0] as real.RealObject).metadata.name
+  kubelet.write(pod, 'one\ntwo\nthree\n')
   const all = await control.call('GET', `/applications/${app.id}/logs`)
   t.equal(all.status, 200)
   t.match(all.headers.get('content-type'), /^text\/plain/)
@@ -460,10 +465,10 @@ eachEngine(t, "application logs: the running pod's log with tail and follow", as
   const response = await fetch(`${control.url}/api/v1/applications/${app.id}/logs?follow=true&tail=1`)
   const reader = response.body!.getReader()
   t.equal(Buffer.from((await reader.read()).value).toString(), 'three\n')
-  await until(() => kubelet.followers('hello-pod-0') === 1, 20_000, 'the API server following the kubelet')
-  kubelet.write('hello-pod-0', 'four\n')
+  await until(() => kubelet.followers(pod) === 1, 20_000, 'the API server following the kubelet')
+  kubelet.write(pod, 'four\n')
   t.equal(Buffer.from((await reader.read()).value).toString(), 'four\n', 'followed')
-  await kube.must('DELETE', kube.path(real.POD, 'hello-pod-0'))
+  await kube.must('DELETE', kube.path(real.POD, pod))
   await reader.cancel()
 })
 
@@ -493,20 +498,31 @@ eachEngine(
     )
     await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'delete', true)
 
+    const appPods = (await kube.list(real.POD, 'core.spinkube.dev/app-name=hello')).map((pod) => pod.metadata.name)
+    const replicaSet = (await kube.list(real.REPLICASET, 'core.spinkube.dev/app-name=hello'))[0]?.metadata.name ?? ''
+    const buildPod = (await real.podOfJob(kube, `build-${pending.id}`)).metadata.name
     t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
     t.equal(await kube.get(real.SPINAPP, 'hello'), undefined, 'SpinApp gone')
-    // What the garbage collector then deletes, from the owner references.
-    const collected = (
-      await real.collectGarbage(kube, [real.SPINAPP, real.JOB], [real.DEPLOYMENT, real.SERVICE, real.POD, real.SECRET])
-    ).sort()
+    // What Kubernetes' garbage collector then deletes, from the owner references.
+    const gone = await real.collected(kube, [
+      [real.DEPLOYMENT, 'hello'],
+      [real.REPLICASET, replicaSet],
+      [real.SERVICE, 'hello'],
+      ...appPods.map((name): [real.Kind, string] => [real.POD, name]),
+    ])
     t.same(
-      collected.filter((name) => !name.startsWith('pods/build-')),
-      ['deployments/hello', 'pods/hello-pod-0', 'services/hello'],
-      'its Deployment, Service and pods go with it',
+      gone,
+      [
+        'deployments/hello',
+        ...appPods.map((name) => `pods/${name}`),
+        `replicasets/${replicaSet}`,
+        'services/hello',
+      ].sort(),
+      'its Deployment, ReplicaSet, Service and pods go with it',
     )
-    t.equal(
-      collected.filter((name) => name.startsWith('pods/build-')).length,
-      1,
+    t.same(
+      await real.collected(kube, [[real.POD, buildPod]]),
+      [`pods/${buildPod}`],
       "and the pod of its build's Job, which the control plane deleted",
     )
     const ofApp = (objects: real.RealObject[]): real.RealObject[] =>
@@ -515,7 +531,7 @@ eachEngine(
     t.same(ofApp(await kube.list(real.SECRET)), [], 'its Secrets gone')
     t.equal((await control.call('GET', `/applications/${app.id}`)).status, 404)
     t.ok(await kube.get(real.SPINAPP, 'other'), 'another application untouched')
-    t.ok(await kube.get(real.POD, 'other-pod-0'), 'and its pods')
+    t.equal((await kube.list(real.POD, 'core.spinkube.dev/app-name=other')).length, 1, 'and its pod')
     t.equal((await control.call('GET', `/applications/${other.app.id}`)).status, 200)
   },
 )

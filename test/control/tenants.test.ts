@@ -10,7 +10,7 @@ import { startPrometheus } from '../fixtures/prometheus.js'
 import type { OidcFixture } from '../fixtures/oidc-provider.js'
 import { openDatabase } from '@session-relay/control/store/db'
 import { migrate, migrations } from '@session-relay/control/store/migrations'
-import { realCluster, SPINAPP, succeedJob } from '../fixtures/kube-real.js'
+import { realCluster, SPINAPP, startKubelet, succeedJob } from '../fixtures/kube-real.js'
 import { BUILDERS, REPOSITORY, tempDir } from '../helpers/cluster.js'
 import { kubeNamespace } from '../helpers/kube-apiserver.js'
 import { freshStore, isErrorBody, startTestControl, until } from '../helpers/control.js'
@@ -316,6 +316,7 @@ t.test(
     t.teardown(() => oidc.close())
     // On the real API server (test/helpers/kube-apiserver.ts), with deploy/'s Role.
     const kube = realCluster(await kubeNamespace(t, tempDir(t)))
+    await startKubelet(t, kube)
     const control = await startTestControl(
       t,
       ENGINE,

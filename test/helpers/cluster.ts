@@ -105,7 +105,7 @@ export async function startRealClusterControl(
     flags?: string[]
     kube?: RealCluster
     store?: Store
-    relock?: 'registry'
+    relock?: 'registry' | Relock
     proxy?: boolean
     watchProxy?: boolean
   } = {},

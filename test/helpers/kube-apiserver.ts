@@ -1,10 +1,10 @@
-// A real Kubernetes API server for the cluster tests: etcd and kube-apiserver, built by
-// scripts/install-kube-apiserver.sh (npm test runs it when the binaries are missing), on
-// 127.0.0.1 and free ports, with a throwaway data directory, serving certificates made for the
-// run, RBAC on, the CRDs the control plane and deploy/ need (test/fixtures/crds/, as their projects publish
-// them) and an audit log of the control plane's requests. There is no kubelet, scheduler or
-// controller manager: nothing runs pods, collects garbage or fills Endpoints unless a test plays
-// that part (test/fixtures/kube-real.ts).
+// A real Kubernetes cluster's control plane for the cluster tests: etcd and kube-apiserver
+// (built by scripts/install-kube-apiserver.sh; npm test runs it when the binaries are missing),
+// on 127.0.0.1 and free ports, with a throwaway data directory, serving certificates made for
+// the run, RBAC on, the CRDs the control plane and deploy/ need (test/fixtures/crds/, as their
+// projects publish them) and an audit log of the control plane's requests; then, against it,
+// kube-controller-manager and spin-operator (test/helpers/kube-controllers.ts). No kubelet runs:
+// a namespace's node is a stand-in the test starts (test/fixtures/kube-kubelet.ts).
 //
 // One server per test file (started on first use, stopped when the file ends: its start costs
 // seconds); each test gets a namespace of its own (`kubeNamespace`) with the Role and RoleBinding
@@ -12,7 +12,7 @@
 // account's token (TokenRequest), so the control plane runs with exactly the shipped Role.
 // Setup goes through an admin identity from --token-auth-file (group system:masters).
 import type { ChildProcess } from 'node:child_process'
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { IncomingHttpHeaders } from 'node:http'
@@ -24,7 +24,8 @@ import tap from 'tap'
 import type { Test } from 'tap'
 import { parse, parseAllDocuments } from 'yaml'
 import { freePort } from './ports.js'
-import { withTimeout } from './wait.js'
+import { startControllers } from './kube-controllers.js'
+import { poll, startProcess as start, stopProcess } from './kube-process.js'
 
 const repo = new URL('../../', import.meta.url).pathname
 
@@ -38,9 +39,6 @@ export function kubeBinDir(): string {
 
 const INSTALL_HINT =
   'kube-apiserver and etcd are not built: run scripts/install-kube-apiserver.sh (Go and the module proxy; several minutes once); npm test does it'
-
-// A bound for a hung start, not an expectation: both start in seconds on an idle machine.
-const START_TIMEOUT_MS = 120_000
 
 export type KubeAnswer = { status: number; headers: IncomingHttpHeaders; text: string; body: unknown }
 
@@ -65,6 +63,8 @@ export type KubeApiServer = {
   audit(): AuditEvent[]
   /** The API server's stderr so far, for a failure's message. */
   log(): string
+  /** spin-operator frozen until the returned thaw is called (test/helpers/kube-controllers.ts). */
+  pauseOperator: () => () => void
 }
 
 let shared: Promise<KubeApiServer> | null = null
@@ -169,16 +169,29 @@ async function startKubeApiServer(t: Test): Promise<KubeApiServer> {
     'core.spinkube.dev_spinapps.yaml',
     'gateway.networking.k8s.io_httproutes.yaml',
     'monitoring.coreos.com_servicemonitors.yaml',
+    'core.spinkube.dev_spinappexecutors.yaml',
   ]) {
     await installCrd(admin, readFileSync(join(repo, 'test/fixtures/crds', file), 'utf8'))
   }
+  // The RuntimeClass spin-operator's executor names (its release's spin-runtime-class.yaml, which
+  // the operator's install applies): without it the ReplicaSet's pods are refused.
+  const runtimeClass = await admin('POST', '/apis/node.k8s.io/v1/runtimeclasses', {
+    apiVersion: 'node.k8s.io/v1',
+    kind: 'RuntimeClass',
+    metadata: { name: 'wasmtime-spin-v2' },
+    handler: 'spin',
+  })
+  if (runtimeClass.status !== 201) throw new Error(`creating the RuntimeClass answered ${runtimeClass.status}`)
+  // After the CRDs: the garbage collector and spin-operator find every kind at their start.
+  const controllers = await startControllers(bin, dir, { url, ca: tls.ca, adminToken }, children)
   return {
     url,
     ca: tls.ca,
     adminToken,
     admin,
     audit: () => readAudit(join(dir, 'audit.log')),
-    log: apiserver.log,
+    log: () => `${apiserver.log()}\n${controllers.log()}`,
+    pauseOperator: controllers.pauseOperator,
   }
 }
 
@@ -209,6 +222,17 @@ export async function kubeNamespace(t: Test, dir: string, prefix = 'apps'): Prom
   await must('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } })
   t.teardown(async () => {
     await server.admin('DELETE', `/api/v1/namespaces/${namespace}`)
+  })
+  // The executor the control plane's SpinApps name, as spin-operator's install has one made in
+  // each namespace of apps (its release's spin-operator.shim-executor.yaml).
+  await must('POST', `/apis/core.spinkube.dev/v1alpha1/namespaces/${namespace}/spinappexecutors`, {
+    apiVersion: 'core.spinkube.dev/v1alpha1',
+    kind: 'SpinAppExecutor',
+    metadata: { name: 'containerd-shim-spin' },
+    spec: {
+      createDeployment: true,
+      deploymentConfig: { runtimeClassName: 'wasmtime-spin-v2', installDefaultCACerts: true },
+    },
   })
   for (const account of ['default', 'control-plane']) {
     await must('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, {
@@ -402,53 +426,4 @@ async function servingCertificate(dir: string): Promise<{ ca: string; cert: stri
     throw new Error(`could not make the API server's certificates with the openssl CLI: ${(error as Error).message}`)
   }
   return { ca: readFileSync(path('ca.crt'), 'utf8'), cert: path('serving.crt'), key: path('serving.key') }
-}
-
-type Started = { check: () => void; log: () => string }
-
-/** Spawn with its output kept (the last 64 KiB) for a failure's message, never printed. */
-function start(command: string, args: string[], children: ChildProcess[]): Started {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
-  let output = ''
-  const keep = (chunk: string): void => {
-    output = (output + chunk).slice(-65536)
-  }
-  child.stdout?.setEncoding('utf8').on('data', keep)
-  child.stderr?.setEncoding('utf8').on('data', keep)
-  let failure: Error | null = null
-  child.once('error', (error) => {
-    failure = error
-  })
-  child.once('exit', (code, signal) => {
-    failure ??= new Error(
-      `${command} exited at start (${code ?? signal}): ${output.trim().split('\n').slice(-5).join(' | ')}`,
-    )
-  })
-  return {
-    check() {
-      if (failure !== null) throw failure
-    },
-    log: () => output,
-  }
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  child.kill('SIGTERM')
-  await withTimeout(exited, 15_000, 'a kube test process to stop').catch(async () => {
-    child.kill('SIGKILL')
-    await exited
-  })
-}
-
-/** Poll `check` until it holds (a start or a CRD, whose readiness nothing announces), within a hung process's bound. */
-async function poll(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS
-  for (;;) {
-    if (await check()) return
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
