@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wasmtime::component::Component;
 use wasmtime::{Engine, Module};
@@ -21,7 +22,14 @@ pub struct ComponentCache {
     engine: Engine,
     /// Components loaded by some application, so a second application maps nothing new.
     loaded: Mutex<HashMap<String, Compiled>>,
+    /// One gate per digest being loaded: two loads of the same component (two applications,
+    /// two pods of one in a cluster) compiled it side by side into the same file aside, and one
+    /// removed the other's before its rename. The second now waits and maps the first's file.
+    gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
+
+/// Names each file written aside apart from any other load's, in this process or another.
+static ASIDE: AtomicU64 = AtomicU64::new(0);
 
 /// A component, or a core module (a wasip1 command for the WAGI executor).
 #[derive(Clone)]
@@ -133,6 +141,7 @@ impl ComponentCache {
             dir: dir.to_path_buf(),
             engine,
             loaded: Mutex::new(HashMap::new()),
+            gates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -163,6 +172,36 @@ impl ComponentCache {
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
         }
+        let gate = self
+            .gates
+            .lock()
+            .unwrap()
+            .entry(digest.clone())
+            .or_default()
+            .clone();
+        let result = {
+            let _turn = gate.lock().unwrap_or_else(|e| e.into_inner());
+            self.load_alone(wasm_path, &bytes, digest.clone())
+        };
+        let mut gates = self.gates.lock().unwrap();
+        // The map's and ours: nobody else waits at this gate.
+        if Arc::strong_count(&gate) == 2 {
+            gates.remove(&digest);
+        }
+        result
+    }
+
+    /// `load` with the digest's gate held: another load of it has compiled it meanwhile, or
+    /// this one does.
+    fn load_alone(
+        &self,
+        wasm_path: &Path,
+        bytes: &[u8],
+        digest: String,
+    ) -> Result<(String, Compiled), String> {
+        if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
+            return Ok((digest, component.clone()));
+        }
         let module = bytes.get(4..8) == Some(&[1, 0, 0, 0]);
         let cached = self.path(&digest, module);
         // SAFETY (of deserialize_file): the cache directory is the worker's own and no other
@@ -187,11 +226,15 @@ impl ComponentCache {
             }
         }
         let started = Instant::now();
-        let compiled = Compiled::new(&self.engine, &bytes)
+        let compiled = Compiled::new(&self.engine, bytes)
             .map_err(|e| format!("{}: {e}", wasm_path.display()))?;
         let serialized = compiled.serialize().map_err(|e| e.to_string())?;
         drop(compiled);
-        let aside = cached.with_extension(format!("tmp{}", std::process::id()));
+        let aside = cached.with_extension(format!(
+            "tmp{}-{}",
+            std::process::id(),
+            ASIDE.fetch_add(1, Ordering::Relaxed)
+        ));
         // Owner-only whatever the umask: the check above must accept what this writes. A file
         // planted under the name is replaced by the rename, never written through.
         let _ = std::fs::remove_file(&aside);

@@ -214,3 +214,34 @@ fn a_compiled_file_that_is_not_the_workers_own_is_compiled_again_not_loaded() {
         assert!(log.contains("owned by uid 65534"), "{log}");
     }
 }
+
+#[test]
+fn loads_of_one_component_at_once_share_its_compile() {
+    // Two pods of one application in a cluster, or two applications of one build, load the
+    // same component side by side: they once wrote the same file aside and one lost it.
+    let wasm = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cache-dir-shared.wasm");
+    std::fs::write(&wasm, wat::parse_str(COMPONENT).unwrap()).unwrap();
+    let lock = json!({"spin_lock_version": 1,
+        "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "c", "route": "/..."}}],
+        "components": [{"id": "c", "source": {"content_type": "application/wasm"}}]});
+    for round in 0..10 {
+        let cache = scratch(&format!("shared-{round}"));
+        let mut worker = Worker::start_with_cache(&cache, &[]);
+        let loads = (0..6)
+            .map(|i| json!({"op": "load", "app": format!("app{i}"), "lock": lock, "components": {"c": wasm}}))
+            .collect();
+        for reply in worker.send_all(loads) {
+            assert_eq!(reply["ok"], json!(true), "{reply}\n{}", worker.log());
+        }
+        let files: Vec<_> = std::fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(
+            files.len(),
+            1,
+            "one compiled file, nothing left aside: {files:?}"
+        );
+    }
+}

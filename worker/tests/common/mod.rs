@@ -120,6 +120,21 @@ impl Worker {
         }
     }
 
+    /// Sends every command at once (the worker runs them side by side); their replies in order.
+    pub fn send_all(&mut self, commands: Vec<Value>) -> Vec<Value> {
+        let first = self.next_id;
+        let stdin = self.stdin.as_mut().unwrap();
+        for mut command in commands.into_iter() {
+            command["id"] = json!(self.next_id);
+            self.next_id += 1;
+            writeln!(stdin, "{command}").unwrap();
+        }
+        stdin.flush().unwrap();
+        let mut replies: Vec<Value> = (first..self.next_id).map(|_| self.read_reply()).collect();
+        replies.sort_by_key(|reply| reply["id"].as_u64());
+        replies
+    }
+
     pub fn send_raw(&mut self, line: &str) -> Value {
         writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
         self.read_reply()
