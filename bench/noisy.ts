@@ -1,5 +1,6 @@
 // npm run bench:noisy -- [--duration 10s] [--flood-hold 25s] [--flood 1100] [--clients 4]
-//                        [--memory-hogs 8] [--hog-mb 500] [--cpu-hogs 32] [--worker PATH] [--threads N] [--json]
+//                        [--memory-hogs 8] [--hog-mb 500] [--cpu-hogs 32] [--worker PATH] [--threads N]
+//                        [--memory-budget BYTES] [--json]
 //
 // Issue 40's noisy neighbours on the shared worker, driven over its stdin protocol as the local
 // runtime drives it (each application loaded with the control plane's default limits: 100
@@ -36,6 +37,7 @@ const options = {
   cpuHogs: 32,
   worker: '',
   threads: '',
+  memoryBudget: '',
 }
 const count = (flag: string, min: number) => (value: string) => {
   const n = Number(value)
@@ -52,6 +54,8 @@ const { json } = readFlags(process.argv.slice(2), {
   '--cpu-hogs': (v) => (options.cpuHogs = count('--cpu-hogs', 1)(v)),
   '--worker': (v) => (options.worker = v),
   '--threads': (v) => (options.threads = v),
+  // The worker's --memory-budget-bytes; unset, its own default (half the machine's memory).
+  '--memory-budget': (v) => (options.memoryBudget = String(count('--memory-budget', 16 << 20)(v))),
 })
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -90,11 +94,10 @@ async function main(): Promise<void> {
   // The worker tests' function, built as the js builder builds it (a minute) when missing.
   if (!existsSync(wasm)) execFileSync(process.execPath, [join(PROBE, 'build-probe.mjs')], { stdio: 'inherit' })
   const binary = options.worker || DEFAULT_WORKER
-  const worker = startWorker(
-    binary,
-    join(CACHE, 'noisy-compiled'),
-    options.threads ? ['--threads', options.threads] : [],
-  )
+  const worker = startWorker(binary, join(CACHE, 'noisy-compiled'), [
+    ...(options.threads ? ['--threads', options.threads] : []),
+    ...(options.memoryBudget ? ['--memory-budget-bytes', options.memoryBudget] : []),
+  ])
   try {
     const load = async (app: string, limits: Record<string, number>): Promise<string> => {
       const reply = await worker.send({
