@@ -2,7 +2,7 @@
 // entries, no zip64, Unix modes in the external attributes). Node has no zip reader and the
 // machine may have no `unzip`; the archive was checked against a pinned sha256 first, so this
 // only has to refuse what would escape the target directory, not to survive hostile input.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, join, normalize, sep } from 'node:path'
 import { inflateRawSync } from 'node:zlib'
 
@@ -19,6 +19,7 @@ export function unzipTo(zip: Buffer, prefix: string, target: string): number {
   const count = zip.readUInt16LE(end + 10)
   let at = zip.readUInt32LE(end + 16)
   let written = 0
+  const made = new Set<string>()
   for (let index = 0; index < count; index++) {
     if (zip.readUInt32LE(at) !== DIRECTORY_ENTRY) throw new Error('not a zip: a broken central directory')
     const method = zip.readUInt16LE(at + 10)
@@ -42,11 +43,16 @@ export function unzipTo(zip: Buffer, prefix: string, target: string): number {
     else if (method === 8) content = inflateRawSync(data)
     else throw new Error(`zip entry ${name}: compression method ${method} is not read here`)
     const path = join(target, relative)
+    for (let dir = dirname(path); !made.has(dir) && dir.startsWith(target); dir = dirname(dir)) made.add(dir)
     mkdirSync(dirname(path), { recursive: true })
     // Executables keep their x bits (go, gofmt, the tools under pkg/tool); the rest is 0644.
-    writeFileSync(path, content, { mode: (mode & 0o111) !== 0 ? 0o755 : 0o644 })
+    // Set after writing: the control plane's umask (077) would leave them to root alone, and
+    // the build's steps run as uid 65534.
+    writeFileSync(path, content)
+    chmodSync(path, (mode & 0o111) !== 0 ? 0o755 : 0o644)
     written++
   }
+  for (const dir of made) chmodSync(dir, 0o755)
   return written
 }
 
