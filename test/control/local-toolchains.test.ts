@@ -50,6 +50,11 @@ t.test('no go on PATH: the pinned Go is fetched once, checked, and put first on 
   t.same(env, { PATH: `${bin}:/usr/bin:/bin` })
   t.same(again, env, 'the build that waited gets the same Go')
   t.equal(proxy.zipRequests(), 1, 'two builds at once: one fetch')
+  t.same(
+    [bin, join(bin, 'go'), join(bin, '..', 'VERSION')].map((path) => statSync(path).mode & 0o777),
+    [0o755, 0o755, 0o644],
+    'readable by every user whatever the umask',
+  )
   t.equal(execFileSync(join(bin, 'go'), { encoding: 'utf8' }), `go version go${VERSION} linux/amd64\n`, 'executable')
   t.match(
     first.join(''),
