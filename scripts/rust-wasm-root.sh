@@ -9,6 +9,9 @@
 # Usage: scripts/rust-wasm-root.sh [cache-dir]   (needs root: debootstrap and chroot)
 # Cost on a fresh machine: about 90-120 s (debootstrap about 70 s, apt about 20 s), 1.2 GB.
 set -eu
+# The build's steps run in the root as uid 65534: whatever umask the caller has (a control
+# plane's is 077), the root is world-readable.
+umask 022
 SUITE=trixie
 # lld links wasm32 (Debian's rustc has no rust-lld); ca-certificates lets `cargo fetch` reach crates.io.
 PACKAGES="rustc cargo libstd-rust-dev-wasm32 lld ca-certificates"
@@ -21,11 +24,17 @@ key=$SUITE-$(printf '%s' "$PACKAGES $ADAPTER_VERSION" | sha256sum | cut -c1-12)
 root=$cache/$key
 # The builder finds the root through this link (spin/src/toolchains.ts).
 if [ -f "$root/.complete" ]; then ln -sfn "$key" "$cache/current"; echo "$root"; exit 0; fi
-# Its own prerequisite: debootstrap, with apt when missing (root, as the rest of this script).
-if ! command -v debootstrap >/dev/null; then
-  echo "rust-wasm-root: installing debootstrap with apt" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; }
+# Its own prerequisites, with apt when missing (root, as the rest of this script): debootstrap,
+# and the host's trust store the adapter's download uses (below).
+if [ "$(id -u)" != 0 ]; then echo "rust-wasm-root: needs root (debootstrap and chroot): sudo $0 $cache" >&2; exit 1; fi
+missing=
+command -v debootstrap >/dev/null || missing="$missing debootstrap"
+[ -f /etc/ssl/certs/ca-certificates.crt ] || missing="$missing ca-certificates"
+if [ -n "$missing" ]; then
+  echo "rust-wasm-root: installing$missing with apt" >&2
+  # A machine whose package lists were never fetched knows no package until an update.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null; }
 fi
 mirror=$(awk '/^URIs:/ { print $2; exit } /^deb / { print $2; exit }' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)
 mirror=${mirror:-http://deb.debian.org/debian}

@@ -53,6 +53,8 @@ export type ControlConfig = {
   localBuilds: number // builds running at once on this machine (local runtime)
   localWorker: string // '' : the project's cargo build of worker/
   localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
+  localToolchainsDir: string // '' : {dataDir}/toolchains
+  localGoProxy: string // where a machine without Go fetches the pinned one
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
   localIdleTimeoutMs: number // 0: never unload an idle application
   localWorkerThreads: number // the worker's threads serving requests
@@ -482,6 +484,22 @@ export const settings = [
     default: '',
     parse: anyText,
     help: "local runtime: the worker's compiled components; empty: the data dir's",
+  }),
+  setting({
+    key: 'localToolchainsDir',
+    env: 'PLATFORM_LOCAL_TOOLCHAINS_DIR',
+    flag: '--local-toolchains-dir',
+    default: '',
+    parse: anyText,
+    help: "local runtime: Go and the rust root the first builds prepare; empty: the data dir's",
+  }),
+  setting({
+    key: 'localGoProxy',
+    env: 'PLATFORM_LOCAL_GO_PROXY',
+    flag: '--local-go-proxy',
+    default: 'https://proxy.golang.org',
+    parse: parseHttpUrl,
+    help: 'local runtime: the Go module proxy a machine without Go fetches the pinned Go from',
   }),
   setting({
     key: 'localAllowPrivateOutbound',

@@ -61,7 +61,7 @@ export type ServerDeps = {
   /** Cluster client timings; tests shorten them. */
   cluster?: { retryMs?: number; pollMs?: number }
   /** The local runtime's programs, toolchain check and variable values; tests replace them. */
-  local?: Pick<LocalRuntimeDeps, 'builderMain' | 'toolchains' | 'variablesFor'>
+  local?: Pick<LocalRuntimeDeps, 'builderMain' | 'toolchains' | 'prepared' | 'variablesFor'>
   /** The size of a built image (config plus layers); tests that reach no registry replace it. */
   measureImage?: (imageRef: string) => Promise<number | null>
   /** How a cluster deploy re-locks the image with the variables' names; tests whose images are in no registry replace it. */

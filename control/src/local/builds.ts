@@ -42,6 +42,11 @@ export type LocalBuildsDeps = {
   env: Record<string, string>
   /** Told how each build ended (it records, deploys and counts). */
   finish: FinishBuild
+  /**
+   * The builder's environment for the language, its toolchain prepared first when missing
+   * (toolchains.ts), progress written to the build's log; none when absent.
+   */
+  prepare?: (language: BuildApplication['language'], write: (text: string) => void) => Promise<Record<string, string>>
 }
 
 export type LocalBuilds = {
@@ -122,6 +127,20 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       logs.delete(buildId)
       return
     }
+    let toolchain: Record<string, string> = {}
+    try {
+      // Before the builder and its deadline: the first build on a machine may wait minutes here.
+      toolchain = (await deps.prepare?.(app.language, (text) => log.write(Buffer.from(text)))) ?? {}
+    } catch (error) {
+      rmSync(workDir, { recursive: true, force: true })
+      const reason = closing
+        ? 'the control plane stopped while the build was preparing its toolchain; start it again'
+        : (error as Error).message
+      await deps.finish(buildId, { status: 'failed', error: reason, log: log.text() })
+      log.end()
+      logs.delete(buildId)
+      return
+    }
     const terminationLog = join(workDir, 'termination-log')
     const dependencyCache = join(deps.cacheDir, app.clusterName)
     mkdirSync(dependencyCache, { recursive: true, mode: 0o700 })
@@ -129,6 +148,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       cwd: workDir,
       env: childEnv({
         ...deps.env,
+        ...toolchain,
         SOURCE_ARCHIVE: join(workDir, 'source.tar.gz'),
         IMAGE_REF: job.imageRef,
         APPLICATION: app.name,

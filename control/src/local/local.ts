@@ -20,7 +20,9 @@ import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
 import { instanceMemoryBytes } from './memory-limit.js'
 import type { ToolchainCheck } from './programs.js'
-import { programPath, toolchainCheck, workerProgram } from './programs.js'
+import { programPath, shippedProgram, toolchainCheck, workerProgram } from './programs.js'
+import type { LocalToolchains } from './toolchains.js'
+import { localToolchains } from './toolchains.js'
 
 export type LocalRuntime = {
   builds: LocalBuilds
@@ -47,6 +49,8 @@ export type LocalRuntimeDeps = {
   /** Tests point these at other programs or another PATH. */
   builderMain?: string
   toolchains?: ToolchainCheck
+  /** What prepares a missing go or rust toolchain at a build (toolchains.ts); tests give stand-ins. */
+  prepared?: LocalToolchains
   restartBackoff?: { initialMs: number; maxMs: number }
   /** The application's variable values (name to value) a deployment gets; none when absent. */
   variablesFor?: (app: StoredApplication) => Promise<Record<string, string>>
@@ -102,6 +106,21 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
     ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),
   })
+  const prepared =
+    deps.prepared ??
+    localToolchains({
+      dir:
+        config.localToolchainsDir !== ''
+          ? resolve(config.localToolchainsDir)
+          : join(resolve(config.dataDir), 'toolchains'),
+      // debootstrap and chroot live in sbin, which a user's PATH may lack.
+      path: `${process.env.PATH ?? ''}:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin`,
+      goProxy: config.localGoProxy,
+      isRoot: process.getuid?.() === 0,
+      rustRootSetting: process.env.RUST_ROOT ?? '',
+      checkoutRustRoot: shippedProgram('.cache/rust-wasm/current'),
+      rustScript: shippedProgram('scripts/rust-wasm-root.sh'),
+    })
   const builds = createLocalBuilds({
     db,
     logger,
@@ -112,6 +131,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     timeoutMs: config.buildTimeoutMs,
     env,
     finish: deps.finish,
+    prepare: (language, write) => prepared.prepare(language, write),
   })
   await builds.recover()
   hosts.reapOrphans()
@@ -136,7 +156,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   return {
     builds,
     hosts,
-    cannotBuild: deps.toolchains ?? toolchainCheck(),
+    cannotBuild: deps.toolchains ?? toolchainCheck(undefined, undefined, undefined, undefined, prepared),
     imageRefFor: (app, buildId) =>
       config.imageRepository !== ''
         ? `${config.imageRepository}/${app.clusterName}:${buildId}`
@@ -149,6 +169,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       rmSync(join(root, 'dependencies', app.clusterName), { recursive: true, force: true })
     },
     async close() {
+      prepared.close()
       await builds.close()
       await hosts.close()
     },

@@ -11,9 +11,10 @@ import type { LanguageT } from '../model/resources.js'
 import { onPath, rustRoot, sandboxProblem, toolchainProblem } from '@session-relay/spin/toolchains'
 import type { SandboxInstaller } from './sandbox-tools.js'
 import { aptInstaller } from './sandbox-tools.js'
+import type { LocalToolchains } from './toolchains.js'
 
 /** `relative` (e.g. builders/dist/main.js) in the checkout or image: control/src and control/dist are both two levels down. */
-function shippedProgram(relative: string): string {
+export function shippedProgram(relative: string): string {
   return join(fileURLToPath(new URL('../../../', import.meta.url)), relative)
 }
 
@@ -72,12 +73,15 @@ export function toolchainCheck(
   isInstalled: (name: string) => boolean = installed,
   sandboxPath = path,
   installSandbox: SandboxInstaller | null = aptInstaller(sandboxPath),
+  toolchains: LocalToolchains | null = null,
 ): ToolchainCheck {
   const known = new Map<LanguageT, Promise<string | null>>()
   // RUST_ROOT: the same setting the builder reads (builders/src/config.ts), so both find one root.
   // The language's own toolchain first: a machine without it cannot build that language whatever
   // the sandbox (the control image has no js toolchain and no bwrap, and the first is the news).
   const check = (language: LanguageT): string | null => {
+    // With `toolchains`, a missing go or rust is prepared by the build (toolchains.ts) when it can be.
+    if ((language === 'go' || language === 'rust') && toolchains !== null) return toolchains.problem(language)
     if (language === 'go' || language === 'rust')
       return toolchainProblem(language, { path, rustRoot: rustRoot(process.env.RUST_ROOT ?? '') })
     // js and ts build with Node, which runs this process, and the builder's npm packages.
