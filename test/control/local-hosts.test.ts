@@ -7,7 +7,6 @@
 // removed application's port closes.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import t from 'tap'
 import type { Test } from 'tap'
 import { pullSpinApp } from '@session-relay/spin/artifact'
@@ -16,6 +15,7 @@ import { openStore } from '@session-relay/spin/store'
 import { createLocalHosts } from '@session-relay/control/local/hosts'
 import type { LocalHosts } from '@session-relay/control/local/hosts'
 import { createLogger } from '@session-relay/control/logger'
+import { capturedLogger } from '../helpers/captured-logger.js'
 import { until } from '../helpers/wait.js'
 import { SHARED_COMPILED, WORKER_BIN, ownCompiledDir, pushProbe } from '../helpers/worker-probe.js'
 
@@ -30,16 +30,7 @@ function hostsFor(
   threads?: number,
 ): { hosts: LocalHosts; dir: string; logs: string[]; workerPid: () => number } {
   const dir = t.testdir({ worker: {} })
-  const logs: string[] = []
-  const logger = createLogger(
-    'info',
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logs.push(chunk.toString('utf8'))
-        done()
-      },
-    }),
-  )
+  const { logger, logs } = capturedLogger()
   const hosts = createLocalHosts({
     logger,
     dir: join(dir, 'worker'),
@@ -243,14 +234,7 @@ t.test(
   async (t) => {
     let clock = 1_000_000
     const dir = t.testdir({ worker: {} })
-    const logger = createLogger(
-      'info',
-      new Writable({
-        write(_chunk, _encoding, done) {
-          done()
-        },
-      }),
-    )
+    const { logger } = capturedLogger()
     // The sweep runs often; the injected clock decides what is idle.
     let counted = new Map<string, number>()
     let sweeps = 0

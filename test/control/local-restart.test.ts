@@ -3,12 +3,11 @@
 // directory; a port another program took meanwhile gives it another rather than no answer.
 import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import t from 'tap'
 import type { Test } from 'tap'
 import { createLocalHosts } from '@session-relay/control/local/hosts'
 import type { LocalHosts } from '@session-relay/control/local/hosts'
-import { createLogger } from '@session-relay/control/logger'
+import { capturedLogger } from '../helpers/captured-logger.js'
 import { until } from '../helpers/wait.js'
 import { SHARED_COMPILED, WORKER_BIN, pushProbe } from '../helpers/worker-probe.js'
 
@@ -16,16 +15,7 @@ t.setTimeout(180_000)
 
 /** A control plane's local hosts over `dir` (the data directory's worker folder). */
 function hostsOver(t: Test, dir: string): { hosts: LocalHosts; logs: string[] } {
-  const logs: string[] = []
-  const logger = createLogger(
-    'info',
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logs.push(chunk.toString('utf8'))
-        done()
-      },
-    }),
-  )
+  const { logger, logs } = capturedLogger()
   const hosts = createLocalHosts({ logger, dir, worker: () => WORKER_BIN, cacheDir: SHARED_COMPILED })
   t.teardown(() => hosts.close())
   return { hosts, logs }

@@ -6,10 +6,9 @@
 
 mod common;
 
-use common::{Worker, get, lock, request};
+use common::{Worker, cpu_ticks, get, lock, pong_server, request};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 fn stats(worker: &mut Worker) -> Value {
@@ -169,25 +168,6 @@ fn a_wagi_body_is_charged_to_the_budget() {
     );
 }
 
-/// Answers every request with `pong`, one connection at a time per thread.
-fn pong_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let _ = stream.read(&mut buf);
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
-                );
-            });
-        }
-    });
-    port
-}
-
 #[test]
 fn outgoing_requests_in_flight_are_capped_per_instance() {
     let port = pong_server();
@@ -288,17 +268,6 @@ fn names_resolve_with_the_worker_resolver_within_the_deadline() {
         504,
         "the request's deadline bounds the lookup"
     );
-}
-
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[test]

@@ -68,16 +68,7 @@ fn a_loop_is_stopped_at_the_deadline_and_its_core_freed() {
     assert_eq!(stats["apps"]["loop"]["timeouts"], json!(4), "{stats}");
 
     // The cores are free again: the process's CPU clock stands still.
-    let cpu = |pid: u32| -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .collect();
-        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-    };
+    let cpu = common::cpu_ticks;
     let pid = worker_pid(&worker);
     std::thread::sleep(Duration::from_millis(300));
     let before = cpu(pid);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Worker, get, lock, request};
+use common::{Worker, get, lock, pong_server, request};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -392,21 +392,6 @@ fn anon_mb(pid: u32) -> f64 {
 }
 
 /// A loopback server answering "pong" to anything; its port.
-fn pong_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().map_while(Result::ok) {
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
-            );
-        }
-    });
-    port
-}
-
 #[test]
 fn outbound_http_only_to_allowed_hosts_and_private_ranges_by_flag() {
     let port = pong_server();

@@ -374,3 +374,34 @@ fn dechunk(mut rest: &[u8]) -> (Vec<u8>, bool) {
         rest = &rest[size + 2..];
     }
 }
+
+/// A server on loopback that answers every request `pong`, each connection on its own thread
+/// (a guest's outgoing requests may be many at once).
+pub fn pong_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\npong",
+                );
+            });
+        }
+    });
+    port
+}
+
+/// The clock ticks of CPU (user and system) process `pid` has used.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
