@@ -233,14 +233,22 @@ function clusterFor(
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner, pullSecrets }
 }
 
-function embeddedFor(config: ControlConfig, deps: ServerDeps): EmbeddedMetrics {
-  return createEmbeddedMetrics({
-    dir: join(config.dataDir, 'metrics'),
-    retentionMs: config.metricsRetentionMs,
-    ...(deps.metricsClock === undefined ? {} : { now: deps.metricsClock }),
-    ...(deps.metricsSampleMs === undefined ? {} : { sampleMs: deps.metricsSampleMs }),
-    onError: (error) => deps.logger.warn({ reason: (error as Error).message }, 'metrics sample failed'),
-  })
+// A data directory that cannot be written (a read-only file system in a pod without
+// Prometheus) leaves the metrics endpoints answering 503, not the process unable to start.
+function embeddedFor(config: ControlConfig, deps: ServerDeps): EmbeddedMetrics | null {
+  const dir = join(config.dataDir, 'metrics')
+  try {
+    return createEmbeddedMetrics({
+      dir,
+      retentionMs: config.metricsRetentionMs,
+      ...(deps.metricsClock === undefined ? {} : { now: deps.metricsClock }),
+      ...(deps.metricsSampleMs === undefined ? {} : { sampleMs: deps.metricsSampleMs }),
+      onError: (error) => deps.logger.warn({ reason: (error as Error).message }, 'metrics sample failed'),
+    })
+  } catch (error) {
+    deps.logger.warn({ dir, reason: (error as Error).message }, 'no metrics without Prometheus: cannot write here')
+    return null
+  }
 }
 
 function localFor(

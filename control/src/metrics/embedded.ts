@@ -125,7 +125,8 @@ export function createEmbeddedMetrics(options: EmbeddedOptions): EmbeddedMetrics
     // One at a time: two would read the same counters and count the difference twice.
     sampling ??= (async () => {
       try {
-        for (const source of sources) await source()
+        // A source that fails (the worker restarting) keeps none of the others from being written.
+        for (const source of sources) await source().catch((error: unknown) => options.onError?.(error))
         flush()
       } finally {
         sampling = null
