@@ -66,6 +66,7 @@ export type ControlConfig = {
   prometheusUrl: string // without trailing slash
   prometheusTimeoutMs: number // per query_range request, also sent to Prometheus as its own timeout
   metricsRateWindowMs: number // shortest rate() window; at least four scrape intervals
+  metricsRetentionMs: number // without Prometheus: how long the data directory keeps each series
   publicBaseUrl: string // without trailing slash
   maxArchiveBytes: number // compressed upload and unpacked total of a source archive
   builderImages: Record<LanguageT, string> // '' : builds of that language answer 503
@@ -199,6 +200,13 @@ function parseNamespace(text: string): string {
 }
 
 // A window PromQL can hold: whole milliseconds, at least 1s (a rate needs two samples in it).
+// At least an hour (the console's shortest charts); at most 30 days of 10 s steps per series.
+function parseRetention(text: string): number {
+  const ms = parseDuration(text)
+  if (!(ms >= 3_600_000 && ms <= 30 * 24 * 3_600_000)) throw new Error('expected a duration from 1h to 720h, e.g. 24h')
+  return ms
+}
+
 function parseRateWindow(text: string): number {
   const ms = parseTimerDuration(text)
   if (ms < 1000 || !Number.isInteger(ms))
@@ -563,7 +571,7 @@ export const settings = [
     flag: '--prometheus-url',
     default: '',
     parse: (text) => withoutTrailingSlash(parseHttpUrl(text)),
-    help: 'Prometheus HTTP API base URL; empty: metrics answer 503',
+    help: "Prometheus HTTP API base URL; empty: the control plane's own series (metrics/)",
     secret: true,
   }),
   setting({
@@ -581,6 +589,14 @@ export const settings = [
     default: '1m',
     parse: parseRateWindow,
     help: 'shortest rate() window, at least 1s (four scrape intervals or more)',
+  }),
+  setting({
+    key: 'metricsRetentionMs',
+    env: 'PLATFORM_METRICS_RETENTION',
+    flag: '--metrics-retention',
+    default: '24h',
+    parse: parseRetention,
+    help: 'no --prometheus-url: keep series this long in the data directory (1h-720h)',
   }),
   setting({
     key: 'publicBaseUrl',

@@ -1,6 +1,7 @@
 // The control plane assembled: database (opened and migrated), authentication, the HTTP app,
 // and the listening socket; and the reverse on close.
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { startBuildWatcher } from './cluster/build-watcher.js'
 import { connectKube } from './cluster/kube.js'
@@ -25,6 +26,8 @@ import type { RegistrySigner } from './registry/signing-key.js'
 import { loadRegistrySigner } from './registry/signing-key.js'
 import type { ControlMetrics } from './metrics/control-metrics.js'
 import { createControlMetrics } from './metrics/control-metrics.js'
+import type { EmbeddedMetrics } from './metrics/embedded.js'
+import { createEmbeddedMetrics } from './metrics/embedded.js'
 import type { BuildT } from './model/resources.js'
 import { noRuntime } from './runtime/none.js'
 import type { FinishBuild, Runtime } from './runtime/runtime.js'
@@ -46,6 +49,8 @@ export type ControlServer = {
   cluster: Cluster | null
   /** This machine's runtime's parts, when it is the one: no cluster and --runtime is not cluster. */
   local: LocalRuntime | null
+  /** Without --prometheus-url, the series the control plane keeps itself (tests sample it). */
+  embeddedMetrics: EmbeddedMetrics | null
   /** The port it listens on (the one the OS picked when the address asked for port 0). */
   port: number
   /** Stop accepting, finish requests in flight, close the database. */
@@ -68,6 +73,9 @@ export type ServerDeps = {
   relock?: Relock
   /** The clock registry credentials are issued and checked by (ms); tests move it rather than wait. */
   registryClock?: () => number
+  /** The embedded metrics' clock, and how often they sample by themselves (0: never; tests call sample()). */
+  metricsClock?: () => number
+  metricsSampleMs?: number
 }
 
 export async function startControlPlane(config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -81,7 +89,8 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
   // Set once the runtime has started; the runtimes are given `finish` before that.
   let runtime: Runtime = noRuntime()
   const notApplied = new Map<string, string>()
-  const metrics = createControlMetrics()
+  const embedded = config.prometheusUrl === '' ? embeddedFor(config, deps) : null
+  const metrics = createControlMetrics(embedded ?? undefined)
   const finisher = buildFinisher({
     db,
     config,
@@ -105,7 +114,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     if (cluster !== null) {
       runtime = clusterRuntime(config, db, cluster)
     } else if (config.runtime !== 'cluster') {
-      local = await localFor(config, db, deps, finisher.finish)
+      local = await localFor(config, db, deps, finisher.finish, embedded)
       runtime = localRuntime(config, db, local)
       // The key that seals secret variables here: a bad one stops the start, not a later request.
       secretBox(config)
@@ -120,6 +129,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       notApplied,
       draining,
       registrySigner,
+      embeddedMetrics: embedded === null ? null : { store: embedded, workloads: local !== null },
       ...(deps.registryClock === undefined ? {} : { registryClock: deps.registryClock }),
     })
     // An empty host means every interface.
@@ -136,6 +146,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       notApplied,
       cluster,
       local,
+      embeddedMetrics: embedded,
       port,
       async close() {
         // Unready first, still serving, so the load balancer stops sending before the listener closes.
@@ -146,6 +157,8 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
         }
         await app.close()
         await running.close()
+        // After the runtime: its last counts are written, and nothing samples a closed worker.
+        await embedded?.close()
         authenticator?.close()
         await finisher.settled()
         await db.close()
@@ -156,6 +169,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     auth?.close()
     // Whatever runtime had started (the assignments follow their starts with no await between).
     await runtime.close()
+    await embedded?.close()
     await finisher.settled()
     await db.close().catch(() => {})
     throw error
@@ -219,8 +233,33 @@ function clusterFor(
   return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner, pullSecrets }
 }
 
-function localFor(config: ControlConfig, db: Database, deps: ServerDeps, finish: FinishBuild): Promise<LocalRuntime> {
+// A data directory that cannot be written (a read-only file system in a pod without
+// Prometheus) leaves the metrics endpoints answering 503, not the process unable to start.
+function embeddedFor(config: ControlConfig, deps: ServerDeps): EmbeddedMetrics | null {
+  const dir = join(config.dataDir, 'metrics')
+  try {
+    return createEmbeddedMetrics({
+      dir,
+      retentionMs: config.metricsRetentionMs,
+      ...(deps.metricsClock === undefined ? {} : { now: deps.metricsClock }),
+      ...(deps.metricsSampleMs === undefined ? {} : { sampleMs: deps.metricsSampleMs }),
+      onError: (error) => deps.logger.warn({ reason: (error as Error).message }, 'metrics sample failed'),
+    })
+  } catch (error) {
+    deps.logger.warn({ dir, reason: (error as Error).message }, 'no metrics without Prometheus: cannot write here')
+    return null
+  }
+}
+
+function localFor(
+  config: ControlConfig,
+  db: Database,
+  deps: ServerDeps,
+  finish: FinishBuild,
+  metrics: EmbeddedMetrics | null,
+): Promise<LocalRuntime> {
   return startLocalRuntime({
+    metrics,
     config,
     db,
     logger: deps.logger,

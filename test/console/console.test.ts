@@ -395,8 +395,13 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   )
 })
 
-t.test('metrics without Prometheus: the page says so in words', async (t) => {
-  const { control } = await startRealClusterControl(t, 'pglite', { flags: ['--log-level', 'warn'] })
+// Without --prometheus-url the control plane answers from its own series; a Prometheus that
+// does not answer is what leaves a chart without data.
+t.test('metrics with Prometheus down: the page says so in words', async (t) => {
+  const closedPort = await freePort() // nothing listens there
+  const { control } = await startRealClusterControl(t, 'pglite', {
+    flags: ['--log-level', 'warn', '--prometheus-url', `http://127.0.0.1:${closedPort}`],
+  })
   const browser = await launchBrowser(t)
   const page = await (await newContext(t, browser)).newPage()
   await page.goto(`${control.url}/`)
@@ -407,8 +412,8 @@ t.test('metrics without Prometheus: the page says so in words', async (t) => {
   await notice.waitFor(WAIT)
   t.match(
     await notice.textContent(),
-    /^Metrics are not available: .*PLATFORM_PROMETHEUS_URL/,
-    'the 503 in words, naming the setting',
+    /^Metrics are not available: .*Prometheus unreachable/,
+    'the 503 in words, saying why',
   )
 })
 

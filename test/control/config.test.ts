@@ -40,6 +40,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     prometheusUrl: '',
     prometheusTimeoutMs: 10_000,
     metricsRateWindowMs: 60_000,
+    metricsRetentionMs: 86_400_000,
     publicBaseUrl: '',
     maxArchiveBytes: 8 * 1024 * 1024,
     builderImages: {
@@ -116,6 +117,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_PROMETHEUS_URL: 'http://prometheus:9090/',
     PLATFORM_PROMETHEUS_TIMEOUT: '2.5s',
     PLATFORM_METRICS_RATE_WINDOW: '2m',
+    PLATFORM_METRICS_RETENTION: '6h',
     PLATFORM_PUBLIC_BASE_URL: 'https://apps.example.com/',
     PLATFORM_MAX_ARCHIVE_BYTES: '16MiB',
     PLATFORM_BUILDER_IMAGES: 'go=ghcr.io/acme/build-go:1, rust=ghcr.io/acme/build-rust@sha256:abc',
@@ -184,6 +186,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     prometheusUrl: 'http://prometheus:9090',
     prometheusTimeoutMs: 2_500,
     metricsRateWindowMs: 120_000,
+    metricsRetentionMs: 21_600_000,
     publicBaseUrl: 'https://apps.example.com',
     maxArchiveBytes: 16 * 1024 * 1024,
     builderImages: { go: 'ghcr.io/acme/build-go:1', js: '', ts: '', rust: 'ghcr.io/acme/build-rust@sha256:abc' },
@@ -318,6 +321,13 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
       {},
       /--metrics-rate-window: expected a duration of at least 1s in whole milliseconds/,
     ],
+    [
+      'a metrics retention under an hour',
+      [...SKIP, '--metrics-retention', '30m'],
+      {},
+      /--metrics-retention: expected a duration from 1h to 720h/,
+    ],
+    ['a metrics retention over 30 days', [...SKIP, '--metrics-retention', '721h'], {}, /--metrics-retention/],
     [
       'a public base URL without a scheme',
       [...SKIP],

@@ -35,6 +35,8 @@ pub struct ComponentRuntime {
     pub variables: ComponentVariables,
     /// What its outgoing requests may reach, and how many may be in flight.
     pub outbound: Arc<Outbound>,
+    /// Its requests' latency and errors (`stats`' `components`).
+    pub stats: Arc<crate::stats::ComponentStats>,
 }
 
 pub struct App {
@@ -188,6 +190,7 @@ pub fn build(
         components.insert(
             component.id.clone(),
             Arc::new(ComponentRuntime {
+                stats: stats.component(&id),
                 id,
                 handler,
                 variables,

@@ -31,6 +31,12 @@ pub struct Share {
     used: AtomicU64,
 }
 
+impl Share {
+    pub fn used(&self) -> u64 {
+        self.used.load(Relaxed)
+    }
+}
+
 /// Why a charge was refused.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub enum Refusal {

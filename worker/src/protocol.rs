@@ -3,7 +3,7 @@
 //!   load   {app, lock, components: {id: path}, variables, limits, port} -> {url}
 //!   unload {app, prune?}                                               -> {}
 //!   idle   {app}                                                       -> {}
-//!   stats                                                              -> {apps: {id: {...}}, appsInMemory, memoryBudget, threads}
+//!   stats                                                              -> {apps: {id: {..., memoryBytes, components}}, appsInMemory, memoryBudget, threads}
 //!   prune                                                              -> {removed: [digest]}
 //! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on. Lines without an `id`
 //! are events: `{"event":"awake","app":ID}` when a request loaded an idle application again.
@@ -180,6 +180,7 @@ impl Worker {
                         let mut s = slot.stats.to_json();
                         s["port"] = json!(loaded.port);
                         s["idle"] = json!(!slot.is_loaded());
+                        s["memoryBytes"] = json!(slot.memory_bytes());
                         let (running, waiting) = slot.turns();
                         s["running"] = json!(running);
                         s["waiting"] = json!(waiting);

@@ -112,11 +112,7 @@ fn busy(app: &App, refused: &Refused) -> Response<Body> {
     }
 }
 
-async fn handle(
-    app: Arc<App>,
-    mut request: Request<Incoming>,
-    client: SocketAddr,
-) -> Response<Body> {
+async fn handle(app: Arc<App>, request: Request<Incoming>, client: SocketAddr) -> Response<Body> {
     let path = request.uri().path().to_string();
     let Some(found) = app.router.find(&path) else {
         Stats::add(&app.stats.not_found, 1);
@@ -125,6 +121,22 @@ async fn handle(
     let Some(component) = app.components.get(&found.component).cloned() else {
         return text(StatusCode::NOT_FOUND, "no route\n");
     };
+    let started = Instant::now();
+    let answer = handle_component(app, component.clone(), request, found, client).await;
+    // Until the response's head, as a span around the handler would measure it.
+    component
+        .stats
+        .observe(started.elapsed(), answer.status().is_server_error());
+    answer
+}
+
+async fn handle_component(
+    app: Arc<App>,
+    component: Arc<crate::app::ComponentRuntime>,
+    mut request: Request<Incoming>,
+    found: RouteMatch,
+    client: SocketAddr,
+) -> Response<Body> {
     let limits = app.limits;
     let declared = request
         .headers()

@@ -134,6 +134,11 @@ impl Slot {
         })
     }
 
+    /// What its instances' memories hold now (its part of the worker's budget).
+    pub fn memory_bytes(&self) -> u64 {
+        self.current().map_or(0, |app| app.share.used())
+    }
+
     pub fn is_loaded(&self) -> bool {
         self.loaded.lock().unwrap().is_some()
     }

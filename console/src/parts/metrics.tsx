@@ -1,5 +1,5 @@
 // One metrics endpoint as time-series charts (uPlot), one chart per series, with range and step
-// pickers. Without Prometheus the API answers 503 and the panel says so.
+// pickers. When the API cannot answer (Prometheus down) the panel says so.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'

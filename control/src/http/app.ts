@@ -54,6 +54,8 @@ export type ControlDeps = {
   registrySigner?: RegistrySigner | null
   /** The clock registry credentials are checked by; Date.now when absent. */
   registryClock?: () => number
+  /** Without Prometheus: the series the metrics endpoints answer from (route-deps.ts). */
+  embeddedMetrics?: RouteDeps['embeddedMetrics']
 }
 
 export async function buildApp(config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
@@ -218,6 +220,7 @@ export async function buildApp(config: ControlConfig, deps: ControlDeps): Promis
           runtime: deps.runtime ?? noRuntime(),
           notApplied: deps.notApplied ?? new Map<string, string>(),
           draining,
+          embeddedMetrics: deps.embeddedMetrics ?? null,
         }
         await secured.register(applicationRoutes, routeDeps)
         await secured.register(functionRoutes, routeDeps)

@@ -49,7 +49,10 @@ export async function registerOpenApi(app: FastifyInstance, options: { registryT
           description:
             'Deploy, invoke and logs of the running application: in the cluster, or on this machine without one',
         },
-        { name: 'metrics', description: 'Time series of applications and functions; needs Prometheus' },
+        {
+          name: 'metrics',
+          description: "Time series of applications and functions: Prometheus's, or without it the control plane's own",
+        },
         {
           name: 'caller',
           description: 'Who the caller is: their role and tenants, for a client to offer only what they may do',

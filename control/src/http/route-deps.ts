@@ -1,6 +1,14 @@
 // What every route module gets from the app that registers it. Its own module, so routes
 // depend on this type and not on the app that imports them.
 import type { DomainDeps } from '../domain/deps.js'
+import type { EmbeddedMetrics } from '../metrics/embedded.js'
 import type { Draining } from './draining.js'
 
-export type RouteDeps = DomainDeps & { draining: Draining }
+export type RouteDeps = DomainDeps & {
+  draining: Draining
+  /**
+   * Without Prometheus, the control plane's own series; `workloads` when this machine runs the
+   * applications (the local runtime), whose series it then has too.
+   */
+  embeddedMetrics?: { store: EmbeddedMetrics; workloads: boolean } | null
+}

@@ -103,6 +103,8 @@ export type LocalHosts = {
   target(appId: string, timeoutMs: number): Promise<{ url: string; connections: Connections } | null | Error>
   log(appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
   remove(appId: string): Promise<void>
+  /** The worker's counters by application (worker/README.md, `stats`); null while no worker runs. */
+  stats(): Promise<Record<string, unknown> | null>
   /** Stop a worker (or a host of old) a previous process left running (it was killed outright), by the pid files. */
   reapOrphans(): void
   close(): Promise<void>
@@ -395,6 +397,10 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
   }
 
   return {
+    async stats() {
+      if (closing || !worker.running()) return null
+      return (await worker.send({ op: 'stats' })).apps as Record<string, unknown>
+    },
     async deploy(app, image, variables = {}, own = {}) {
       if (closing) return
       const previous = instances.get(app.id)

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
 import type { ConcurrencyInForce, ResourcesT } from '../model/app-settings.js'
 import type { Logger } from '../logger.js'
+import type { EmbeddedMetrics } from '../metrics/embedded.js'
 import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { StoredApplication } from '../store/applications.js'
 import { findApplication } from '../store/applications.js'
@@ -19,6 +20,7 @@ import { createLocalBuilds } from './builds.js'
 import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
 import { instanceMemoryBytes } from './memory-limit.js'
+import { workerSampler } from './metrics-sampler.js'
 import type { ToolchainCheck } from './programs.js'
 import { programPath, shippedProgram, toolchainCheck, workerProgram } from './programs.js'
 import type { LocalToolchains } from './toolchains.js'
@@ -46,6 +48,8 @@ export type LocalRuntimeDeps = {
   logger: Logger
   /** Told how each build ended (it records, deploys and counts). */
   finish: FinishBuild
+  /** Without Prometheus: where the worker's counters go, sampled (null: Prometheus reads them elsewhere). */
+  metrics?: EmbeddedMetrics | null
   /** Tests point these at other programs or another PATH. */
   builderMain?: string
   toolchains?: ToolchainCheck
@@ -133,6 +137,8 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     finish: deps.finish,
     prepare: (language, write) => prepared.prepare(language, write),
   })
+  const metrics = deps.metrics ?? null
+  metrics?.addSource(workerSampler(metrics, () => hosts.stats()))
   await builds.recover()
   hosts.reapOrphans()
   for (const deployed of await deployedImages(db)) {
@@ -165,6 +171,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     deploy,
     async forget(app) {
       await hosts.remove(app.id)
+      metrics?.forgetApp(app.id)
       rmSync(join(root, 'images', app.clusterName), { recursive: true, force: true })
       rmSync(join(root, 'dependencies', app.clusterName), { recursive: true, force: true })
     },

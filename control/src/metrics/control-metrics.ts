@@ -46,7 +46,13 @@ function processMetrics(): Registry {
   return processRegistry
 }
 
-export function createControlMetrics(): ControlMetrics {
+/** Where the same counts go as well: the embedded store, without Prometheus (embedded.ts). */
+type AlsoRecord = {
+  recordRequest(route: string | undefined, tenant?: string | null): void
+  recordBuild(tenant?: string): void
+}
+
+export function createControlMetrics(also?: AlsoRecord): ControlMetrics {
   const registry = new Registry()
   const httpRequests = new Counter({
     name: 'platform_http_requests_total',
@@ -97,6 +103,7 @@ export function createControlMetrics(): ControlMetrics {
         status_code: String(statusCode),
       })
       if (tenant !== undefined && tenant !== null) tenantRequests.inc({ tenant })
+      also?.recordRequest(route, tenant)
     },
     recordBuildFinished(build, tenant) {
       if (build.status !== 'succeeded' && build.status !== 'failed') return
@@ -108,6 +115,7 @@ export function createControlMetrics(): ControlMetrics {
       buildsFinished.inc({ result: build.status })
       if (tenant !== undefined) tenantBuilds.inc({ tenant })
       buildDuration.observe({ result: build.status }, seconds)
+      also?.recordBuild(tenant)
     },
     async render() {
       return (await registry.metrics()) + (await process.metrics())

@@ -1,8 +1,10 @@
 // The metrics endpoints: which series each one asks Prometheus for (metrics/queries.ts) over
-// the window the caller chose (metrics/series.ts).
+// the window the caller chose (metrics/series.ts); without Prometheus, the same series from the
+// control plane's own store (metrics/embedded.ts), over the same window and rate window.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { applicationNotFound, functionNotFound } from '../../domain/not-found.js'
 import { applicationQueries, functionQueries, overviewQueries, rateWindowMs } from '../../metrics/queries.js'
+import type { EmbeddedWindow } from '../../metrics/embedded.js'
 import type { MetricsWindow } from '../../metrics/series.js'
 import { metricsWindow, notConfigured, prometheusFor, querySeries } from '../../metrics/series.js'
 import { clusterName } from '../../store/applications.js'
@@ -14,9 +16,13 @@ import { errors } from '../schemas/errors.js'
 import { ApplicationMetrics, FunctionMetrics, MetricsQuery, OverviewMetrics } from '../schemas/metrics.js'
 import { AppParams, FunctionParams } from '../schemas/params.js'
 
-export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config }) => {
+export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { db, config, embeddedMetrics }) => {
   const prometheus = prometheusFor(config)
   const windowMsFor = (window: MetricsWindow): number => rateWindowMs(window.stepMs, config.metricsRateWindowMs)
+  const embeddedWindow = (window: MetricsWindow): EmbeddedWindow => ({ ...window, rateWindowMs: windowMsFor(window) })
+  // The applications' series only where this machine runs them: a cluster's are Prometheus's.
+  const workloads = embeddedMetrics?.workloads === true ? embeddedMetrics.store : null
+  const platform = embeddedMetrics?.store ?? null
 
   app.get(
     '/applications/:appId/metrics',
@@ -34,6 +40,10 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       const window = metricsWindow(request.query)
       const appName = await clusterName(db, request.params.appId)
       if (appName === null) throw applicationNotFound()
+      if (prometheus === null && workloads !== null) {
+        const series = workloads.application(request.params.appId, embeddedWindow(window))
+        return { range: window.range, step: window.step, series }
+      }
       if (prometheus === null) throw notConfigured()
       const queries = applicationQueries({ namespace: config.namespace, appName }, windowMsFor(window))
       const series = await querySeries(prometheus, request.log, window, queries, { cpu: 'cores', memory: 'bytes' })
@@ -58,6 +68,11 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       const appName = await clusterName(db, request.params.appId)
       const fn = appName === null ? null : await getFunction(db, request.params.appId, request.params.fnId)
       if (appName === null || fn === null) throw functionNotFound()
+      if (prometheus === null && workloads !== null) {
+        // The worker counts by component, and a function is the component of its name (spin/manifest.ts).
+        const series = workloads.function(request.params.appId, fn.name, embeddedWindow(window))
+        return { range: window.range, step: window.step, series }
+      }
       if (prometheus === null) throw notConfigured()
       const queries = functionQueries({ namespace: config.namespace, appName }, fn.route, windowMsFor(window))
       const series = await querySeries(prometheus, request.log, window, queries, {
@@ -83,9 +98,13 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     },
     async (request) => {
       const window = metricsWindow(request.query)
-      if (prometheus === null) throw notConfigured()
       // Without a tenant claim there is one tenant, and the platform's series are its own.
       const tenants = config.tenantClaim === '' ? null : visibleTenants(callerOf(request))
+      if (prometheus === null && platform !== null) {
+        const series = platform.overview(embeddedWindow(window), tenants)
+        return { range: window.range, step: window.step, series }
+      }
+      if (prometheus === null) throw notConfigured()
       const series = await querySeries(prometheus, request.log, window, overviewQueries(windowMsFor(window), tenants), {
         httpRequestRate: 'req/s',
         buildRate: 'builds/s',
