@@ -41,6 +41,10 @@ fi
 npm run --silent lint
 npm run --silent typecheck
 npm run --silent build
+# The build that just succeeded is what `npm run relay` (and control, dev) would otherwise make
+# again mid-suite (scripts/build-if-changed.mjs), rewriting dist/ and the worker under the tests
+# still running (test/scripts/npm-signals.test.ts starts `npm run relay`).
+touch dist/.built
 npm run --silent build:bench
 if [ $# -eq 0 ]; then
   # The whole suite: coverage below the thresholds in package.json's "tap" section fails it.
