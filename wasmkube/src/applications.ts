@@ -1,6 +1,7 @@
 // Applications by name: the API addresses them by id, the command line by name.
 import { WasmkubeError } from './errors.js'
 import type { Api } from './http.js'
+import { until } from './wait.js'
 
 export type Summary = {
   id: string
@@ -52,4 +53,18 @@ export async function getApp(api: Api, name: string): Promise<Application> {
       `no application named ${JSON.stringify(name)} on ${api.server} (wasmkube apps lists them)`,
     )
   return await api.json<Application>('GET', `/applications/${encodeURIComponent(found.id)}`)
+}
+
+/** The longest a settings change waits for its deployment to run it. */
+const APPLY_DEADLINE_MS = 5 * 60_000
+
+/** PATCHes the application's settings and returns it once its deployment runs them (at once when it has none). */
+export async function patchSettings(api: Api, app: Application, body: unknown): Promise<Application> {
+  const path = `/applications/${encodeURIComponent(app.id)}`
+  const patched = await api.json<Application>('PATCH', path, body)
+  if (patched.deployment === null || patched.deployment.ready) return patched
+  return await until(APPLY_DEADLINE_MS, `${app.name}'s deployment to run the new settings`, async () => {
+    const now = await api.json<Application>('GET', path)
+    return now.deployment === null || now.deployment.ready ? now : undefined
+  })
 }

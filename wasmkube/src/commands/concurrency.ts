@@ -2,17 +2,14 @@
 // in force, the platform's filling what the application left unset; a value equal to the
 // platform's is taken as unset, so changing one field does not pin today's platform value into
 // the other (the console does the same).
-import { getApp } from '../applications.js'
-import type { Application, Concurrency } from '../applications.js'
+import { getApp, patchSettings } from '../applications.js'
+import type { Concurrency } from '../applications.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { UsageError } from '../errors.js'
 import { parseCommand, stringOf } from '../table.js'
 import type { Parsed } from '../table.js'
-import { until } from '../wait.js'
 import { printJson } from './listing.js'
-
-const APPLY_DEADLINE_MS = 5 * 60_000
 
 function countOf(parsed: Parsed, flag: string): number | undefined {
   const text = stringOf(parsed, flag)
@@ -45,15 +42,7 @@ export async function concurrencyCommand(args: string[], io: Io): Promise<number
   const own = (field: keyof Concurrency): number | undefined =>
     app.concurrency?.[field] === platform[field] ? undefined : app.concurrency?.[field]
   const change = reset ? {} : { maxRunning: maxRunning ?? own('maxRunning'), maxQueued: maxQueued ?? own('maxQueued') }
-  const path = `/applications/${encodeURIComponent(app.id)}`
-  const patched = await api.json<Application>('PATCH', path, { concurrency: change })
-  const updated =
-    patched.deployment === null || patched.deployment.ready
-      ? patched
-      : await until(APPLY_DEADLINE_MS, `${app.name}'s deployment to run the new settings`, async () => {
-          const now = await api.json<Application>('GET', path)
-          return now.deployment === null || now.deployment.ready ? now : undefined
-        })
+  const updated = await patchSettings(api, app, { concurrency: change })
   const message = updated.deployment?.message ? `: ${updated.deployment.message}` : ''
   io.stderr.write(`concurrency of ${app.name} set${message}\n`)
   return shown(updated.concurrency)

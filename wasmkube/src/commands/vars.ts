@@ -3,16 +3,13 @@
 // value, so a change to one variable never touches a secret's value. A running deployment gets
 // the change without a rebuild: the command returns once the deployment is ready again, so the
 // next request answers with the new values (until then the previous version answers).
-import { getApp } from '../applications.js'
-import type { Application, Variables } from '../applications.js'
+import { getApp, patchSettings } from '../applications.js'
+import type { Variables } from '../applications.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { UsageError } from '../errors.js'
 import { parseCommand } from '../table.js'
-import { until } from '../wait.js'
 import { printJson, table } from './listing.js'
-
-const APPLY_DEADLINE_MS = 5 * 60_000
 
 export async function varsCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('vars', args)
@@ -49,15 +46,7 @@ export async function varsCommand(args: string[], io: Io): Promise<number> {
       delete next[key]
     }
   }
-  const path = `/applications/${encodeURIComponent(app.id)}`
-  const patched = await api.json<Application>('PATCH', path, { variables: next })
-  const updated =
-    patched.deployment === null || patched.deployment.ready
-      ? patched
-      : await until(APPLY_DEADLINE_MS, `${app.name}'s deployment to run the new settings`, async () => {
-          const now = await api.json<Application>('GET', path)
-          return now.deployment === null || now.deployment.ready ? now : undefined
-        })
+  const updated = await patchSettings(api, app, { variables: next })
   if (parsed.values.json === true) return printJson(io, updated.variables ?? {})
   const names = items.map((item) => item.split('=')[0]).join(', ')
   const message = updated.deployment?.message ? `: ${updated.deployment.message}` : ''
