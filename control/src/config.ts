@@ -84,6 +84,7 @@ export type ControlConfig = {
   buildMemory: string
   buildEphemeralStorage: string // request and limit of the build container's disk, and its /tmp's size
   replicas: number
+  resyncIntervalMs: number // every deployment is compared with what should run this often
   resourcePolicy: ResourcePolicyMode
   resourceCpuRequest: string // Kubernetes quantities; '' : none
   resourceCpuLimit: string
@@ -733,6 +734,14 @@ export const settings = [
     default: '1',
     parse: integerUpTo(100),
     help: 'spec.replicas of every SpinApp (1 to 100)',
+  }),
+  setting({
+    key: 'resyncIntervalMs',
+    env: 'PLATFORM_RESYNC_INTERVAL',
+    flag: '--resync-interval',
+    default: '30s',
+    parse: parseSeconds,
+    help: 'how often every deployment is compared with what should run, and applied again where it differs',
   }),
   setting({
     key: 'resourcePolicy',

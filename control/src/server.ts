@@ -11,8 +11,10 @@ import type { Cluster } from './cluster/runtime.js'
 import { clusterRuntime } from './cluster/runtime.js'
 import type { ControlConfig } from './config.js'
 import { buildFinisher } from './domain/build-finished.js'
+import { desiredChanges } from './domain/desired-changes.js'
+import type { Reconciler, ReconcilerDeps } from './domain/reconcile.js'
+import { createReconciler } from './domain/reconcile.js'
 import { measureImage } from './domain/image-size.js'
-import { concurrencyInForce, resourcesInForce } from './domain/policy.js'
 import { variableValues } from './domain/variables.js'
 import { buildApp } from './http/app.js'
 import { createDraining } from './http/draining.js'
@@ -43,8 +45,8 @@ export type ControlServer = {
   metrics: ControlMetrics
   /** Where builds and applications run: the cluster's, this machine's, or none. */
   runtime: Runtime
-  /** Why the deploy after an application's newest build did not apply, by application (domain/deps.ts). */
-  notApplied: Map<string, string>
+  /** Brings each application's deployment to what should run (domain/reconcile.ts); tests resync it. */
+  reconciler: Reconciler
   /** The cluster runtime's parts, when it is the one (tests wait for its watcher). */
   cluster: Cluster | null
   /** This machine's runtime's parts, when it is the one: no cluster and --runtime is not cluster. */
@@ -76,6 +78,8 @@ export type ServerDeps = {
   /** The embedded metrics' clock, and how often they sample by themselves (0: never; tests call sample()). */
   metricsClock?: () => number
   metricsSampleMs?: number
+  /** The reconcile's retry back-off and lease; tests shorten them. */
+  reconcile?: Pick<ReconcilerDeps, 'backoff' | 'leaseMs'>
 }
 
 export async function startControlPlane(config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -86,17 +90,16 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
   let auth: Authenticator | null = null
   let cluster: Cluster | null = null
   let local: LocalRuntime | null = null
-  // Set once the runtime has started; the runtimes are given `finish` before that.
   let runtime: Runtime = noRuntime()
-  const notApplied = new Map<string, string>()
+  let reconciler: Reconciler | null = null
+  // A build's success is told to the reconcile, which needs the runtime that reports it.
+  const changes = desiredChanges()
   const embedded = config.prometheusUrl === '' ? embeddedFor(config, deps) : null
   const metrics = createControlMetrics(embedded ?? undefined)
   const finisher = buildFinisher({
     db,
-    config,
     logger,
-    notApplied,
-    runtime: () => runtime,
+    changes,
     measureImage: deps.measureImage ?? ((imageRef: string) => measureImage(config, imageRef, registrySigner)),
     onFinished(build, tenant) {
       metrics.recordBuildFinished(build, tenant)
@@ -119,6 +122,15 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       // The key that seals secret variables here: a bad one stops the start, not a later request.
       secretBox(config)
     }
+    const started = createReconciler({ db, config, runtime, logger, ...deps.reconcile })
+    reconciler = started
+    changes.follow(started.reconcile)
+    // On this machine what ran before is up again before the first request is taken (an
+    // invoke right after a restart answers); a cluster's is applied in the background, so an
+    // unreachable API server does not hold the start.
+    const first = started.start()
+    if (local !== null) await first
+    else first.catch((error: unknown) => logger.warn({ reason: (error as Error).message }, 'first resync failed'))
     const draining = createDraining()
     const app = await buildApp(config, {
       db,
@@ -126,7 +138,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       auth,
       metrics,
       runtime,
-      notApplied,
+      reconcile: started.reconcile,
       draining,
       registrySigner,
       embeddedMetrics: embedded === null ? null : { store: embedded, workloads: local !== null },
@@ -143,7 +155,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       db,
       metrics,
       runtime,
-      notApplied,
+      reconciler: started,
       cluster,
       local,
       embeddedMetrics: embedded,
@@ -156,6 +168,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
           await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs))
         }
         await app.close()
+        await started.close()
         await running.close()
         // After the runtime: its last counts are written, and nothing samples a closed worker.
         await embedded?.close()
@@ -167,6 +180,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     }
   } catch (error) {
     auth?.close()
+    await reconciler?.close()
     // Whatever runtime had started (the assignments follow their starts with no await between).
     await runtime.close()
     await embedded?.close()
@@ -265,8 +279,6 @@ function localFor(
     logger: deps.logger,
     // The values now, secrets unsealed, at every deploy: a new value needs no rebuild.
     variablesFor: (app) => variableValues(config, app),
-    resourcesFor: (app) => resourcesInForce(config, app.settings.resources),
-    concurrencyFor: (app) => concurrencyInForce(config, app.settings.concurrency),
     ...deps.local,
     finish,
   })

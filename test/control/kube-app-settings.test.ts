@@ -386,7 +386,7 @@ t.test(
     t.equal(refused.body.replicas, 4, 'saved')
     t.match(
       refused.body.deployment?.message,
-      /^saved but not applied \(cluster permission missing: the control plane may not patch core\.spinkube\.dev spinapps\); POST deploy applies them; /,
+      /^saved but not applied \(cluster permission missing: the control plane may not patch core\.spinkube\.dev spinapps\); retried with back-off, or POST deploy applies them now; /,
     )
     await setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'patch', true)
     t.equal((await control.call('POST', `/applications/${app.id}/deploy`)).status, 202)

@@ -154,7 +154,7 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   t.match(refused.body, {
     deployment: {
       message:
-        /^saved but not applied \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); POST deploy applies them/,
+        /^saved but not applied \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); retried with back-off, or POST deploy applies them now/,
     },
   })
   t.same(await specOf(kube, 'hello'), spec, 'the running SpinApp is kept as it was')
@@ -170,7 +170,7 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
   t.match(afterBuild.body, {
     deployment: {
       message:
-        /^the newest build is not deployed \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); POST deploy tries again; /,
+        /^the newest build is not deployed \(the image could not be re-locked with the variables' names \(.+\); the running deployment is unchanged\); retried with back-off, or POST deploy tries again now; /,
     },
   })
   t.same(await specOf(kube, 'hello'), spec)
@@ -264,9 +264,12 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   t.match((await control.call('GET', `/applications/${app.id}`)).body, {
     deployment: { message: /^the newest build is not deployed \(the image could not be re-locked/ },
   })
-  t.equal(control.server.notApplied.size, 1)
+  t.match((await control.call('GET', `/applications/${app.id}`)).body, {
+    deployment: { conditions: [{ type: 'Deployed', status: 'False', reason: 'ApplyFailed' }, { type: 'Ready' }] },
+  })
   t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
-  t.equal(control.server.notApplied.size, 0, 'forgotten with the application')
+  const kept = await control.server.db.query('SELECT 1 FROM deployments WHERE application_id = $1', [app.id])
+  t.same(kept, [], 'forgotten with the application')
 })
 
 t.test(

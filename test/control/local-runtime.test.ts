@@ -4,6 +4,7 @@
 // what was left running, missing toolchains answering 503 by name, and deployments loaded into
 // the real worker: ready, invoked, reloaded on redeploy, unloaded on delete, stopped at
 // shutdown, brought back after a restart, a crashed worker restarted, scaled to zero.
+import { randomUUID } from 'node:crypto'
 import {
   chmodSync,
   copyFileSync,
@@ -346,7 +347,7 @@ t.test(
       db: control.server.db,
       config: control.config,
       runtime: control.server.runtime,
-      notApplied: control.server.notApplied,
+      reconcile: control.server.reconciler.reconcile,
     }
     const started = await startBuild(deps, {
       id: blue.id,
@@ -387,6 +388,24 @@ t.test(
     t.notOk(alive(secondWorker))
   },
 )
+
+t.test("a build's end recorded by a process that died before its apply: the next start deploys it", async (t) => {
+  const first = await startLocal(t)
+  const built = await jsApp(first.control, 'built')
+  const ok = await untilBuild(first.control, built.id, (await build(first.control, built.id)).id, 'succeeded')
+  const late = await jsApp(first.control, 'late')
+  // As the database holds it when the process dies between finishing the build and applying it.
+  await first.control.server.db.query(
+    "INSERT INTO builds (id, application_id, status, image_ref, finished_at) VALUES ($1, $2, 'succeeded', $3, now())",
+    [randomUUID(), late.id, ok.imageRef],
+  )
+  await first.control.close()
+  const second = await startLocal(t, [], first.control.store)
+  t.equal((await invoke(second.control, late.id, late.fnId, '/late')).answer.path, '/late')
+  t.match(((await second.control.call('GET', `/applications/${late.id}`)).body as { deployment: unknown }).deployment, {
+    conditions: [{ type: 'Deployed', status: 'True', reason: 'Applied' }, { type: 'Ready' }],
+  })
+})
 
 t.test('a language whose toolchain is missing answers 503 naming the tool; undeployed apps say so', async (t) => {
   const { control } = await startLocal(t)

@@ -50,7 +50,7 @@ t.test('what needs no runtime is answered', async (t) => {
   )
   t.same(await runtime.storeSecrets(app, new Map()), {}, 'no secrets: nothing to store')
   t.equal(await runtime.deployment(app as StoredApplicationDetail, 'image'), null, 'nothing runs, so no deployment')
-  t.equal(runtime.appliesChanges('a'), false)
+  t.equal(await runtime.drifted(app, {}), false)
   await runtime.remove(app)
   await runtime.close()
 })

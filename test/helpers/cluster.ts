@@ -19,6 +19,7 @@ import type { WatchProxy } from './kube-watch-proxy.js'
 import { kubeWatchProxy } from './kube-watch-proxy.js'
 import type { Relock } from '@session-relay/control/cluster/relocked-image'
 import type { BuildT } from '@session-relay/control/model/resources'
+import type { ServerDeps } from '@session-relay/control/server'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
 
@@ -108,6 +109,7 @@ export async function startRealClusterControl(
     relock?: 'registry' | Relock
     proxy?: boolean
     watchProxy?: boolean
+    reconcile?: ServerDeps['reconcile']
   } = {},
 ): Promise<RealClusterControl> {
   let kube = opts.kube
@@ -147,7 +149,13 @@ async function controlOnCluster(
   engine: Engine,
   kubeconfig: string,
   namespace: string,
-  opts: { flags?: string[]; store?: Store; relock?: 'registry' | Relock; registryClock?: () => number },
+  opts: {
+    flags?: string[]
+    store?: Store
+    relock?: 'registry' | Relock
+    registryClock?: () => number
+    reconcile?: ServerDeps['reconcile']
+  },
 ): Promise<{ control: TestControl; finished: BuildT[] }> {
   const finished: BuildT[] = []
   const control = await startTestControl(
@@ -175,6 +183,7 @@ async function controlOnCluster(
         measureImage: async () => IMAGE_SIZE,
         ...(opts.relock === 'registry' ? {} : { relock: opts.relock ?? (async (image: string) => image) }),
         ...(opts.registryClock === undefined ? {} : { registryClock: opts.registryClock }),
+        ...(opts.reconcile === undefined ? {} : { reconcile: opts.reconcile }),
       },
     },
   )

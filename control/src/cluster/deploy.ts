@@ -1,5 +1,6 @@
 // An application deployed in the cluster: its SpinApp, then what the SpinApp owns beside what
-// spin-operator makes (the autoscaler, the public route), so they go when it goes.
+// spin-operator makes (the autoscaler, the public route), so they go when it goes. Resolves
+// with the SpinApp's spec as applied: what a resync compares the live one with.
 import type { ControlConfig } from '../config.js'
 import { syncAutoscaler } from './autoscaler.js'
 import type { Kube } from './kube.js'
@@ -14,11 +15,12 @@ export async function deployToCluster(
   app: SpinAppInput,
   image: string,
   pullSecrets: TenantPullSecrets | null,
-): Promise<void> {
+): Promise<{ spec: Record<string, unknown> }> {
   // With the token server, the tenant's own pull credential, fresh; else the one of --image-pull-secret.
   const pullSecret = pullSecrets !== null ? await pullSecrets.write(app.tenant) : config.imagePullSecret
-  const uid = await applySpinApp(kube, config, app, image, pullSecret)
+  const { uid, spec } = await applySpinApp(kube, config, app, image, pullSecret)
   const owner = { apiVersion: SPINAPP_API_VERSION, kind: 'SpinApp', name: app.clusterName, uid }
   await syncAutoscaler(kube, app, app.settings.autoscaling, owner)
   await applyPublicRoute(kube, config, app, owner)
+  return { spec }
 }

@@ -27,7 +27,7 @@ import type { Kube } from './kube.js'
 import { containerState, listPods, openPodLog, readPodLog } from './pod-logs.js'
 import type { Relock } from './relocked-image.js'
 import { relockedImage } from './relocked-image.js'
-import { APP_NAME_LABEL, deleteSpinApp, readDeployment } from './spinapps.js'
+import { APP_NAME_LABEL, deleteSpinApp, readDeployment, spinAppDrifted } from './spinapps.js'
 import { writeSecretValues } from './variables-secret.js'
 
 export type Cluster = {
@@ -90,9 +90,9 @@ export function clusterRuntime(config: ControlConfig, db: Database, cluster: Clu
         relock: cluster.relock,
         signer: cluster.registrySigner ?? null,
       })
-      await deployToCluster(kube, config, app, running, cluster.pullSecrets ?? null)
+      return deployToCluster(kube, config, app, running, cluster.pullSecrets ?? null)
     },
-    appliesChanges: () => true,
+    drifted: (app, applied) => spinAppDrifted(kube, app.clusterName, (applied.spec ?? {}) as Record<string, unknown>),
     deployment: (app, image) =>
       readDeployment(
         kube,

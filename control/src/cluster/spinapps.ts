@@ -64,7 +64,12 @@ function spinVariables(app: SpinAppInput): object[] {
     })
 }
 
-function spinApp(config: ControlConfig, app: SpinAppInput, image: string, pullSecret: string): object {
+function spinApp(
+  config: ControlConfig,
+  app: SpinAppInput,
+  image: string,
+  pullSecret: string,
+): { apiVersion: string; kind: string; metadata: object; spec: Record<string, unknown> } {
   const limits = resourceList(app.resources.cpuLimit, app.resources.memoryLimit)
   const requests = resourceList(app.resources.cpuRequest, app.resources.memoryRequest)
   const variables = spinVariables(app)
@@ -100,7 +105,8 @@ export async function applySpinApp(
   app: SpinAppInput,
   image: string,
   pullSecret: string,
-): Promise<string> {
+): Promise<{ uid: string; spec: Record<string, unknown> }> {
+  const body = spinApp(config, app, image, pullSecret)
   try {
     const applied = (await kube.custom.patchNamespacedCustomObject(
       {
@@ -109,18 +115,39 @@ export async function applySpinApp(
         namespace: kube.namespace,
         plural: PLURAL,
         name: app.clusterName,
-        body: spinApp(config, app, image, pullSecret),
+        body,
         fieldManager: FIELD_MANAGER,
         force: true,
       },
       setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
     )) as { metadata?: { uid?: string } }
-    return applied.metadata?.uid ?? ''
+    return { uid: applied.metadata?.uid ?? '', spec: body.spec }
   } catch (error) {
     // Apply creates: a 404 can only mean the API server does not know SpinApps.
     if (statusOf(error) === 404) throw spinAppCrdMissing()
     throw clusterError(error, 'patch core.spinkube.dev spinapps')
   }
+}
+
+/**
+ * Whether the SpinApp is gone or no longer holds the `spec` applied (someone edited it): each
+ * field applied must be there as it was; what the API server or the operator added is not ours.
+ */
+export async function spinAppDrifted(kube: Kube, name: string, spec: Record<string, unknown>): Promise<boolean> {
+  const live = await readSpinApp(kube, name)
+  return live === null || !holds(live.spec ?? {}, spec)
+}
+
+/** `live` has every field of `applied` with the same value (arrays whole, objects field by field). */
+function holds(live: unknown, applied: unknown): boolean {
+  if (Array.isArray(applied))
+    return Array.isArray(live) && live.length === applied.length && applied.every((item, i) => holds(live[i], item))
+  if (applied !== null && typeof applied === 'object') {
+    if (live === null || typeof live !== 'object' || Array.isArray(live)) return false
+    const object = live as Record<string, unknown>
+    return Object.entries(applied).every(([key, value]) => holds(object[key], value))
+  }
+  return live === applied
 }
 
 /** Null when the SpinApp does not exist. */

@@ -1,9 +1,11 @@
 // An application as the API shows and removes it: the stored rows together with what runs.
 import type { AppSettings } from '../model/app-settings.js'
-import type { ApplicationT, DeploymentT } from '../model/resources.js'
+import type { ApplicationT, ConditionT, DeploymentT } from '../model/resources.js'
 import type { StoredApplicationDetail } from '../store/applications.js'
 import { deleteApplication, findApplication, getApplication } from '../store/applications.js'
 import { lastDeployedBuild, latestImage } from '../store/builds.js'
+import { readState, recordConditions } from '../store/deployments.js'
+import { deploymentMessage, differs, readyCondition, setCondition } from './conditions.js'
 import type { DomainDeps } from './deps.js'
 import { applicationNotFound } from './not-found.js'
 import { concurrencyInForce, resourcesInForce } from './policy.js'
@@ -32,6 +34,7 @@ export function applicationView(
   stored: StoredApplicationDetail,
   deployment: DeploymentT | null,
   deployedBuild: string | null = null,
+  conditions: ConditionT[] = [],
 ): ApplicationT {
   const { clusterName, settings, ...rest } = stored
   void clusterName
@@ -45,37 +48,48 @@ export function applicationView(
   return {
     ...rest,
     ...settingsView(config, settings),
-    deployment: { ...deployment, imageSizeBytes: size, buildId: running?.id ?? null },
+    deployment: { ...deployment, imageSizeBytes: size, buildId: running?.id ?? null, conditions },
   }
 }
 
-/** The application with its functions, builds and, once it has a successful build, its deployment. */
+/**
+ * The application with its functions, builds and, once it has a successful build, its
+ * deployment: what the runtime reports now, with the stored conditions (Ready kept up to date
+ * with what answers, so the next answer of any replica agrees). `note`, when given, opens the
+ * message in place of what the conditions would say (PATCH says how its own apply went).
+ */
 export async function describeApplication(
-  { db, config, runtime, notApplied }: DomainDeps,
+  { db, config, runtime }: DomainDeps,
   appId: string,
+  note?: string,
 ): Promise<ApplicationT> {
   const application = await getApplication(db, appId)
   if (application === null) throw applicationNotFound()
   const image = await latestImage(db, application.id)
-  const deployment = image === null ? null : await runtime.deployment(application, image)
-  const reason = notApplied.get(application.id)
-  if (deployment !== null && reason !== undefined)
-    deployment.message = `the newest build is not deployed (${reason}); POST deploy tries again; ${deployment.message}`
+  const live = image === null ? null : await runtime.deployment(application, image)
+  if (live === null) return applicationView(config, application, null)
+  let conditions = (await readState(db, application.id))?.conditions ?? []
+  const ready = readyCondition(live)
+  if (conditions.length > 0 && differs(conditions, ready)) {
+    conditions = setCondition(conditions, ready, new Date())
+    await recordConditions(db, application.id, conditions)
+  }
+  const message = note === undefined ? deploymentMessage(conditions, live.message) : `${note}; ${live.message}`
   return applicationView(
     config,
     application,
-    deployment,
-    deployment === null ? null : await lastDeployedBuild(db, application.id),
+    { ...live, message },
+    await lastDeployedBuild(db, application.id),
+    conditions,
   )
 }
 
 /** The application, its rows and what runs and was built for it. */
-export async function removeApplication({ db, runtime, notApplied }: DomainDeps, appId: string): Promise<void> {
+export async function removeApplication({ db, runtime }: DomainDeps, appId: string): Promise<void> {
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   // What runs first: if the runtime refuses, the application stays and the caller can try
   // again, rather than leaving a running deployment nobody can reach through this API.
   await runtime.remove(application)
   if (!(await deleteApplication(db, application.id))) throw applicationNotFound()
-  notApplied.delete(application.id)
 }

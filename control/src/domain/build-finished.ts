@@ -1,20 +1,18 @@
 // What follows a build's end, whichever runtime ran it (the cluster's build watcher, or a builder
-// process on this machine): the outcome recorded once, the application deployed with the new
-// image (or why not remembered for its deployment's message), the image's size read in the
-// background, and whoever counts builds told.
-import { HttpError } from '@session-relay/common/errors'
+// process on this machine): the outcome recorded once, the reconcile told that what should run
+// changed, the image's size read in the background, and whoever counts builds told.
 import type { Logger } from '../logger.js'
 import type { BuildT } from '../model/resources.js'
-import type { FinishBuild, Runtime } from '../runtime/runtime.js'
-import { findApplication } from '../store/applications.js'
+import type { FinishBuild } from '../runtime/runtime.js'
 import { finishBuild, recordImageSize } from '../store/builds.js'
-import type { DomainDeps } from './deps.js'
-import { deployApplication } from './deploy.js'
+import type { Database } from '../store/db.js'
+import type { DesiredChanges } from './desired-changes.js'
 
-export type BuildFinisherDeps = Omit<DomainDeps, 'runtime'> & {
+export type BuildFinisherDeps = {
+  db: Database
   logger: Logger
-  /** The runtime the process runs, once it is started (it is given `finish` before that). */
-  runtime: () => Runtime
+  /** Told that the application's newest successful build changed (the reconcile follows it). */
+  changes: DesiredChanges
   /** The size of a built image (config plus layers), null when it cannot be read. */
   measureImage: (imageRef: string) => Promise<number | null>
   /** Told once per build that ends, with its application's tenant (metrics). */
@@ -48,20 +46,6 @@ export function buildFinisher(deps: BuildFinisherDeps): BuildFinisher {
     measuring.add(done)
   }
 
-  const deploy = async (appId: string, buildId: string, image: string): Promise<void> => {
-    const application = await findApplication(db, appId)
-    if (application === null) return
-    try {
-      await deployApplication({ ...deps, runtime: deps.runtime() }, application, image)
-    } catch (error) {
-      if (error instanceof HttpError) deps.notApplied.set(appId, error.message)
-      logger.warn(
-        { buildId, appId, reason: (error as Error).message },
-        'build succeeded but its deployment could not be applied',
-      )
-    }
-  }
-
   return {
     async finish(buildId, outcome) {
       // Null when it had already ended (another event, another replica): that one did the rest.
@@ -73,7 +57,10 @@ export function buildFinisher(deps: BuildFinisherDeps): BuildFinisher {
         'build finished',
       )
       if (result.status === 'succeeded' && result.imageRef !== null) {
-        await deploy(appId, buildId, result.imageRef)
+        // The reconcile applies it, or keeps why not and retries; a throw here is its bug alone.
+        await deps.changes.changed(appId).catch((error: unknown) => {
+          logger.error({ buildId, appId, err: error }, 'reconcile after the build failed')
+        })
         measure(result, result.imageRef)
       }
       try {

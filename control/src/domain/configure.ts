@@ -1,6 +1,6 @@
 // PATCH application: the settings given replace what is stored, the rest stays. When the
-// application is deployed the change is applied at once (Runtime.appliesChanges says when) and
-// the answer's deployment message says so.
+// application has a successful build the change is reconciled at once (domain/reconcile.ts)
+// and the answer's deployment message says how that went.
 import type { ApplicationT } from '../model/resources.js'
 import type { AutoscalingT, ConcurrencyT, ResourcesT, VariableInputT } from '../model/app-settings.js'
 import { HttpError, InvalidInputError } from '@session-relay/common/errors'
@@ -9,7 +9,6 @@ import { findApplication, updateSettings } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
 import { describeApplication } from './applications.js'
 import type { DomainDeps } from './deps.js'
-import { deployApplication } from './deploy.js'
 import { applicationNotFound } from './not-found.js'
 import { checkConcurrency, checkResources, resourcesInForce } from './policy.js'
 import { storeVariables } from './variables.js'
@@ -28,7 +27,7 @@ export async function configureApplication(
   appId: string,
   patch: SettingsPatch,
 ): Promise<ApplicationT> {
-  const { db, config, runtime } = deps
+  const { db, config } = deps
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   const change: Partial<AppSettings> & { description?: string } = {}
@@ -65,21 +64,19 @@ export async function configureApplication(
     patch.resources !== undefined ||
     patch.concurrency !== undefined ||
     patch.variables !== undefined
-  const image = runs ? await latestImage(db, appId) : null
-  const deployed = image !== null && runtime.appliesChanges(appId)
   let note = ''
-  if (deployed) {
+  if (runs && (await latestImage(db, appId)) !== null) {
     // The settings are stored whatever happens now: a runtime that refuses makes the answer
-    // say so (the next deploy applies them), not a 503 that would read as nothing changed.
-    note = await deployApplication(deps, updated, image).then(
-      () => 're-applied with the new settings',
-      (error: unknown) => {
-        if (error instanceof HttpError) return `saved but not applied (${error.message}); POST deploy applies them`
-        throw error
-      },
-    )
+    // say so (the reconcile retries), not a 503 that would read as nothing changed.
+    const reconciled = await deps.reconcile(appId)
+    if (reconciled.kind === 'failed') {
+      if (!(reconciled.error instanceof HttpError)) throw reconciled.error
+      note = `saved but not applied (${reconciled.error.message}); retried with back-off, or POST deploy applies them now`
+    } else if (reconciled.kind === 'elsewhere') {
+      note = 'saved; another replica is applying them'
+    } else if (reconciled.kind !== 'idle') {
+      note = 're-applied with the new settings'
+    }
   }
-  const view = await describeApplication(deps, appId)
-  if (note !== '' && view.deployment !== null) view.deployment.message = `${note}; ${view.deployment.message}`
-  return view
+  return describeApplication(deps, appId, note === '' ? undefined : note)
 }

@@ -1,18 +1,15 @@
 // What every domain function is given: the store, the settings, the one runtime the process
-// started (cluster, this machine, or none), and this process's record of deploys that did not
-// apply.
+// started (cluster, this machine, or none), and the reconcile that brings what runs to what
+// should run (domain/reconcile.ts).
 import type { ControlConfig } from '../config.js'
 import type { Runtime } from '../runtime/runtime.js'
 import type { Database } from '../store/db.js'
+import type { Reconciled } from './reconcile.js'
 
 export type DomainDeps = {
   db: Database
   config: ControlConfig
   runtime: Runtime
-  /**
-   * Why the deploy after an application's newest build did not apply (what ran before keeps
-   * running), until a deploy of it does: no answer carried the reason, so its deployment's
-   * message says it. This process's own record: another replica's GET does not show it.
-   */
-  notApplied: Map<string, string>
+  /** Reconcile the application now; resolves with how it ended (a failure is kept and retried). */
+  reconcile: (appId: string) => Promise<Reconciled>
 }

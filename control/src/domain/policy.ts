@@ -22,7 +22,7 @@ import { CONCURRENCY_FIELDS, RESOURCE_FIELDS } from '../model/app-settings.js'
 import type { QuantityValue } from '../model/quantity.js'
 import { compareQuantities, parseQuantity, QUANTITY_RULE } from '../model/quantity.js'
 
-type PolicySettings = Pick<
+export type PolicySettings = Pick<
   ControlConfig,
   | 'resourcePolicy'
   | 'resourceCpuRequest'
@@ -146,7 +146,7 @@ export function resourcesInForce(config: PolicySettings, stored: ResourcesT): Re
   return result
 }
 
-type ConcurrencySettings = Pick<ControlConfig, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
+export type ConcurrencySettings = Pick<ControlConfig, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
 
 const CONCURRENCY_FLAGS = {
   maxRunning: '--local-max-concurrent-requests',

@@ -5,19 +5,22 @@ import { ConflictError } from '@session-relay/common/errors'
 import type { InvokeRequestT, InvokeResultT } from '../model/resources.js'
 import { findApplication, findApplicationWithRoute } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
+import { bumpGeneration } from '../store/deployments.js'
 import type { DomainDeps } from './deps.js'
-import { deployApplication } from './deploy.js'
 import { prepareInvoke } from './invoke.js'
 import { applicationNotFound, functionNotFound } from './not-found.js'
 
-/** Deploy the image of the newest successful build again; that image. */
+/** Apply the newest successful build and the settings again (a new generation); that image. */
 export async function redeploy(deps: DomainDeps, appId: string): Promise<{ appId: string; image: string }> {
   const application = await findApplication(deps.db, appId)
   if (application === null) throw applicationNotFound()
   deps.runtime.checkDeploy()
   const image = await latestImage(deps.db, application.id)
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
-  await deployApplication(deps, application, image)
+  // A new generation: applied even when nothing changed, which is what the caller asks for.
+  await bumpGeneration(deps.db, application.id)
+  const reconciled = await deps.reconcile(application.id)
+  if (reconciled.kind === 'failed') throw reconciled.error
   return { appId: application.id, image }
 }
 

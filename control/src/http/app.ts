@@ -33,6 +33,8 @@ import { metricsRoutes } from './routes/metrics.js'
 import { runtimeRoutes } from './routes/runtime.js'
 import { sourceRoutes } from './routes/sources.js'
 import { errors } from './schemas/errors.js'
+import type { DomainDeps } from '../domain/deps.js'
+import { createReconciler } from '../domain/reconcile.js'
 import { validatorCompiler } from './validation.js'
 
 const API_PREFIX = '/api/v1'
@@ -46,8 +48,8 @@ export type ControlDeps = {
   metrics?: ControlMetrics
   /** Where builds and applications run; absent: none (the endpoints that need one answer 503). */
   runtime?: Runtime
-  /** The deploys after a build that did not apply, by application (domain/deps.ts). */
-  notApplied?: Map<string, string>
+  /** Brings an application's deployment to what should run (domain/reconcile.ts); one without timers over `runtime` when absent. */
+  reconcile?: DomainDeps['reconcile']
   /** Set by whoever stops the process; a fresh one (never draining) when absent. */
   draining?: Draining
   /** The registry token key (--registry-token-key): GET /registry/token is served with it. */
@@ -214,11 +216,13 @@ export async function buildApp(config: ControlConfig, deps: ControlDeps): Promis
             throw error
           }
         })
+        const runtime = deps.runtime ?? noRuntime()
         const routeDeps: RouteDeps = {
           db: deps.db,
           config,
-          runtime: deps.runtime ?? noRuntime(),
-          notApplied: deps.notApplied ?? new Map<string, string>(),
+          runtime,
+          reconcile:
+            deps.reconcile ?? createReconciler({ db: deps.db, config, runtime, logger: deps.logger }).reconcile,
           draining,
           embeddedMetrics: deps.embeddedMetrics ?? null,
         }

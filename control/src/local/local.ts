@@ -1,8 +1,8 @@
 // The runtime on this machine, for a control plane that has no cluster: builds as child
 // processes of the builder program, artifacts in an OCI layout under the data directory (or
 // the configured registry), deployments loaded into one worker process, each on a loopback
-// port. At start it fails the builds a previous process left running and brings the deployed
-// applications back up.
+// port. At start it fails the builds a previous process left running; the reconcile
+// (domain/reconcile.ts) brings the deployed applications back up.
 import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { ControlConfig } from '../config.js'
@@ -11,8 +11,6 @@ import type { Logger } from '../logger.js'
 import type { EmbeddedMetrics } from '../metrics/embedded.js'
 import type { BuildApplication, FinishBuild } from '../runtime/runtime.js'
 import type { StoredApplication } from '../store/applications.js'
-import { findApplication } from '../store/applications.js'
-import { deployedImages } from '../store/builds.js'
 import { prepareCompiledDir } from './compiled-dir.js'
 import type { Database } from '../store/db.js'
 import type { LocalBuilds } from './builds.js'
@@ -58,10 +56,6 @@ export type LocalRuntimeDeps = {
   restartBackoff?: { initialMs: number; maxMs: number }
   /** The application's variable values (name to value) a deployment gets; none when absent. */
   variablesFor?: (app: StoredApplication) => Promise<Record<string, string>>
-  /** The resources in force for the application under the platform's policy (its stored ones when absent): what a restart brings it back with. */
-  resourcesFor?: (app: StoredApplication) => ResourcesT
-  /** Its concurrency in force under the platform's policy (its stored values over the platform's when absent). */
-  concurrencyFor?: (app: StoredApplication) => ConcurrencyInForce
 }
 
 type DeployTarget = StoredApplication & { resources: ResourcesT; concurrency: ConcurrencyInForce }
@@ -141,20 +135,6 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   metrics?.addSource(workerSampler(metrics, () => hosts.stats()))
   await builds.recover()
   hosts.reapOrphans()
-  for (const deployed of await deployedImages(db)) {
-    const app = await findApplication(db, deployed.id)
-    if (app === null) continue
-    const inForce = {
-      resources: deps.resourcesFor?.(app) ?? app.settings.resources,
-      concurrency: deps.concurrencyFor?.(app) ?? {
-        maxRunning: app.settings.concurrency.maxRunning ?? config.localMaxConcurrentRequests,
-        maxQueued: app.settings.concurrency.maxQueued ?? config.localMaxQueuedRequests,
-      },
-    }
-    await deploy({ ...app, ...inForce }, deployed.image).catch((error: unknown) => {
-      logger.warn({ appId: app.id, reason: (error as Error).message }, 'could not bring a deployed application back up')
-    })
-  }
   logger.info(
     { dir: root, registry: config.imageRepository || null, concurrency: config.localBuilds },
     'no cluster: builds and deployments run on this machine',

@@ -46,9 +46,13 @@ export function localRuntime(config: ControlConfig, db: Database, local: LocalRu
     },
     logPollMs: 1000,
     checkDeploy: () => {},
-    deploy: (app, image) => local.deploy(app, image),
-    // Only what runs is restarted: an application stopped stays stopped.
-    appliesChanges: (appId) => local.hosts.status(appId)?.running === true,
+    deploy: async (app, image) => {
+      await local.deploy(app, image)
+      return {}
+    },
+    // What this process's worker runs is in its memory: after a restart of the control plane
+    // nothing is, whatever the database says was applied before.
+    drifted: (app) => Promise.resolve(local.hosts.status(app.id) === null),
     deployment: (app, image) =>
       new Promise((resolve) => {
         const deployment = localDeployment(app.name, image, local.hosts.status(app.id))

@@ -98,6 +98,21 @@ export const Deployment = Type.Object({
   message: Type.String(),
 })
 
+// Kubernetes-style conditions (as a Deployment's or a Knative Service's): stored by the
+// reconcile (domain/reconcile.ts), so every replica answers the same.
+export const Condition = Type.Object({
+  type: Type.Union([Type.Literal('Deployed'), Type.Literal('Ready')], {
+    description: 'Deployed: the newest build with the settings now was applied; Ready: it answers',
+  }),
+  status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
+  reason: Type.String({ description: 'one CamelCase word, stable: what a program matches on' }),
+  message: Type.String({ description: 'for a person: why, in words' }),
+  lastTransitionTime: Type.String({
+    format: 'date-time',
+    description: 'when the status last changed (not the reason or message)',
+  }),
+})
+
 // What the API shows: what the runtime reports, and which build it runs. In a cluster with
 // variables the image is that build's re-locked with their names, so no build's imageRef is it.
 const DeploymentView = Type.Object({
@@ -106,6 +121,7 @@ const DeploymentView = Type.Object({
     description:
       "the build whose image runs: the one whose imageRef is `image`, else the newest build deployed (its image re-locked with the variables' names, in a cluster); null when not known",
   }),
+  conditions: Type.Array(Condition, { description: 'Deployed, then Ready; empty until the first reconcile' }),
 })
 
 export const Application = Type.Object({
@@ -155,6 +171,7 @@ export type ApplicationT = Static<typeof Application>
 export type FunctionT = Static<typeof FunctionSchema>
 export type BuildT = Static<typeof Build>
 export type DeploymentT = Static<typeof Deployment>
+export type ConditionT = Static<typeof Condition>
 export type InvokeRequestT = Static<typeof InvokeRequest>
 export type InvokeResultT = Static<typeof InvokeResult>
 export type SourceT = Static<typeof Source>

@@ -26,7 +26,7 @@ export function noRuntime(): Runtime {
       throw runtimeNotConfigured()
     },
     deploy: refuse,
-    appliesChanges: () => false,
+    drifted: () => Promise.resolve(false),
     deployment: () => Promise.resolve(null),
     invoke: refuse,
     openLog: refuse,

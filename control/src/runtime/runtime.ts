@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream'
 import type { AppSettings, ConcurrencyInForce, ResourcesT, StoredVariable } from '../model/app-settings.js'
 import type { DeploymentT, InvokeResultT, LanguageT } from '../model/resources.js'
-import type { StoredApplication, StoredApplicationDetail } from '../store/applications.js'
+import type { StoredApplication } from '../store/applications.js'
 import type { BuildOutcome } from '../store/builds.js'
 
 /** `clusterName` is unique across tenants (store/applications.ts); `name` only within one. */
@@ -18,7 +18,7 @@ export type BuildLog = { kind: 'text'; text: string } | { kind: 'stream'; upstre
 export type PreparedInvoke = { method: string; path: string; headers: Record<string, string[]>; body: Buffer }
 
 /** An application as it is deployed: its settings with the resources and concurrency in force under the policy now. */
-type DeployTarget = StoredApplication & { resources: ResourcesT; concurrency: ConcurrencyInForce }
+export type DeployTarget = StoredApplication & { resources: ResourcesT; concurrency: ConcurrencyInForce }
 
 /** How a build ended, told by whichever runtime ran it (domain/build-finished.ts does what follows). */
 export type FinishBuild = (buildId: string, outcome: BuildOutcome) => Promise<void>
@@ -34,12 +34,18 @@ export type Runtime = {
   logPollMs: number
   /** Refuses (503) a deploy when nothing can run here, before the image to deploy is looked for. */
   checkDeploy(): void
-  /** Runs `image` for the application with its settings now. */
-  deploy(app: DeployTarget, image: string): Promise<void>
-  /** Whether a change of settings is applied at once: in a cluster always, on a machine only to what runs. */
-  appliesChanges(appId: string): boolean
+  /**
+   * Runs `image` for the application with its settings now; resolves with what it applied, in
+   * JSON (stored, and given back to `drifted`). Called by the reconcile alone (domain/reconcile.ts).
+   */
+  deploy(app: DeployTarget, image: string): Promise<Record<string, unknown>>
+  /**
+   * Whether what runs is no longer what `applied` (deploy's answer) says: deleted or edited by
+   * hand in a cluster, lost by this process on a machine. A throw counts as not known: no apply.
+   */
+  drifted(app: StoredApplication, applied: Record<string, unknown>): Promise<boolean>
   /** The deployment of `image` (the newest successful build) as the API shows it; null when nothing can run. */
-  deployment(app: StoredApplicationDetail, image: string): Promise<DeploymentT | null>
+  deployment(app: StoredApplication, image: string): Promise<DeploymentT | null>
   invoke(app: StoredApplication, request: PreparedInvoke): Promise<InvokeResultT>
   /** The application's own output, from its newest running instance. */
   openLog(

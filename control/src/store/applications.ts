@@ -242,6 +242,10 @@ export async function updateSettings(
   if (change.resources !== undefined) set('resources', JSON.stringify(change.resources))
   if (change.concurrency !== undefined) set('concurrency', JSON.stringify(change.concurrency))
   if (change.variables !== undefined) set('variables', JSON.stringify(change.variables))
+  // What runs changes with these: the reconcile (domain/reconcile.ts) applies a new generation.
+  const runs = [change.replicas, change.autoscaling, change.resources, change.concurrency]
+  if (runs.some((value) => value !== undefined)) sets.push('settings_generation = settings_generation + 1')
+  if (change.variables !== undefined) sets.push('variables_generation = variables_generation + 1')
   const [row] =
     sets.length === 0
       ? await db.query<ApplicationRow>(`SELECT ${COLUMNS} FROM applications WHERE id = $1`, [id])

@@ -198,12 +198,3 @@ export async function buildStatus(db: Database, buildId: string): Promise<BuildT
   const [row] = await db.query<{ status: BuildT['status'] }>('SELECT status FROM builds WHERE id = $1', [buildId])
   return row?.status ?? null
 }
-
-/** Every application with a successful build, and the image of its newest one: what should be running. */
-export async function deployedImages(db: Database): Promise<Array<{ id: string; name: string; image: string }>> {
-  const rows = await db.query<{ id: string; name: string; image_ref: string }>(
-    `SELECT DISTINCT ON (a.id) a.id, a.name, b.image_ref FROM applications a JOIN builds b ON b.application_id = a.id
-      WHERE b.status = 'succeeded' ORDER BY a.id, b.finished_at DESC, b.created_at DESC`,
-  )
-  return rows.map((row) => ({ id: row.id, name: row.name, image: row.image_ref }))
-}

@@ -116,6 +116,31 @@ export const migrations: Migration[] = [
     // --local-max-queued-requests) as they are at each deploy, as for every application before.
     statements: ["ALTER TABLE applications ADD COLUMN concurrency jsonb NOT NULL DEFAULT '{}'"],
   },
+  {
+    version: 8,
+    name: 'deployments as desired state: generations, what was applied, conditions',
+    // What should run is the newest successful build's image with the settings' and variables'
+    // generations, bumped in the statement that changes them; `generation` is bumped by POST
+    // deploy. `applied` is what the last apply that held was given (NULL: never, or before this
+    // was kept: the first reconcile applies it again, which changes nothing that runs). The lease
+    // lets one replica reconcile an application at a time without holding a transaction open.
+    statements: [
+      'ALTER TABLE applications ADD COLUMN settings_generation bigint NOT NULL DEFAULT 1',
+      'ALTER TABLE applications ADD COLUMN variables_generation bigint NOT NULL DEFAULT 1',
+      `
+      CREATE TABLE deployments (
+        application_id uuid PRIMARY KEY
+          CONSTRAINT deployments_application_fkey REFERENCES applications (id) ON DELETE CASCADE,
+        generation bigint NOT NULL DEFAULT 1,
+        applied jsonb,
+        conditions jsonb NOT NULL DEFAULT '[]',
+        failures integer NOT NULL DEFAULT 0,
+        retry_at timestamptz,
+        lease_holder text,
+        lease_until timestamptz
+      )`,
+    ],
+  },
 ]
 
 // Any constant works; it only has to be the same in every replica.
