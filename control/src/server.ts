@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { startBuildWatcher } from './cluster/build-watcher.js'
+import type { SpinAppWatch } from './cluster/spinapp-watch.js'
+import { watchSpinApps } from './cluster/spinapp-watch.js'
 import { connectKube } from './cluster/kube.js'
 import { tenantPullSecrets } from './cluster/pull-secret.js'
 import type { Relock } from './cluster/relocked-image.js'
@@ -92,6 +94,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
   let local: LocalRuntime | null = null
   let runtime: Runtime = noRuntime()
   let reconciler: Reconciler | null = null
+  let spinApps: SpinAppWatch | null = null
   // A build's success is told to the reconcile, which needs the runtime that reports it.
   const changes = desiredChanges()
   const embedded = config.prometheusUrl === '' ? embeddedFor(config, deps) : null
@@ -125,6 +128,16 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     const started = createReconciler({ db, config, runtime, logger, ...deps.reconcile })
     reconciler = started
     changes.follow(started.reconcile)
+    // A SpinApp deleted or edited by hand is applied again at once, not at the next resync.
+    spinApps =
+      cluster === null
+        ? null
+        : watchSpinApps({
+            kube: cluster.kube,
+            logger,
+            changed: (appId) => void started.reconcile(appId),
+            retryMs: deps.cluster?.retryMs,
+          })
     // On this machine what ran before is up again before the first request is taken (an
     // invoke right after a restart answers); a cluster's is applied in the background, so an
     // unreachable API server does not hold the start.
@@ -138,7 +151,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       auth,
       metrics,
       runtime,
-      reconcile: started.reconcile,
+      deployments: started,
       draining,
       registrySigner,
       embeddedMetrics: embedded === null ? null : { store: embedded, workloads: local !== null },
@@ -168,6 +181,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
           await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs))
         }
         await app.close()
+        await spinApps?.close()
         await started.close()
         await running.close()
         // After the runtime: its last counts are written, and nothing samples a closed worker.
@@ -180,6 +194,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     }
   } catch (error) {
     auth?.close()
+    await spinApps?.close()
     await reconciler?.close()
     // Whatever runtime had started (the assignments follow their starts with no await between).
     await runtime.close()

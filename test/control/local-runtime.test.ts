@@ -347,7 +347,7 @@ t.test(
       db: control.server.db,
       config: control.config,
       runtime: control.server.runtime,
-      reconcile: control.server.reconciler.reconcile,
+      deployments: control.server.reconciler,
     }
     const started = await startBuild(deps, {
       id: blue.id,

@@ -1,6 +1,6 @@
 // Deployments as desired state on the real Kubernetes API server (test/helpers/kube-apiserver.ts,
 // the control plane with the Role from deploy/): a SpinApp deleted or edited by hand is put
-// back by the resync; an apply the cluster refuses, or an outage cuts, is retried with back-off
+// back at once from the watch, or by the periodic resync when no watch holds; an apply the cluster refuses, or an outage cuts, is retried with back-off
 // until it holds, and both replicas (one PostgreSQL) answer the same reason meanwhile; a
 // build's end recorded by a process that died before applying it is applied by the next start.
 import { randomUUID } from 'node:crypto'
@@ -37,8 +37,9 @@ async function build(cluster: RealClusterControl, appId: string, name: string): 
   return image
 }
 
-t.test('a SpinApp deleted by hand is put back by the periodic resync', async (t) => {
-  const cluster = await startRealClusterControl(t, 'pglite', { flags: ['--resync-interval', '1s'] })
+t.test('a SpinApp deleted or edited by hand is applied again at once, from the watch', async (t) => {
+  // The default interval (30 s): no resync runs during the test.
+  const cluster = await startRealClusterControl(t, 'pglite')
   const { control, kube } = cluster
   const app = await createApp(control, 'hello')
   await build(cluster, app.id, 'hello')
@@ -46,24 +47,28 @@ t.test('a SpinApp deleted by hand is put back by the periodic resync', async (t)
   t.match(await deployed(control, app.id), { status: 'True', reason: 'Applied' })
 
   await kube.must('DELETE', kube.path(SPINAPP, 'hello'))
-  await until(async () => (await specOf(cluster, 'hello')) !== undefined, 30_000, 'the SpinApp put back')
+  await until(async () => (await specOf(cluster, 'hello')) !== undefined, 20_000, 'the SpinApp put back')
   t.same(await specOf(cluster, 'hello'), spec, 'as it was applied')
   t.match(await deployed(control, app.id), { status: 'True', reason: 'Restored' })
+
+  // Another field manager's edit: the control plane's fields win back.
+  await kube.must('PATCH', kube.path(SPINAPP, 'hello'), { spec: { replicas: 7 } }, 'application/merge-patch+json')
+  await until(async () => (await specOf(cluster, 'hello'))?.replicas !== 7, 20_000, 'the edit undone')
+  t.same(await specOf(cluster, 'hello'), spec)
+  t.match(await control.server.reconciler.reconcile(app.id), { kind: 'in-sync' }, 'nothing to do after')
 })
 
-t.test("a SpinApp edited by hand: the control plane's fields win back at the next reconcile", async (t) => {
-  // The default interval (30 s): no resync runs during the test, the reconcile asked for does.
-  const cluster = await startRealClusterControl(t, 'pglite')
-  const { control, kube } = cluster
-  const app = await createApp(control, 'edited')
-  await build(cluster, app.id, 'edited')
-  const spec = await specOf(cluster, 'edited')
-  t.match(await control.server.reconciler.reconcile(app.id), { kind: 'in-sync' }, 'nothing to do at first')
-  // Another field manager's edit.
-  await kube.must('PATCH', kube.path(SPINAPP, 'edited'), { spec: { replicas: 7 } }, 'application/merge-patch+json')
-  t.equal((await specOf(cluster, 'edited'))?.replicas, 7)
-  t.match(await control.server.reconciler.reconcile(app.id), { kind: 'applied' })
-  t.same(await specOf(cluster, 'edited'), spec)
+t.test('with no watch, the periodic resync puts a deleted SpinApp back', async (t) => {
+  const cluster = await startRealClusterControl(t, 'pglite', { watchProxy: true, flags: ['--resync-interval', '1s'] })
+  const { control, kube, watches } = cluster
+  const app = await createApp(control, 'lonely')
+  await build(cluster, app.id, 'lonely')
+  if (watches === null) throw new Error('no watch proxy')
+  watches.refuseWatches = true
+  watches.endWatches()
+  await until(() => watches.watches() === 0, 10_000, 'no watch open')
+  await kube.must('DELETE', kube.path(SPINAPP, 'lonely'))
+  await until(async () => (await specOf(cluster, 'lonely')) !== undefined, 30_000, 'the SpinApp put back by a resync')
   t.match(await deployed(control, app.id), { status: 'True', reason: 'Restored' })
 })
 

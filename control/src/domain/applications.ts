@@ -85,11 +85,14 @@ export async function describeApplication(
 }
 
 /** The application, its rows and what runs and was built for it. */
-export async function removeApplication({ db, runtime }: DomainDeps, appId: string): Promise<void> {
+export async function removeApplication({ db, runtime, deployments }: DomainDeps, appId: string): Promise<void> {
   const application = await findApplication(db, appId)
   if (application === null) throw applicationNotFound()
   // What runs first: if the runtime refuses, the application stays and the caller can try
-  // again, rather than leaving a running deployment nobody can reach through this API.
-  await runtime.remove(application)
-  if (!(await deleteApplication(db, application.id))) throw applicationNotFound()
+  // again, rather than leaving a running deployment nobody can reach through this API. With
+  // no reconcile running, none applies again what this removes (a watch event would ask for one).
+  await deployments.exclusive(application.id, async () => {
+    await runtime.remove(application)
+    if (!(await deleteApplication(db, application.id))) throw applicationNotFound()
+  })
 }

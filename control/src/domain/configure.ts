@@ -68,7 +68,7 @@ export async function configureApplication(
   if (runs && (await latestImage(db, appId)) !== null) {
     // The settings are stored whatever happens now: a runtime that refuses makes the answer
     // say so (the reconcile retries), not a 503 that would read as nothing changed.
-    const reconciled = await deps.reconcile(appId)
+    const reconciled = await deps.deployments.reconcile(appId)
     if (reconciled.kind === 'failed') {
       if (!(reconciled.error instanceof HttpError)) throw reconciled.error
       note = `saved but not applied (${reconciled.error.message}); retried with back-off, or POST deploy applies them now`

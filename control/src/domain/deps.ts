@@ -4,12 +4,12 @@
 import type { ControlConfig } from '../config.js'
 import type { Runtime } from '../runtime/runtime.js'
 import type { Database } from '../store/db.js'
-import type { Reconciled } from './reconcile.js'
+import type { Reconciler } from './reconcile.js'
 
 export type DomainDeps = {
   db: Database
   config: ControlConfig
   runtime: Runtime
-  /** Reconcile the application now; resolves with how it ended (a failure is kept and retried). */
-  reconcile: (appId: string) => Promise<Reconciled>
+  /** Reconciles an application now (a failure is kept and retried), or removes it with none running. */
+  deployments: Pick<Reconciler, 'reconcile' | 'exclusive'>
 }

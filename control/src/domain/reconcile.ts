@@ -37,6 +37,12 @@ export type Reconciled =
 
 export type Reconciler = {
   reconcile: (appId: string) => Promise<Reconciled>
+  /**
+   * Runs `fn` with no reconcile of the application running meanwhile, in this process or
+   * (through the lease, waited for up to its length) another: what removes it goes through here,
+   * so no apply re-creates what it removes.
+   */
+  exclusive: <T>(appId: string, fn: () => Promise<T>) => Promise<T>
   /** Every application with a successful build whose retry is due, one after another. */
   resync(): Promise<void>
   /** The first resync (the start's) and then one every interval; resolves when the first is done. */
@@ -200,6 +206,22 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     return next
   }
 
+  const exclusive = async <T>(appId: string, fn: () => Promise<T>): Promise<T> => {
+    // Behind what runs or waits here: the chain reconcile() extends.
+    await Promise.allSettled([running.get(appId), queued.get(appId)])
+    const deadline = now() + leaseMs
+    while (!(await takeLease(db, appId, holder, leaseMs)) && now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    try {
+      return await fn()
+    } finally {
+      clearTimeout(retries.get(appId))
+      retries.delete(appId)
+      await releaseLease(db, appId, holder)
+    }
+  }
+
   const resync = (): Promise<void> => {
     resyncing ??= (async () => {
       for (const appId of await dueApplications(db)) {
@@ -216,6 +238,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
   return {
     reconcile,
+    exclusive,
     resync,
     start() {
       interval = setInterval(() => {

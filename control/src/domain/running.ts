@@ -19,7 +19,7 @@ export async function redeploy(deps: DomainDeps, appId: string): Promise<{ appId
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
   // A new generation: applied even when nothing changed, which is what the caller asks for.
   await bumpGeneration(deps.db, application.id)
-  const reconciled = await deps.reconcile(application.id)
+  const reconciled = await deps.deployments.reconcile(application.id)
   if (reconciled.kind === 'failed') throw reconciled.error
   return { appId: application.id, image }
 }

@@ -49,7 +49,7 @@ export type ControlDeps = {
   /** Where builds and applications run; absent: none (the endpoints that need one answer 503). */
   runtime?: Runtime
   /** Brings an application's deployment to what should run (domain/reconcile.ts); one without timers over `runtime` when absent. */
-  reconcile?: DomainDeps['reconcile']
+  deployments?: DomainDeps['deployments']
   /** Set by whoever stops the process; a fresh one (never draining) when absent. */
   draining?: Draining
   /** The registry token key (--registry-token-key): GET /registry/token is served with it. */
@@ -221,8 +221,7 @@ export async function buildApp(config: ControlConfig, deps: ControlDeps): Promis
           db: deps.db,
           config,
           runtime,
-          reconcile:
-            deps.reconcile ?? createReconciler({ db: deps.db, config, runtime, logger: deps.logger }).reconcile,
+          deployments: deps.deployments ?? createReconciler({ db: deps.db, config, runtime, logger: deps.logger }),
           draining,
           embeddedMetrics: deps.embeddedMetrics ?? null,
         }
