@@ -53,7 +53,7 @@ export async function deployCommand(args: string[], io: Io): Promise<number> {
   if (build.status === 'failed')
     throw new WasmkubeError('build_failed', `build ${build.id} failed: ${build.error ?? 'no reason given'}`)
   io.stderr.write(`build ${build.id} succeeded; waiting for the deployment\n`)
-  const deployed = await waitForDeployment(api, app.id, build)
+  const deployed = await waitForDeployment(api, io, app.id, build)
   await until(DEPLOY_DEADLINE_MS, 'the deployment to answer', async () => {
     try {
       return await api.json<{ status: number }>('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
@@ -97,17 +97,36 @@ async function applicationFor(
   return created
 }
 
-async function waitForDeployment(api: Api, appId: string, build: Build): Promise<Application> {
+/**
+ * Until the deployment runs the build and is ready; meanwhile each new reason it gives for not
+ * being ready (the control plane's deployment message: an apply refused and retried, a worker
+ * restarting) is printed once, and the last one ends the error if the wait gives up.
+ */
+async function waitForDeployment(api: Api, io: Io, appId: string, build: Build): Promise<Application> {
   let readyElsewhereSince: number | undefined
-  return await until(DEPLOY_DEADLINE_MS, 'the deployment to run the build', async () => {
-    const app = await api.json<Application>('GET', `/applications/${appId}`)
-    const deployment = app.deployment
-    if (deployment === null || !deployment.ready) {
-      readyElsewhereSince = undefined
-      return undefined
-    }
-    if (deployment.image === build.imageRef) return app
-    readyElsewhereSince ??= Date.now()
-    return Date.now() - readyElsewhereSince >= RELOCKED_AFTER_MS ? app : undefined
-  })
+  let said = ''
+  try {
+    return await until(
+      DEPLOY_DEADLINE_MS,
+      'the deployment to run the build',
+      async () => {
+        const app = await api.json<Application>('GET', `/applications/${appId}`)
+        const deployment = app.deployment
+        if (deployment === null || !deployment.ready) {
+          readyElsewhereSince = undefined
+          const reason = deployment?.message ?? ''
+          if (reason !== '' && reason !== said) io.stderr.write(`not ready yet: ${reason}\n`)
+          said = reason || said
+          return undefined
+        }
+        if (deployment.image === build.imageRef) return app
+        readyElsewhereSince ??= Date.now()
+        return Date.now() - readyElsewhereSince >= RELOCKED_AFTER_MS ? app : undefined
+      },
+      io.signal,
+    )
+  } catch (error) {
+    if (error instanceof WasmkubeError && said !== '') throw new WasmkubeError(error.code, `${error.message}: ${said}`)
+    throw error
+  }
 }
