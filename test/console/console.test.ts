@@ -238,6 +238,11 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   // The host starts once the build is recorded: the page follows it to ready, no Refresh clicked.
   await page.locator('dl.facts span.ok', { hasText: /^ready$/ }).waitFor({ timeout: 60_000 })
   t.match(
+    await page.getByTestId('conditions').textContent(),
+    /^ConditionHoldsReasonMessageSinceDeployedyesApplied.*Readyyes/,
+    "the deployment's conditions, Deployed and Ready",
+  )
+  t.match(
     await page.locator('dl.facts').textContent(),
     /oci-layout:\/.*\/hello@sha256:[0-9a-f]{64}/,
     'the deployment shows the image the build made',

@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { getJson, messageOf, sendJson, streamText } from '../api/client'
 import type { Accepted, Application, Build } from '../api/types'
 import { useAccess } from './access'
+import { Conditions } from './conditions'
 import { RunningBuild } from './running-build'
 import { ErrorText, Notice } from './status'
 
@@ -230,6 +231,10 @@ function DeploymentCard({ app, onChanged }: { app: Application; onChanged: () =>
           </dd>
           <dt>Message</dt>
           <dd>{d.message === '' ? <span class="muted">none</span> : d.message}</dd>
+          <dt>Conditions</dt>
+          <dd>
+            <Conditions conditions={d.conditions} />
+          </dd>
         </dl>
       )}
       <p class="row">
