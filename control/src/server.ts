@@ -129,19 +129,13 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     reconciler = started
     changes.follow(started.reconcile)
     // A SpinApp deleted or edited by hand is applied again at once, not at the next resync.
-    spinApps =
-      cluster === null
-        ? null
-        : watchSpinApps({
-            kube: cluster.kube,
-            logger,
-            changed: (appId) => void started.reconcile(appId),
-            retryMs: deps.cluster?.retryMs,
-          })
+    const changed = (appId: string): void => void started.reconcile(appId)
+    spinApps = cluster && watchSpinApps({ kube: cluster.kube, logger, changed, retryMs: deps.cluster?.retryMs })
     // On this machine what ran before is up again before the first request is taken (an
     // invoke right after a restart answers); a cluster's is applied in the background, so an
     // unreachable API server does not hold the start.
-    const first = started.start()
+    // With no runtime nothing can run: no resync either.
+    const first = cluster === null && local === null ? Promise.resolve() : started.start()
     if (local !== null) await first
     else first.catch((error: unknown) => logger.warn({ reason: (error as Error).message }, 'first resync failed'))
     const draining = createDraining()

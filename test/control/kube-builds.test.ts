@@ -399,7 +399,8 @@ eachEngine(t, 'a watch refused while lists work: builds still end, through lists
   const proxy = watches!
   const app = await createApp(control, 'relist')
   const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as Build
-  await until(() => proxy.watches() === 1, 20_000, 'watching')
+  // Two watches: the build Jobs' and the SpinApps' (cluster/spinapp-watch.ts).
+  await until(() => proxy.watches() === 2, 20_000, 'watching')
   const lists = (): number =>
     kube.server
       .audit()
@@ -416,7 +417,7 @@ eachEngine(t, 'a watch refused while lists work: builds still end, through lists
     'the failed watch logged',
   )
   proxy.refuseWatches = false
-  await until(() => proxy.watches() === 1, 40_000, 'watching again')
+  await until(() => proxy.watches() === 2, 40_000, 'watching again')
   t.pass('watching again once watches go through')
 })
 

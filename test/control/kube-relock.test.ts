@@ -256,10 +256,22 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   t.same((await pullSpinApp(store, image.slice(image.indexOf('@') + 1))).lockedApp.variables, { greeting: {} })
   t.same(secretsRead(kube), [], 'no Secret read')
 
-  // No credentials now: the next build's deploy fails, which the deployment says until the application goes.
+  // No credentials now: the next build's deploy (another image: the same one is running
+  // already, so there would be nothing to apply) fails, which the deployment says until the
+  // application goes.
+  const other = await pushSpinApp(store, 'b2', {
+    lockedApp: {
+      spin_lock_version: 1,
+      triggers: [
+        { id: 'solo-http-trigger', trigger_type: 'http', trigger_config: { component: 'solo', route: '/...' } },
+      ],
+      components: [{ id: 'solo', source: { content_type: 'application/wasm' } }],
+    },
+    wasm: new Map([['solo', Buffer.from('\0asm\x01\0\0\0\0')]]),
+  })
   process.env.DOCKER_CONFIG = t.testdir({})
   const again = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  await succeedJob(kube, `build-${again.id}`, `${registry.host}/apps/solo@${pushed.digest}`)
+  await succeedJob(kube, `build-${again.id}`, `${registry.host}/apps/solo@${other.digest}`)
   await until(() => finished.some((b) => b.id === again.id), 20_000, 'the second build recorded')
   t.match((await control.call('GET', `/applications/${app.id}`)).body, {
     deployment: { message: /^the newest build is not deployed \(the image could not be re-locked/ },

@@ -34,6 +34,7 @@ type Deployment = {
   internalUrl: string
   publicUrl: string | null
   message: string
+  conditions?: Array<{ type: string; status: string; reason: string }>
 }
 
 /** An application with one successful build, deployed and running. */
@@ -167,7 +168,11 @@ eachEngine(
     t.same(noBuild.body, { error: 'nothing to deploy: the application has no successful build yet' })
 
     const { app, image, buildId } = await deployedReal(cluster)
-    const ready = await getDeployment(control, app.id)
+    const { conditions, ...ready } = (await getDeployment(control, app.id)) as Deployment
+    t.match(conditions, [
+      { type: 'Deployed', status: 'True', reason: 'Applied' },
+      { type: 'Ready', status: 'True', reason: 'Answering', message: '2 of 2 replicas ready' },
+    ])
     t.same(ready, {
       image,
       imageSizeBytes: IMAGE_SIZE,
@@ -187,8 +192,16 @@ eachEngine(
       message: 'Deployment does not have minimum availability.',
     })
 
+    // Deleted by hand while the control plane may not apply it again (the watch would at once).
+    await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'patch', false)
     await kube.must('DELETE', kube.path(real.SPINAPP, 'hello'))
+    await until(
+      async () => (await getDeployment(control, app.id))?.conditions?.[0]?.status === 'False',
+      20_000,
+      'the put-back refused',
+    )
     t.match(await getDeployment(control, app.id), { ready: false, observedReplicas: 0, message: /SpinApp is missing/ })
+    await real.setRoleVerb(kube, 'core.spinkube.dev', 'spinapps', 'patch', true)
     const again = await control.call('POST', `/applications/${app.id}/deploy`)
     t.equal(again.status, 202)
     t.same(again.body, { message: `deploying ${image}` })

@@ -169,8 +169,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
           return { kind: 'failed', error: error as Error, retryInMs }
         }
       }
-      // Ready as the runtime reports it now: kept, so every replica answers the same.
-      const live = await runtime.deployment(app, target.image).catch(() => null)
+      // Ready as the runtime reports it after an apply: kept, so every replica answers the same.
+      // Not at every resync: a read of the application (domain/applications.ts) keeps it current,
+      // and a resync that reads what runs for every application would cost the cluster more.
+      const live = outcome.kind === 'applied' ? await runtime.deployment(app, target.image).catch(() => null) : null
       if (live !== null) {
         const ready = readyCondition(live)
         if (differs(conditions, ready))
@@ -207,18 +209,30 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   }
 
   const exclusive = async <T>(appId: string, fn: () => Promise<T>): Promise<T> => {
-    // Behind what runs or waits here: the chain reconcile() extends.
-    await Promise.allSettled([running.get(appId), queued.get(appId)])
-    const deadline = now() + leaseMs
-    while (!(await takeLease(db, appId, holder, leaseMs)) && now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
+    // Behind what runs or waits here; then in their place (no await in between), so a
+    // reconcile asked for meanwhile (a watch event) waits for `fn` and finds what it left.
+    for (let busy = queued.get(appId) ?? running.get(appId); busy !== undefined; ) {
+      await busy.catch(() => {})
+      busy = queued.get(appId) ?? running.get(appId)
     }
+    let release!: () => void
+    const holding = new Promise<Reconciled>((resolve) => {
+      release = () => resolve({ kind: 'idle' })
+    })
+    running.set(appId, holding)
     try {
+      // Another replica's apply: waited for, up to the lease's length.
+      const deadline = now() + leaseMs
+      while (!(await takeLease(db, appId, holder, leaseMs)) && now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
       return await fn()
     } finally {
       clearTimeout(retries.get(appId))
       retries.delete(appId)
-      await releaseLease(db, appId, holder)
+      await releaseLease(db, appId, holder).catch(() => {})
+      if (running.get(appId) === holding) running.delete(appId)
+      release()
     }
   }
 
