@@ -546,6 +546,20 @@ function refusal(fn: () => unknown): Error {
   throw new Error('expected a ConfigError')
 }
 
+// The sections' tables (http/settings.ts, cluster/settings.ts, ...) compose into one: a name
+// given twice would be read by two sections, or hide one of them from --help.
+t.test('the composed table: every key, flag and variable once', async (t) => {
+  for (const column of ['key', 'flag', 'env'] as const) {
+    const seen = settings.map((row) => String(row[column]))
+    t.same(
+      seen.filter((name, i) => seen.indexOf(name) !== i),
+      [],
+      `no ${column} twice`,
+    )
+  }
+  t.equal(settings.length, Object.keys(parseConfig(SKIP, {})).length, 'one row per field of the parsed object')
+})
+
 t.test('usage lists every flag with its variable', async (t) => {
   const text = controlUsage()
   for (const row of settings) {

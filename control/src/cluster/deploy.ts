@@ -1,6 +1,6 @@
 // An application deployed in the cluster: its SpinApp, then what the SpinApp owns beside what
 // spin-operator makes (the autoscaler, the public route), so they go when it goes.
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { syncAutoscaler } from './autoscaler.js'
 import type { Kube } from './kube.js'
 import type { TenantPullSecrets } from './pull-secret.js'
@@ -10,7 +10,7 @@ import { applySpinApp, SPINAPP_API_VERSION } from './spinapps.js'
 
 export async function deployToCluster(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: SpinAppInput,
   image: string,
   pullSecrets: TenantPullSecrets | null,

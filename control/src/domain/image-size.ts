@@ -6,7 +6,7 @@
 import type { ArtifactRef } from '@session-relay/spin/ref'
 import { parseRef } from '@session-relay/spin/ref'
 import { openStore } from '@session-relay/spin/store'
-import type { ControlConfig } from '../config.js'
+import type { RegistrySettings } from '../registry/settings.js'
 import { withOwnAccess } from '../registry/own-access.js'
 import type { RegistrySigner } from '../registry/signing-key.js'
 
@@ -14,7 +14,7 @@ const MEASURE_TIMEOUT_MS = 10_000
 
 type Descriptor = { size?: unknown }
 
-type MeasureConfig = Pick<ControlConfig, 'registryInsecure'>
+type MeasureConfig = Pick<RegistrySettings, 'registryInsecure'>
 
 export async function measureImage(
   config: MeasureConfig,

@@ -5,7 +5,7 @@
 // applications back up.
 import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import type { ControlConfig } from '../config.js'
+import type { LocalRuntimeConfig } from './settings.js'
 import type { ConcurrencyInForce, ResourcesT } from '../model/app-settings.js'
 import type { Logger } from '../logger.js'
 import type { EmbeddedMetrics } from '../metrics/embedded.js'
@@ -43,7 +43,7 @@ export type LocalRuntime = {
 }
 
 export type LocalRuntimeDeps = {
-  config: ControlConfig
+  config: LocalRuntimeConfig
   db: Database
   logger: Logger
   /** Told how each build ended (it records, deploys and counts). */
