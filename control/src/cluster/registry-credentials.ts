@@ -40,7 +40,7 @@ const KEY = '.dockerconfigjson'
 /**
  * `use` called with a directory holding a config.json that may push to `image`'s repository:
  * one signed for it by the token server, else the Secret's; without either, the control plane's
- * own `$DOCKER_CONFIG` (as for reading image sizes: a control plane run outside the cluster),
+ * own `--docker-config` (as for reading image sizes: a control plane run outside the cluster),
  * else null.
  */
 export async function withRegistryCredentials<T>(
@@ -53,7 +53,7 @@ export async function withRegistryCredentials<T>(
   const ref = parseRef(image)
   if (signer !== null && ref.kind === 'registry') return withOwnAccess(signer, ref, ['pull', 'push'], use)
   const name = config.builderRegistrySecret
-  if (name === '') return use(process.env.DOCKER_CONFIG ?? null)
+  if (name === '') return use(config.dockerConfig)
   return withDockerConfig((await readDockerConfig(kube, name)).toString('utf8'), use)
 }
 

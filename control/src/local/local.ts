@@ -72,7 +72,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   mkdirSync(root, { recursive: true, mode: 0o700 })
   // Credentials for a configured registry, as the cluster mounts them for the builder.
   const env: Record<string, string> = {
-    ...(process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG }),
+    ...(config.dockerConfig === null ? {} : { DOCKER_CONFIG: config.dockerConfig }),
     ...(config.registryInsecure ? { INSECURE_REGISTRY: 'true' } : {}),
   }
   const deploy = async (app: DeployTarget, image: string): Promise<void> => {
@@ -107,7 +107,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       maxQueuedRequests: config.localMaxQueuedRequests,
     },
     ...(config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {}),
-    registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
+    registry: { dockerConfigDir: config.dockerConfig, insecure: config.registryInsecure },
     ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),
   })
   const prepared =
@@ -121,7 +121,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       path: `${process.env.PATH ?? ''}:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin`,
       goProxy: config.localGoProxy,
       isRoot: process.getuid?.() === 0,
-      rustRootSetting: process.env.RUST_ROOT ?? '',
+      rustRootSetting: config.rustRoot,
       checkoutRustRoot: shippedProgram('.cache/rust-wasm/current'),
       rustScript: shippedProgram('scripts/rust-wasm-root.sh'),
     })

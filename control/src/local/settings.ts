@@ -16,6 +16,7 @@ export type LocalSettings = {
   localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
   localToolchainsDir: string // '' : {dataDir}/toolchains
   localGoProxy: string // where a machine without Go fetches the pinned one
+  rustRoot: string // RUST_ROOT, the builder's own setting; '' : the checkout's, else prepared
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
   localWorkerThreads: number // the worker's threads serving requests
   localMemoryBudgetBytes: number | null // every instance's memory together, in the worker; null: its default
@@ -28,7 +29,7 @@ export type LocalSettings = {
  */
 export type LocalRuntimeConfig = LocalSettings &
   Pick<StoreSettings, 'dataDir' | 'secretKeyFile'> &
-  Pick<RegistrySettings, 'imageRepository' | 'registryInsecure'> &
+  Pick<RegistrySettings, 'imageRepository' | 'registryInsecure' | 'dockerConfig'> &
   Pick<RuntimeSettings, 'buildTimeoutMs' | 'invokeTimeoutMs'> &
   Pick<PolicySettings, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
 
@@ -111,6 +112,14 @@ export const localSettings = [
     default: 'https://proxy.golang.org',
     parse: parseHttpUrl,
     help: 'local runtime: the Go module proxy a machine without Go fetches the pinned Go from',
+  }),
+  setting({
+    key: 'rustRoot',
+    env: 'RUST_ROOT',
+    flag: '--rust-root',
+    default: '',
+    parse: anyText,
+    help: "local runtime: the wasm32 Rust toolchain root; empty: the checkout's or one prepared",
   }),
   setting({
     key: 'localAllowPrivateOutbound',

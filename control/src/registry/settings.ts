@@ -7,6 +7,7 @@ export type RegistrySettings = {
   imageRepository: string // where builders push, without trailing slash
   imagePullRepository: string // where nodes pull those images from, when another name reaches the same registry
   registryInsecure: boolean // the registry speaks plain HTTP
+  dockerConfig: string | null // DOCKER_CONFIG, as docker reads it; null: no credentials file
   registryTokenKey: string // '' : the control plane is no token server for the registry
   registryTokenService: string // the registry's auth.token.service
   registryPullCredentialTtlMs: number // life of a tenant's pull credential; renewed at half of it
@@ -54,6 +55,14 @@ export const registrySettings = [
     default: 'false',
     parse: parseBoolean,
     help: 'the registry of --image-repository speaks plain HTTP',
+  }),
+  setting({
+    key: 'dockerConfig',
+    env: 'DOCKER_CONFIG',
+    flag: '--docker-config',
+    default: '',
+    parse: (text) => (text === '' ? null : text),
+    help: 'directory of a Docker config.json: the registry credentials of builds, pulls, image sizes',
   }),
   setting({
     key: 'registryTokenKey',
