@@ -135,7 +135,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     // invoke right after a restart answers); a cluster's is applied in the background, so an
     // unreachable API server does not hold the start.
     // With no runtime nothing can run: no resync either.
-    const first = cluster === null && local === null ? Promise.resolve() : started.start()
+    const first = cluster === null && local === null ? Promise.resolve() : started.start(config.resyncIntervalMs)
     if (local !== null) await first
     else first.catch((error: unknown) => logger.warn({ reason: (error as Error).message }, 'first resync failed'))
     const draining = createDraining()

@@ -3,6 +3,7 @@
 import t from 'tap'
 import { controlUsage, parseConfig, settings } from '@session-relay/control/config'
 import { ConfigError } from '@session-relay/common/config/settings'
+import { settings as builderSettings } from '@session-relay/builders/config'
 
 const SKIP = ['--dev-insecure-skip-auth']
 
@@ -38,6 +39,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     localMemoryBudgetBytes: null,
     localToolchainsDir: '',
     localGoProxy: 'https://proxy.golang.org',
+    rustRoot: '',
     namespace: 'default',
     prometheusUrl: '',
     prometheusTimeoutMs: 10_000,
@@ -58,6 +60,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     registryTokenKey: '',
     registryTokenService: 'registry',
     registryPullCredentialTtlMs: 24 * 3_600_000,
+    dockerConfig: null,
     builderRegistrySecret: '',
     buildTimeoutMs: 15 * 60_000,
     buildTtlMs: 3_600_000,
@@ -156,6 +159,8 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_KEEP_ALIVE_TIMEOUT: '30s',
     PLATFORM_MAX_CONNECTIONS: '500',
     PLATFORM_LOG_LEVEL: 'debug',
+    DOCKER_CONFIG: '/etc/registry-auth',
+    RUST_ROOT: '/opt/rust-wasm',
   }
   t.same(parseConfig([], env), {
     addr: { host: '127.0.0.1', port: 9000 },
@@ -188,6 +193,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     localMemoryBudgetBytes: 8 * 2 ** 30,
     localToolchainsDir: '/var/lib/platform/toolchains',
     localGoProxy: 'http://127.0.0.1:3000',
+    rustRoot: '/opt/rust-wasm',
     namespace: 'apps',
     prometheusUrl: 'http://prometheus:9090',
     prometheusTimeoutMs: 2_500,
@@ -203,6 +209,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     registryTokenKey: '/etc/registry-token/token.pem',
     registryTokenService: 'registry.example.com',
     registryPullCredentialTtlMs: 6 * 3_600_000,
+    dockerConfig: '/etc/registry-auth',
     builderRegistrySecret: 'regcred',
     buildTimeoutMs: 20 * 60_000,
     buildTtlMs: 30 * 60_000,
@@ -545,6 +552,45 @@ function refusal(fn: () => unknown): Error {
   }
   throw new Error('expected a ConfigError')
 }
+
+// The sections' tables (http/settings.ts, cluster/settings.ts, ...) compose into one: a name
+// given twice would be read by two sections, or hide one of them from --help.
+t.test('the composed table: every key, flag and variable once', async (t) => {
+  for (const column of ['key', 'flag', 'env'] as const) {
+    const seen = settings.map((row) => String(row[column]))
+    t.same(
+      seen.filter((name, i) => seen.indexOf(name) !== i),
+      [],
+      `no ${column} twice`,
+    )
+  }
+  t.equal(settings.length, Object.keys(parseConfig(SKIP, {})).length, 'one row per field of the parsed object')
+})
+
+// The builder's own names, read through the table like every other setting (issue 41): the
+// local runtime hands them to its builder children, which lose every PLATFORM_ variable.
+t.test('DOCKER_CONFIG and RUST_ROOT: the only names outside PLATFORM_, the same as the builder reads', async (t) => {
+  const outside = settings.filter((row) => !row.env.startsWith('PLATFORM_'))
+  t.same(
+    outside.map((row) => [row.env, row.flag]),
+    [
+      ['DOCKER_CONFIG', '--docker-config'],
+      ['RUST_ROOT', '--rust-root'],
+    ],
+  )
+  for (const row of outside) {
+    const builder = builderSettings.find((candidate) => candidate.env === row.env)
+    t.equal(builder?.flag, row.flag, `${row.env}: the builder's flag too`)
+  }
+  t.equal(
+    parseConfig([...SKIP, '--docker-config', '/run/auth'], { DOCKER_CONFIG: '/etc/auth' }).dockerConfig,
+    '/run/auth',
+  )
+  t.equal(parseConfig(SKIP, { DOCKER_CONFIG: '' }).dockerConfig, null, 'empty: no credentials file')
+  t.equal(parseConfig([...SKIP, '--rust-root=/opt/root'], {}).rustRoot, '/opt/root')
+  t.match(controlUsage(), '--docker-config, DOCKER_CONFIG\n')
+  t.match(controlUsage(), '--rust-root, RUST_ROOT\n')
+})
 
 t.test('usage lists every flag with its variable', async (t) => {
   const text = controlUsage()

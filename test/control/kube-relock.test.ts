@@ -6,10 +6,11 @@
 // the running SpinApp, and the answer (or, after a build, the deployment's message) says why
 // without any credential. No build: a small Spin
 // artifact pushed by the test stands for the builder's.
-import { readdirSync } from 'node:fs'
+import { readdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { pullSpinApp, pushSpinApp } from '@session-relay/spin/artifact'
 import { parseRef } from '@session-relay/spin/ref'
@@ -213,18 +214,12 @@ t.test('the SpinApp runs the image relocked with the variable names; a failed re
     t.notOk(everything.includes(value), `${value} is in no answer and no log line`)
 })
 
-t.test('without --builder-registry-secret the control plane pushes with its own $DOCKER_CONFIG', async (t) => {
+t.test('without --builder-registry-secret the control plane pushes with its own --docker-config', async (t) => {
   const registry = await startRegistry(t, { auth: true })
   const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
-  const before = process.env.DOCKER_CONFIG
-  process.env.DOCKER_CONFIG = dockerConfig
-  t.teardown(() => {
-    if (before === undefined) delete process.env.DOCKER_CONFIG
-    else process.env.DOCKER_CONFIG = before
-  })
   const { control, kube, finished } = await startRealClusterControl(t, 'pglite', {
     relock: 'registry',
-    flags: ['--image-repository', `${registry.host}/apps`],
+    flags: ['--image-repository', `${registry.host}/apps`, '--docker-config', dockerConfig],
   })
   const store = await openStore(parseRef(`${registry.host}/apps/solo:b1`), { dockerConfigDir: dockerConfig })
   const pushed = await pushSpinApp(store, 'b1', {
@@ -256,9 +251,9 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
   t.same((await pullSpinApp(store, image.slice(image.indexOf('@') + 1))).lockedApp.variables, { greeting: {} })
   t.same(secretsRead(kube), [], 'no Secret read')
 
-  // No credentials now: the next build's deploy (another image: the same one is running
-  // already, so there would be nothing to apply) fails, which the deployment says until the
-  // application goes.
+  // No credentials now (the file is read at each push): the next build's deploy (another
+  // image: the same one runs already, so there would be nothing to apply) fails, which the
+  // deployment says until the application goes.
   const other = await pushSpinApp(store, 'b2', {
     lockedApp: {
       spin_lock_version: 1,
@@ -269,7 +264,7 @@ t.test('without --builder-registry-secret the control plane pushes with its own 
     },
     wasm: new Map([['solo', Buffer.from('\0asm\x01\0\0\0\0')]]),
   })
-  process.env.DOCKER_CONFIG = t.testdir({})
+  writeFileSync(join(dockerConfig, 'config.json'), '{}')
   const again = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
   await succeedJob(kube, `build-${again.id}`, `${registry.host}/apps/solo@${other.digest}`)
   await until(() => finished.some((b) => b.id === again.id), 20_000, 'the second build recorded')

@@ -1,6 +1,8 @@
 // The control plane's folders depend one way (control/src/README.md): http -> domain ->
 // runtime (implemented by cluster and local) -> store / metrics -> model, with
-// config and logger below them all and server.ts, the composition root, above. This reads
+// config and logger below them all and server.ts, the composition root, above. A section's
+// settings table (`settings.ts` or `*-settings.ts` beside its consumers, composed by config.ts)
+// is in config.ts's layer wherever it sits: beneath every folder, reading only model/. This reads
 // every import in control/src and fails on one that points the other way, or from one route
 // module into another.
 import { readdirSync, readFileSync } from 'node:fs'
@@ -46,8 +48,11 @@ const ALLOWED: Record<string, readonly string[]> = {
   'healthcheck.ts': [],
 }
 
+const SETTINGS_MODULE = /^(?!model\/)[a-z-]+\/([a-z]+-)?settings\.ts$|^setting-parsers\.ts$/
+
 /** The layer of a path relative to control/src: its first folder, or the file itself at the top. */
-const layerOf = (path: string): string => (path.includes('/') ? path.slice(0, path.indexOf('/')) : path)
+const layerOf = (path: string): string =>
+  SETTINGS_MODULE.test(path) ? 'config.ts' : path.includes('/') ? path.slice(0, path.indexOf('/')) : path
 
 /** Relative imports (static, type-only and dynamic) of one module, resolved against control/src. */
 export function importsOf(path: string, text: string): string[] {
@@ -100,6 +105,22 @@ t.test('the check catches an upward import and a route importing a route', async
   t.equal(
     violation('local/builds.ts', 'cluster/build-jobs.ts'),
     'local/builds.ts (local) imports cluster/build-jobs.ts (cluster): against the direction',
+  )
+  t.equal(violation('domain/policy.ts', 'local/settings.ts'), null, "a section's table is beneath every folder")
+  t.equal(violation('config.ts', 'cluster/settings.ts'), null)
+  t.equal(
+    violation('cluster/settings.ts', 'cluster/kube.ts'),
+    'cluster/settings.ts (config.ts) imports cluster/kube.ts (cluster): against the direction',
+  )
+  t.equal(
+    violation('domain/policy-settings.ts', 'domain/policy.ts'),
+    'domain/policy-settings.ts (config.ts) imports domain/policy.ts (domain): against the direction',
+    'not even its own folder',
+  )
+  t.equal(
+    violation('model/app-settings.ts', 'store/db.ts'),
+    'model/app-settings.ts (model) imports store/db.ts (store): against the direction',
+    "model/'s vocabulary stays in model/",
   )
   t.same(
     importsOf(

@@ -6,7 +6,7 @@
 // and writes the digest-pinned reference to /dev/termination-log; on failure the reason. The pod
 // is confined as build-pod.ts says: non-root, read-only root with a writable /tmp, capped.
 import type { V1Job, V1Secret, V1Volume } from '@kubernetes/client-node'
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { TooLargeError } from '@session-relay/common/errors'
 import type { BuildApplication } from '../runtime/runtime.js'
 import { buildContainerLimits, buildPodSecurityContext, buildScratchMount, buildScratchVolume } from './build-pod.js'
@@ -45,14 +45,14 @@ function buildLabels(appId: string, buildId: string): Record<string, string> {
 
 const buildJobName = (buildId: string): string => `build-${buildId}`
 
-function imageRefFor(config: ControlConfig, app: BuildApplication, buildId: string): string {
+function imageRefFor(config: ClusterRuntimeConfig, app: BuildApplication, buildId: string): string {
   return `${config.imageRepository}/${app.clusterName}:${buildId}`
 }
 
 /** Where the build's config.json comes from: its own Secret (the token server's credential), the shared Secret, or nowhere. */
 type RegistryConfigSource = 'own' | 'shared' | 'none'
 
-function registryVolume(config: ControlConfig, source: RegistryConfigSource, name: string): V1Volume[] {
+function registryVolume(config: ClusterRuntimeConfig, source: RegistryConfigSource, name: string): V1Volume[] {
   switch (source) {
     case 'own':
       return [
@@ -74,7 +74,7 @@ function registryVolume(config: ControlConfig, source: RegistryConfigSource, nam
 }
 
 function buildJob(
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: BuildApplication,
   buildId: string,
   registry: RegistryConfigSource,
@@ -139,7 +139,7 @@ function buildJob(
  */
 export async function createBuildJob(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: BuildApplication,
   buildId: string,
   archive: Buffer,

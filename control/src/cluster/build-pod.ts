@@ -12,14 +12,14 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node'
-import type { ControlConfig } from '../config.js'
+import type { ClusterSettings } from './settings.js'
 
 /** The USER of builders/Dockerfile.{js,go,rust}: a numeric uid, so the kubelet can check runAsNonRoot. */
 export const BUILDER_UID = 10001
 
 const TMP_VOLUME = 'tmp'
 
-type BuildResources = Pick<ControlConfig, 'buildCpu' | 'buildMemory' | 'buildEphemeralStorage'>
+type BuildResources = Pick<ClusterSettings, 'buildCpu' | 'buildMemory' | 'buildEphemeralStorage'>
 
 export function buildPodSecurityContext(): V1PodSecurityContext {
   return {

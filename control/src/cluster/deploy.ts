@@ -1,7 +1,7 @@
 // An application deployed in the cluster: its SpinApp, then what the SpinApp owns beside what
 // spin-operator makes (the autoscaler, the public route), so they go when it goes. Resolves
 // with the SpinApp's spec as applied: what a resync compares the live one with.
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { syncAutoscaler } from './autoscaler.js'
 import type { Kube } from './kube.js'
 import type { TenantPullSecrets } from './pull-secret.js'
@@ -11,7 +11,7 @@ import { applySpinApp, SPINAPP_API_VERSION } from './spinapps.js'
 
 export async function deployToCluster(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: SpinAppInput,
   image: string,
   pullSecrets: TenantPullSecrets | null,

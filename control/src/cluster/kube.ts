@@ -19,7 +19,7 @@ import {
   KubeConfig,
   Watch,
 } from '@kubernetes/client-node'
-import type { ControlConfig } from '../config.js'
+import type { ClusterSettings } from './settings.js'
 import { HttpError, NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import { ConfigError } from '@session-relay/common/config/settings'
 import { sendablePath } from '../runtime/send-invoke.js'
@@ -55,7 +55,7 @@ const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/tok
  * default kubeconfig (KUBECONFIG or ~/.kube/config). Null when none of them exists: the
  * endpoints that need a cluster then answer 503 "cluster not configured".
  */
-export function connectKube(config: ControlConfig): Kube | null {
+export function connectKube(config: Pick<ClusterSettings, 'kubeconfig' | 'namespace'>): Kube | null {
   const kc = new KubeConfig()
   let inCluster = false
   try {

@@ -6,7 +6,7 @@
 // Path-based (https://fn.example.com): https://fn.example.com/{name}/, the prefix stripped on the
 // way in (the HTTPRoute's URLRewrite filter; for an Ingress, ingress-nginx's rewrite-target
 // annotation, the only portable-enough choice: other controllers need their own).
-import type { ControlConfig } from '../config.js'
+import type { ClusterSettings } from './settings.js'
 import type { ObjectType } from './applied.js'
 import { applyObject, ownedBy } from './applied.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
@@ -32,7 +32,7 @@ type Owner = { apiVersion: string; kind: string; name: string; uid: string }
 type Place = { host: string; prefix: string }
 
 /** Where the application answers: host and path prefix ('' for host-based); null without a base URL. */
-function placeOf(config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): Place | null {
+function placeOf(config: Pick<ClusterSettings, 'publicBaseUrl'>, name: string): Place | null {
   if (config.publicBaseUrl === '') return null
   const base = new URL(config.publicBaseUrl)
   if (base.hostname.startsWith('*.')) return { host: name + base.hostname.slice(1), prefix: '' }
@@ -40,7 +40,7 @@ function placeOf(config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): Pl
 }
 
 /** deployment.publicUrl: always ending in "/", under which the function's routes answer. */
-export function publicUrlFor(config: Pick<ControlConfig, 'publicBaseUrl'>, name: string): string | null {
+export function publicUrlFor(config: Pick<ClusterSettings, 'publicBaseUrl'>, name: string): string | null {
   const place = placeOf(config, name)
   if (place === null) return null
   const base = new URL(config.publicBaseUrl)
@@ -48,7 +48,7 @@ export function publicUrlFor(config: Pick<ControlConfig, 'publicBaseUrl'>, name:
 }
 
 function httpRoute(
-  config: ControlConfig,
+  config: ClusterSettings,
   app: { id: string; clusterName: string },
   place: Place,
   owner: Owner,
@@ -81,7 +81,12 @@ function httpRoute(
   }
 }
 
-function ingress(config: ControlConfig, app: { id: string; clusterName: string }, place: Place, owner: Owner): object {
+function ingress(
+  config: ClusterSettings,
+  app: { id: string; clusterName: string },
+  place: Place,
+  owner: Owner,
+): object {
   const backend = { service: { name: app.clusterName, port: { number: SERVICE_PORT } } }
   const path =
     place.prefix === ''
@@ -113,7 +118,7 @@ function ingress(config: ControlConfig, app: { id: string; clusterName: string }
 /** Apply the route --public-route asks for; nothing without a base URL or with --public-route none. */
 export async function applyPublicRoute(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterSettings,
   app: { id: string; clusterName: string },
   owner: Owner,
 ): Promise<void> {

@@ -8,7 +8,7 @@
 // previous process's Secret may be old). Never read back: a process renews what it has not written itself.
 import { createHash } from 'node:crypto'
 import type { V1Secret } from '@kubernetes/client-node'
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import type { Logger } from '../logger.js'
 import { dockerConfigJson, mintCredential } from '../registry/credentials.js'
 import { registryHosts } from '../registry/repositories.js'
@@ -27,7 +27,7 @@ export const PULL_EXPIRES_ANNOTATION = 'platform.wasmkube.dev/expires'
 
 async function writeTenantPullSecret(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   signer: RegistrySigner,
   tenant: string,
   now: number,
@@ -67,7 +67,7 @@ export type TenantPullSecrets = {
 
 export function tenantPullSecrets(deps: {
   kube: Kube
-  config: ControlConfig
+  config: ClusterRuntimeConfig
   signer: RegistrySigner
   db: Database
   logger: Logger

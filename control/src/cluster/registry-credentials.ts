@@ -6,7 +6,7 @@
 // private directory only for as long as the push lasts, so no credential stays on disk or goes
 // into a log or an answer. Read by name alone: the Role grants `get` on exactly that Secret.
 import { parseRef } from '@session-relay/spin/ref'
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { UnavailableError } from '@session-relay/common/errors'
 import { dockerConfigJson, mintCredential } from '../registry/credentials.js'
 import { withDockerConfig, withOwnAccess } from '../registry/own-access.js'
@@ -21,7 +21,7 @@ const BUILD_CREDENTIAL_GRACE_MS = 10 * 60_000
 
 /** The config.json a build Job gets with the token server: null without one (the shared Secret's, if any). */
 export async function buildRegistryConfig(
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   signer: RegistrySigner | null,
   clusterName: string,
   buildId: string,
@@ -40,12 +40,12 @@ const KEY = '.dockerconfigjson'
 /**
  * `use` called with a directory holding a config.json that may push to `image`'s repository:
  * one signed for it by the token server, else the Secret's; without either, the control plane's
- * own `$DOCKER_CONFIG` (as for reading image sizes: a control plane run outside the cluster),
+ * own `--docker-config` (as for reading image sizes: a control plane run outside the cluster),
  * else null.
  */
 export async function withRegistryCredentials<T>(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   signer: RegistrySigner | null,
   image: string,
   use: (dockerConfigDir: string | null) => Promise<T>,
@@ -53,7 +53,7 @@ export async function withRegistryCredentials<T>(
   const ref = parseRef(image)
   if (signer !== null && ref.kind === 'registry') return withOwnAccess(signer, ref, ['pull', 'push'], use)
   const name = config.builderRegistrySecret
-  if (name === '') return use(process.env.DOCKER_CONFIG ?? null)
+  if (name === '') return use(config.dockerConfig)
   return withDockerConfig((await readDockerConfig(kube, name)).toString('utf8'), use)
 }
 

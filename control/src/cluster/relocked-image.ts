@@ -5,7 +5,7 @@
 import { relockReference } from '@session-relay/spin/relock'
 import type { RelockOptions } from '@session-relay/spin/relock'
 import type { StoreOptions } from '@session-relay/spin/store'
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { HttpError, UnavailableError } from '@session-relay/common/errors'
 import type { AppSettings } from '../model/app-settings.js'
 import type { RegistrySigner } from '../registry/signing-key.js'
@@ -25,7 +25,7 @@ export type Relock = (image: string, names: readonly string[], options: StoreOpt
  */
 export async function relockedImage(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   image: string,
   settings: AppSettings,
   options: { relock?: Relock | undefined; signer: RegistrySigner | null },

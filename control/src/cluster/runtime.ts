@@ -1,7 +1,7 @@
 // The runtime in a Kubernetes cluster: builds as Jobs (followed by build-watcher.ts), each
 // application a SpinApp with what it owns, invoke through its Service, logs from its pods,
 // secret variables in the application's Secret.
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { LanguageT } from '../model/resources.js'
 import { buildLogGone } from '../runtime/none.js'
@@ -44,7 +44,7 @@ export type Cluster = {
 }
 
 /** Why this configuration cannot build `language`, or null. */
-function cannotBuild(config: ControlConfig, language: LanguageT): UnavailableError | null {
+function cannotBuild(config: ClusterRuntimeConfig, language: LanguageT): UnavailableError | null {
   if (config.builderImages[language] === '')
     return new UnavailableError(`no builder image for ${language}: set PLATFORM_BUILDER_IMAGES`)
   if (config.imageRepository === '')
@@ -52,7 +52,7 @@ function cannotBuild(config: ControlConfig, language: LanguageT): UnavailableErr
   return null
 }
 
-export function clusterRuntime(config: ControlConfig, db: Database, cluster: Cluster): Runtime {
+export function clusterRuntime(config: ClusterRuntimeConfig, db: Database, cluster: Cluster): Runtime {
   const { kube } = cluster
   return {
     checkBuild: (language, archiveBytes) =>

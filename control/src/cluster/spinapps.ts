@@ -4,7 +4,7 @@
 import type { V1Deployment, V1Service } from '@kubernetes/client-node'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import type { Static } from 'typebox'
-import type { ControlConfig } from '../config.js'
+import type { ClusterRuntimeConfig } from './settings.js'
 import { HttpError } from '@session-relay/common/errors'
 import type { AppSettings, ResourcesT } from '../model/app-settings.js'
 import type { Deployment } from '../model/resources.js'
@@ -32,7 +32,7 @@ type SpinApp = {
 }
 
 /** The pushed image as the nodes reach it: the push repository swapped for the pull one, when one is set. */
-function pulledImage(config: ControlConfig, image: string): string {
+function pulledImage(config: ClusterRuntimeConfig, image: string): string {
   const pushed = `${config.imageRepository}/`
   if (config.imagePullRepository === '' || config.imageRepository === '' || !image.startsWith(pushed)) return image
   return `${config.imagePullRepository}/${image.slice(pushed.length)}`
@@ -65,7 +65,7 @@ function spinVariables(app: SpinAppInput): object[] {
 }
 
 function spinApp(
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: SpinAppInput,
   image: string,
   pullSecret: string,
@@ -101,7 +101,7 @@ function spinApp(
  */
 export async function applySpinApp(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: SpinAppInput,
   image: string,
   pullSecret: string,
@@ -182,7 +182,7 @@ async function orNull<T>(read: () => Promise<T>, action: string): Promise<T | nu
  */
 export async function readDeployment(
   kube: Kube,
-  config: ControlConfig,
+  config: ClusterRuntimeConfig,
   app: { name: string; replicas: number },
   image: string,
 ): Promise<DeploymentT> {

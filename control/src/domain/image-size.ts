@@ -6,7 +6,7 @@
 import type { ArtifactRef } from '@session-relay/spin/ref'
 import { parseRef } from '@session-relay/spin/ref'
 import { openStore } from '@session-relay/spin/store'
-import type { ControlConfig } from '../config.js'
+import type { RegistrySettings } from '../registry/settings.js'
 import { withOwnAccess } from '../registry/own-access.js'
 import type { RegistrySigner } from '../registry/signing-key.js'
 
@@ -14,7 +14,7 @@ const MEASURE_TIMEOUT_MS = 10_000
 
 type Descriptor = { size?: unknown }
 
-type MeasureConfig = Pick<ControlConfig, 'registryInsecure'>
+type MeasureConfig = Pick<RegistrySettings, 'registryInsecure' | 'dockerConfig'>
 
 export async function measureImage(
   config: MeasureConfig,
@@ -25,7 +25,7 @@ export async function measureImage(
   if (signer !== null && ref.kind === 'registry') {
     return withOwnAccess(signer, ref, ['pull'], (dir) => manifestSize(config, ref, dir))
   }
-  return manifestSize(config, ref, process.env.DOCKER_CONFIG ?? null)
+  return manifestSize(config, ref, config.dockerConfig)
 }
 
 async function manifestSize(

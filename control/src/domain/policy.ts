@@ -9,7 +9,7 @@
 // concurrency (its share of the worker's requests) is bounded the same way by
 // --local-max-concurrent-requests and --local-max-queued-requests, in every mode: they are
 // the default and the largest value.
-import type { ControlConfig } from '../config.js'
+import type { PolicySettings } from './policy-settings.js'
 import { InvalidInputError } from '@session-relay/common/errors'
 import type {
   ConcurrencyInForce,
@@ -21,18 +21,6 @@ import type {
 import { CONCURRENCY_FIELDS, RESOURCE_FIELDS } from '../model/app-settings.js'
 import type { QuantityValue } from '../model/quantity.js'
 import { compareQuantities, parseQuantity, QUANTITY_RULE } from '../model/quantity.js'
-
-export type PolicySettings = Pick<
-  ControlConfig,
-  | 'resourcePolicy'
-  | 'resourceCpuRequest'
-  | 'resourceCpuLimit'
-  | 'resourceMemoryRequest'
-  | 'resourceMemoryLimit'
-  | 'resourceMaxMemory'
-  | 'localMaxConcurrentRequests'
-  | 'localMaxQueuedRequests'
->
 
 const MEMORY_FIELDS: readonly ResourceField[] = ['memoryRequest', 'memoryLimit']
 
@@ -146,7 +134,7 @@ export function resourcesInForce(config: PolicySettings, stored: ResourcesT): Re
   return result
 }
 
-export type ConcurrencySettings = Pick<ControlConfig, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
+export type ConcurrencySettings = Pick<PolicySettings, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
 
 const CONCURRENCY_FLAGS = {
   maxRunning: '--local-max-concurrent-requests',

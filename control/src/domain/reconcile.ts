@@ -8,7 +8,6 @@
 // exponential back-off. A lease in the database lets one replica at a time reconcile an
 // application, and a reconcile asked for while one runs here runs once more after it.
 import { randomUUID } from 'node:crypto'
-import type { ControlConfig } from '../config.js'
 import type { Logger } from '../logger.js'
 import type { Runtime } from '../runtime/runtime.js'
 import { findApplication } from '../store/applications.js'
@@ -25,7 +24,7 @@ import {
   takeLease,
 } from '../store/deployments.js'
 import { differs, readyCondition, setCondition } from './conditions.js'
-import type { ConcurrencySettings, PolicySettings } from './policy.js'
+import type { PolicySettings } from './policy-settings.js'
 import { concurrencyInForce, resourcesInForce } from './policy.js'
 
 /**
@@ -45,14 +44,14 @@ export type Reconciler = {
   exclusive: <T>(appId: string, fn: () => Promise<T>) => Promise<T>
   /** Every application with a successful build whose retry is due, one after another. */
   resync(): Promise<void>
-  /** The first resync (the start's) and then one every interval; resolves when the first is done. */
-  start(): Promise<void>
+  /** The first resync (the start's) and then one every `intervalMs` (--resync-interval); resolves when the first is done. */
+  start(intervalMs: number): Promise<void>
   close(): Promise<void>
 }
 
 export type ReconcilerDeps = {
   db: Database
-  config: PolicySettings & ConcurrencySettings & Pick<ControlConfig, 'resyncIntervalMs'>
+  config: PolicySettings
   runtime: Runtime
   logger: Logger
   /** The first retry's delay after a failed apply, doubled per failure up to maxMs. */
@@ -211,7 +210,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const exclusive = async <T>(appId: string, fn: () => Promise<T>): Promise<T> => {
     // Behind what runs or waits here; then in their place (no await in between), so a
     // reconcile asked for meanwhile (a watch event) waits for `fn` and finds what it left.
-    for (let busy = queued.get(appId) ?? running.get(appId); busy !== undefined; ) {
+    for (let busy = queued.get(appId) ?? running.get(appId); busy !== undefined;) {
       await busy.catch(() => {})
       busy = queued.get(appId) ?? running.get(appId)
     }
@@ -254,10 +253,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     reconcile,
     exclusive,
     resync,
-    start() {
+    start(intervalMs) {
       interval = setInterval(() => {
         resync().catch((error: unknown) => logger.warn({ reason: (error as Error).message }, 'resync failed'))
-      }, config.resyncIntervalMs)
+      }, intervalMs)
       interval.unref()
       return resync()
     },

@@ -2,7 +2,7 @@
 // grant allows now, a registry token signed for them. The registry trusts only tokens this
 // signs, so a build, a tenant's pods and the control plane each reach only their repositories.
 import { InvalidInputError, UnauthorizedError } from '@session-relay/common/errors'
-import type { ControlConfig } from '../config.js'
+import type { RegistrySettings } from '../registry/settings.js'
 import { verifyCredential } from '../registry/credentials.js'
 import { clusterNameOf } from '../registry/repositories.js'
 import type { RegistrySigner } from '../registry/signing-key.js'
@@ -14,7 +14,7 @@ import type { Database } from '../store/db.js'
 
 export type RegistryTokenDeps = {
   db: Database
-  config: ControlConfig
+  config: RegistrySettings
   signer: RegistrySigner
   /** The clock a credential's expiry is checked by (ms). */
   now: () => number
@@ -33,7 +33,7 @@ function basicPassword(authorization: string | undefined): string | null {
   return colon === -1 ? null : decoded.slice(colon + 1)
 }
 
-function lookupIn(db: Database, config: ControlConfig): GrantLookup {
+function lookupIn(db: Database, config: RegistrySettings): GrantLookup {
   return {
     async buildActive(buildId) {
       const status = await buildStatus(db, buildId)

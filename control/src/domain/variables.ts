@@ -3,7 +3,7 @@
 // the runtime's (Runtime.storeSecrets): in a cluster the application's Secret, which the
 // SpinApp references and the control plane never reads back; on this machine, sealed in the
 // database (store/secret-box.ts). A secretRef names a Secret the control plane never reads.
-import type { ControlConfig } from '../config.js'
+import type { StoreSettings } from '../store/settings.js'
 import { InvalidInputError, UnavailableError } from '@session-relay/common/errors'
 import type { AppSettings, StoredVariable, VariableInputT, VariableViewT } from '../model/app-settings.js'
 import { isVariableName, VARIABLE_NAME_RULE } from '../model/app-settings.js'
@@ -22,12 +22,12 @@ export function variableNames(application: { settings: AppSettings }): string[] 
  * Every variable's current value for a runtime on this machine: values, and secrets unsealed;
  * never a secretRef (there is no Secret to read without a cluster).
  */
-export function variableValues(config: ControlConfig, application: StoredApplication): Promise<Record<string, string>> {
+export function variableValues(config: StoreSettings, application: StoredApplication): Promise<Record<string, string>> {
   // A promise (a failure to unseal rejects it): the contract of whoever runs the application, which may come to read elsewhere.
   return new Promise((resolve) => resolve(collectValues(config, application)))
 }
 
-function collectValues(config: ControlConfig, application: StoredApplication): Record<string, string> {
+function collectValues(config: StoreSettings, application: StoredApplication): Record<string, string> {
   const values: Record<string, string> = {}
   for (const name of variableNames(application)) {
     const variable = application.settings.variables[name] as StoredVariable

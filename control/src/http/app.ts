@@ -5,7 +5,10 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { ControlConfig } from '../config.js'
+import type { ClusterSettings } from '../cluster/settings.js'
+import type { DomainSettings } from '../config.js'
+import type { AuthSettings } from './auth-settings.js'
+import type { HttpSettings } from './settings.js'
 import { authorize } from '../domain/access.js'
 import type { Logger } from '../logger.js'
 import type { ControlMetrics } from '../metrics/control-metrics.js'
@@ -60,7 +63,10 @@ export type ControlDeps = {
   embeddedMetrics?: RouteDeps['embeddedMetrics']
 }
 
-export async function buildApp(config: ControlConfig, deps: ControlDeps): Promise<FastifyInstance> {
+/** The server's own settings, its callers', what the routes hand the domain, and where applications answer (the Host check). */
+type AppSettings = HttpSettings & AuthSettings & DomainSettings & Pick<ClusterSettings, 'publicBaseUrl'>
+
+export async function buildApp(config: AppSettings, deps: ControlDeps): Promise<FastifyInstance> {
   // Typed as Fastify's base logger so the instance's logger type parameter is the default one.
   const logger: FastifyBaseLogger = deps.logger
   const app = Fastify({

@@ -10,7 +10,7 @@ import type { JWTPayload } from 'jose'
 import { createOidcKeys, verifyBearer } from '@session-relay/auth/oidc-keys'
 import type { OidcKeysOptions, OidcLogger } from '@session-relay/auth/oidc-keys'
 import { insufficientScope, tokenRefusal } from '@session-relay/auth/refusals'
-import type { RequiredClaim } from '../config.js'
+import type { RequiredClaim } from './auth-settings.js'
 import type { Caller } from '../domain/access.js'
 import { everyoneCaller } from '../domain/access.js'
 

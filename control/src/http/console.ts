@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import type { ControlConfig } from '../config.js'
+import type { AuthSettings } from './auth-settings.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
@@ -29,7 +29,7 @@ const ConsoleConfig = Type.Object({
 })
 
 /** GET /console-config, public: what the console needs before it can sign anyone in. Register under the API prefix. */
-export function consoleConfigRoute(api: FastifyInstance, config: ControlConfig): void {
+export function consoleConfigRoute(api: FastifyInstance, config: AuthSettings): void {
   const body = {
     auth: config.devInsecureSkipAuth
       ? null
@@ -51,7 +51,7 @@ export function consoleConfigRoute(api: FastifyInstance, config: ControlConfig):
 }
 
 /** The built console at /, or a 503 at / that says how to build it. */
-export async function registerConsole(app: FastifyInstance, config: ControlConfig): Promise<void> {
+export async function registerConsole(app: FastifyInstance, config: AuthSettings): Promise<void> {
   const dir = config.consoleDir === '' ? defaultConsoleDir() : config.consoleDir
   if (!existsSync(join(dir, 'index.html'))) {
     app.get('/', { schema: { hide: true } }, async (_request, reply) =>
@@ -83,7 +83,7 @@ export async function registerConsole(app: FastifyInstance, config: ControlConfi
  * discovery document and token endpoint). Inline styles are allowed: CodeMirror and uPlot size
  * and place their elements through style attributes.
  */
-function contentSecurityPolicy(config: ControlConfig): string {
+function contentSecurityPolicy(config: AuthSettings): string {
   const issuer = config.devInsecureSkipAuth || config.oidcIssuer === '' ? '' : ` ${new URL(config.oidcIssuer).origin}`
   return [
     "default-src 'none'",

@@ -5,7 +5,7 @@
 // (domain/reconcile.ts) brings the deployed applications back up.
 import { mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import type { ControlConfig } from '../config.js'
+import type { LocalRuntimeConfig } from './settings.js'
 import type { ConcurrencyInForce, ResourcesT } from '../model/app-settings.js'
 import type { Logger } from '../logger.js'
 import type { EmbeddedMetrics } from '../metrics/embedded.js'
@@ -41,7 +41,7 @@ export type LocalRuntime = {
 }
 
 export type LocalRuntimeDeps = {
-  config: ControlConfig
+  config: LocalRuntimeConfig
   db: Database
   logger: Logger
   /** Told how each build ended (it records, deploys and counts). */
@@ -66,7 +66,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   mkdirSync(root, { recursive: true, mode: 0o700 })
   // Credentials for a configured registry, as the cluster mounts them for the builder.
   const env: Record<string, string> = {
-    ...(process.env.DOCKER_CONFIG === undefined ? {} : { DOCKER_CONFIG: process.env.DOCKER_CONFIG }),
+    ...(config.dockerConfig === null ? {} : { DOCKER_CONFIG: config.dockerConfig }),
     ...(config.registryInsecure ? { INSECURE_REGISTRY: 'true' } : {}),
   }
   const deploy = async (app: DeployTarget, image: string): Promise<void> => {
@@ -101,7 +101,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       maxQueuedRequests: config.localMaxQueuedRequests,
     },
     ...(config.localIdleTimeoutMs > 0 ? { idle: { timeoutMs: config.localIdleTimeoutMs } } : {}),
-    registry: { dockerConfigDir: process.env.DOCKER_CONFIG ?? null, insecure: config.registryInsecure },
+    registry: { dockerConfigDir: config.dockerConfig, insecure: config.registryInsecure },
     ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),
   })
   const prepared =
@@ -115,7 +115,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       path: `${process.env.PATH ?? ''}:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin`,
       goProxy: config.localGoProxy,
       isRoot: process.getuid?.() === 0,
-      rustRootSetting: process.env.RUST_ROOT ?? '',
+      rustRootSetting: config.rustRoot,
       checkoutRustRoot: shippedProgram('.cache/rust-wasm/current'),
       rustScript: shippedProgram('scripts/rust-wasm-root.sh'),
     })

@@ -1,7 +1,7 @@
 // The runtime on this machine (local.ts) as the domain sees it: builds queued for the builder
 // program, applications served on loopback, their output kept in memory, secret values sealed
 // in the database. A secretRef names a Kubernetes Secret, which there is none of here.
-import type { ControlConfig } from '../config.js'
+import type { LocalRuntimeConfig } from './settings.js'
 import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { StoredVariable } from '../model/app-settings.js'
 import type { DeploymentT } from '../model/resources.js'
@@ -15,7 +15,7 @@ import type { Connections } from './connections.js'
 import type { DeploymentStatus } from './hosts.js'
 import type { LocalRuntime } from './local.js'
 
-export function localRuntime(config: ControlConfig, db: Database, local: LocalRuntime): Runtime {
+export function localRuntime(config: LocalRuntimeConfig, db: Database, local: LocalRuntime): Runtime {
   // One carrier per loaded generation: its URL parsed once, not at every invoke.
   const carriers = new WeakMap<Connections, Carrier>()
   const carrierFor = ({ url, connections }: { url: string; connections: Connections }): Carrier => {

@@ -1,7 +1,7 @@
 // Metrics series from Prometheus: the window a query asks for (defaults, bounds) and one
 // query_range per series over it. The routes in http/routes/metrics.ts only pick the queries.
 import { formatDuration, parseDuration } from '@session-relay/common/config/duration'
-import type { ControlConfig } from '../config.js'
+import type { MetricsSettings } from './settings.js'
 import { InvalidInputError, UnavailableError } from '@session-relay/common/errors'
 import type { Point, PrometheusClient } from './prometheus.js'
 import { createPrometheusClient } from './prometheus.js'
@@ -79,7 +79,7 @@ export async function querySeries<K extends string>(
   }
 }
 
-export function prometheusFor(config: ControlConfig): PrometheusClient | null {
+export function prometheusFor(config: MetricsSettings): PrometheusClient | null {
   if (config.prometheusUrl === '') return null
   return createPrometheusClient({ baseUrl: config.prometheusUrl, timeoutMs: config.prometheusTimeoutMs })
 }

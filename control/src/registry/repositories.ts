@@ -1,9 +1,9 @@
 // Names in the registry: --image-repository is a host and a path (registry.example.com/apps);
 // an application's images are in the repository {path}/{cluster name}, which the nodes may
 // reach by another host (--image-pull-repository) under the same path.
-import type { ControlConfig } from '../config.js'
+import type { RegistrySettings } from './settings.js'
 
-type Repositories = Pick<ControlConfig, 'imageRepository' | 'imagePullRepository'>
+type Repositories = Pick<RegistrySettings, 'imageRepository' | 'imagePullRepository'>
 
 const hostOf = (repository: string): string => repository.split('/')[0]!
 const pathOf = (repository: string): string => repository.split('/').slice(1).join('/')
