@@ -9,6 +9,7 @@ mod budget;
 mod cache;
 mod config;
 mod engine;
+mod executor;
 mod guest_output;
 mod host;
 mod limits;
@@ -16,7 +17,6 @@ mod load_pool;
 mod lock;
 mod log;
 mod outbound;
-mod outcome;
 mod protocol;
 mod routes;
 mod sandbox;
@@ -26,7 +26,6 @@ mod spin_variables;
 mod stats;
 mod turns;
 mod variables;
-mod wagi;
 
 use serde_json::json;
 use std::sync::Arc;
@@ -66,14 +65,12 @@ async fn run(config: config::Config) -> i32 {
     let setup = || -> Result<protocol::Worker, String> {
         let engine = engine::engine(&config).map_err(|e| format!("engine: {e}"))?;
         engine::start_ticker(&engine);
-        let linker = engine::linker(&engine).map_err(|e| format!("linker: {e}"))?;
-        let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
+        let linkers = executor::Linkers::new(&engine).map_err(|e| format!("linker: {e}"))?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine);
         let names =
             outbound::resolve::Names::new(config.resolver).map_err(|e| format!("resolver: {e}"))?;
         let loader = slot::Loader {
-            linker,
-            wagi_linker,
+            linkers,
             cache: Arc::new(cache),
             shared: app::Shared {
                 policy: Arc::new(config.address_policy.clone()),

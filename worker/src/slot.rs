@@ -5,20 +5,17 @@
 
 use crate::app::{self, App, LoadRequest, Shared};
 use crate::cache::ComponentCache;
+use crate::executor::Linkers;
 use crate::load_pool::LoadPool;
 use crate::log;
-use crate::sandbox::Host;
 use crate::stats::Stats;
-use crate::wagi::WagiHost;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::WeakUnboundedSender;
-use wasmtime::component::Linker;
 
 /// What loading an application needs, shared by every application of the worker.
 pub struct Loader {
-    pub linker: Linker<Host>,
-    pub wagi_linker: wasmtime::Linker<WagiHost>,
+    pub linkers: Linkers,
     pub cache: Arc<ComponentCache>,
     pub shared: Shared,
     /// Loads compile on these threads, apart from tokio's blocking pool and the serving ones.
@@ -40,8 +37,7 @@ impl Loader {
                 app::build(
                     request,
                     &loader.cache,
-                    &loader.linker,
-                    &loader.wagi_linker,
+                    &loader.linkers,
                     &loader.shared,
                     stats,
                 )
@@ -75,7 +71,7 @@ impl Slot {
         let stats = Arc::new(Stats::default());
         let app = loader.build(request.clone(), stats.clone()).await?;
         Ok(Slot {
-            id: app.id.clone(),
+            id: app.scope.id.clone(),
             stats,
             digests: app.digests.clone(),
             request,
@@ -136,7 +132,7 @@ impl Slot {
 
     /// What its instances' memories hold now (its part of the worker's budget).
     pub fn memory_bytes(&self) -> u64 {
-        self.current().map_or(0, |app| app.share.used())
+        self.current().map_or(0, |app| app.scope.share.used())
     }
 
     pub fn is_loaded(&self) -> bool {
