@@ -7,6 +7,7 @@ use crate::budget::Budget;
 use crate::cache::ComponentCache;
 use crate::executor::{self, Executor, Linkers, Scope};
 use crate::limits::Limits;
+use crate::load_error::{ComponentError, LoadError};
 use crate::lock::LockedApp;
 use crate::outbound::Outbound;
 use crate::outbound::address::AddressPolicy;
@@ -82,7 +83,7 @@ pub fn build(
     linkers: &Linkers,
     shared: &Shared,
     stats: Arc<Stats>,
-) -> Result<App, String> {
+) -> Result<App, LoadError> {
     let app_id: Arc<str> = request.app.as_str().into();
     let app_in_flight = Counter::new(caps::PER_APP);
     let lock = LockedApp::from_value(request.lock)?;
@@ -106,42 +107,38 @@ pub fn build(
         let Some(executor) = executors.next() else {
             continue;
         };
+        let id = component.id.as_str();
         if executors.any(|e| e != executor) {
-            return Err(format!(
-                "component {}: routes with different executors",
-                component.id
-            ));
+            return Err(ComponentError::MixedExecutors.of(id));
         }
         if !component.files.is_empty() {
-            return Err(format!(
-                "component {}: files are not supported by this worker yet",
-                component.id
-            ));
+            return Err(ComponentError::Files.of(id));
         }
         let path = request
             .components
-            .get(&component.id)
-            .ok_or_else(|| format!("component {}: no wasm file given", component.id))?;
+            .get(id)
+            .ok_or_else(|| ComponentError::NoWasm.of(id))?;
         let (digest, compiled) = cache
             .load(path, component.source.digest.as_deref())
-            .map_err(|e| format!("component {}: {e}", component.id))?;
+            .map_err(|e| ComponentError::Cache(e).of(id))?;
         let mut hosts = Vec::new();
         for host in component.allowed_outbound_hosts()? {
             hosts.push(
-                app_variables.expand(&host, &declared).map_err(|e| {
-                    format!("component {}: allowed_outbound_hosts: {e}", component.id)
-                })?,
+                app_variables
+                    .expand(&host, &declared)
+                    .map_err(|e| ComponentError::HostTemplate(e).of(id))?,
             );
         }
-        let allowed = AllowedHosts::parse(&hosts)
-            .map_err(|e| format!("component {}: allowed_outbound_hosts: {e}", component.id))?;
+        let allowed =
+            AllowedHosts::parse(&hosts).map_err(|e| ComponentError::AllowedHosts(e).of(id))?;
         let variables = ComponentVariables::new(
             &component.id,
             &component.config,
             &declared,
             app_variables.clone(),
         )?;
-        let id: Arc<str> = component.id.as_str().into();
+        let executor_of = |e| ComponentError::Link(e).of(id);
+        let id: Arc<str> = id.into();
         let outbound = Arc::new(Outbound {
             app: app_id.clone(),
             component: id.clone(),
@@ -152,7 +149,7 @@ pub fn build(
             stats: stats.clone(),
         });
         let executor = executor::prepare(executor, compiled, linkers, variables, outbound)
-            .map_err(|e| format!("component {}: {e}", component.id))?;
+            .map_err(executor_of)?;
         components.insert(
             component.id.clone(),
             Arc::new(ComponentRuntime {
@@ -164,9 +161,10 @@ pub fn build(
         digests.push(digest);
     }
     if let Some((route, missing, _)) = routes.iter().find(|(_, c, _)| !components.contains_key(c)) {
-        return Err(format!(
-            "route {route} names component {missing:?}, which the lock lacks"
-        ));
+        return Err(LoadError::MissingComponent {
+            route: route.clone(),
+            component: missing.clone(),
+        });
     }
     IN_MEMORY.fetch_add(1, Ordering::Relaxed);
     let limits = request.limits;

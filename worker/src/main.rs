@@ -13,6 +13,7 @@ mod executor;
 mod guest_output;
 mod host;
 mod limits;
+mod load_error;
 mod load_pool;
 mod lock;
 mod log;

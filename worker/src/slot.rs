@@ -6,6 +6,7 @@
 use crate::app::{self, App, LoadRequest, Shared};
 use crate::cache::ComponentCache;
 use crate::executor::Linkers;
+use crate::load_error::LoadError;
 use crate::load_pool::LoadPool;
 use crate::log;
 use crate::stats::Stats;
@@ -30,7 +31,7 @@ impl Loader {
         self: &Arc<Self>,
         request: LoadRequest,
         stats: Arc<Stats>,
-    ) -> Result<App, String> {
+    ) -> Result<App, LoadError> {
         let loader = self.clone();
         self.pool
             .run(move || {
@@ -67,7 +68,7 @@ pub struct Slot {
 
 impl Slot {
     /// Loads the application (everything that can fail fails here) into a new slot.
-    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Slot, String> {
+    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Slot, LoadError> {
         let stats = Arc::new(Stats::default());
         let app = loader.build(request.clone(), stats.clone()).await?;
         Ok(Slot {
@@ -82,7 +83,7 @@ impl Slot {
     }
 
     /// The application for a request, loaded again first when it is idle.
-    pub async fn app(&self) -> Result<Arc<App>, String> {
+    pub async fn app(&self) -> Result<Arc<App>, LoadError> {
         if let Some(app) = self.current() {
             return Ok(app);
         }
@@ -101,7 +102,7 @@ impl Slot {
             Err(e) => {
                 log::error(
                     "the idle application could not be loaded again",
-                    json!({"app": &*self.id, "err": e}),
+                    json!({"app": &*self.id, "err": e.to_string()}),
                 );
                 return Err(e);
             }

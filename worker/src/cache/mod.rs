@@ -23,6 +23,35 @@ use wasmtime::Engine;
 
 const SUFFIX: &str = ".cwasm";
 
+/// Why a component could not be loaded: its wasm, or the compiled file made of it.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("{}: {error}", .path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: digest {digest}, the lock says {expected}", .path.display())]
+    Digest {
+        path: PathBuf,
+        digest: String,
+        expected: String,
+    },
+    #[error("{}: {error}", .path.display())]
+    Compile {
+        path: PathBuf,
+        error: wasmtime::Error,
+    },
+    #[error("{}: {error}", .path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// Serializing what was compiled, or mapping the file written.
+    #[error("{0}")]
+    Compiled(wasmtime::Error),
+}
+
 pub struct ComponentCache {
     dir: PathBuf,
     engine: Engine,
@@ -76,15 +105,18 @@ impl ComponentCache {
         &self,
         wasm_path: &Path,
         expected: Option<&str>,
-    ) -> Result<(String, Compiled), String> {
-        let bytes =
-            std::fs::read(wasm_path).map_err(|e| format!("{}: {e}", wasm_path.display()))?;
+    ) -> Result<(String, Compiled), CacheError> {
+        let bytes = std::fs::read(wasm_path).map_err(|error| CacheError::Read {
+            path: wasm_path.to_path_buf(),
+            error,
+        })?;
         let digest = digest_of(&bytes);
         if let Some(expected) = expected.filter(|e| *e != digest) {
-            return Err(format!(
-                "{}: digest {digest}, the lock says {expected}",
-                wasm_path.display()
-            ));
+            return Err(CacheError::Digest {
+                path: wasm_path.to_path_buf(),
+                digest,
+                expected: expected.to_string(),
+            });
         }
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
@@ -115,7 +147,7 @@ impl ComponentCache {
         wasm_path: &Path,
         bytes: &[u8],
         digest: String,
-    ) -> Result<(String, Compiled), String> {
+    ) -> Result<(String, Compiled), CacheError> {
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
         }
@@ -129,7 +161,7 @@ impl ComponentCache {
             match trusted_file(&cached) {
                 Err(reason) => log::warn(
                     "cached component not the worker's own, compiling again",
-                    json!({"digest": digest, "err": reason}),
+                    json!({"digest": digest, "err": reason.to_string()}),
                 ),
                 Ok(()) => {
                     match unsafe { Compiled::deserialize_file(&self.engine, &cached, module) } {
@@ -143,9 +175,11 @@ impl ComponentCache {
             }
         }
         let started = Instant::now();
-        let compiled = Compiled::new(&self.engine, bytes)
-            .map_err(|e| format!("{}: {e}", wasm_path.display()))?;
-        let serialized = compiled.serialize().map_err(|e| e.to_string())?;
+        let compiled = Compiled::new(&self.engine, bytes).map_err(|error| CacheError::Compile {
+            path: wasm_path.to_path_buf(),
+            error,
+        })?;
+        let serialized = compiled.serialize().map_err(CacheError::Compiled)?;
         drop(compiled);
         let aside = cached.with_extension(format!(
             "tmp{}-{}",
@@ -162,7 +196,10 @@ impl ComponentCache {
             .open(&aside)
             .and_then(|mut file| file.write_all(&serialized))
             .and_then(|_| std::fs::rename(&aside, &cached))
-            .map_err(|e| format!("{}: {e}", cached.display()))?;
+            .map_err(|error| CacheError::Write {
+                path: cached.clone(),
+                error,
+            })?;
         log::info(
             "component compiled",
             json!({"digest": digest, "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()}),
@@ -174,7 +211,7 @@ impl ComponentCache {
         // Mapped from the file rather than kept on the heap: its pages are clean, shared
         // and given back under pressure.
         let component = unsafe { Compiled::deserialize_file(&self.engine, &cached, module) }
-            .map_err(|e| e.to_string())?;
+            .map_err(CacheError::Compiled)?;
         Ok(self.remember(digest, component))
     }
 
