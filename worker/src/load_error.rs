@@ -4,6 +4,7 @@
 use crate::cache::CacheError;
 use crate::load_pool::PoolError;
 use crate::lock::LockError;
+use crate::outbound::allowed::BadRule;
 use crate::routes::BadRoute;
 use crate::variables::{TemplateError, VariablesError};
 
@@ -37,7 +38,7 @@ pub enum ComponentError {
     #[error("allowed_outbound_hosts: {0}")]
     HostTemplate(TemplateError),
     #[error("allowed_outbound_hosts: {0}")]
-    AllowedHosts(String),
+    AllowedHosts(BadRule),
     /// An import the worker does not give, or a module for the wrong executor.
     #[error("{0}")]
     Link(wasmtime::Error),

@@ -60,16 +60,26 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Why the worker cannot start (exit 1).
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("engine: {0}")]
+    Engine(wasmtime::Error),
+    #[error("linker: {0}")]
+    Linker(wasmtime::Error),
+    #[error("resolver: {0}")]
+    Resolver(outbound::resolve::ResolverError),
+}
+
 async fn run(config: config::Config) -> i32 {
     // Replies and events, one line each, written to stdout in the order they come.
     let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let setup = || -> Result<protocol::Worker, String> {
-        let engine = engine::engine(&config).map_err(|e| format!("engine: {e}"))?;
+    let setup = || -> Result<protocol::Worker, StartError> {
+        let engine = engine::engine(&config).map_err(StartError::Engine)?;
         engine::start_ticker(&engine);
-        let linkers = executor::Linkers::new(&engine).map_err(|e| format!("linker: {e}"))?;
+        let linkers = executor::Linkers::new(&engine).map_err(StartError::Linker)?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine);
-        let names =
-            outbound::resolve::Names::new(config.resolver).map_err(|e| format!("resolver: {e}"))?;
+        let names = outbound::resolve::Names::new(config.resolver).map_err(StartError::Resolver)?;
         let loader = slot::Loader {
             linkers,
             cache: Arc::new(cache),
@@ -91,7 +101,7 @@ async fn run(config: config::Config) -> i32 {
     let worker = match setup() {
         Ok(w) => Arc::new(w),
         Err(e) => {
-            log::error("cannot start", json!({"err": e}));
+            log::error("cannot start", json!({"err": e.to_string()}));
             return 1;
         }
     };

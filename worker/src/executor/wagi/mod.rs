@@ -158,7 +158,7 @@ impl Wagi {
         cgi::parse_output(&output).unwrap_or_else(|e| {
             crate::log::warn(
                 "the WAGI output is not a CGI response",
-                serde_json::json!({"app": &*scope.id, "component": &*component, "err": e}),
+                serde_json::json!({"app": &*scope.id, "component": &*component, "err": e.to_string()}),
             );
             answers::failed()
         })
