@@ -2,9 +2,12 @@
 //! is made from. Everything that can fail (the lock, templates, compiling, linking) fails
 //! here, at `load`, never on a request.
 
-use crate::budget::{Budget, Share};
-use crate::cache::{Compiled, ComponentCache};
-use crate::lock::Executor;
+use crate::admission::Admission;
+use crate::budget::Budget;
+use crate::cache::ComponentCache;
+use crate::executor::{self, Executor, Linkers, Scope};
+use crate::limits::Limits;
+use crate::load_error::{ComponentError, LoadError};
 use crate::lock::LockedApp;
 use crate::outbound::Outbound;
 use crate::outbound::address::AddressPolicy;
@@ -12,47 +15,29 @@ use crate::outbound::allowed::AllowedHosts;
 use crate::outbound::caps::{self, Counter};
 use crate::outbound::resolve::Names;
 use crate::routes::Router;
-use crate::sandbox::Host;
-use crate::stats::Stats;
+use crate::stats::{ComponentStats, Stats};
 use crate::variables::{AppVariables, ComponentVariables};
-use crate::wagi::{WagiHost, WagiRuntime};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wasmtime::component::Linker;
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
-
-pub enum Handler {
-    Http(ProxyPre<Host>),
-    Wagi(WagiRuntime),
-}
 
 pub struct ComponentRuntime {
     pub id: Arc<str>,
-    pub handler: Handler,
-    pub variables: ComponentVariables,
-    /// What its outgoing requests may reach, and how many may be in flight.
-    pub outbound: Arc<Outbound>,
+    pub executor: Box<dyn Executor>,
     /// Its requests' latency and errors (`stats`' `components`).
-    pub stats: Arc<crate::stats::ComponentStats>,
+    pub stats: Arc<ComponentStats>,
 }
 
 pub struct App {
-    pub id: Arc<str>,
+    /// Its id, bounds, counters, part of the budget and turns: what its runs are held within.
+    pub scope: Arc<Scope>,
     pub router: Router,
     pub components: HashMap<String, Arc<ComponentRuntime>>,
-    pub limits: crate::limits::Limits,
-    pub stats: Arc<Stats>,
     pub digests: Vec<String>,
     /// Its turns at the instance pool (`limits.maxConcurrentRequests`, `maxQueuedRequests`).
-    pub admission: crate::admission::Admission,
-    /// Its turns on the serving threads while computing (`turns.rs`).
-    pub turns: crate::turns::Turns,
-    /// The worker's memory budget, and this application's part of it (`budget.rs`).
-    pub budget: Arc<Budget>,
-    pub share: Arc<Share>,
+    pub admission: Admission,
 }
 
 /// What every application is built with, the same for all of them.
@@ -88,18 +73,17 @@ pub struct LoadRequest {
     pub lock: Value,
     pub components: HashMap<String, PathBuf>,
     pub variables: HashMap<String, String>,
-    pub limits: crate::limits::Limits,
+    pub limits: Limits,
 }
 
 /// Blocks while components compile: run it off the async threads.
 pub fn build(
     request: LoadRequest,
     cache: &ComponentCache,
-    linker: &Linker<Host>,
-    wagi_linker: &wasmtime::Linker<WagiHost>,
+    linkers: &Linkers,
     shared: &Shared,
     stats: Arc<Stats>,
-) -> Result<App, String> {
+) -> Result<App, LoadError> {
     let app_id: Arc<str> = request.app.as_str().into();
     let app_in_flight = Counter::new(caps::PER_APP);
     let lock = LockedApp::from_value(request.lock)?;
@@ -123,61 +107,38 @@ pub fn build(
         let Some(executor) = executors.next() else {
             continue;
         };
+        let id = component.id.as_str();
         if executors.any(|e| e != executor) {
-            return Err(format!(
-                "component {}: routes with different executors",
-                component.id
-            ));
+            return Err(ComponentError::MixedExecutors.of(id));
         }
         if !component.files.is_empty() {
-            return Err(format!(
-                "component {}: files are not supported by this worker yet",
-                component.id
-            ));
+            return Err(ComponentError::Files.of(id));
         }
         let path = request
             .components
-            .get(&component.id)
-            .ok_or_else(|| format!("component {}: no wasm file given", component.id))?;
+            .get(id)
+            .ok_or_else(|| ComponentError::NoWasm.of(id))?;
         let (digest, compiled) = cache
             .load(path, component.source.digest.as_deref())
-            .map_err(|e| format!("component {}: {e}", component.id))?;
+            .map_err(|e| ComponentError::Cache(e).of(id))?;
         let mut hosts = Vec::new();
         for host in component.allowed_outbound_hosts()? {
             hosts.push(
-                app_variables.expand(&host, &declared).map_err(|e| {
-                    format!("component {}: allowed_outbound_hosts: {e}", component.id)
-                })?,
+                app_variables
+                    .expand(&host, &declared)
+                    .map_err(|e| ComponentError::HostTemplate(e).of(id))?,
             );
         }
-        let allowed = AllowedHosts::parse(&hosts)
-            .map_err(|e| format!("component {}: allowed_outbound_hosts: {e}", component.id))?;
+        let allowed =
+            AllowedHosts::parse(&hosts).map_err(|e| ComponentError::AllowedHosts(e).of(id))?;
         let variables = ComponentVariables::new(
             &component.id,
             &component.config,
             &declared,
             app_variables.clone(),
         )?;
-        let handler = match (executor, compiled) {
-            // An import the worker does not give fails the load, naming it, as Spin refuses
-            // such a component (wasmtime's trap stubs would shadow the WASI types of older
-            // versions).
-            (Executor::Spin, Compiled::Component(compiled)) => linker
-                .instantiate_pre(&compiled)
-                .and_then(ProxyPre::new)
-                .map(Handler::Http),
-            (Executor::Wagi { entrypoint, argv }, Compiled::Module(module)) => wagi_linker
-                .instantiate_pre(&module)
-                .map(|pre| Handler::Wagi(WagiRuntime { pre, entrypoint: entrypoint.clone(), argv: argv.clone() })),
-            (Executor::Spin, Compiled::Module(_)) => Err(wasmtime::format_err!(
-                "a core module needs the wagi executor (componentizing modules is not supported yet)"
-            )),
-            (Executor::Wagi { .. }, Compiled::Component(_)) => {
-                Err(wasmtime::format_err!("the wagi executor runs wasip1 modules, not components"))
-            }
-        }
-        .map_err(|e| format!("component {}: {e}", component.id))?;
-        let id: Arc<str> = component.id.as_str().into();
+        let executor_of = |e| ComponentError::Link(e).of(id);
+        let id: Arc<str> = id.into();
         let outbound = Arc::new(Outbound {
             app: app_id.clone(),
             component: id.clone(),
@@ -187,39 +148,42 @@ pub fn build(
             app_in_flight: app_in_flight.clone(),
             stats: stats.clone(),
         });
+        let executor = executor::prepare(executor, compiled, linkers, variables, outbound)
+            .map_err(executor_of)?;
         components.insert(
             component.id.clone(),
             Arc::new(ComponentRuntime {
                 stats: stats.component(&id),
                 id,
-                handler,
-                variables,
-                outbound,
+                executor,
             }),
         );
         digests.push(digest);
     }
     if let Some((route, missing, _)) = routes.iter().find(|(_, c, _)| !components.contains_key(c)) {
-        return Err(format!(
-            "route {route} names component {missing:?}, which the lock lacks"
-        ));
+        return Err(LoadError::MissingComponent {
+            route: route.clone(),
+            component: missing.clone(),
+        });
     }
     IN_MEMORY.fetch_add(1, Ordering::Relaxed);
     let limits = request.limits;
     Ok(App {
-        admission: crate::admission::Admission::new(
+        admission: Admission::new(
             limits.max_concurrent_requests,
             limits.max_queued_requests,
             limits.request_timeout,
         ),
-        id: app_id,
+        scope: Arc::new(Scope {
+            id: app_id,
+            limits,
+            stats,
+            turns: crate::turns::turns(shared.threads),
+            budget: shared.budget.clone(),
+            share: Arc::default(),
+        }),
         router,
         components,
-        limits: request.limits,
-        stats,
         digests,
-        turns: crate::turns::turns(shared.threads),
-        budget: shared.budget.clone(),
-        share: Arc::default(),
     })
 }

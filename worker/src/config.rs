@@ -1,7 +1,7 @@
 //! The worker's command line. Everything an application needs (its lock, variables, limits)
 //! comes over stdin; flags only say how the machine's operator sets up the engine.
 
-use crate::outbound::address::AddressPolicy;
+use crate::outbound::address::{AddressPolicy, BadCidr};
 use std::path::PathBuf;
 
 pub const USAGE: &str = "usage: worker --cache-dir DIR [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--memory-budget-bytes N] [--resolver IP:PORT] [--threads N]";
@@ -25,8 +25,22 @@ pub struct Config {
     pub threads: usize,
 }
 
+/// A command line the worker refuses (exit 2, with the usage).
+#[derive(Debug, thiserror::Error)]
+pub enum BadFlags {
+    #[error("{0} needs a value")]
+    NoValue(String),
+    /// A flag's value out of its range: the flag and the range.
+    #[error("{0}")]
+    Value(&'static str),
+    #[error("unknown flag {0}")]
+    Unknown(String),
+    #[error(transparent)]
+    Address(#[from] BadCidr),
+}
+
 impl Config {
-    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, BadFlags> {
         let mut cache_dir = None;
         let mut address_policy = AddressPolicy::default();
         let mut max_instances = 1000;
@@ -36,7 +50,7 @@ impl Config {
         let mut resolver = None;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
-            let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+            let mut value = || args.next().ok_or_else(|| BadFlags::NoValue(flag.clone()));
             match flag.as_str() {
                 "--cache-dir" => cache_dir = Some(PathBuf::from(value()?)),
                 "--allow-private-outbound" => address_policy = AddressPolicy::parse(&value()?)?,
@@ -45,40 +59,39 @@ impl Config {
                         .parse()
                         .ok()
                         .filter(|n| *n > 0)
-                        .ok_or("--max-instances: a positive number")?
+                        .ok_or(BadFlags::Value("--max-instances: a positive number"))?
                 }
                 "--max-memory-bytes" => {
                     max_memory_bytes = value()?
                         .parse()
                         .ok()
                         .filter(|n| *n >= 1 << 16 && *n <= 4 << 30)
-                        .ok_or("--max-memory-bytes: 64 KiB to 4 GiB")?
+                        .ok_or(BadFlags::Value("--max-memory-bytes: 64 KiB to 4 GiB"))?
                 }
                 "--memory-budget-bytes" => {
                     memory_budget_bytes = value()?
                         .parse()
                         .ok()
                         .filter(|n| *n >= 16 << 20)
-                        .ok_or("--memory-budget-bytes: 16 MiB or more")?
+                        .ok_or(BadFlags::Value("--memory-budget-bytes: 16 MiB or more"))?
                 }
                 "--resolver" => {
-                    resolver =
-                        Some(value()?.parse().map_err(
-                            |_| "--resolver: an IP address and port, like 127.0.0.53:53",
-                        )?)
+                    resolver = Some(value()?.parse().map_err(|_| {
+                        BadFlags::Value("--resolver: an IP address and port, like 127.0.0.53:53")
+                    })?)
                 }
                 "--threads" => {
                     threads = value()?
                         .parse()
                         .ok()
                         .filter(|n| (1..=256).contains(n))
-                        .ok_or("--threads: 1 to 256")?
+                        .ok_or(BadFlags::Value("--threads: 1 to 256"))?
                 }
-                other => return Err(format!("unknown flag {other}")),
+                other => return Err(BadFlags::Unknown(other.to_string())),
             }
         }
         Ok(Config {
-            cache_dir: cache_dir.ok_or("--cache-dir is required")?,
+            cache_dir: cache_dir.ok_or(BadFlags::Value("--cache-dir is required"))?,
             address_policy,
             max_instances,
             max_memory_bytes,
@@ -93,7 +106,7 @@ impl Config {
 mod tests {
     use super::*;
 
-    fn parse(flags: &[&str]) -> Result<Config, String> {
+    fn parse(flags: &[&str]) -> Result<Config, BadFlags> {
         let mut args = vec!["--cache-dir".to_string(), "/tmp/c".to_string()];
         args.extend(flags.iter().map(|f| f.to_string()));
         Config::parse(args)

@@ -1,4 +1,4 @@
-//! The one engine every application shares, and the linker every component is linked with.
+//! The one engine every application shares (each executor links its kind: `executor/`).
 //! Instances come from a pool with copy-on-write memory images, so a fresh instance per
 //! request costs a few microseconds rather than a copy of the data segments; epoch
 //! interruption lets a deadline stop a guest that never returns to the host.
@@ -12,10 +12,8 @@
 //! back to `madvise`. Instance semantics do not change: every byte is reset before reuse.
 
 use crate::config::Config;
-use crate::sandbox::Host;
 use std::time::Duration;
 use wasmtime::Enabled;
-use wasmtime::component::Linker;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Bytes of a freed memory slot kept resident, reset in place: more than the js template's
@@ -80,13 +78,4 @@ pub fn start_ticker(engine: &Engine) {
             }
         })
         .expect("a thread for the epoch ticker");
-}
-
-/// WASI 0.2 (its sandbox is `sandbox::Host`), wasi:http and Spin's variables.
-pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-    crate::spin_variables::add_to_linker(&mut linker)?;
-    Ok(linker)
 }

@@ -9,6 +9,17 @@ use std::sync::{Arc, Mutex};
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// A load that did not run to its end.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PoolError {
+    #[error("loading failed: it panicked")]
+    Panicked,
+    #[error("loading failed: no load thread")]
+    NoThread,
+    #[error("loading failed: the load thread ended")]
+    ThreadEnded,
+}
+
 pub struct LoadPool {
     jobs: Mutex<Sender<Job>>,
 }
@@ -33,20 +44,18 @@ impl LoadPool {
     pub async fn run<R: Send + 'static>(
         &self,
         job: impl FnOnce() -> R + Send + 'static,
-    ) -> Result<R, String> {
+    ) -> Result<R, PoolError> {
         let (done, result) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-            let _ = done.send(outcome.map_err(|_| "loading failed: it panicked".to_string()));
+            let _ = done.send(outcome.map_err(|_| PoolError::Panicked));
         });
         self.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .send(job)
-            .map_err(|_| "loading failed: no load thread".to_string())?;
-        result
-            .await
-            .map_err(|_| "loading failed: the load thread ended".to_string())?
+            .map_err(|_| PoolError::NoThread)?;
+        result.await.map_err(|_| PoolError::ThreadEnded)?
     }
 }
 
@@ -74,7 +83,7 @@ mod tests {
             .unwrap();
         assert!(name.starts_with("load-"), "{name}");
         let panicked = pool.run(|| -> u8 { panic!("a bad load") }).await;
-        assert!(panicked.is_err());
+        assert_eq!(panicked, Err(PoolError::Panicked));
         assert_eq!(
             pool.run(|| 7).await,
             Ok(7),

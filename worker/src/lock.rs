@@ -50,33 +50,47 @@ pub struct Source {
     pub digest: Option<String>,
 }
 
+/// A lock the worker cannot run, refused at `load`.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("the lock: {0}")]
+    Parse(serde_json::Error),
+    #[error("the lock needs {0:?}, which this worker does not understand")]
+    MustUnderstand(String),
+    #[error("trigger {trigger}: the {executor:?} executor is not supported by this worker")]
+    Executor { trigger: String, executor: String },
+    #[error("trigger {0} names no component")]
+    NoComponent(String),
+    #[error("trigger {0} has no route")]
+    NoRoute(String),
+    #[error("component {0}: allowed_outbound_hosts is not a list of strings")]
+    AllowedHosts(String),
+}
+
 impl LockedApp {
-    pub fn from_value(value: Value) -> Result<Self, String> {
-        let app: LockedApp = serde_json::from_value(value).map_err(|e| format!("the lock: {e}"))?;
+    pub fn from_value(value: Value) -> Result<Self, LockError> {
+        let app: LockedApp = serde_json::from_value(value).map_err(LockError::Parse)?;
         // Spin refuses a lock that needs a feature it lacks; the worker knows none of them.
         if let Some(feature) = app.must_understand.first() {
-            return Err(format!(
-                "the lock needs {feature:?}, which this worker does not understand"
-            ));
+            return Err(LockError::MustUnderstand(feature.clone()));
         }
         Ok(app)
     }
 
     /// (route, component, executor) of every http trigger, refusing what the worker cannot run.
-    pub fn http_routes(&self) -> Result<Vec<(String, String, Executor)>, String> {
+    pub fn http_routes(&self) -> Result<Vec<(String, String, Executor)>, LockError> {
         let mut routes = Vec::new();
         for trigger in self.triggers.iter().filter(|t| t.trigger_type == "http") {
             let config = &trigger.trigger_config;
-            let executor = Executor::from_config(config.executor.as_ref())
-                .map_err(|e| format!("trigger {}: {e}", trigger.id))?;
+            let executor = Executor::from_config(&trigger.id, config.executor.as_ref())?;
             let component = config
                 .component
                 .clone()
-                .ok_or_else(|| format!("trigger {} names no component", trigger.id))?;
+                .ok_or_else(|| LockError::NoComponent(trigger.id.clone()))?;
             let route = config
                 .route
                 .clone()
-                .ok_or_else(|| format!("trigger {} has no route", trigger.id))?;
+                .ok_or_else(|| LockError::NoRoute(trigger.id.clone()))?;
             routes.push((route, component, executor));
         }
         Ok(routes)
@@ -92,7 +106,7 @@ pub enum Executor {
 }
 
 impl Executor {
-    fn from_config(executor: Option<&Value>) -> Result<Self, String> {
+    fn from_config(trigger: &str, executor: Option<&Value>) -> Result<Self, LockError> {
         let Some(executor) = executor else {
             return Ok(Executor::Spin);
         };
@@ -110,23 +124,70 @@ impl Executor {
                 entrypoint: text("entrypoint", "_start"),
                 argv: text("argv", "${SCRIPT_NAME} ${ARGS}"),
             }),
-            Some(other) => Err(format!(
-                "the {other:?} executor is not supported by this worker"
-            )),
+            Some(other) => Err(LockError::Executor {
+                trigger: trigger.to_string(),
+                executor: other.to_string(),
+            }),
         }
     }
 }
 
 impl LockedComponent {
-    pub fn allowed_outbound_hosts(&self) -> Result<Vec<String>, String> {
+    pub fn allowed_outbound_hosts(&self) -> Result<Vec<String>, LockError> {
         match self.metadata.get("allowed_outbound_hosts") {
             None | Some(Value::Null) => Ok(Vec::new()),
-            Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
-                format!(
-                    "component {}: allowed_outbound_hosts is not a list of strings",
-                    self.id
-                )
-            }),
+            Some(value) => serde_json::from_value(value.clone())
+                .map_err(|_| LockError::AllowedHosts(self.id.clone())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refusal(lock: Value) -> String {
+        let app = match LockedApp::from_value(lock) {
+            Ok(app) => app,
+            Err(e) => return e.to_string(),
+        };
+        let routes = app.http_routes().map(|_| ()).map_err(|e| e.to_string());
+        let hosts = app.components.iter().try_for_each(|c| {
+            c.allowed_outbound_hosts()
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        routes.and(hosts).expect_err("refused")
+    }
+
+    #[test]
+    fn refusals_name_what_is_refused() {
+        let trigger = |config: Value| json!({"triggers": [{"id": "t", "trigger_type": "http", "trigger_config": config}]});
+        assert_eq!(
+            refusal(json!({"must_understand": ["files"]})),
+            "the lock needs \"files\", which this worker does not understand"
+        );
+        assert!(refusal(json!({"triggers": 1})).starts_with("the lock: "));
+        assert_eq!(
+            refusal(trigger(
+                json!({"component": "c", "route": "/", "executor": {"type": "wasm"}})
+            )),
+            "trigger t: the \"wasm\" executor is not supported by this worker"
+        );
+        assert_eq!(
+            refusal(trigger(json!({"route": "/"}))),
+            "trigger t names no component"
+        );
+        assert_eq!(
+            refusal(trigger(json!({"component": "c"}))),
+            "trigger t has no route"
+        );
+        assert_eq!(
+            refusal(
+                json!({"components": [{"id": "c", "source": {}, "metadata": {"allowed_outbound_hosts": [1]}}]})
+            ),
+            "component c: allowed_outbound_hosts is not a list of strings"
+        );
     }
 }

@@ -9,14 +9,15 @@ mod budget;
 mod cache;
 mod config;
 mod engine;
+mod executor;
 mod guest_output;
 mod host;
 mod limits;
+mod load_error;
 mod load_pool;
 mod lock;
 mod log;
 mod outbound;
-mod outcome;
 mod protocol;
 mod routes;
 mod sandbox;
@@ -26,7 +27,6 @@ mod spin_variables;
 mod stats;
 mod turns;
 mod variables;
-mod wagi;
 
 use serde_json::json;
 use std::sync::Arc;
@@ -60,20 +60,28 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Why the worker cannot start (exit 1).
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("engine: {0}")]
+    Engine(wasmtime::Error),
+    #[error("linker: {0}")]
+    Linker(wasmtime::Error),
+    #[error("resolver: {0}")]
+    Resolver(outbound::resolve::ResolverError),
+}
+
 async fn run(config: config::Config) -> i32 {
     // Replies and events, one line each, written to stdout in the order they come.
     let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let setup = || -> Result<protocol::Worker, String> {
-        let engine = engine::engine(&config).map_err(|e| format!("engine: {e}"))?;
+    let setup = || -> Result<protocol::Worker, StartError> {
+        let engine = engine::engine(&config).map_err(StartError::Engine)?;
         engine::start_ticker(&engine);
-        let linker = engine::linker(&engine).map_err(|e| format!("linker: {e}"))?;
-        let wagi_linker = wagi::linker(&engine).map_err(|e| format!("linker: {e}"))?;
+        let linkers = executor::Linkers::new(&engine).map_err(StartError::Linker)?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine);
-        let names =
-            outbound::resolve::Names::new(config.resolver).map_err(|e| format!("resolver: {e}"))?;
+        let names = outbound::resolve::Names::new(config.resolver).map_err(StartError::Resolver)?;
         let loader = slot::Loader {
-            linker,
-            wagi_linker,
+            linkers,
             cache: Arc::new(cache),
             shared: app::Shared {
                 policy: Arc::new(config.address_policy.clone()),
@@ -93,7 +101,7 @@ async fn run(config: config::Config) -> i32 {
     let worker = match setup() {
         Ok(w) => Arc::new(w),
         Err(e) => {
-            log::error("cannot start", json!({"err": e}));
+            log::error("cannot start", json!({"err": e.to_string()}));
             return 1;
         }
     };

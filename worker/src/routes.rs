@@ -23,6 +23,11 @@ struct Entry {
     prefix: String,
 }
 
+/// A route the worker cannot match, refused at `load`.
+#[derive(Debug, thiserror::Error)]
+#[error("route {0:?} does not start with /")]
+pub struct BadRoute(String);
+
 #[derive(Debug, Default)]
 pub struct Router {
     entries: Vec<Entry>,
@@ -30,11 +35,11 @@ pub struct Router {
 
 impl Router {
     /// `routes` are (route, component id) pairs from the lock's http triggers.
-    pub fn new(routes: &[(String, String)]) -> Result<Self, String> {
+    pub fn new(routes: &[(String, String)]) -> Result<Self, BadRoute> {
         let mut entries = Vec::with_capacity(routes.len());
         for (route, component) in routes {
             if !route.starts_with('/') {
-                return Err(format!("route {route:?} does not start with /"));
+                return Err(BadRoute(route.clone()));
             }
             let wildcard = route.ends_with(WILDCARD);
             let bare = if wildcard {

@@ -8,10 +8,22 @@ use crate::limits::MemoryLimiter;
 use crate::outbound::OutboundHooks;
 use crate::variables::ComponentVariables;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-/// The data of one request's store.
+/// WASI with nothing of the machine: no directory, environment or argument, and no socket
+/// (TCP, UDP and name lookup off, every address refused). Both executors start from it.
+pub fn closed_wasi() -> WasiCtxBuilder {
+    let mut builder = WasiCtx::builder();
+    builder
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .socket_addr_check(|_, _| Box::pin(async { false }));
+    builder
+}
+
+/// The data of one request's wasi:http store.
 pub struct Host {
     wasi: WasiCtx,
     http: WasiHttpCtx,
@@ -29,14 +41,7 @@ impl Host {
         stdout: GuestOutput,
         stderr: GuestOutput,
     ) -> Self {
-        let wasi = WasiCtx::builder()
-            .stdout(stdout)
-            .stderr(stderr)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .socket_addr_check(|_, _| Box::pin(async { false }))
-            .build();
+        let wasi = closed_wasi().stdout(stdout).stderr(stderr).build();
         Host {
             wasi,
             http: WasiHttpCtx::new(),

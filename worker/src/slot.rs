@@ -5,20 +5,18 @@
 
 use crate::app::{self, App, LoadRequest, Shared};
 use crate::cache::ComponentCache;
+use crate::executor::Linkers;
+use crate::load_error::LoadError;
 use crate::load_pool::LoadPool;
 use crate::log;
-use crate::sandbox::Host;
 use crate::stats::Stats;
-use crate::wagi::WagiHost;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::WeakUnboundedSender;
-use wasmtime::component::Linker;
 
 /// What loading an application needs, shared by every application of the worker.
 pub struct Loader {
-    pub linker: Linker<Host>,
-    pub wagi_linker: wasmtime::Linker<WagiHost>,
+    pub linkers: Linkers,
     pub cache: Arc<ComponentCache>,
     pub shared: Shared,
     /// Loads compile on these threads, apart from tokio's blocking pool and the serving ones.
@@ -33,15 +31,14 @@ impl Loader {
         self: &Arc<Self>,
         request: LoadRequest,
         stats: Arc<Stats>,
-    ) -> Result<App, String> {
+    ) -> Result<App, LoadError> {
         let loader = self.clone();
         self.pool
             .run(move || {
                 app::build(
                     request,
                     &loader.cache,
-                    &loader.linker,
-                    &loader.wagi_linker,
+                    &loader.linkers,
                     &loader.shared,
                     stats,
                 )
@@ -71,11 +68,11 @@ pub struct Slot {
 
 impl Slot {
     /// Loads the application (everything that can fail fails here) into a new slot.
-    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Slot, String> {
+    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Slot, LoadError> {
         let stats = Arc::new(Stats::default());
         let app = loader.build(request.clone(), stats.clone()).await?;
         Ok(Slot {
-            id: app.id.clone(),
+            id: app.scope.id.clone(),
             stats,
             digests: app.digests.clone(),
             request,
@@ -86,7 +83,7 @@ impl Slot {
     }
 
     /// The application for a request, loaded again first when it is idle.
-    pub async fn app(&self) -> Result<Arc<App>, String> {
+    pub async fn app(&self) -> Result<Arc<App>, LoadError> {
         if let Some(app) = self.current() {
             return Ok(app);
         }
@@ -105,7 +102,7 @@ impl Slot {
             Err(e) => {
                 log::error(
                     "the idle application could not be loaded again",
-                    json!({"app": &*self.id, "err": e}),
+                    json!({"app": &*self.id, "err": e.to_string()}),
                 );
                 return Err(e);
             }
@@ -136,7 +133,7 @@ impl Slot {
 
     /// What its instances' memories hold now (its part of the worker's budget).
     pub fn memory_bytes(&self) -> u64 {
-        self.current().map_or(0, |app| app.share.used())
+        self.current().map_or(0, |app| app.scope.share.used())
     }
 
     pub fn is_loaded(&self) -> bool {

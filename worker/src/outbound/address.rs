@@ -12,23 +12,36 @@ pub struct Cidr {
     bits: u8,
 }
 
+/// An address or range that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BadCidr {
+    #[error("{0:?} is not an IP address or CIDR range")]
+    Address(String),
+    #[error("{text:?}: the prefix length is not 0-{max}")]
+    Prefix { text: String, max: u8 },
+}
+
 impl Cidr {
     /// `10.0.0.0/8`, `fd00::/8`, or one address (`127.0.0.1`, `::1`).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, BadCidr> {
         let (addr, bits) = match text.split_once('/') {
             Some((addr, bits)) => (addr, Some(bits)),
             None => (text, None),
         };
         let base: IpAddr = addr
             .parse()
-            .map_err(|_| format!("{text:?} is not an IP address or CIDR range"))?;
+            .map_err(|_| BadCidr::Address(text.to_string()))?;
         let max = if base.is_ipv4() { 32 } else { 128 };
         let bits = match bits {
-            Some(b) => b
-                .parse::<u8>()
-                .ok()
-                .filter(|b| *b <= max)
-                .ok_or_else(|| format!("{text:?}: the prefix length is not 0-{max}"))?,
+            Some(b) => {
+                b.parse::<u8>()
+                    .ok()
+                    .filter(|b| *b <= max)
+                    .ok_or_else(|| BadCidr::Prefix {
+                        text: text.to_string(),
+                        max,
+                    })?
+            }
             None => max,
         };
         Ok(Cidr { base, bits })
@@ -126,7 +139,7 @@ pub struct AddressPolicy {
 
 impl AddressPolicy {
     /// `--allow-private-outbound`'s value: CIDR ranges separated by commas.
-    pub fn parse(list: &str) -> Result<Self, String> {
+    pub fn parse(list: &str) -> Result<Self, BadCidr> {
         let allowed = list
             .split(',')
             .map(str::trim)

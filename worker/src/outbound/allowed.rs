@@ -55,19 +55,47 @@ fn well_known_port(scheme: &str) -> Option<u16> {
     }
 }
 
-fn parse_rule(text: &str) -> Result<Rule, String> {
+/// An `allowed_outbound_hosts` entry refused at `load`, in Spin's words where it has them.
+#[derive(Debug, thiserror::Error)]
+pub enum BadRule {
+    #[error("'insecure:allow-all' is not allowed: use '*://*:*'")]
+    AllowAll,
+    #[error("{0:?} does not contain a scheme (e.g. 'http://' or '*://')")]
+    NoScheme(String),
+    #[error("{rule:?}: scheme {scheme:?} is not a word or *")]
+    Scheme { rule: String, scheme: String },
+    #[error("{0:?} has a path but is not allowed to")]
+    Path(String),
+    #[error("{0:?}: wildcards are allowed only as a first label")]
+    Wildcard(String),
+    #[error("{0:?} has no host")]
+    NoHost(String),
+    #[error("{0:?}: a wildcard scheme needs a port (e.g. '*://host:*')")]
+    AnySchemeNoPort(String),
+    #[error("{rule:?}: no port and the scheme {scheme:?} has no well-known one")]
+    NoPort { rule: String, scheme: String },
+    #[error("{rule:?}: port range {port:?} holds a non-number")]
+    PortRange { rule: String, port: String },
+    #[error("{rule:?}: port {port:?} is not a number")]
+    Port { rule: String, port: String },
+}
+
+fn parse_rule(text: &str) -> Result<Rule, BadRule> {
     let text = text.trim();
     let Some((scheme, rest)) = text.split_once("://") else {
-        return Err(format!(
-            "{text:?} does not contain a scheme (e.g. 'http://' or '*://')"
-        ));
+        return Err(BadRule::NoScheme(text.to_string()));
     };
     let scheme = match scheme {
         "*" => SchemeRule::Any,
         s if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphabetic()) => {
             SchemeRule::Exact(s.to_string())
         }
-        s => return Err(format!("{text:?}: scheme {s:?} is not a word or *")),
+        s => {
+            return Err(BadRule::Scheme {
+                rule: text.to_string(),
+                scheme: s.to_string(),
+            });
+        }
     };
     let rest = match rest.split_once('/') {
         // A CIDR's mask is the only slash a rule may hold, and then only with a port after it.
@@ -78,7 +106,7 @@ fn parse_rule(text: &str) -> Result<Rule, String> {
         {
             rest.to_string()
         }
-        Some(_) => return Err(format!("{text:?} has a path but is not allowed to")),
+        Some(_) => return Err(BadRule::Path(text.to_string())),
         None => rest.to_string(),
     };
     let (host, port) = match rest.rsplit_once(':') {
@@ -92,44 +120,41 @@ fn parse_rule(text: &str) -> Result<Rule, String> {
         HostRule::ToSelf
     } else if let Some(domain) = host.strip_prefix("*.") {
         if domain.contains('*') || domain.is_empty() {
-            return Err(format!(
-                "{text:?}: wildcards are allowed only as a first label"
-            ));
+            return Err(BadRule::Wildcard(text.to_string()));
         }
         HostRule::Subdomain(format!(".{}", domain.to_ascii_lowercase()))
     } else if host.contains('*') {
-        return Err(format!(
-            "{text:?}: wildcards are allowed only as a first label"
-        ));
+        return Err(BadRule::Wildcard(text.to_string()));
     } else if let Ok(network) = Cidr::parse(host.trim_start_matches('[').trim_end_matches(']')) {
         HostRule::Network(network)
     } else if host.is_empty() {
-        return Err(format!("{text:?} has no host"));
+        return Err(BadRule::NoHost(text.to_string()));
     } else {
         HostRule::Name(host.to_ascii_lowercase())
     };
     let port_rule = if port.is_empty() {
         let SchemeRule::Exact(ref s) = scheme else {
-            return Err(format!(
-                "{text:?}: a wildcard scheme needs a port (e.g. '*://host:*')"
-            ));
+            return Err(BadRule::AnySchemeNoPort(text.to_string()));
         };
-        PortRule::One(well_known_port(s).ok_or_else(|| {
-            format!("{text:?}: no port and the scheme {s:?} has no well-known one")
+        PortRule::One(well_known_port(s).ok_or_else(|| BadRule::NoPort {
+            rule: text.to_string(),
+            scheme: s.clone(),
         })?)
     } else if port == "*" {
         PortRule::Any
     } else if let Some((start, end)) = port.split_once("..") {
         let number = |p: &str| {
-            p.parse::<u16>()
-                .map_err(|_| format!("{text:?}: port range {port:?} holds a non-number"))
+            p.parse::<u16>().map_err(|_| BadRule::PortRange {
+                rule: text.to_string(),
+                port: port.to_string(),
+            })
         };
         PortRule::Range(number(start)?, number(end)?)
     } else {
-        PortRule::One(
-            port.parse()
-                .map_err(|_| format!("{text:?}: port {port:?} is not a number"))?,
-        )
+        PortRule::One(port.parse().map_err(|_| BadRule::Port {
+            rule: text.to_string(),
+            port: port.to_string(),
+        })?)
     };
     Ok(Rule {
         scheme,
@@ -139,9 +164,9 @@ fn parse_rule(text: &str) -> Result<Rule, String> {
 }
 
 impl AllowedHosts {
-    pub fn parse(hosts: &[String]) -> Result<Self, String> {
+    pub fn parse(hosts: &[String]) -> Result<Self, BadRule> {
         if hosts.len() == 1 && hosts[0] == "insecure:allow-all" {
-            return Err("'insecure:allow-all' is not allowed: use '*://*:*'".into());
+            return Err(BadRule::AllowAll);
         }
         let rules = hosts
             .iter()
@@ -217,15 +242,47 @@ mod tests {
 
     #[test]
     fn bad_rules_are_refused() {
-        for bad in [
-            "example.com",
-            "*://example.com",
-            "http://ex*.com",
-            "http://e.com/path",
-            "insecure:allow-all",
-            "http://e.com:x",
+        for (bad, said) in [
+            (
+                "example.com",
+                r#""example.com" does not contain a scheme (e.g. 'http://' or '*://')"#,
+            ),
+            (
+                "*://example.com",
+                r#""*://example.com": a wildcard scheme needs a port (e.g. '*://host:*')"#,
+            ),
+            (
+                "http://ex*.com",
+                r#""http://ex*.com": wildcards are allowed only as a first label"#,
+            ),
+            (
+                "http://e.com/path",
+                r#""http://e.com/path" has a path but is not allowed to"#,
+            ),
+            (
+                "insecure:allow-all",
+                "'insecure:allow-all' is not allowed: use '*://*:*'",
+            ),
+            (
+                "http://e.com:x",
+                r#""http://e.com:x": port "x" is not a number"#,
+            ),
+            (
+                "http://e.com:1..x",
+                r#""http://e.com:1..x": port range "1..x" holds a non-number"#,
+            ),
+            (
+                "gopher://e.com",
+                r#""gopher://e.com": no port and the scheme "gopher" has no well-known one"#,
+            ),
+            (
+                "ht-tp://e.com",
+                r#""ht-tp://e.com": scheme "ht-tp" is not a word or *"#,
+            ),
+            ("http://:80", r#""http://:80" has no host"#),
         ] {
-            assert!(AllowedHosts::parse(&[bad.to_string()]).is_err(), "{bad}");
+            let refused = AllowedHosts::parse(&[bad.to_string()]).unwrap_err();
+            assert_eq!(refused.to_string(), said);
         }
     }
 }

@@ -23,11 +23,20 @@ pub enum Unresolved {
     NotFound,
 }
 
+/// The resolver could not be set up (the worker does not start).
+#[derive(Debug, thiserror::Error)]
+pub enum ResolverError {
+    #[error("/etc/resolv.conf: {0}")]
+    SystemConfig(Box<dyn std::error::Error + Send + Sync>),
+    #[error("{0}")]
+    Build(Box<dyn std::error::Error + Send + Sync>),
+}
+
 impl Names {
     /// The machine's configuration, or `server` alone when given.
-    pub fn new(server: Option<SocketAddr>) -> Result<Names, String> {
+    pub fn new(server: Option<SocketAddr>) -> Result<Names, ResolverError> {
         let builder = match server {
-            None => Resolver::builder_tokio().map_err(|e| format!("/etc/resolv.conf: {e}"))?,
+            None => Resolver::builder_tokio().map_err(|e| ResolverError::SystemConfig(e.into()))?,
             Some(server) => {
                 let mut name_server = NameServerConfig::udp_and_tcp(server.ip());
                 for connection in &mut name_server.connections {
@@ -39,7 +48,10 @@ impl Names {
                 )
             }
         };
-        builder.build().map(Names).map_err(|e| e.to_string())
+        builder
+            .build()
+            .map(Names)
+            .map_err(|e| ResolverError::Build(e.into()))
     }
 
     /// The addresses of `host`, within `timeout` whatever the servers do.

@@ -2,20 +2,55 @@
 //! takes seconds of CPU; loading its compiled form is a map of the file. Components in
 //! memory are shared by every application that loads the same digest.
 
+mod compiled;
+mod trust;
+
+pub use compiled::Compiled;
+pub use trust::prepare_dir;
+
 use crate::log;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use wasmtime::component::Component;
-use wasmtime::{Engine, Module};
+use trust::trusted_file;
+use wasmtime::Engine;
 
 const SUFFIX: &str = ".cwasm";
+
+/// Why a component could not be loaded: its wasm, or the compiled file made of it.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("{}: {error}", .path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: digest {digest}, the lock says {expected}", .path.display())]
+    Digest {
+        path: PathBuf,
+        digest: String,
+        expected: String,
+    },
+    #[error("{}: {error}", .path.display())]
+    Compile {
+        path: PathBuf,
+        error: wasmtime::Error,
+    },
+    #[error("{}: {error}", .path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// Serializing what was compiled, or mapping the file written.
+    #[error("{0}")]
+    Compiled(wasmtime::Error),
+}
 
 pub struct ComponentCache {
     dir: PathBuf,
@@ -31,48 +66,6 @@ pub struct ComponentCache {
 /// Names each file written aside apart from any other load's, in this process or another.
 static ASIDE: AtomicU64 = AtomicU64::new(0);
 
-/// A component, or a core module (a wasip1 command for the WAGI executor).
-#[derive(Clone)]
-pub enum Compiled {
-    Component(Component),
-    Module(Module),
-}
-
-impl Compiled {
-    fn new(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
-        // The preamble's version field: 1 for a core module, 0x0d for a component.
-        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
-            Module::new(engine, bytes).map(Compiled::Module)
-        } else {
-            Component::new(engine, bytes).map(Compiled::Component)
-        }
-    }
-
-    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
-        match self {
-            Compiled::Component(c) => c.serialize(),
-            Compiled::Module(m) => m.serialize(),
-        }
-    }
-
-    /// # Safety
-    /// `path` must hold what `serialize` wrote, untouched since (see `ComponentCache::load`).
-    unsafe fn deserialize_file(
-        engine: &Engine,
-        path: &Path,
-        module: bool,
-    ) -> wasmtime::Result<Self> {
-        // SAFETY: passed on from the caller.
-        unsafe {
-            if module {
-                Module::deserialize_file(engine, path).map(Compiled::Module)
-            } else {
-                Component::deserialize_file(engine, path).map(Compiled::Component)
-            }
-        }
-    }
-}
-
 /// Returns the heap's free memory to the kernel: malloc keeps what was freed in its arenas,
 /// so without this the worker's RSS would stay at its peak (a compile, an unloaded app).
 pub fn give_back_free_memory() {
@@ -85,53 +78,6 @@ pub fn digest_of(bytes: &[u8]) -> String {
     let hash = Sha256::digest(bytes);
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
-}
-
-/// Makes the cache directory (owner-only) when it is missing, then refuses one that another
-/// user owns or may write to: a file planted there would be mapped and run as native code
-/// (`deserialize_file` trusts what it reads), so such a directory must stop the start.
-pub fn prepare_dir(dir: &Path) -> Result<(), String> {
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot create it: {e}"))?;
-    }
-    let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
-    if !meta.is_dir() {
-        return Err("not a directory".into());
-    }
-    private_to_us(&meta)
-}
-
-/// Owned by the worker's own uid, and writable by no group or other user.
-fn private_to_us(meta: &std::fs::Metadata) -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    if meta.uid() != uid {
-        return Err(format!(
-            "owned by uid {}, not by the worker's uid {uid}",
-            meta.uid()
-        ));
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(format!(
-            "mode {mode:o} lets other users write to it (chmod go-w, or 700)"
-        ));
-    }
-    Ok(())
-}
-
-/// Whether a compiled file is one this worker could have written: a regular file (not a
-/// link elsewhere) that is ours and nobody else's to change.
-fn trusted_file(path: &Path) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
-    if !meta.file_type().is_file() {
-        return Err("not a regular file".into());
-    }
-    private_to_us(&meta)
 }
 
 impl ComponentCache {
@@ -159,15 +105,18 @@ impl ComponentCache {
         &self,
         wasm_path: &Path,
         expected: Option<&str>,
-    ) -> Result<(String, Compiled), String> {
-        let bytes =
-            std::fs::read(wasm_path).map_err(|e| format!("{}: {e}", wasm_path.display()))?;
+    ) -> Result<(String, Compiled), CacheError> {
+        let bytes = std::fs::read(wasm_path).map_err(|error| CacheError::Read {
+            path: wasm_path.to_path_buf(),
+            error,
+        })?;
         let digest = digest_of(&bytes);
         if let Some(expected) = expected.filter(|e| *e != digest) {
-            return Err(format!(
-                "{}: digest {digest}, the lock says {expected}",
-                wasm_path.display()
-            ));
+            return Err(CacheError::Digest {
+                path: wasm_path.to_path_buf(),
+                digest,
+                expected: expected.to_string(),
+            });
         }
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
@@ -198,7 +147,7 @@ impl ComponentCache {
         wasm_path: &Path,
         bytes: &[u8],
         digest: String,
-    ) -> Result<(String, Compiled), String> {
+    ) -> Result<(String, Compiled), CacheError> {
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
         }
@@ -212,7 +161,7 @@ impl ComponentCache {
             match trusted_file(&cached) {
                 Err(reason) => log::warn(
                     "cached component not the worker's own, compiling again",
-                    json!({"digest": digest, "err": reason}),
+                    json!({"digest": digest, "err": reason.to_string()}),
                 ),
                 Ok(()) => {
                     match unsafe { Compiled::deserialize_file(&self.engine, &cached, module) } {
@@ -226,9 +175,11 @@ impl ComponentCache {
             }
         }
         let started = Instant::now();
-        let compiled = Compiled::new(&self.engine, bytes)
-            .map_err(|e| format!("{}: {e}", wasm_path.display()))?;
-        let serialized = compiled.serialize().map_err(|e| e.to_string())?;
+        let compiled = Compiled::new(&self.engine, bytes).map_err(|error| CacheError::Compile {
+            path: wasm_path.to_path_buf(),
+            error,
+        })?;
+        let serialized = compiled.serialize().map_err(CacheError::Compiled)?;
         drop(compiled);
         let aside = cached.with_extension(format!(
             "tmp{}-{}",
@@ -245,7 +196,10 @@ impl ComponentCache {
             .open(&aside)
             .and_then(|mut file| file.write_all(&serialized))
             .and_then(|_| std::fs::rename(&aside, &cached))
-            .map_err(|e| format!("{}: {e}", cached.display()))?;
+            .map_err(|error| CacheError::Write {
+                path: cached.clone(),
+                error,
+            })?;
         log::info(
             "component compiled",
             json!({"digest": digest, "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()}),
@@ -257,7 +211,7 @@ impl ComponentCache {
         // Mapped from the file rather than kept on the heap: its pages are clean, shared
         // and given back under pressure.
         let component = unsafe { Compiled::deserialize_file(&self.engine, &cached, module) }
-            .map_err(|e| e.to_string())?;
+            .map_err(CacheError::Compiled)?;
         Ok(self.remember(digest, component))
     }
 

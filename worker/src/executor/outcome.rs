@@ -1,8 +1,8 @@
 //! How an instance's run ended, told once for both executors (wasi-http and WAGI): what
 //! stopped it, how it is counted and logged, and what the caller is answered.
 
+use super::scope::Scope;
 use crate::answers::{self, Body};
-use crate::app::App;
 use crate::limits::{Limits, MemoryLimiter};
 use crate::log;
 use http::Response;
@@ -37,19 +37,19 @@ pub fn failure(e: &wasmtime::Error, limiter: &MemoryLimiter) -> Outcome {
 }
 
 /// Counts and logs a run that did not end well.
-pub fn record(app: &App, component: &str, outcome: &Outcome) {
+pub fn record(scope: &Scope, component: &str, outcome: &Outcome) {
     let (counter, what, detail) = match outcome {
         Outcome::Done => return,
-        Outcome::Timeout => (&app.stats.timeouts, "deadline", None),
-        Outcome::MemoryLimit => (&app.stats.memory_refusals, "memory limit", None),
-        Outcome::MemoryBudget => (&app.stats.budget_refusals, "memory budget", None),
-        Outcome::PoolFull => (&app.stats.pool_refusals, "instance pool full", None),
-        Outcome::Trap(e) => (&app.stats.traps, "trap", Some(e.as_str())),
+        Outcome::Timeout => (&scope.stats.timeouts, "deadline", None),
+        Outcome::MemoryLimit => (&scope.stats.memory_refusals, "memory limit", None),
+        Outcome::MemoryBudget => (&scope.stats.budget_refusals, "memory budget", None),
+        Outcome::PoolFull => (&scope.stats.pool_refusals, "instance pool full", None),
+        Outcome::Trap(e) => (&scope.stats.traps, "trap", Some(e.as_str())),
     };
     crate::stats::Stats::add(counter, 1);
     log::warn(
         "the instance was stopped",
-        json!({"app": &*app.id, "component": component, "reason": what, "err": detail}),
+        json!({"app": &*scope.id, "component": component, "reason": what, "err": detail}),
     );
 }
 

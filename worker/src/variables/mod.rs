@@ -4,6 +4,10 @@
 //! lock declares; each comes from the values the control plane sent with `load`, then from
 //! its default. Values live only in this process's memory and are never logged.
 
+mod errors;
+
+pub use errors::{TemplateError, VariablesError};
+
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -65,16 +69,17 @@ impl AppVariables {
     pub fn new(
         declared: &serde_json::Map<String, Value>,
         given: &HashMap<String, String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, VariablesError> {
         for name in declared.keys() {
             if let Some(problem) = name_problem(name) {
-                return Err(format!("the application's variable {name:?} {problem}"));
+                return Err(VariablesError::BadName {
+                    name: name.clone(),
+                    problem,
+                });
             }
         }
         if let Some(name) = given.keys().find(|n| !declared.contains_key(*n)) {
-            return Err(format!(
-                "a value was given for {name:?}, which the lock does not declare"
-            ));
+            return Err(VariablesError::NotDeclared(name.clone()));
         }
         let mut values = HashMap::new();
         for (name, spec) in declared {
@@ -92,12 +97,12 @@ impl AppVariables {
         &self,
         template: &str,
         declared: &dyn Fn(&str) -> bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, TemplateError> {
         let parts = parse_template(template, declared)?;
         render(&parts, self).map_err(|e| match e {
             VariableError::Provider(m)
             | VariableError::Undefined(m)
-            | VariableError::InvalidName(m) => m,
+            | VariableError::InvalidName(m) => TemplateError::Unresolved(m),
         })
     }
 }
@@ -110,19 +115,26 @@ impl ComponentVariables {
         config: &serde_json::Map<String, Value>,
         declared: &dyn Fn(&str) -> bool,
         app: Arc<AppVariables>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, VariablesError> {
         let mut templates = HashMap::new();
         for (key, template) in config {
             if let Some(problem) = name_problem(key) {
-                return Err(format!(
-                    "component {component}: config key {key:?} {problem}"
-                ));
+                return Err(VariablesError::BadKey {
+                    component: component.to_string(),
+                    key: key.clone(),
+                    problem,
+                });
             }
-            let template = template
-                .as_str()
-                .ok_or_else(|| format!("component {component}: config {key} is not a string"))?;
-            let parts = parse_template(template, declared)
-                .map_err(|e| format!("component {component}: config {key}: {e}"))?;
+            let template = template.as_str().ok_or_else(|| VariablesError::NotText {
+                component: component.to_string(),
+                key: key.clone(),
+            })?;
+            let parts =
+                parse_template(template, declared).map_err(|error| VariablesError::Template {
+                    component: component.to_string(),
+                    key: key.clone(),
+                    error,
+                })?;
             templates.insert(key.clone(), parts);
         }
         Ok(ComponentVariables {
@@ -164,7 +176,10 @@ fn render(parts: &[Part], app: &AppVariables) -> Result<String, VariableError> {
     Ok(text)
 }
 
-fn parse_template(template: &str, declared: &dyn Fn(&str) -> bool) -> Result<Vec<Part>, String> {
+fn parse_template(
+    template: &str,
+    declared: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Part>, TemplateError> {
     let mut parts = Vec::new();
     let mut rest = template;
     while !rest.is_empty() {
@@ -176,13 +191,11 @@ fn parse_template(template: &str, declared: &dyn Fn(&str) -> bool) -> Result<Vec
             parts.push(Part::Literal(rest[..open].to_string()));
         }
         let Some(close) = rest[open..].find("}}").map(|c| c + open) else {
-            return Err("unterminated {{ in the template".into());
+            return Err(TemplateError::Unterminated);
         };
         let name = rest[open + 2..close].trim();
         if !declared(name) {
-            return Err(format!(
-                "the template names {name:?}, which the application does not declare"
-            ));
+            return Err(TemplateError::Undeclared(name.to_string()));
         }
         parts.push(Part::Variable(name.to_string()));
         rest = &rest[close + 2..];
@@ -195,7 +208,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn app(declared: Value, given: &[(&str, &str)]) -> Result<AppVariables, String> {
+    fn app(declared: Value, given: &[(&str, &str)]) -> Result<AppVariables, VariablesError> {
         let given = given
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -224,19 +237,38 @@ mod tests {
 
     #[test]
     fn inconsistent_locks_are_refused() {
-        assert!(app(json!({"Bad": {}}), &[]).is_err());
-        assert!(app(json!({"a": {}}), &[("b", "x")]).is_err());
+        let refusal = |declared, given| app(declared, given).unwrap_err().to_string();
+        assert_eq!(
+            refusal(json!({"Bad": {}}), &[]),
+            "the application's variable \"Bad\" may contain only lower-case letters, numbers, and underscores"
+        );
+        assert_eq!(
+            refusal(json!({"a": {}}), &[("b", "x")]),
+            "a value was given for \"b\", which the lock does not declare"
+        );
         let names = |n: &str| n == "a";
         let a = Arc::new(app(json!({"a": {}}), &[]).unwrap());
-        for config in [
-            json!({"k": "{{ b }}"}),
-            json!({"k": "{{ a"}),
-            json!({"K": "x"}),
+        for (config, refused) in [
+            (
+                json!({"k": "{{ b }}"}),
+                "component c: config k: the template names \"b\", which the application does not declare",
+            ),
+            (
+                json!({"k": "{{ a"}),
+                "component c: config k: unterminated {{ in the template",
+            ),
+            (
+                json!({"K": "x"}),
+                "component c: config key \"K\" may contain only lower-case letters, numbers, and underscores",
+            ),
+            (json!({"k": 1}), "component c: config k is not a string"),
         ] {
-            assert!(
-                ComponentVariables::new("c", config.as_object().unwrap(), &names, a.clone())
-                    .is_err()
-            );
+            let made = ComponentVariables::new("c", config.as_object().unwrap(), &names, a.clone());
+            assert_eq!(made.unwrap_err().to_string(), refused);
         }
+        assert_eq!(
+            a.expand("{{ a }}", &names).unwrap_err().to_string(),
+            "no provider resolved required variable \"a\""
+        );
     }
 }

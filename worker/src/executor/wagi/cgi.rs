@@ -84,9 +84,26 @@ pub fn arguments(template: &str, found: &RouteMatch, query: &str) -> Vec<String>
         .collect()
 }
 
+/// Why a program's output is not a CGI response (logged; the caller is answered 500).
+#[derive(Debug, thiserror::Error)]
+pub enum NotCgi {
+    #[error("no blank line after the headers")]
+    NoBlankLine,
+    #[error("headers are not UTF-8")]
+    NotUtf8,
+    #[error("bad header line {0:?}")]
+    Line(String),
+    #[error("bad status {0:?}")]
+    Status(String),
+    #[error("bad header name {0:?}")]
+    Name(String),
+    #[error("bad value for {0}")]
+    Value(HeaderName),
+}
+
 /// Header lines up to a blank line, then the body. `status: 404 Not Found` sets the status;
 /// `location` without one is a 302, as CGI has it.
-pub fn parse_output(output: &[u8]) -> Result<Response<Body>, String> {
+pub fn parse_output(output: &[u8]) -> Result<Response<Body>, NotCgi> {
     let (head_end, body_start) = [&b"\r\n\r\n"[..], &b"\n\n"[..]]
         .iter()
         .filter_map(|sep| {
@@ -96,8 +113,8 @@ pub fn parse_output(output: &[u8]) -> Result<Response<Body>, String> {
                 .map(|at| (at, at + sep.len()))
         })
         .min()
-        .ok_or("no blank line after the headers")?;
-    let head = std::str::from_utf8(&output[..head_end]).map_err(|_| "headers are not UTF-8")?;
+        .ok_or(NotCgi::NoBlankLine)?;
+    let head = std::str::from_utf8(&output[..head_end]).map_err(|_| NotCgi::NotUtf8)?;
     let mut response = Response::new(
         Full::new(Bytes::copy_from_slice(&output[body_start..]))
             .map_err(|never| match never {})
@@ -107,19 +124,18 @@ pub fn parse_output(output: &[u8]) -> Result<Response<Body>, String> {
     for line in head.lines().filter(|l| !l.trim().is_empty()) {
         let (name, value) = line
             .split_once(':')
-            .ok_or_else(|| format!("bad header line {line:?}"))?;
+            .ok_or_else(|| NotCgi::Line(line.to_string()))?;
         let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
         if name == "status" {
             let code = value.split_whitespace().next().unwrap_or("");
             status = Some(
                 StatusCode::from_bytes(code.as_bytes())
-                    .map_err(|_| format!("bad status {value:?}"))?,
+                    .map_err(|_| NotCgi::Status(value.to_string()))?,
             );
             continue;
         }
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("bad header name {name:?}"))?;
-        let value = HeaderValue::from_str(value).map_err(|_| format!("bad value for {name}"))?;
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| NotCgi::Name(name))?;
+        let value = HeaderValue::from_str(value).map_err(|_| NotCgi::Value(name.clone()))?;
         response.headers_mut().append(name, value);
     }
     let redirect = response.headers().contains_key(http::header::LOCATION);
@@ -144,7 +160,12 @@ mod tests {
             parse_output(b"Status: 404 Not Found\r\ncontent-type: text/plain\r\n\r\n").unwrap();
         assert_eq!(missing.status(), 404);
         assert_eq!(parse_output(b"location: /x\n\n").unwrap().status(), 302);
-        assert!(parse_output(b"no blank line").is_err());
+        let refused = |output: &[u8]| parse_output(output).unwrap_err().to_string();
+        assert_eq!(refused(b"no blank line"), "no blank line after the headers");
+        assert_eq!(refused(b"oops\n\n"), "bad header line \"oops\"");
+        assert_eq!(refused(b"status: x\n\n"), "bad status \"x\"");
+        assert_eq!(refused(b"a b: 1\n\n"), "bad header name \"a b\"");
+        assert_eq!(refused(b"a: \x01\n\n"), "bad value for a");
     }
 
     #[test]
