@@ -25,8 +25,9 @@ import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
 import { createIdleTracker } from './idle.js'
 import { openPortBook } from './ports.js'
-import type { WorkerLogLine } from './worker.js'
-import { createWorker } from './worker.js'
+import type { WorkerLogLine } from './worker-client/process.js'
+import { createWorker } from './worker-client/process.js'
+import type { AppStats } from './worker-client/protocol.js'
 
 /** A local deployment as it is now. */
 export type DeploymentStatus = {
@@ -104,7 +105,7 @@ export type LocalHosts = {
   log(appId: string, options: { follow: boolean; tailLines?: number | undefined }): Readable | null
   remove(appId: string): Promise<void>
   /** The worker's counters by application (worker/README.md, `stats`); null while no worker runs. */
-  stats(): Promise<Record<string, unknown> | null>
+  stats(): Promise<Record<string, AppStats> | null>
   /** Stop a worker (or a host of old) a previous process left running (it was killed outright), by the pid files. */
   reapOrphans(): void
   close(): Promise<void>
@@ -239,10 +240,10 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
   async function sweep(): Promise<void> {
     const loaded = [...instances.values()].filter((instance) => instance.url !== null && !instance.idle)
     if (sweeping || closing || !worker.running() || loaded.length === 0) return
-    let apps: Record<string, { requests?: number } | undefined>
+    let apps: Record<string, AppStats | undefined>
     sweeping = true
     try {
-      apps = (await worker.send({ op: 'stats' })).apps as typeof apps
+      apps = (await worker.send({ op: 'stats' })).apps
     } catch {
       return
     } finally {
@@ -399,7 +400,7 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
   return {
     async stats() {
       if (closing || !worker.running()) return null
-      return (await worker.send({ op: 'stats' })).apps as Record<string, unknown>
+      return (await worker.send({ op: 'stats' })).apps
     },
     async deploy(app, image, variables = {}, own = {}) {
       if (closing) return
