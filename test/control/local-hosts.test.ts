@@ -70,6 +70,9 @@ t.test(
     const image = await pushProbe(`oci-layout:${join(dir, 'image')}:b1`)
     await hosts.deploy({ id: 'app1' }, image)
     await hosts.deploy({ id: 'app2' }, image)
+    // Told at each restart, before the applications answer again (their loads are under way).
+    const restarts: (boolean | undefined)[] = []
+    hosts.onRestart(() => restarts.push(hosts.status('app2')?.ready))
     const first = await answer(hosts, 'app1', '/first')
     t.equal(first.body.path, '/first')
     const other = await answer(hosts, 'app2')
@@ -90,6 +93,7 @@ t.test(
       t.not(workerPid(), pid, 'a new worker')
     }
     t.equal((await answer(hosts, 'app2')).url, other.url, 'every application is back')
+    t.same(restarts, [false, false, false], 'onRestart: once per restart, before the loads are done')
     t.match(hosts.status('app1'), { ready: true, running: true, message: '1 of 1 replicas ready' })
     t.match(
       await readLog(hosts, 'app1'),

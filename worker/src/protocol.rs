@@ -7,68 +7,21 @@
 //!   prune                                                              -> {removed: [digest]}
 //! A failure is `{"id":N,"ok":false,"error":"..."}`; the worker goes on. Lines without an `id`
 //! are events: `{"event":"awake","app":ID}` when a request loaded an idle application again.
+//! The messages' one definition is a JSON Schema (control/src/local/worker-client/
+//! protocol-schema.ts); their serde types (messages.rs) are held to it by tests/protocol.rs.
+
+mod limits_input;
+mod messages;
 
 use crate::app::LoadRequest;
-use crate::limits::Limits;
 use crate::log;
 use crate::slot::{Loader, Serving, Slot};
-use serde::Deserialize;
+use messages::{MemoryBudget, Op, Reply, StatsReply};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-
-#[derive(Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase")]
-enum Op {
-    Load {
-        app: String,
-        lock: Value,
-        components: HashMap<String, PathBuf>,
-        #[serde(default)]
-        variables: HashMap<String, String>,
-        // Boxed: the other commands' lines should not all be the size of the largest.
-        #[serde(default)]
-        limits: Box<LimitsInput>,
-        #[serde(default)]
-        port: u16,
-    },
-    Unload {
-        app: String,
-        #[serde(default)]
-        prune: bool,
-    },
-    Idle {
-        app: String,
-    },
-    Stats,
-    Prune,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct LimitsInput {
-    memory_bytes: Option<u64>,
-    request_timeout_ms: Option<u64>,
-    max_request_body_bytes: Option<u64>,
-    max_response_body_bytes: Option<u64>,
-    max_concurrent_requests: Option<u64>,
-    max_queued_requests: Option<u64>,
-}
-
-const DEFAULT_MEMORY_BYTES: u64 = 256 << 20;
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-const DEFAULT_MAX_REQUEST_BODY: u64 = 10 << 20;
-const DEFAULT_MAX_RESPONSE_BODY: u64 = 32 << 20;
-/// A tenth of the default pool (1,000 instances): ten applications flooding at once still
-/// leave instances to every other one.
-const DEFAULT_MAX_CONCURRENT: u64 = 100;
-const DEFAULT_MAX_QUEUED: u64 = 100;
-/// A queue longer than this only makes callers wait for deadlines in a row.
-const MAX_QUEUED: u64 = 10_000;
 
 struct Loaded {
     /// What the port serves now: a redeploy swaps it, the listener staying.
@@ -107,22 +60,25 @@ impl Worker {
             Ok(Ok(op)) => self.run(op).await,
             Ok(Err(e)) | Err(e) => Err(format!("bad command: {e}")),
         };
-        let mut reply = match result {
-            Ok(Value::Object(fields)) => fields,
-            Ok(_) => serde_json::Map::new(),
-            Err(error) => {
-                let mut fields = serde_json::Map::new();
-                fields.insert("ok".into(), json!(false));
-                fields.insert("error".into(), json!(error));
-                fields
-            }
+        let mut reply = match result.map(serde_json::to_value) {
+            Ok(Ok(Value::Object(fields))) => fields,
+            Ok(Ok(_)) => serde_json::Map::new(),
+            Ok(Err(error)) => Self::failure(format!("the reply could not be written: {error}")),
+            Err(error) => Self::failure(error),
         };
         reply.entry("ok").or_insert(json!(true));
         reply.insert("id".into(), id);
         Value::Object(reply).to_string()
     }
 
-    async fn run(self: Arc<Self>, op: Op) -> Result<Value, String> {
+    fn failure(error: String) -> serde_json::Map<String, Value> {
+        let mut fields = serde_json::Map::new();
+        fields.insert("ok".into(), json!(false));
+        fields.insert("error".into(), json!(error));
+        fields
+    }
+
+    async fn run(self: Arc<Self>, op: Op) -> Result<Reply, String> {
         match op {
             Op::Load {
                 app,
@@ -132,7 +88,7 @@ impl Worker {
                 limits,
                 port,
             } => {
-                let limits = self.limits(*limits)?;
+                let limits = limits.into_limits(self.max_memory_bytes, self.max_instances)?;
                 let request = LoadRequest {
                     app,
                     lock,
@@ -148,7 +104,7 @@ impl Worker {
                 if !found {
                     return Err(format!("no application {app:?} is loaded"));
                 }
-                Ok(json!({"removed": removed}))
+                Ok(Reply::Removed { removed })
             }
             Op::Idle { app } => {
                 let slot = self
@@ -169,7 +125,7 @@ impl Worker {
                     "application idle: unloaded, its port kept",
                     json!({"app": app}),
                 );
-                Ok(json!({}))
+                Ok(Reply::Done {})
             }
             Op::Stats => {
                 let apps = self.apps.lock().unwrap();
@@ -187,63 +143,23 @@ impl Worker {
                         (id.clone(), s)
                     })
                     .collect();
-                Ok(json!({
-                    "apps": stats,
-                    "appsInMemory": crate::app::in_memory(),
-                    "memoryBudget": {
-                        "limitBytes": self.loader.shared.budget.limit(),
-                        "usedBytes": self.loader.shared.budget.used(),
+                Ok(Reply::Stats(Box::new(StatsReply {
+                    apps: stats,
+                    apps_in_memory: crate::app::in_memory(),
+                    memory_budget: MemoryBudget {
+                        limit_bytes: self.loader.shared.budget.limit(),
+                        used_bytes: self.loader.shared.budget.used(),
                     },
-                    // The runtime's threads serving requests (--threads), as the runtime counts them.
-                    "threads": tokio::runtime::Handle::current().metrics().num_workers(),
-                }))
+                    threads: tokio::runtime::Handle::current().metrics().num_workers(),
+                })))
             }
-            Op::Prune => Ok(json!({"removed": self.prune()})),
+            Op::Prune => Ok(Reply::Removed {
+                removed: self.prune(),
+            }),
         }
     }
 
-    fn limits(&self, input: LimitsInput) -> Result<Limits, String> {
-        let memory = input.memory_bytes.unwrap_or(DEFAULT_MEMORY_BYTES);
-        if memory > self.max_memory_bytes {
-            return Err(format!(
-                "limits.memoryBytes {memory} is above the worker's --max-memory-bytes {}",
-                self.max_memory_bytes
-            ));
-        }
-        let timeout = input.request_timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        if timeout == 0 {
-            return Err("limits.requestTimeoutMs must be positive".into());
-        }
-        let concurrent = input
-            .max_concurrent_requests
-            .unwrap_or(DEFAULT_MAX_CONCURRENT.min(self.max_instances));
-        if concurrent == 0 || concurrent > self.max_instances {
-            return Err(format!(
-                "limits.maxConcurrentRequests {concurrent} must be from 1 to the worker's --max-instances {}",
-                self.max_instances
-            ));
-        }
-        let queued = input.max_queued_requests.unwrap_or(DEFAULT_MAX_QUEUED);
-        if queued > MAX_QUEUED {
-            return Err(format!(
-                "limits.maxQueuedRequests {queued} is above {MAX_QUEUED}"
-            ));
-        }
-        Ok(Limits {
-            memory_bytes: memory as usize,
-            request_timeout: Duration::from_millis(timeout),
-            max_request_body_bytes: input
-                .max_request_body_bytes
-                .unwrap_or(DEFAULT_MAX_REQUEST_BODY),
-            max_response_body_bytes: input
-                .max_response_body_bytes
-                .unwrap_or(DEFAULT_MAX_RESPONSE_BODY),
-            max_concurrent_requests: concurrent as usize,
-            max_queued_requests: queued as usize,
-        })
-    }
-
-    async fn load(self: Arc<Self>, request: LoadRequest, port: u16) -> Result<Value, String> {
+    async fn load(self: Arc<Self>, request: LoadRequest, port: u16) -> Result<Reply, String> {
         let id = request.app.clone();
         let started = std::time::Instant::now();
         let slot = Arc::new(Slot::load(&self.loader, request).await?);
@@ -267,7 +183,9 @@ impl Worker {
                 "application replaced",
                 json!({"app": id, "port": port, "ms": started.elapsed().as_millis() as u64}),
             );
-            return Ok(json!({"url": format!("http://127.0.0.1:{port}")}));
+            return Ok(Reply::Loaded {
+                url: format!("http://127.0.0.1:{port}"),
+            });
         }
         // A new port (or none yet): bound before the old one closes, so a failure leaves it.
         let listener = TcpListener::bind(("127.0.0.1", port))
@@ -289,7 +207,9 @@ impl Worker {
             "application loaded",
             json!({"app": id, "port": port, "ms": started.elapsed().as_millis() as u64}),
         );
-        Ok(json!({"url": format!("http://127.0.0.1:{port}")}))
+        Ok(Reply::Loaded {
+            url: format!("http://127.0.0.1:{port}"),
+        })
     }
 
     /// Closes the port and its connections; the instances in flight end with them.

@@ -1,17 +1,19 @@
 // The worker process (worker/README.md) as the local runtime drives it: started at the first
 // command, one JSON command per line on its stdin and one reply per line on its stdout, matched
-// by id (a line without an id is an event); its log, JSON lines on stderr, handed on line by
-// line. A worker that exits on its own fails the commands it had not answered and is started
-// again after a backoff that doubles up to a cap (reset once it stayed up a while); whoever
-// loaded applications into it is told when it is down and when it is back, to load them again.
-// It reads no environment: it gets none.
+// by id (a line without an id is an event), each checked against the protocol's one definition
+// (protocol.ts); its log, JSON lines on stderr, handed on line by line. A worker that exits on
+// its own fails the commands it had not answered and is started again after a backoff that
+// doubles up to a cap (reset once it stayed up a while); whoever loaded applications into it is
+// told when it is down and when it is back, to load them again. It reads no environment: it
+// gets none.
 import type { ChildProcess } from 'node:child_process'
 import { writeFileSync, rmSync } from 'node:fs'
-import { UnavailableError } from '@session-relay/common/errors'
-import type { Logger } from '../logger.js'
-import { startProgram, stopChild } from './children.js'
-
-type WorkerReply = Record<string, unknown>
+import type { Logger } from '../../logger.js'
+import { startProgram, stopChild } from '../children.js'
+import { WorkerCommandError, WorkerUnreachableError } from './errors.js'
+import { lines } from './lines.js'
+import type { CommandOf, Op, ReplyOf, WorkerEvent } from './protocol.js'
+import { checkReply, classify } from './protocol.js'
 
 /** A worker log line: its JSON fields, `app` naming the application it concerns, if any. */
 export type WorkerLogLine = { app?: unknown; msg?: unknown; level?: unknown; [field: string]: unknown }
@@ -26,8 +28,8 @@ export type WorkerDeps = {
   pidFile: string
   restartBackoff: { initialMs: number; maxMs: number }
   onLog: (line: WorkerLogLine, raw: string) => void
-  /** A line the worker wrote on its own (no `id`): `{event: "awake", app}` (worker/README.md). */
-  onEvent: (event: Record<string, unknown>) => void
+  /** A line the worker wrote on its own (no `id`), as the protocol defines them. */
+  onEvent: (event: WorkerEvent) => void
   /** The worker exited on its own: why, and when it comes back. */
   onDown: (problem: string) => void
   /** A worker (re)started after onDown: what it held is gone. */
@@ -35,8 +37,12 @@ export type WorkerDeps = {
 }
 
 export type Worker = {
-  /** One command's reply; rejects when the worker cannot be started or ends first, and with the worker's `error` when `ok` is false. */
-  send: (command: Record<string, unknown>) => Promise<WorkerReply>
+  /**
+   * One command's reply, checked against the protocol. Rejects with WorkerUnreachableError when
+   * the worker cannot be started or ends first, WorkerCommandError (the worker's `error`) when
+   * it refused the command, WorkerProtocolError when its reply is not what the protocol says.
+   */
+  send: <O extends Op>(command: CommandOf<O> & { op: O }) => Promise<ReplyOf<O>>
   /** Whether a worker process runs now. */
   running: () => boolean
   /** Why commands cannot reach a worker now (it exited and waits for its restart), or null. */
@@ -44,24 +50,54 @@ export type Worker = {
   close: () => Promise<void>
 }
 
-/** A worker that is down, or could not be started: the spec's 503 "worker unreachable". */
-class WorkerUnreachableError extends UnavailableError {}
+type Waiter = { op: Op; resolve: (reply: unknown) => void; reject: (error: Error) => void }
 
 /** A worker up this long has recovered: its next exit starts the backoff over. */
 const STABLE_MS = 10_000
 const STOP_GRACE_MS = 5000
-const MAX_LINE_BYTES = 1024 * 1024
 
 export function createWorker(deps: WorkerDeps): Worker {
   const { logger } = deps
   let child: ChildProcess | null = null
   let nextId = 1
-  let pending = new Map<number, { resolve: (reply: WorkerReply) => void; reject: (error: Error) => void }>()
+  let pending = new Map<number, Waiter>()
   let problem: string | null = null
   let restarts = 0
   let startedAt = 0
   let restartTimer: NodeJS.Timeout | null = null
   let closing = false
+
+  function onStdout(line: string): void {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(line)
+    } catch {
+      logger.warn({ line: line.slice(0, 200) }, 'the worker wrote a line that is not JSON on stdout')
+      return
+    }
+    let sorted
+    try {
+      sorted = classify(parsed)
+    } catch (error) {
+      logger.warn({ reason: (error as Error).message }, 'the worker wrote a line off its protocol')
+      return
+    }
+    if (sorted.kind === 'event') {
+      deps.onEvent(sorted.event)
+      return
+    }
+    const waiter = pending.get(sorted.id)
+    if (waiter === undefined) return
+    pending.delete(sorted.id)
+    try {
+      const reply = checkReply(waiter.op, sorted.reply)
+      if (reply.ok) waiter.resolve(reply)
+      else waiter.reject(new WorkerCommandError(reply.error))
+    } catch (error) {
+      logger.error({ op: waiter.op, reason: (error as Error).message }, 'the worker answered off its protocol')
+      waiter.reject(error as Error)
+    }
+  }
 
   function start(): ChildProcess {
     const program = deps.program()
@@ -70,24 +106,7 @@ export function createWorker(deps: WorkerDeps): Worker {
     startedAt = Date.now()
     if (started.pid !== undefined) writeFileSync(deps.pidFile, `${started.pid}\n`)
     logger.info({ pid: started.pid, restarts }, 'local worker starting')
-    lines(started.stdout, (line) => {
-      let reply: WorkerReply
-      try {
-        reply = JSON.parse(line) as WorkerReply
-      } catch {
-        logger.warn({ line: line.slice(0, 200) }, 'the worker wrote a line that is not JSON on stdout')
-        return
-      }
-      if (reply.id === undefined && typeof reply.event === 'string') {
-        deps.onEvent(reply)
-        return
-      }
-      const waiter = pending.get(reply.id as number)
-      if (waiter === undefined) return
-      pending.delete(reply.id as number)
-      if (reply.ok === true) waiter.resolve(reply)
-      else waiter.reject(new Error(String(reply.error)))
-    })
+    lines(started.stdout, onStdout)
     lines(started.stderr, (line) => {
       let parsed: WorkerLogLine
       try {
@@ -137,7 +156,7 @@ export function createWorker(deps: WorkerDeps): Worker {
   }
 
   return {
-    send(command) {
+    send<O extends Op>(command: CommandOf<O> & { op: O }): Promise<ReplyOf<O>> {
       if (closing) return Promise.reject(new WorkerUnreachableError('the local runtime is shutting down'))
       if (child === null && restartTimer !== null)
         return Promise.reject(new WorkerUnreachableError(problem ?? 'the worker is restarting'))
@@ -149,7 +168,7 @@ export function createWorker(deps: WorkerDeps): Worker {
       }
       const id = nextId++
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject })
+        pending.set(id, { op: command.op, resolve: resolve as (reply: unknown) => void, reject })
         running.stdin?.write(`${JSON.stringify({ ...command, id })}\n`)
       })
     },
@@ -165,23 +184,4 @@ export function createWorker(deps: WorkerDeps): Worker {
       await stopChild(running, STOP_GRACE_MS)
     },
   }
-}
-
-/** Calls `onLine` for each line of `stream`; a line longer than MAX_LINE_BYTES is cut there. */
-function lines(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
-  if (stream === null) return
-  let rest = ''
-  stream.setEncoding('utf8')
-  stream.on('data', (chunk: string) => {
-    rest += chunk
-    for (let newline = rest.indexOf('\n'); newline !== -1; newline = rest.indexOf('\n')) {
-      const line = rest.slice(0, newline)
-      rest = rest.slice(newline + 1)
-      if (line !== '') onLine(line)
-    }
-    if (rest.length > MAX_LINE_BYTES) {
-      onLine(rest.slice(0, MAX_LINE_BYTES))
-      rest = ''
-    }
-  })
 }
