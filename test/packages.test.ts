@@ -1,7 +1,7 @@
 // The workspace packages depend one way: the deployables (relay, control, builders) and
 // the users' packages (client, wasmkube, console) import only the shared packages they list
-// (common, auth, spin), never each other, and no relative import leaves a package. This reads every
-// import of every package's sources and fails on one that breaks that.
+// (common, auth, spin, login), never each other, and no relative import leaves a package.
+// This reads every import of every package's sources and fails on one that breaks that.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,8 +17,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   relay: ['common', 'auth'],
   control: ['common', 'auth', 'spin'],
   builders: ['common', 'spin'],
-  client: [],
-  wasmkube: [],
+  login: [],
+  client: ['login'],
+  wasmkube: ['login'],
   console: [],
 }
 
