@@ -1,13 +1,12 @@
 // login: the device flow at the identity provider the control plane publishes for sign-in.
 import { saveTokens, tokenFile } from '@session-relay/login/token-store'
+import type { ConsoleConfig } from '../api/types.js'
 import { serverOf } from '../context.js'
 import type { Io } from '../context.js'
 import { createApi } from '../http.js'
 import { TOKEN_FOLDER, deviceLogin } from '../login.js'
 import { WasmkubeError } from '../errors.js'
 import { parseCommand, stringOf } from '../table.js'
-
-type ConsoleConfig = { auth: { issuer: string; clientId: string; scopes: string } | null }
 
 export async function loginCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('login', args)
