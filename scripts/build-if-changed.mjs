@@ -12,7 +12,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url))
 const stamp = join(repo, 'dist', '.built')
 // What the build reads: the compiled folders, the console's sources, the worker's Rust crate,
 // and the settings of each.
-const packages = ['common', 'auth', 'spin', 'relay', 'control', 'builders', 'client', 'wasmkube']
+const packages = ['common', 'auth', 'spin', 'relay', 'control', 'builders', 'login', 'client', 'wasmkube']
 const inputs = [
   ...packages.flatMap((name) => [`${name}/src`, `${name}/package.json`, `${name}/tsconfig.json`]),
   'spin/templates',

@@ -14,12 +14,11 @@ import { openStore } from '@session-relay/spin/store'
 import { templateFiles } from '@session-relay/spin/templates'
 import { removeDir } from './image-host.js'
 import type { UndoStack } from './image-host.js'
-import { largest, runBuild, serveWithWorker, startRegistry } from './image-builder.js'
-import type { Registry, Suite } from './image-builder.js'
+import { FUNCTION, largest, runBuild, serveWithWorker, startRegistry } from './image-build-run.js'
+import type { Registry, Suite } from './image-build-run.js'
 import { bindInto, inspectImage, mountImageRoot, numericUser } from './image-root.js'
 import type { ImageRoot } from './image-root.js'
 
-const FUNCTION = 'smoke'
 const CORE_MODULE = Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])
 const COMPONENT = Buffer.from([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0])
 // The trust store the stand-in base lends (scripts/image-base.ts): a pod would mount its own.

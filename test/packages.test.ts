@@ -1,7 +1,7 @@
 // The workspace packages depend one way: the deployables (relay, control, builders) and
 // the users' packages (client, wasmkube, console) import only the shared packages they list
-// (common, auth, spin), never each other, and no relative import leaves a package. This reads every
-// import of every package's sources and fails on one that breaks that.
+// (common, auth, spin, login), never each other, and no relative import leaves a package.
+// This reads every import of every package's sources and fails on one that breaks that.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,8 +17,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   relay: ['common', 'auth'],
   control: ['common', 'auth', 'spin'],
   builders: ['common', 'spin'],
-  client: [],
-  wasmkube: [],
+  login: [],
+  client: ['login'],
+  wasmkube: ['login'],
   console: [],
 }
 
@@ -51,16 +52,16 @@ function sources(dir: string): string[] {
   })
 }
 
-/** Every import specifier in `pkg`'s sources, with its file relative to `pkg/src`. */
-function importsOf(pkg: string): Array<{ file: string; spec: string }> {
-  const src = join(repo, pkg, 'src')
+/** Every import specifier in the sources under `dir` (from the repository), each file relative to it. */
+function importsUnder(dir: string): Array<{ file: string; spec: string }> {
+  const src = join(repo, dir)
   return sources(src).flatMap((path) => {
     const file = relative(src, path).split('\\').join('/')
     return [...readFileSync(path, 'utf8').matchAll(SPECIFIER)].map((match) => ({ file, spec: match[1] as string }))
   })
 }
 
-const IMPORTS = new Map(Object.keys(ALLOWED).map((pkg) => [pkg, importsOf(pkg)]))
+const IMPORTS = new Map(Object.keys(ALLOWED).map((pkg) => [pkg, importsUnder(`${pkg}/src`)]))
 
 t.test('the check catches a deployable importing another and a relative import out of a package', async (t) => {
   t.equal(
@@ -134,11 +135,14 @@ export function circle(graph: ReadonlyMap<string, readonly string[]>): string[] 
   return null
 }
 
-/** `pkg`'s files and the files of its own each one imports (type-only imports too: a circle of types is still one). */
-function graphOf(pkg: string): Map<string, string[]> {
-  const files = new Set(sources(join(repo, pkg, 'src')).map((path) => relative(join(repo, pkg, 'src'), path)))
+/**
+ * The files under `dir` (from the repository) and which of them each one imports (type-only
+ * imports too: a circle of types is still one); imports that leave `dir` are left out.
+ */
+function graphOf(dir: string, imports = importsUnder(dir)): Map<string, string[]> {
+  const files = new Set(sources(join(repo, dir)).map((path) => relative(join(repo, dir), path).split('\\').join('/')))
   const graph = new Map<string, string[]>([...files].map((file) => [file, []]))
-  for (const { file, spec } of IMPORTS.get(pkg) ?? []) {
+  for (const { file, spec } of imports) {
     if (!spec.startsWith('.')) continue
     const base = posix.normalize(posix.join(posix.dirname(file), spec)).replace(/\.js$/, '')
     const target = [`${base}.ts`, `${base}.tsx`, `${base}/index.ts`].find((candidate) => files.has(candidate))
@@ -171,5 +175,10 @@ t.test('the circle finder finds one and only one', async (t) => {
 })
 
 t.test('no import circle within a package', async (t) => {
-  for (const pkg of Object.keys(ALLOWED)) t.same(circle(graphOf(pkg)), null, `${pkg}: no circle`)
+  for (const pkg of Object.keys(ALLOWED))
+    t.same(circle(graphOf(`${pkg}/src`, IMPORTS.get(pkg))), null, `${pkg}: no circle`)
+})
+
+t.test('no import circle in the scripts, the tests or the benchmarks', async (t) => {
+  for (const dir of ['scripts', 'test', 'bench']) t.same(circle(graphOf(dir)), null, `${dir}: no circle`)
 })

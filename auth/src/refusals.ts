@@ -3,7 +3,7 @@
 // of the identity provider or of a token gets. Written once so that the relay's and the
 // control plane's answers cannot drift apart.
 import { ForbiddenError, UnauthorizedError, UnavailableError } from '@session-relay/common/errors'
-import { IdpUnavailableError, TokenRejectedError } from './oidc-keys.js'
+import { IdpUnavailableError, TokenRejectedError } from './token-errors.js'
 
 /** How long a client is told to wait while the identity provider cannot be reached. */
 const IDP_RETRY_AFTER_SECONDS = '5'

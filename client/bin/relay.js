@@ -12,6 +12,8 @@ const main = join(root, 'dist', 'cli', 'main.js')
 if (!existsSync(main)) {
   process.stderr.write('relay: compiling the client once (npm run build does it too)\n')
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' })
+  // -b builds the login package it references first; --noCheck: checking types is the build's
+  // job, this only needs the JavaScript.
+  execFileSync(process.execPath, [tsc, '-b', '--noCheck', join(root, 'tsconfig.json')], { stdio: 'inherit' })
 }
 await import(pathToFileURL(main).href)

@@ -1,5 +1,6 @@
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, verifyBearer } from '@session-relay/auth/oidc-keys'
+import { createOidcKeys } from '@session-relay/auth/oidc-keys'
+import { verifyBearer } from '@session-relay/auth/verify-bearer'
 import type { OidcKeysOptions } from '@session-relay/auth/oidc-keys'
 import { insufficientScope, tokenRefusal } from '@session-relay/auth/refusals'
 import type { RelayConfig } from './config.js'

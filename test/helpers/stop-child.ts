@@ -3,7 +3,7 @@
 // Under tap every node child carries @tapjs/processinfo (tap re-adds its NODE_OPTIONS to each
 // spawn, whatever `env` the spawn gives), and that hook writes the child's coverage from an
 // exit handler (signal-exit): on a normal exit and on SIGTERM, never on SIGKILL. A child killed
-// with SIGKILL at teardown counts as never having run a line, which is how the host, the
+// with SIGKILL at teardown counts as never having run a line, which is how the old Node host, the
 // builder and `relay attach` once looked uncovered although the tests took their branches.
 import type { ChildProcess } from 'node:child_process'
 import type { Test } from 'tap'

@@ -2,7 +2,7 @@
 // line protocol on stdin/stdout (worker/README.md). The release binary is the one
 // scripts/test-worker.sh builds into .cache/worker/target (npm test runs it); a test that
 // needs it and finds none fails naming that script. serveImage pulls a built artifact the way
-// the local runtime does (common/src/spin/unpack.ts: checked as the shim checks it) and loads it.
+// the local runtime does (spin/src/unpack.ts: checked as the shim checks it) and loads it.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'

@@ -12,6 +12,8 @@ const main = join(root, 'dist', 'main.js')
 if (!existsSync(main)) {
   process.stderr.write('wasmkube: compiling the command once (npm run build does it too)\n')
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' })
+  // -b builds the login package it references first; --noCheck because a never-built checkout
+  // lacks the API types the build generates (type checking is the build's job, not this one's).
+  execFileSync(process.execPath, [tsc, '-b', '--noCheck', join(root, 'tsconfig.json')], { stdio: 'inherit' })
 }
 await import(pathToFileURL(main).href)

@@ -4,10 +4,10 @@ import { readFile } from 'node:fs/promises'
 import { UsageError, WasmkubeError } from './errors.js'
 import { createApi } from './http.js'
 import type { Api } from './http.js'
-import { refreshLogin } from './login.js'
+import { TOKEN_FOLDER, idTokenSource } from './login.js'
 import type { Parsed } from './table.js'
 import { stringOf } from './table.js'
-import { loadLogin, saveLogin, tokenFile } from './token-store.js'
+import { loadTokens, saveTokens, tokenFile } from '@session-relay/login/token-store'
 
 export type Io = {
   stdout: NodeJS.WritableStream
@@ -18,7 +18,6 @@ export type Io = {
 }
 
 const DEFAULT_SERVER = 'http://127.0.0.1:8081'
-const REFRESH_MARGIN_MS = 30_000
 const MAX_TOKEN_FILE_BYTES = 64 * 1024
 
 export function serverOf(parsed: Parsed, io: Io): string {
@@ -44,25 +43,14 @@ export async function apiFor(parsed: Parsed, io: Io): Promise<Api> {
   }
   const fromEnv = io.env.WASMKUBE_TOKEN
   if (fromEnv !== undefined && fromEnv.trim() !== '') return createApi(server, () => Promise.resolve(fromEnv.trim()))
-  const store = tokenFile(io.env)
-  let login = await loadLogin(store, server)
+  const store = tokenFile(TOKEN_FOLDER, io.env)
+  const login = await loadTokens(store, server)
   // No login: the request goes without a token, and a server with auth answers 401 with a hint.
   if (login === undefined) return createApi(server, () => Promise.resolve(undefined))
-  let pending: Promise<void> | null = null
-  return createApi(server, async () => {
-    if (login === undefined) return undefined
-    if (login.expires_at !== undefined && login.expires_at - REFRESH_MARGIN_MS <= Date.now()) {
-      pending ??= (async () => {
-        const fresh = await refreshLogin(login)
-        await saveLogin(store, server, fresh)
-        login = fresh
-      })().finally(() => {
-        pending = null
-      })
-      await pending
-    }
-    return login.id_token
-  })
+  return createApi(
+    server,
+    idTokenSource(login, (fresh) => saveTokens(store, server, fresh)),
+  )
 }
 
 async function readTokenFile(file: string): Promise<string> {

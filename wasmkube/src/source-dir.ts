@@ -2,9 +2,9 @@
 // (spin/src/source/files.ts) so a refusal comes before any upload and names the file.
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { Language } from './api/types.js'
 import { WasmkubeError } from './errors.js'
 
-export type Language = 'js' | 'ts' | 'go' | 'rust'
 export const LANGUAGES: readonly Language[] = ['js', 'ts', 'go', 'rust']
 
 const MAX_FILES = 1000

@@ -5,7 +5,7 @@ import type { AdminClient } from '../admin.js'
 import { discover } from '../discover.js'
 import { RelayError } from '../errors.js'
 import { tokenSource } from '../login.js'
-import { loadTokens, saveTokens, tokenFile } from './token-store.js'
+import { loadTokens, saveTokens, tokenFile } from '@session-relay/login/token-store'
 import { UsageError } from './usage.js'
 
 export type Io = {
@@ -29,7 +29,7 @@ export function serverOf(flag: string | undefined, io: Io, help: string): string
 export async function adminFor(server: string, io: Io): Promise<AdminClient> {
   const discovery = await discover(server)
   if (discovery === null) return adminClient({ server })
-  const file = tokenFile(io.env)
+  const file = tokenFile('session-relay', io.env)
   const tokens = await loadTokens(file, server)
   if (tokens === undefined)
     throw new RelayError('not_logged_in', `not logged in to ${server}: run "relay login --server ${server}"`)

@@ -5,7 +5,7 @@ import { RelayError } from '../errors.js'
 import { login } from '../login.js'
 import type { Io } from './context.js'
 import { serverOf } from './context.js'
-import { saveTokens, tokenFile } from './token-store.js'
+import { saveTokens, tokenFile } from '@session-relay/login/token-store'
 import { HELP, UsageError } from './usage.js'
 
 export async function loginCommand(args: string[], io: Io): Promise<number> {
@@ -25,7 +25,7 @@ export async function loginCommand(args: string[], io: Io): Promise<number> {
       )
     },
   })
-  const file = tokenFile(io.env)
+  const file = tokenFile('session-relay', io.env)
   await saveTokens(file, values.server ?? server, tokens)
   if (values['issuer-from'] !== undefined && values.server !== undefined && values.server !== server) {
     await saveTokens(file, server, tokens)

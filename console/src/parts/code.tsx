@@ -6,7 +6,9 @@ import { getJson, messageOf, send, sendJson } from '../api/client'
 import type { Application, Source } from '../api/types'
 import { useAccess } from './access'
 import type { Editor as EditorComponent } from './editor'
+import { FileActions } from './file-actions'
 import { FunctionsSection } from './functions'
+import { SourceFiles } from './source-files'
 import { ErrorText, Loading, Notice } from './status'
 
 type Fn = Application['functions'][number]
@@ -53,14 +55,6 @@ export function CodePanel({
   )
 }
 
-// A new file's example name in the application's language, where its template keeps sources.
-const NEW_FILE_EXAMPLE: Record<string, string> = {
-  js: 'src/util.js',
-  ts: 'src/util.ts',
-  go: 'util.go',
-  rust: 'src/util.rs',
-}
-
 function SourceEditor({ appId, fn, language }: { appId: string; fn: Fn; language: string }) {
   const base = `/applications/${appId}/functions/${fn.id}`
   const [files, setFiles] = useState<Record<string, string> | null>(null)
@@ -69,9 +63,6 @@ function SourceEditor({ appId, fn, language }: { appId: string; fn: Fn; language
   const [error, setError] = useState<string | null>(null)
   const [notice, setNotice] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
-  const [newName, setNewName] = useState('')
-  const [renaming, setRenaming] = useState<string | null>(null)
-  const [confirmDelete, setConfirmDelete] = useState(false)
   // A new map from the server (load, save, upload) remounts the editor with it.
   const [version, setVersion] = useState(0)
   const Editor = useEditor()
@@ -94,7 +85,6 @@ function SourceEditor({ appId, fn, language }: { appId: string; fn: Fn; language
   }, [base])
 
   if (files === null) return error !== null ? <ErrorText message={error} /> : <Loading what="the source" />
-  const names = Object.keys(files).sort()
   const dirty =
     JSON.stringify(files) !== JSON.stringify(saved) || Object.keys(files).length !== Object.keys(saved).length
   const run = (action: () => Promise<void>): void => {
@@ -171,117 +161,40 @@ function SourceEditor({ appId, fn, language }: { appId: string; fn: Fn; language
       {notice !== null && <Notice>{notice}</Notice>}
       {error !== null && <ErrorText message={error} />}
       <div class="source">
-        <div class="files">
-          <ul aria-label="Files">
-            {names.map((name) => (
-              <li key={name}>
-                <button
-                  type="button"
-                  class="link"
-                  aria-current={name === current ? 'true' : undefined}
-                  onClick={() => {
-                    setCurrent(name)
-                    setRenaming(null)
-                    setConfirmDelete(false)
-                  }}
-                >
-                  {name}
-                  {files[name] !== saved[name] && ' •'}
-                </button>
-              </li>
-            ))}
-            {names.length === 0 && <li class="muted">no files yet</li>}
-          </ul>
-          {canWrite && (
-            <form
-              onSubmit={(event) => {
-                event.preventDefault()
-                const name = newName.trim()
-                if (name === '' || name in files) {
-                  setError(name === '' ? 'Give the new file a name.' : `${name} exists already.`)
-                  return
-                }
-                setFiles({ ...files, [name]: '' })
-                setCurrent(name)
-                setNewName('')
-              }}
-            >
-              <label>
-                New file{' '}
-                <input
-                  name="new-file"
-                  value={newName}
-                  placeholder={NEW_FILE_EXAMPLE[language] ?? 'README.md'}
-                  onInput={(e) => setNewName(e.currentTarget.value)}
-                  autoComplete="off"
-                />
-              </label>
-              <button type="submit">Add file</button>
-            </form>
-          )}
-        </div>
+        <SourceFiles
+          files={files}
+          saved={saved}
+          current={current}
+          language={language}
+          canWrite={canWrite}
+          onPick={setCurrent}
+          onAdd={(name) => {
+            setFiles({ ...files, [name]: '' })
+            setCurrent(name)
+          }}
+          onError={setError}
+        />
         <div class="current">
           {current !== null && files[current] !== undefined && (
             <>
               {canWrite && (
-                <div class="row">
-                  {renaming === null ? (
-                    <button type="button" onClick={() => setRenaming(current)}>
-                      Rename
-                    </button>
-                  ) : (
-                    <form
-                      class="inline"
-                      onSubmit={(event) => {
-                        event.preventDefault()
-                        const to = renaming.trim()
-                        if (to === '' || (to !== current && to in files)) {
-                          setError(to === '' ? 'A file needs a name.' : `${to} exists already.`)
-                          return
-                        }
-                        const next: Record<string, string> = {}
-                        for (const [name, text] of Object.entries(files)) next[name === current ? to : name] = text
-                        setFiles(next)
-                        setCurrent(to)
-                        setRenaming(null)
-                      }}
-                    >
-                      <label>
-                        Rename {current} to{' '}
-                        <input value={renaming} onInput={(e) => setRenaming(e.currentTarget.value)} autoFocus />
-                      </label>
-                      <button type="submit">Rename</button>
-                      <button type="button" onClick={() => setRenaming(null)}>
-                        Cancel
-                      </button>
-                    </form>
-                  )}
-                  {!confirmDelete ? (
-                    <button type="button" class="danger" onClick={() => setConfirmDelete(true)}>
-                      Delete file
-                    </button>
-                  ) : (
-                    <span class="confirm" role="group" aria-label={`Confirm deleting ${current}`}>
-                      <span>Remove {current}? (takes effect on Save)</span>
-                      <button
-                        type="button"
-                        class="danger"
-                        autoFocus
-                        onClick={() => {
-                          const { [current]: _gone, ...rest } = files
-                          setFiles(rest)
-                          setCurrent(Object.keys(rest).sort()[0] ?? null)
-                          setConfirmDelete(false)
-                        }}
-                      >
-                        Yes, remove
-                      </button>
-                      <button type="button" onClick={() => setConfirmDelete(false)}>
-                        Cancel
-                      </button>
-                    </span>
-                  )}
-                </div>
+                <FileActions
+                  key={current}
+                  current={current}
+                  files={files}
+                  onRename={(to) => {
+                    const next: Record<string, string> = {}
+                    for (const [name, text] of Object.entries(files)) next[name === current ? to : name] = text
+                    setFiles(next)
+                    setCurrent(to)
+                  }}
+                  onDelete={() => {
+                    const { [current]: _gone, ...rest } = files
+                    setFiles(rest)
+                    setCurrent(Object.keys(rest).sort()[0] ?? null)
+                  }}
+                  onError={setError}
+                />
               )}
               {Editor === null && <Loading what="the editor" />}
               {Editor !== null && (

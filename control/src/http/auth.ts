@@ -7,7 +7,8 @@
 // caller is (domain/access.ts): their tenants, admin, read-only.
 import type { FastifyRequest } from 'fastify'
 import type { JWTPayload } from 'jose'
-import { createOidcKeys, verifyBearer } from '@session-relay/auth/oidc-keys'
+import { createOidcKeys } from '@session-relay/auth/oidc-keys'
+import { verifyBearer } from '@session-relay/auth/verify-bearer'
 import type { OidcKeysOptions, OidcLogger } from '@session-relay/auth/oidc-keys'
 import { insufficientScope, tokenRefusal } from '@session-relay/auth/refusals'
 import type { RequiredClaim } from './auth-settings.js'

@@ -6,7 +6,7 @@ export type Headers = Record<string, string>
 
 const JSON_TYPE = 'application/json'
 
-export { bearerCredentials } from '@session-relay/auth/oidc-keys'
+export { bearerCredentials } from '@session-relay/auth/verify-bearer'
 
 export function statusLine(status: number): string {
   return `${status} ${STATUS_CODES[status] ?? 'Unknown'}`

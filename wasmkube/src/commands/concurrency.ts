@@ -3,7 +3,7 @@
 // platform's is taken as unset, so changing one field does not pin today's platform value into
 // the other (the console does the same).
 import { getApp, patchSettings } from '../applications.js'
-import type { Concurrency } from '../applications.js'
+import type { Concurrency, ResourcePolicy } from '../api/types.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { UsageError } from '../errors.js'
@@ -38,7 +38,7 @@ export async function concurrencyCommand(args: string[], io: Io): Promise<number
   }
   if (!reset && maxRunning === undefined && maxQueued === undefined) return shown(app.concurrency)
 
-  const platform = (await api.json<{ concurrency: Concurrency }>('GET', '/policy')).concurrency
+  const platform = (await api.json<ResourcePolicy>('GET', '/policy')).concurrency
   const own = (field: keyof Concurrency): number | undefined =>
     app.concurrency?.[field] === platform[field] ? undefined : app.concurrency?.[field]
   const change = reset ? {} : { maxRunning: maxRunning ?? own('maxRunning'), maxQueued: maxQueued ?? own('maxQueued') }

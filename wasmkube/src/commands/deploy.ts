@@ -4,13 +4,21 @@
 // invoke, and prints where it answers. Polling the API is all there is to wait on (it has no
 // events), so each wait has a deadline that says what it waited for.
 import { findApp } from '../applications.js'
-import type { Application, Build } from '../applications.js'
+import type {
+  Application,
+  Build,
+  InvokeRequest,
+  InvokeResult,
+  Language,
+  NewApplication,
+  SourceUpload,
+  StartedBuild,
+} from '../api/types.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { UsageError, WasmkubeError } from '../errors.js'
 import type { Api } from '../http.js'
 import { LANGUAGES, languageOf, readSource } from '../source-dir.js'
-import type { Language } from '../source-dir.js'
 import { parseCommand, stringOf } from '../table.js'
 import { until } from '../wait.js'
 import { printJson } from './listing.js'
@@ -35,9 +43,9 @@ export async function deployCommand(args: string[], io: Io): Promise<number> {
   const app = await applicationFor(api, io, name, given as Language | undefined, files)
   const fn = app.functions[0]
   if (fn === undefined) throw new WasmkubeError('bad_answer', `${name} has no function to upload to`)
-  await api.json('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { files })
+  await api.json('PUT', `/applications/${app.id}/functions/${fn.id}/source`, { files } satisfies SourceUpload)
   io.stderr.write(`uploaded ${Object.keys(files).length} files to ${name}/${fn.name}\n`)
-  const started = await api.json<Build>('POST', `/applications/${app.id}/builds`)
+  const started = await api.json<StartedBuild>('POST', `/applications/${app.id}/builds`)
   io.stderr.write(`build ${started.id} started\n`)
   await api.stream(
     `/applications/${app.id}/builds/${started.id}/logs?follow=true`,
@@ -56,10 +64,10 @@ export async function deployCommand(args: string[], io: Io): Promise<number> {
   const deployed = await waitForDeployment(api, io, app.id, build)
   await until(DEPLOY_DEADLINE_MS, 'the deployment to answer', async () => {
     try {
-      return await api.json<{ status: number }>('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
+      return await api.json<InvokeResult>('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
         method: 'GET',
         path: '/',
-      })
+      } satisfies InvokeRequest)
     } catch (error) {
       // 503: the host is still starting; anything else is a real refusal.
       if (error instanceof WasmkubeError && error.status === 503) return undefined
@@ -92,7 +100,11 @@ async function applicationFor(
     throw new UsageError(
       'cannot tell the language from the files (no go.mod, Cargo.toml, tsconfig.json or package.json): pass --language',
     )
-  const created = await api.json<Application>('POST', '/applications', { name, language, runtime: 'wasmkube' })
+  const created = await api.json<Application>('POST', '/applications', {
+    name,
+    language,
+    runtime: 'wasmkube',
+  } satisfies NewApplication)
   io.stderr.write(`created the ${language} application ${name}\n`)
   return created
 }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { UsageError, WasmkubeError } from '../errors.js'
 import type { Io } from '../context.js'
 import { LANGUAGES } from '../source-dir.js'
-import type { Language } from '../source-dir.js'
+import type { Language } from '../api/types.js'
 import { parseCommand, stringOf } from '../table.js'
 
 // wasmkube/dist/commands/init.js (or wasmkube/src/commands/init.ts) -> spin/templates

@@ -1,21 +1,13 @@
 // invoke: the function's answer as a program's output: the body on stdout (the raw bytes when
 // the API sent them base64), the status on stderr, exit 0 for 2xx.
 import { readFile } from 'node:fs/promises'
+import type { InvokeRequest, InvokeResult } from '../api/types.js'
 import { getApp } from '../applications.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { UsageError, WasmkubeError } from '../errors.js'
 import { parseCommand, stringOf } from '../table.js'
 import { printJson } from './listing.js'
-
-type InvokeResult = {
-  status: number
-  headers: Record<string, string[]>
-  body: string
-  bodyIsBase64: boolean
-  truncated: boolean
-  durationMs: number
-}
 
 export async function invokeCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('invoke', args)
@@ -49,7 +41,7 @@ export async function invokeCommand(args: string[], io: Io): Promise<number> {
       path,
       headers,
       ...(body === undefined ? {} : { body: body.toString('base64'), bodyIsBase64: true }),
-    },
+    } satisfies InvokeRequest,
   )
   if (typeof result?.status !== 'number' || typeof result.body !== 'string')
     throw new WasmkubeError('bad_answer', 'the invoke answer has no status and body')

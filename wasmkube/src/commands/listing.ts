@@ -1,6 +1,6 @@
 // apps, builds, delete: read or remove, printed as a table or as the server's JSON.
 import { getApp } from '../applications.js'
-import type { Summary } from '../applications.js'
+import type { Summary } from '../api/types.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { parseCommand } from '../table.js'

@@ -1,13 +1,12 @@
 // login: the device flow at the identity provider the control plane publishes for sign-in.
+import { saveTokens, tokenFile } from '@session-relay/login/token-store'
+import type { ConsoleConfig } from '../api/types.js'
 import { serverOf } from '../context.js'
 import type { Io } from '../context.js'
 import { createApi } from '../http.js'
-import { deviceLogin } from '../login.js'
+import { TOKEN_FOLDER, deviceLogin } from '../login.js'
 import { WasmkubeError } from '../errors.js'
 import { parseCommand, stringOf } from '../table.js'
-import { saveLogin, tokenFile } from '../token-store.js'
-
-type ConsoleConfig = { auth: { issuer: string; clientId: string; scopes: string } | null }
 
 export async function loginCommand(args: string[], io: Io): Promise<number> {
   const parsed = parseCommand('login', args)
@@ -28,11 +27,11 @@ export async function loginCommand(args: string[], io: Io): Promise<number> {
   const scopes = config.auth.scopes.split(' ').includes('openid') ? config.auth.scopes : `openid ${config.auth.scopes}`
   const login = await deviceLogin({ issuer: config.auth.issuer, clientId, scopes }, (prompt) => {
     io.stderr.write(
-      `To log in, open ${prompt.verification_uri}\nand enter the code ${prompt.user_code} (valid ${Math.round(prompt.expires_in / 60)} min).\n`,
+      `To log in, open ${prompt.verification_uri_complete ?? prompt.verification_uri}\nand enter the code ${prompt.user_code} (valid ${Math.round(prompt.expires_in / 60)} min).\n`,
     )
   })
-  const file = tokenFile(io.env)
-  await saveLogin(file, server, login)
+  const file = tokenFile(TOKEN_FOLDER, io.env)
+  await saveTokens(file, server, login)
   io.stderr.write(`Logged in; tokens kept in ${file}\n`)
   if (login.refresh_token === undefined)
     io.stderr.write('The identity provider gave no refresh token: log in again when the token expires.\n')

@@ -4,7 +4,7 @@
 // the change without a rebuild: the command returns once the deployment is ready again, so the
 // next request answers with the new values (until then the previous version answers).
 import { getApp, patchSettings } from '../applications.js'
-import type { Variables } from '../applications.js'
+import type { ApplicationPatch, Variables } from '../api/types.js'
 import { apiFor } from '../context.js'
 import type { Io } from '../context.js'
 import { UsageError } from '../errors.js'
@@ -32,7 +32,7 @@ export async function varsCommand(args: string[], io: Io): Promise<number> {
     )
     return 0
   }
-  const next: Record<string, unknown> = { ...current }
+  const next: NonNullable<ApplicationPatch['variables']> = { ...current }
   if (action === 'set') {
     for (const item of items) {
       const at = item.indexOf('=')

@@ -1,13 +1,15 @@
-// Login tokens on disk: one JSON file, mode 0600, keyed by relay.
+// Login tokens on disk: one JSON file per command, mode 0600, keyed by the server's origin (a
+// relay given as ws:// or wss:// under its http(s) origin, so both spellings share a login).
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
-import type { Tokens } from '../login.js'
+import type { Tokens } from './tokens.js'
 
-export function tokenFile(env: NodeJS.ProcessEnv = process.env): string {
+/** `$XDG_CONFIG_HOME/{folder}/tokens.json`, `~/.config/{folder}/tokens.json` without it. */
+export function tokenFile(folder: string, env: NodeJS.ProcessEnv = process.env): string {
   const base =
     env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
-  return join(base, 'session-relay', 'tokens.json')
+  return join(base, folder, 'tokens.json')
 }
 
 type Store = Record<string, Tokens>
