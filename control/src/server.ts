@@ -129,6 +129,8 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     reconciler = started
     changes.follow(started.reconcile)
     // A SpinApp deleted or edited by hand is applied again at once, not at the next resync.
+    // The worker reloads what it ran after a restart; the resync finds what it could not.
+    local?.hosts.onRestart(() => void started.resync().catch(() => {}))
     const changed = (appId: string): void => void started.reconcile(appId)
     spinApps = cluster && watchSpinApps({ kube: cluster.kube, logger, changed, retryMs: deps.cluster?.retryMs })
     // On this machine what ran before is up again before the first request is taken (an
