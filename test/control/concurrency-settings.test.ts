@@ -97,7 +97,14 @@ eachEngine(t, 'migration 7: applications from before have the platform values', 
     "INSERT INTO applications (id, name, tenant, cluster_name, language, runtime) VALUES ($1, 'old', 'default', 'old', 'js', 'wasmkube')",
     [id],
   )
-  t.same(await migrate(db), [7], 'only the new version')
+  t.same(
+    await migrate(
+      db,
+      migrations.filter((m) => m.version <= 7),
+    ),
+    [7],
+    'only the new version',
+  )
   const app = await findApplication(db, id)
   t.same(app?.settings.concurrency, {}, 'stored empty')
   t.same(

@@ -8,7 +8,9 @@ import { deploymentMessage, setCondition } from '@session-relay/control/domain/c
 import type { ConditionT } from '@session-relay/control/model/resources'
 import { updateSettings } from '@session-relay/control/store/applications'
 import { bumpGeneration, readDesired, releaseLease, takeLease } from '@session-relay/control/store/deployments'
-import { createApp, eachEngine, startTestControl } from '../helpers/control.js'
+import { openDatabase } from '@session-relay/control/store/db'
+import { migrate, migrations } from '@session-relay/control/store/migrations'
+import { createApp, eachEngine, freshStore, startTestControl } from '../helpers/control.js'
 
 const change = fc.record({
   type: fc.constantFrom('Deployed' as const, 'Ready' as const),
@@ -52,6 +54,34 @@ t.test('the message names why the newest build is not deployed only while Deploy
   const held = setCondition(failed, { type: 'Deployed', status: 'True', reason: 'Applied', message: 'yes' }, at)
   t.equal(deploymentMessage(held, '1 of 1 replicas ready'), '1 of 1 replicas ready')
   t.equal(deploymentMessage([], 'loading'), 'loading')
+})
+
+eachEngine(t, 'migration 8: an application from before has generation 1 and nothing applied', async (t, engine) => {
+  const store = await freshStore(t, engine)
+  const db = await openDatabase({ url: store.databaseUrl, dataDir: store.dataDir, logger: { error() {}, warn() {} } })
+  t.teardown(() => db.close())
+  await migrate(
+    db,
+    migrations.filter((m) => m.version < 8),
+  )
+  const id = '7e2a8b1f-3c0d-4f55-8b5f-1e9a2c3d4b5c'
+  await db.query(
+    "INSERT INTO applications (id, name, tenant, cluster_name, language, runtime) VALUES ($1, 'old', 'default', 'old', 'js', 'wasmkube')",
+    [id],
+  )
+  await db.query(
+    "INSERT INTO builds (id, application_id, status, image_ref, finished_at) VALUES ($1, $2, 'succeeded', 'img', now())",
+    ['8f3b9c2a-4d1e-4a66-9c6a-2f0b3d4e5c6d', id],
+  )
+  t.same(await migrate(db), [8], 'only the new version')
+  t.same(
+    await readDesired(db, id),
+    {
+      target: { image: 'img', settingsGeneration: 1, variablesGeneration: 1, generation: 1 },
+      state: { applied: null, conditions: [], failures: 0, retryAt: null },
+    },
+    'so the first reconcile applies it',
+  )
 })
 
 eachEngine(t, 'generations move with what runs, and the lease has one holder', async (t, engine) => {

@@ -123,18 +123,20 @@ if (ENGINES.includes('postgres')) {
       await until(async () => (await deployed(b.control, app.id))?.status === 'True', 10_000, 'Deployed on b')
       t.equal(await failures(), 0)
 
-      // Cut: the API server unreachable from the replica that applies.
+      // Cut: the API server unreachable from the replica, alone now (b, which reaches it, would
+      // apply the change from its watch).
+      await b.control.close()
       a.proxy?.pause()
       const cut = await a.control.call('PATCH', `/applications/${app.id}`, { json: { replicas: 2 } })
       t.match((cut.body as View).deployment?.message, /^saved but not applied \(cluster unreachable\)/)
-      t.match(await deployed(b.control, app.id), {
+      t.match(await deployed(a.control, app.id), {
         status: 'False',
         reason: 'ApplyFailed',
         message: 'cluster unreachable',
       })
       a.proxy?.resume()
       await until(async () => (await specOf(a, 'shared'))?.replicas === 2, 30_000, 'applied once it is reachable')
-      await until(async () => (await deployed(b.control, app.id))?.status === 'True', 10_000, 'Deployed again')
+      await until(async () => (await deployed(a.control, app.id))?.status === 'True', 10_000, 'Deployed again')
     },
   )
 

@@ -111,7 +111,8 @@ t.test(
     const second = await controlProcess.start(t, flags(two.kubeconfig))
     const replicas = [first, second].map((p) => `http://127.0.0.1:${p.port}`)
     // A bound for a hung watch, not an expectation: the watches open right after the listen.
-    await until(() => proxies.every((proxy) => proxy.watches() === 1), 60_000, 'both replicas watch the build Jobs')
+    // Two each: the build Jobs' and the SpinApps' (cluster/spinapp-watch.ts).
+    await until(() => proxies.every((proxy) => proxy.watches() === 2), 60_000, 'both replicas watch the build Jobs')
 
     const builds: Array<{ app: App; buildId: string; image: string }> = []
     for (let i = 0; i < BUILDS; i++) {

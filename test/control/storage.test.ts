@@ -33,7 +33,7 @@ eachEngine(t, 'migrations: applied once, in one go; running them again changes n
     migrations.map((m) => m.version),
     'the first run applies every migration',
   )
-  t.same(await tables(db), ['applications', 'builds', 'functions', 'schema_migrations', 'sources'])
+  t.same(await tables(db), ['applications', 'builds', 'deployments', 'functions', 'schema_migrations', 'sources'])
   await db.query(
     "INSERT INTO applications (id, name, tenant, cluster_name, language, runtime) VALUES (gen_random_uuid(), 'kept', 'default', 'kept', 'go', 'wasmkube')",
   )

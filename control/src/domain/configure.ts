@@ -8,6 +8,7 @@ import type { AppSettings } from '../model/app-settings.js'
 import { findApplication, updateSettings } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
 import { describeApplication } from './applications.js'
+import { REPORTED_WAIT_MS } from './reconcile.js'
 import type { DomainDeps } from './deps.js'
 import { applicationNotFound } from './not-found.js'
 import { checkConcurrency, checkResources, resourcesInForce } from './policy.js'
@@ -68,7 +69,7 @@ export async function configureApplication(
   if (runs && (await latestImage(db, appId)) !== null) {
     // The settings are stored whatever happens now: a runtime that refuses makes the answer
     // say so (the reconcile retries), not a 503 that would read as nothing changed.
-    const reconciled = await deps.deployments.reconcile(appId)
+    const reconciled = await deps.deployments.reconcile(appId, { waitMs: REPORTED_WAIT_MS })
     if (reconciled.kind === 'failed') {
       if (!(reconciled.error instanceof HttpError)) throw reconciled.error
       note = `saved but not applied (${reconciled.error.message}); retried with back-off, or POST deploy applies them now`

@@ -35,7 +35,11 @@ export type Reconciled =
   { kind: 'idle' | 'elsewhere' | 'in-sync' | 'applied' } | { kind: 'failed'; error: Error; retryInMs: number }
 
 export type Reconciler = {
-  reconcile: (appId: string) => Promise<Reconciled>
+  /**
+   * `waitMs`: how long to wait for another replica's lease before answering `elsewhere` (a
+   * caller that reports the outcome, PATCH or POST deploy, waits; a resync or an event does not).
+   */
+  reconcile: (appId: string, options?: { waitMs?: number }) => Promise<Reconciled>
   /**
    * Runs `fn` with no reconcile of the application running meanwhile, in this process or
    * (through the lease, waited for up to its length) another: what removes it goes through here,
@@ -63,6 +67,8 @@ export type ReconcilerDeps = {
 
 const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 5 * 60_000 }
 const DEFAULT_LEASE_MS = 120_000
+/** How long a PATCH or POST deploy waits for another replica's reconcile of the application: it says how its own went. */
+export const REPORTED_WAIT_MS = 30_000
 /** Re-reads after an apply that found the target changed meanwhile (another replica's PATCH), at most. */
 const MAX_ROUNDS = 3
 
@@ -100,7 +106,16 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   }
 
   /** One pass under the lease: apply when needed, then record what answers. */
-  const pass = async (appId: string, round: number): Promise<Reconciled> => {
+  const leased = async (appId: string, waitMs: number): Promise<boolean> => {
+    const deadline = now() + waitMs
+    for (;;) {
+      if (await takeLease(db, appId, holder, leaseMs)) return true
+      if (now() >= deadline || closed) return false
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+
+  const pass = async (appId: string, round: number, waitMs: number): Promise<Reconciled> => {
     const desired = await readDesired(db, appId)
     const app = await findApplication(db, appId)
     if (desired === null || desired.target === null || app === null) return { kind: 'idle' }
@@ -109,7 +124,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     } catch {
       return { kind: 'idle' }
     }
-    if (!(await takeLease(db, appId, holder, leaseMs))) return { kind: 'elsewhere' }
+    if (!(await leased(appId, waitMs))) return { kind: 'elsewhere' }
     const { target, state } = desired
     let outcome: Reconciled
     try {
@@ -184,17 +199,18 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (outcome.kind === 'applied' && (await findApplication(db, appId)) === null) await runtime.remove(app)
     // Changed while the lease was held (another replica's PATCH found it taken): once more.
     const after = await readDesired(db, appId)
-    if (after?.target != null && !sameTarget(after.target, target) && round < MAX_ROUNDS) return pass(appId, round + 1)
+    if (after?.target != null && !sameTarget(after.target, target) && round < MAX_ROUNDS)
+      return pass(appId, round + 1, waitMs)
     return outcome
   }
 
-  const reconcile = (appId: string): Promise<Reconciled> => {
+  const reconcile = (appId: string, options: { waitMs?: number } = {}): Promise<Reconciled> => {
     const waiting = queued.get(appId)
     if (waiting !== undefined) return waiting
     const current = running.get(appId)
     const run = (): Promise<Reconciled> => {
       queued.delete(appId)
-      const done = pass(appId, 1).finally(() => {
+      const done = pass(appId, 1, options.waitMs ?? 0).finally(() => {
         if (running.get(appId) === done) running.delete(appId)
       })
       running.set(appId, done)
@@ -221,10 +237,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     running.set(appId, holding)
     try {
       // Another replica's apply: waited for, up to the lease's length.
-      const deadline = now() + leaseMs
-      while (!(await takeLease(db, appId, holder, leaseMs)) && now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      await leased(appId, leaseMs)
       return await fn()
     } finally {
       clearTimeout(retries.get(appId))

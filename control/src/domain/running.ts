@@ -6,6 +6,7 @@ import type { InvokeRequestT, InvokeResultT } from '../model/resources.js'
 import { findApplication, findApplicationWithRoute } from '../store/applications.js'
 import { latestImage } from '../store/builds.js'
 import { bumpGeneration } from '../store/deployments.js'
+import { REPORTED_WAIT_MS } from './reconcile.js'
 import type { DomainDeps } from './deps.js'
 import { prepareInvoke } from './invoke.js'
 import { applicationNotFound, functionNotFound } from './not-found.js'
@@ -19,7 +20,7 @@ export async function redeploy(deps: DomainDeps, appId: string): Promise<{ appId
   if (image === null) throw new ConflictError('nothing to deploy: the application has no successful build yet')
   // A new generation: applied even when nothing changed, which is what the caller asks for.
   await bumpGeneration(deps.db, application.id)
-  const reconciled = await deps.deployments.reconcile(application.id)
+  const reconciled = await deps.deployments.reconcile(application.id, { waitMs: REPORTED_WAIT_MS })
   if (reconciled.kind === 'failed') throw reconciled.error
   return { appId: application.id, image }
 }

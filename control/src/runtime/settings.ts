@@ -61,6 +61,6 @@ export const runtimeSettings = [
     flag: '--resync-interval',
     default: '30s',
     parse: parseSeconds,
-    help: 'how often every deployment is compared with what should run, and applied again where it differs',
+    help: 'how often each deployment is compared with what should run and applied again if not',
   }),
 ]
