@@ -14,7 +14,7 @@
 // peak that same run reached; a number is messages/s.
 import { parseDuration } from '@session-relay/common/config/duration'
 import { parseBytes } from '@session-relay/common/config/settings'
-import type { GeneratorCase, GeneratorResult, LatencyResult } from './load-generator.js'
+import type { GeneratorCase, GeneratorResult, LatencyResult } from './generator-types.js'
 import { runGenerator } from './generator-process.js'
 import type { Machine } from './proc.js'
 import { machineInfo } from './proc.js'
