@@ -1,7 +1,7 @@
 // The frame-throughput load generator runs in a process of its own, so it never shares an
 // event loop with what it measures; this starts one case and reads its one-line result.
 import { spawn } from 'node:child_process'
-import type { GeneratorCase, GeneratorResult } from './load-generator.js'
+import type { GeneratorCase, GeneratorResult } from './generator-types.js'
 import { scriptPath } from './servers.js'
 
 /** Runs one case; a failed run (loss, reordering, a refused connection) rejects with `what` and the generator's reason. */
