@@ -15,6 +15,7 @@ import { BUILD_CONTAINER, BUILD_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
 import { clusterFailure } from './kube.js'
 import { containerState, listPods, readPodLog } from './pod-logs.js'
+import { watchLoop } from './watch-loop.js'
 
 const BUILD_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},app.kubernetes.io/component=build`
 
@@ -35,9 +36,6 @@ export type BuildWatcher = {
 
 export function startBuildWatcher(deps: BuildWatcherDeps): BuildWatcher {
   const { kube, logger } = deps
-  let closed = false
-  let abort: AbortController | null = null
-  let wake: (() => void) | null = null
   let settled!: () => void
   const ready = new Promise<void>((resolve) => {
     settled = resolve
@@ -75,71 +73,30 @@ export function startBuildWatcher(deps: BuildWatcherDeps): BuildWatcher {
     return list.metadata?.resourceVersion ?? ''
   }
 
-  /** Resolves when the watch ends: with the error that ended it, or null when the server closed it. */
-  function watchFrom(resourceVersion: string): Promise<unknown> {
-    return new Promise((resolve) => {
-      void kube.watch
-        .watch(
-          `/apis/batch/v1/namespaces/${kube.namespace}/jobs`,
-          { labelSelector: BUILD_SELECTOR, resourceVersion, allowWatchBookmarks: true },
-          (type, job: V1Job) => {
-            if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') void enqueue(job, type === 'DELETED')
-            // ERROR (e.g. 410 Gone: too old a resourceVersion): list again.
-            if (type === 'ERROR') abort?.abort()
-          },
-          (error: unknown) => {
-            resolve(closed ? null : (error ?? null))
-          },
-        )
-        .then(
-          (controller) => {
-            abort = controller
-            if (closed) controller.abort()
-          },
-          (error: unknown) => resolve(error),
-        )
-    })
-  }
-
-  const first = deps.retryMs ?? 1000
-  let delay = first
-  const pause = async (): Promise<void> => {
-    await new Promise<void>((resolve) => {
-      wake = resolve
-      setTimeout(resolve, delay).unref()
-    })
-    delay = Math.min(delay * 2, 30_000)
-  }
-  const run = async (): Promise<void> => {
-    while (!closed) {
-      try {
-        const resourceVersion = await listAndResync()
-        await queue
-        settled()
-        const error = await watchFrom(resourceVersion)
-        await queue
-        if (error === null) {
-          delay = first
-        } else if (!closed) {
-          logger.warn(clusterFailure(error), 'build watch failed; listing again')
-          await pause()
-        }
-      } catch (error) {
-        logger.warn(clusterFailure(error), 'cannot list build Jobs; retrying')
-        await pause()
-      }
-    }
-  }
-  const running = run()
+  const loop = watchLoop<V1Job>({
+    kube,
+    logger,
+    path: `/apis/batch/v1/namespaces/${kube.namespace}/jobs`,
+    labelSelector: BUILD_SELECTOR,
+    async list() {
+      const resourceVersion = await listAndResync()
+      await queue
+      settled()
+      return resourceVersion
+    },
+    event: (type, job) => void enqueue(job, type === 'DELETED'),
+    drained: () => queue,
+    level: 'warn',
+    watchFailed: 'build watch failed; listing again',
+    listFailed: 'cannot list build Jobs; retrying',
+    retryMs: deps.retryMs,
+  })
 
   return {
     ready,
     async close() {
-      closed = true
-      abort?.abort()
-      wake?.()
       settled()
-      await running
+      await loop.close()
       await queue
     },
   }

@@ -2,11 +2,12 @@
 // whose SpinApp was deleted or whose spec changed (its metadata.generation moved): an edit by
 // hand is undone within a round trip, not at the next resync. Status updates (the operator's)
 // change no generation and ask for nothing. A watch that ends is started again after a pause;
-// what it missed meanwhile the periodic resync (domain/reconcile.ts) finds.
+// what it missed meanwhile the periodic resync (domain/reconcile.ts) finds. The list-then-watch
+// loop is cluster/watch-loop.ts.
 import type { Logger } from '../logger.js'
 import { APPLICATION_LABEL, MANAGED_BY } from './build-jobs.js'
 import type { Kube } from './kube.js'
-import { clusterFailure } from './kube.js'
+import { watchLoop } from './watch-loop.js'
 
 const SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']}`
 
@@ -21,12 +22,8 @@ export function watchSpinApps(deps: {
   changed: (appId: string) => void
   retryMs?: number | undefined
 }): SpinAppWatch {
-  const { kube, logger } = deps
-  const path = `/apis/core.spinkube.dev/v1alpha1/namespaces/${kube.namespace}/spinapps`
+  const { kube } = deps
   const generations = new Map<string, number>()
-  let closed = false
-  let abort: AbortController | null = null
-  let wake: (() => void) | null = null
 
   const seen = (type: string, object: Watched): void => {
     const name = object.metadata?.name
@@ -44,28 +41,6 @@ export function watchSpinApps(deps: {
     if (type === 'MODIFIED' && before !== undefined && before !== generation) deps.changed(appId)
   }
 
-  /** Resolves when the watch ends: with its error, or null when the server closed it. */
-  const watchOnce = (resourceVersion: string): Promise<unknown> =>
-    new Promise((resolve) => {
-      void kube.watch
-        .watch(
-          path,
-          { labelSelector: SELECTOR, resourceVersion, allowWatchBookmarks: true },
-          (type: string, object: Watched) => {
-            if (type === 'ERROR') abort?.abort()
-            else seen(type, object)
-          },
-          (error: unknown) => resolve(closed ? null : (error ?? null)),
-        )
-        .then(
-          (controller) => {
-            abort = controller
-            if (closed) controller.abort()
-          },
-          (error: unknown) => resolve(error),
-        )
-    })
-
   // The generations now, and where to watch from.
   const list = async (): Promise<string> => {
     const listed = (await kube.custom.listNamespacedCustomObject({
@@ -82,39 +57,17 @@ export function watchSpinApps(deps: {
     return listed.metadata?.resourceVersion ?? ''
   }
 
-  const first = deps.retryMs ?? 1000
-  let delay = first
-  const pause = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      wake = resolve
-      setTimeout(resolve, delay).unref()
-      delay = Math.min(delay * 2, 30_000)
-    })
-
-  const run = async (): Promise<void> => {
-    while (!closed) {
-      try {
-        const error = await watchOnce(await list())
-        if (error === null) delay = first
-        else if (!closed) {
-          logger.debug(clusterFailure(error), 'SpinApp watch ended; watching again')
-          await pause()
-        }
-      } catch (error) {
-        // No SpinApp CRD yet, or the cluster unreachable: the resync still runs.
-        logger.debug(clusterFailure(error), 'cannot list SpinApps; trying again')
-        await pause()
-      }
-    }
-  }
-  const running = run()
-
-  return {
-    async close() {
-      closed = true
-      abort?.abort()
-      wake?.()
-      await running
-    },
-  }
+  // No SpinApp CRD yet, or the cluster unreachable: the resync still runs, so quietly.
+  return watchLoop<Watched>({
+    kube,
+    logger: deps.logger,
+    path: `/apis/core.spinkube.dev/v1alpha1/namespaces/${kube.namespace}/spinapps`,
+    labelSelector: SELECTOR,
+    list,
+    event: seen,
+    level: 'debug',
+    watchFailed: 'SpinApp watch ended; watching again',
+    listFailed: 'cannot list SpinApps; trying again',
+    retryMs: deps.retryMs,
+  })
 }
