@@ -146,6 +146,18 @@ if (ENGINES.includes('postgres')) {
     const b = await startRealClusterControl(t, 'postgres', { store, kube: a.kube })
     const app = await createApp(a.control, 'leased')
     await build(a, app.id, 'leased')
+    // The apply after the build recorded and its lease given back (the SpinApp is there first).
+    await until(
+      async () =>
+        (
+          await a.control.server.db.query(
+            'SELECT 1 FROM deployments WHERE application_id = $1 AND applied IS NOT NULL AND lease_holder IS NULL',
+            [app.id],
+          )
+        ).length === 1,
+      20_000,
+      'the apply recorded',
+    )
     // a's lease, as while it applies.
     await a.control.server.db.query(
       "UPDATE deployments SET lease_holder = 'another replica', lease_until = now() + interval '1 hour' WHERE application_id = $1",
