@@ -50,16 +50,30 @@ async function ensureRow(db: Database, appId: string): Promise<void> {
 /** What should run and what was applied; null when there is no such application. */
 export async function readDesired(db: Database, appId: string): Promise<Desired | null> {
   if (!isUuid(appId)) return null
-  await ensureRow(db, appId)
-  const [row] = await db.query<
-    StateRow & { settings_generation: string | number; variables_generation: string | number; image: string | null }
-  >(
-    `SELECT d.generation, d.applied, d.conditions, d.failures, d.retry_at, a.settings_generation, a.variables_generation,
-        (SELECT image_ref FROM builds b WHERE b.application_id = a.id AND b.status = 'succeeded'
-          ORDER BY b.finished_at DESC, b.created_at DESC LIMIT 1) AS image
-      FROM applications a JOIN deployments d ON d.application_id = a.id WHERE a.id = $1`,
-    [appId],
-  )
+  type Row = StateRow & {
+    settings_generation: string | number
+    variables_generation: string | number
+    image: string | null
+    has_row: boolean
+  }
+  const read = async (): Promise<Row | undefined> =>
+    (
+      await db.query<Row>(
+        `SELECT d.generation, d.applied, COALESCE(d.conditions, '[]') AS conditions, COALESCE(d.failures, 0) AS failures,
+            d.retry_at, a.settings_generation, a.variables_generation, d.application_id IS NOT NULL AS has_row,
+            (SELECT image_ref FROM builds b WHERE b.application_id = a.id AND b.status = 'succeeded'
+              ORDER BY b.finished_at DESC, b.created_at DESC LIMIT 1) AS image
+          FROM applications a LEFT JOIN deployments d ON d.application_id = a.id WHERE a.id = $1`,
+        [appId],
+      )
+    )[0]
+  // A write only for an application never reconciled: a resync reads, and on PGlite a write
+  // would drop every kept read (store/db.ts).
+  let row = await read()
+  if (row !== undefined && !row.has_row) {
+    await ensureRow(db, appId)
+    row = await read()
+  }
   if (row === undefined) return null
   return {
     target:
