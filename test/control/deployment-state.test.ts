@@ -116,4 +116,10 @@ eachEngine(t, 'generations move with what runs, and the lease has one holder', a
   t.equal(await takeLease(db, app.id, 'b', 60_000), true, 'released')
   await db.query("UPDATE deployments SET lease_until = now() - interval '1 second' WHERE application_id = $1", [app.id])
   t.equal(await takeLease(db, app.id, 'a', 60_000), true, 'run out: a holder that died')
+
+  // Removing an application that never ran takes its lease too: it has no row until then.
+  const never = await createApp(control, 'never-reconciled')
+  t.equal(await takeLease(db, never.id, 'a', 60_000), true, 'no row yet: made, and taken')
+  t.equal(await takeLease(db, never.id, 'b', 60_000), false, 'and then held')
+  t.equal(await takeLease(db, '00000000-0000-4000-8000-000000000000', 'b', 60_000), true, 'no such application')
 })

@@ -124,14 +124,24 @@ export async function bumpGeneration(db: Database, appId: string): Promise<boole
 /**
  * Take (or renew) the application's lease for `ms`: false while another holder's has not
  * expired. A holder that dies leaves it to expire, so nothing waits on it for longer than `ms`.
+ * An application never reconciled has no row yet and gets one here: without it, removing an
+ * application that never ran waited out a whole lease for a row nobody would write. One gone
+ * already needs no lease: true, and what runs under it finds nothing.
  */
 export async function takeLease(db: Database, appId: string, holder: string, ms: number): Promise<boolean> {
-  const rows = await db.query(
-    `UPDATE deployments SET lease_holder = $2, lease_until = now() + make_interval(secs => $3::double precision / 1000)
-      WHERE application_id = $1 AND (lease_until IS NULL OR lease_until < now() OR lease_holder = $2) RETURNING 1`,
+  if (!isUuid(appId)) return true
+  const [row] = await db.query<{ taken: boolean }>(
+    `WITH app AS (SELECT id FROM applications WHERE id = $1),
+      taken AS (
+        INSERT INTO deployments (application_id, lease_holder, lease_until)
+          SELECT id, $2, now() + make_interval(secs => $3::double precision / 1000) FROM app
+        ON CONFLICT (application_id) DO UPDATE SET lease_holder = EXCLUDED.lease_holder, lease_until = EXCLUDED.lease_until
+          WHERE deployments.lease_until IS NULL OR deployments.lease_until < now() OR deployments.lease_holder = $2
+        RETURNING 1)
+      SELECT EXISTS (SELECT 1 FROM taken) OR NOT EXISTS (SELECT 1 FROM app) AS taken`,
     [appId, holder, ms],
   )
-  return rows.length > 0
+  return row?.taken === true
 }
 
 export async function releaseLease(db: Database, appId: string, holder: string): Promise<void> {
