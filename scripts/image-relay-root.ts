@@ -1,7 +1,16 @@
 // The relay inside its image's root on the image's Node 24: its test files, and on this host
 // the refusal on a glibc older than 2.38.
 import { execFileSync, spawn } from 'node:child_process'
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { basename, join, relative } from 'node:path'
 import { NODE_VERSION } from './image-base.js'
 import type { UndoStack } from './image-host.js'
@@ -19,6 +28,12 @@ const SUITE_TIMEOUT_MS = 15 * 60_000
 export async function relaySuiteInRoot(root: ImageRoot, config: ImageConfig, undo: UndoStack): Promise<void> {
   const inside = '/tmp/src'
   bindInto(root, repo, inside, undo)
+  // tap keeps its results and coverage under the project's .tap/: a directory of its own here,
+  // so this run leaves the suite's (which may be running beside it) as they were.
+  const scratch = join(cacheDir, 'relay-tap')
+  rmSync(scratch, { recursive: true, force: true })
+  mkdirSync(scratch, { recursive: true })
+  bindInto(root, scratch, `${inside}/.tap`, undo)
   // test/common minus what needs a host program the root lacks and the relay never runs:
   // the browser helper (Chromium) and the Spin artifact code (a docker-registry), which are
   // the console's and the builders' and run in `npm test`.
