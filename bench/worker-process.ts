@@ -12,8 +12,13 @@ import { scriptPath } from './servers.js'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const TARGET_DIR = join(ROOT, '.cache/worker/target')
 export const DEFAULT_WORKER = join(TARGET_DIR, 'release/worker')
-/** Built templates and the worker's compiled components: kept across runs, never committed. */
-export const CACHE = join(ROOT, '.cache/bench-worker')
+/**
+ * Built templates and the worker's compiled components: kept across runs, never committed.
+ * BENCH_WORKER_CACHE moves it, and BENCH_WORKER_TEMPLATE builds another js template (a
+ * directory laid out as spin/templates/js), so an A/B against an older template keeps its own.
+ */
+export const CACHE = process.env.BENCH_WORKER_CACHE ?? join(ROOT, '.cache/bench-worker')
+const TEMPLATE = process.env.BENCH_WORKER_TEMPLATE ?? join(ROOT, 'spin/templates/js')
 
 /** Builds the worker in release mode (a no-op when it is up to date; 10-15 min the first time). */
 export function buildWorker(): void {
@@ -31,7 +36,7 @@ export function buildWorker(): void {
  * no compiled code. Rebuilt when the template's source is newer than the component.
  */
 export function templateComponent(name: string): string {
-  const template = join(ROOT, 'spin/templates/js')
+  const template = TEMPLATE
   const dir = join(CACHE, 'templates', name)
   const wasm = join(dir, 'component.wasm')
   const source = join(template, 'src/index.js')
@@ -47,6 +52,43 @@ export function templateComponent(name: string): string {
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   if (built.status !== 0) throw new Error(`building the js template as ${name} failed`)
+  return wasm
+}
+
+/**
+ * The template's answer without its variable read and log line: the same build (esbuild, j2w)
+ * and an async fetch handler answering a short text, but no `witDependencies` (so no variables
+ * import) and no console.log. The template's CPU per request is measured against it (issue 43).
+ */
+const PLAIN_HANDLER = `addEventListener('fetch', (event) => {
+  event.respondWith(handle(event.request))
+})
+
+async function handle (request) {
+  const path = new URL(request.url).pathname
+  return new Response('hello from plain\\n', {
+    status: 200,
+    headers: { 'content-type': 'text/plain', 'x-request-path': path },
+  })
+}
+`
+
+/** The plain handler (above), built once into the cache as the template is. */
+export function plainComponent(): string {
+  const dir = join(CACHE, 'plain')
+  const wasm = join(dir, 'component.wasm')
+  if (existsSync(wasm) && readFileSync(join(dir, 'src/index.js'), 'utf8') === PLAIN_HANDLER) return wasm
+  mkdirSync(join(dir, 'src'), { recursive: true })
+  const pkg = JSON.parse(readFileSync(join(TEMPLATE, 'package.json'), 'utf8')) as Record<string, unknown>
+  delete pkg.config
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...pkg, name: 'plain' }, null, 2))
+  writeFileSync(join(dir, 'src/index.js'), PLAIN_HANDLER)
+  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  const built = spawnSync(process.execPath, [scriptPath('./js-template-build.js')], {
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  if (built.status !== 0) throw new Error('building the plain handler failed')
   return wasm
 }
 

@@ -1,4 +1,4 @@
-// npm run bench:worker -- [--duration 10s] [--apps 10] [--worker PATH] [--threads N] [--json]
+// npm run bench:worker -- [--duration 10s] [--apps 10] [--rounds 3] [--worker PATH] [--threads N] [--json]
 //
 // The wasmtime worker (worker/) serving the js template against a plain Node `http` server
 // answering a short text, started in the same run on the same cores (issue 28's figures, each
@@ -6,9 +6,11 @@
 // 32, CPU per request, resident memory per application with `--apps` distinct builds loaded
 // and answering, what letting them go idle gives back, an idle application's first answer at its
 // URL (the worker loads it again from disk, scale to zero as the local runtime does it), and worker
-// start to first answer with compiled components cached. The worker is built (cargo, release)
+// start to first answer with compiled components cached. Then the template's CPU per request
+// against a plain handler built the same way (no variable read, no log line) on the same worker,
+// `--rounds` interleaved runs at concurrency 32, medians (issue 43). The worker is built (cargo, release)
 // and the template components are built and compiled once into .cache/bench-worker; a first
-// run takes minutes for that, later ones about a minute plus 4 x duration.
+// run takes minutes for that, later ones about a minute plus (4 + 2 x rounds) x duration.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import http from 'node:http'
@@ -25,17 +27,21 @@ import {
   answer,
   buildWorker,
   memoryOf,
+  plainComponent,
   startWorker,
   templateComponent,
 } from './worker-process.js'
 
-const options = { durationMs: 10_000, apps: 10, worker: '', threads: '' }
+const options = { durationMs: 10_000, apps: 10, rounds: 3, worker: '', threads: '' }
 const { json } = readFlags(process.argv.slice(2), {
   '--duration': (v) => {
     options.durationMs = parseDuration(v)
   },
   '--apps': (v) => {
     options.apps = Number(v)
+  },
+  '--rounds': (v) => {
+    options.rounds = Number(v)
   },
   '--worker': (v) => {
     options.worker = v
@@ -46,6 +52,7 @@ const { json } = readFlags(process.argv.slice(2), {
   },
 })
 if (!Number.isInteger(options.apps) || options.apps < 1) throw new Error('--apps must be a positive integer')
+if (!Number.isInteger(options.rounds) || options.rounds < 1) throw new Error('--rounds must be a positive integer')
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const elapsedMs = (since: bigint): number => Number(process.hrtime.bigint() - since) / 1e6
@@ -104,11 +111,13 @@ async function main(): Promise<void> {
   const binary = options.worker === '' ? DEFAULT_WORKER : options.worker
   if (options.worker === '') buildWorker()
   const wasms = Array.from({ length: options.apps }, (_, i) => templateComponent(`fn${i}`))
+  const plainWasm = plainComponent()
   const cacheDir = join(CACHE, 'compiled')
 
   // Compiles what the cache lacks, so every figure below finds its component compiled on disk.
   const warming = startWorker(binary, cacheDir)
   for (const [i, wasm] of wasms.entries()) await answer((await warming.load(`app${i}`, wasm)) + '/')
+  await answer((await warming.load('plain', plainWasm)) + '/')
   await warming.stop()
 
   const starts: number[] = []
@@ -149,6 +158,17 @@ async function main(): Promise<void> {
     }
     const afterLoad = memoryOf(worker.pid)
 
+    // The template against the plain handler, interleaved so drifting load hits both alike.
+    const plainUrl = (await worker.load('plain', plainWasm)) + '/'
+    await answer(plainUrl)
+    const vsPlain = { template: [] as Load[], plain: [] as Load[] }
+    for (let round = 0; round < options.rounds; round++) {
+      vsPlain.template.push(await load(url, worker.pid, 32))
+      vsPlain.plain.push(await load(plainUrl, worker.pid, 32))
+    }
+    const idled = await worker.send({ op: 'idle', app: 'plain' })
+    if (!idled.ok) throw new Error(`idle plain: ${idled.error}`)
+
     for (let i = 0; i < urls.length; i++) {
       const reply = await worker.send({ op: 'idle', app: `app${i}` })
       if (!reply.ok) throw new Error(`idle app${i}: ${reply.error}`)
@@ -163,7 +183,7 @@ async function main(): Promise<void> {
       wakes.push(elapsedMs(started))
     }
 
-    report({ starts, idle, loaded, afterLoad, unloaded, wakes, p50, runs })
+    report({ starts, idle, loaded, afterLoad, unloaded, wakes, p50, runs, vsPlain })
   } finally {
     node.child.kill()
     await worker.stop()
@@ -179,6 +199,7 @@ type Figures = {
   wakes: number[]
   p50: { worker: number[]; node: number[] }
   runs: Record<string, { worker: Load; node: Load }>
+  vsPlain: { template: Load[]; plain: Load[] }
 }
 
 function report(f: Figures): void {
@@ -193,6 +214,9 @@ function report(f: Figures): void {
   const p50Node = median(f.p50.node)
   const c1 = f.runs.c1!
   const c32 = f.runs.c32!
+  const cpu = (loads: Load[]): number => median(loads.map((l) => l.cpuMsPerRequest))
+  const rate = (loads: Load[]): number => median(loads.map((l) => l.requestsPerSec))
+  const [templateCpu, plainCpu] = [cpu(f.vsPlain.template), cpu(f.vsPlain.plain)]
   const rows: [string, string, string, string, string][] = [
     [
       'p50, 2,000 sequential requests',
@@ -228,6 +252,20 @@ function report(f: Figures): void {
       `${c32.worker.cpuMsPerRequest.toFixed(3)} ms`,
       `${c32.node.cpuMsPerRequest.toFixed(3)} ms`,
       `${(c32.worker.cpuMsPerRequest / c32.node.cpuMsPerRequest).toFixed(1)}x`,
+      '',
+    ],
+    [
+      `template vs plain handler: CPU per request, c32 (median of ${options.rounds})`,
+      `${templateCpu.toFixed(3)} ms`,
+      `${plainCpu.toFixed(3)} ms (plain)`,
+      `${(templateCpu / plainCpu).toFixed(2)}x`,
+      'within 1.3x',
+    ],
+    [
+      `template vs plain handler: requests/s, c32 (median of ${options.rounds})`,
+      `${rate(f.vsPlain.template)}`,
+      `${rate(f.vsPlain.plain)} (plain)`,
+      `${(rate(f.vsPlain.template) / rate(f.vsPlain.plain)).toFixed(3)}x`,
       '',
     ],
     ['RSS idle (anonymous)', `${f.idle.rssMb.toFixed(0)} MB (${f.idle.anonMb.toFixed(0)})`, '', '', ''],

@@ -19,6 +19,13 @@ pub fn error(msg: &str, fields: Value) {
 }
 
 fn write(level: &str, msg: &str, fields: Value) {
+    let mut text = String::new();
+    push_line(&mut text, level, msg, fields);
+    write_lines(&text);
+}
+
+/// Appends one log line (with its newline) to `text`, for a caller that writes many at once.
+pub fn push_line(text: &mut String, level: &str, msg: &str, fields: Value) {
     let time = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -32,8 +39,11 @@ fn write(level: &str, msg: &str, fields: Value) {
             line.insert(key, value);
         }
     }
-    let mut text = Value::Object(line).to_string();
+    text.push_str(&Value::Object(line).to_string());
     text.push('\n');
-    // One write per line keeps lines whole when several threads log at once.
+}
+
+/// Whole lines in one write: lines stay whole when several threads log at once.
+pub fn write_lines(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
