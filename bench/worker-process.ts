@@ -33,14 +33,17 @@ export function buildWorker(): void {
 /**
  * The js template (spin/templates/js) as a function named `name`, built once into the
  * cache: a distinct name is a distinct build, so ten names are ten applications that share
- * no compiled code. Rebuilt when the template's source is newer than the component.
+ * no compiled code. Rebuilt when the template's source or the builder's bundle step is newer
+ * than the component.
  */
 export function templateComponent(name: string): string {
   const template = TEMPLATE
   const dir = join(CACHE, 'templates', name)
   const wasm = join(dir, 'component.wasm')
   const source = join(template, 'src/index.js')
-  if (existsSync(wasm) && statSync(wasm).mtimeMs > statSync(source).mtimeMs) return wasm
+  const bundler = join(ROOT, 'builders/dist/js-bundle.js')
+  const newest = Math.max(statSync(source).mtimeMs, statSync(bundler).mtimeMs)
+  if (existsSync(wasm) && statSync(wasm).mtimeMs > newest) return wasm
   mkdirSync(dir, { recursive: true })
   cpSync(template, dir, { recursive: true })
   for (const file of ['src/index.js', 'package.json']) {

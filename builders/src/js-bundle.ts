@@ -5,9 +5,10 @@
 // The bundle's external imports are the WIT interfaces the code calls: one the runtime gives no
 // function (world-imports.ts) fails the step, naming it.
 // Arguments: entry outfile displayPrefix.
-import { readFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import { build } from 'esbuild'
 import type { Message, Metafile, Plugin } from 'esbuild'
+import { realmWarmup } from './realm-warmup.js'
 import { sourceGuard } from './source-guard.js'
 import { importLocation, refusedImport } from './world-imports.js'
 
@@ -61,3 +62,5 @@ for (const [file, input] of Object.entries(metafile?.inputs ?? {})) {
   }
 }
 if (refused) process.exit(1)
+const warmup = realmWarmup(metafile)
+if (warmup !== '') appendFileSync(outfile, warmup)

@@ -1,11 +1,6 @@
 // The function's handler: Spin calls it for every request on the function's route.
 import { get } from 'fermyon:spin/variables@2.0.0'
 
-// `get` runs in a realm of its own, whose built-ins (Uint8Array, String, an error's stack) are
-// made on first use. Used once here, while the build snapshots the function, they are in the
-// snapshot; otherwise every request makes them again, a third of its CPU (issue 43).
-get.constructor('new Uint8Array(0); String(0); new Error().stack')()
-
 addEventListener('fetch', (event) => {
   event.respondWith(handle(event.request))
 })

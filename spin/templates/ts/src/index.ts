@@ -2,12 +2,6 @@
 // The builder strips the types (esbuild); `npx tsc --noEmit` checks them where TypeScript is installed.
 import { get } from 'fermyon:spin/variables@2.0.0'
 
-// `get` runs in a realm of its own, whose built-ins (Uint8Array, String, an error's stack) are
-// made on first use. Used once here, while the build snapshots the function, they are in the
-// snapshot; otherwise every request makes them again, a third of its CPU (issue 43).
-const inGetsRealm = get.constructor as FunctionConstructor
-inGetsRealm('new Uint8Array(0); String(0); new Error().stack')()
-
 interface FetchEvent {
   request: Request
   respondWith: (response: Response | Promise<Response>) => void
