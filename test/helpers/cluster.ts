@@ -11,6 +11,7 @@ import { succeedJob } from '../fixtures/kube-jobs.js'
 import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { startFakeCluster } from '../fixtures/kube.js'
 import type { RealCluster } from '../fixtures/kube-real.js'
+import * as real from '../fixtures/kube-real.js'
 import { realCluster, startKubelet } from '../fixtures/kube-real.js'
 import { kubeNamespace } from './kube-apiserver.js'
 import type { CuttableProxy } from './tcp-proxy.js'
@@ -23,7 +24,7 @@ import type { ServerDeps } from '@session-relay/control/server'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
 
-export const NAMESPACE = 'apps'
+const NAMESPACE = 'apps'
 export const BUILDERS = 'go=builders.test/go:1,js=builders.test/js:1,ts=builders.test/ts:1,rust=builders.test/rust:1'
 export const REPOSITORY = 'registry.test/apps'
 /** What every built image measures here: registry.test is no registry (the real reading is tested on an OCI layout). */
@@ -136,6 +137,29 @@ export async function startRealClusterControl(
   }
   const { control, finished } = await controlOnCluster(t, engine, kubeconfig, kube.namespace, opts)
   return { control, kube, finished, proxy, watches }
+}
+
+/**
+ * deployApp on the real API server: the build Job's container ends with the image (the Job
+ * controller completes it), the deploy done, and spin-operator's pods for it running ready.
+ */
+export async function deployRealApp(
+  cluster: RealClusterControl,
+  name = 'hello',
+  opts: { call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
+): Promise<App> {
+  const { control, kube } = cluster
+  const app = await createApp(control, name, {}, opts.call)
+  await opts.prepare?.(app)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
+  await real.succeedJob(kube, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
+  await until(
+    () => cluster.finished.some((finished) => finished.id === build.id),
+    20_000,
+    'build finished and its deploy done',
+  )
+  await real.operateSpinApp(kube, name)
+  return app
 }
 
 /**
