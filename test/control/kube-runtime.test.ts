@@ -1,20 +1,20 @@
 // The deployed application on the cluster: the SpinApp and the deployment read back from it,
 // deploy again, invoke through the service proxy with the limits of control-plane.md §8,
 // application logs, deleting everything, and a cluster without the SpinApp CRD. On the real API
-// server (test/helpers/kube-apiserver.ts; spin-operator, the kubelet's log endpoint and the
-// garbage collector played by test/fixtures/kube-real.ts) except invoke answered by a function,
-// which stays on the fake API: the service proxy goes to an endpoint, and the API server refuses
-// loopback endpoints (the test's function server is on 127.0.0.1); the proxy's own answers (no
-// pod, no Service) are on the real one. And a cluster without the CRD or gone away, which need
-// the fake's switches.
+// server (test/helpers/kube-apiserver.ts) with Kubernetes' own controllers and spin-operator,
+// the node a stand-in (test/fixtures/kube-kubelet.ts): invoke answered by a function goes through
+// the API server's own service proxy to the pod's IP, which the node network stand-in routes to
+// the test's function server (test/fixtures/kube-real-endpoints.ts). Only a cluster without the
+// CRD stays on the fake API: CRDs are cluster-wide, and the file's tests share one server.
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 import t from 'tap'
 import { succeedJob } from '../fixtures/kube-jobs.js'
-import { SERVICES, setServiceBackend } from '../fixtures/kube-services.js'
-import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { servePods, untilEndpoints } from '../fixtures/kube-real-endpoints.js'
+import { operateSpinApp } from '../fixtures/kube-spinapps.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { createApp, eachEngine, firstFunction, until } from '../helpers/control.js'
 import type { ClusterControl, RealClusterControl } from '../helpers/cluster.js'
@@ -63,6 +63,7 @@ async function deployed(cluster: ClusterControl, name = 'hello'): Promise<{ app:
 async function deployedReal(
   cluster: RealClusterControl,
   name = 'hello',
+  readyPods?: number,
 ): Promise<{ app: App; image: string; buildId: string }> {
   const { control, kube } = cluster
   const app = await createApp(control, name)
@@ -80,7 +81,7 @@ async function deployedReal(
     20_000,
     'image measured',
   )
-  await real.operateSpinApp(kube, name)
+  await real.operateSpinApp(kube, name, readyPods)
   return { app, image, buildId: build.id }
 }
 
@@ -221,7 +222,8 @@ eachEngine(
   async (t, engine) => {
     const cluster = await startRealClusterControl(t, engine)
     const { control, kube } = cluster
-    const { app } = await deployedReal(cluster)
+    // Deployed, its Deployment and Service made, no pod running.
+    const { app } = await deployedReal(cluster, 'hello', 0)
     const invokePath = `/applications/${app.id}/functions/${firstFunction(app).id}/invoke`
     for (const method of ['GET', 'HEAD']) {
       const noPod = await control.call('POST', invokePath, { json: { method, path: '/' } })
@@ -277,23 +279,16 @@ eachEngine(
   t,
   'invoke: through the service proxy, the envelope, base64, limits, timeout, headers not forwarded',
   async (t, engine) => {
-    const cluster = await startClusterControl(t, engine, { flags: ['--invoke-timeout', '300ms'] })
-    const { control, fake } = cluster
-    const { app } = await deployed(cluster)
+    const cluster = await startRealClusterControl(t, engine, { flags: ['--invoke-timeout', '300ms'] })
+    const { control, kube } = cluster
+    // The pod's container is the test's function server, at the pod's IP on the node network:
+    // the API server's proxy picks it from the EndpointSlices and dials it there.
+    const { app } = await deployedReal(cluster)
     const fn = firstFunction(app)
     const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
-    const notReady = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-    t.equal(notReady.status, 503, 'no pod behind the Service')
-    t.same(notReady.body, { error: 'application unreachable: no pod of it is ready' })
-    const headNotReady = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/' } })
-    t.same(
-      [headNotReady.status, headNotReady.body],
-      [503, { error: 'application unreachable: no pod of it is ready' }],
-      'a HEAD too, though its answer has no Status body',
-    )
-
     const fnServer = await startFunction(t)
-    setServiceBackend(fake, 'hello', fnServer.url)
+    await servePods(kube, 'hello', fnServer.url)
+    await untilEndpoints(kube, 'hello', 1)
     const headBusy = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/unavailable' } })
     t.match(
       headBusy.body,
@@ -408,21 +403,26 @@ eachEngine(
     t.equal(outside.status, 400)
     t.same(outside.body, { error: "path /other is not one this function's route /api/... takes" })
 
-    fake.forbiddenTypes.add(SERVICES)
+    await real.setRoleVerb(kube, '', 'services/proxy', 'create', false)
     const forbidden = await control.call('POST', invokePath, { json: { method: 'POST', path: '/' } })
     t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create services/proxy' })
-    fake.forbiddenTypes.clear()
-    fake.remove(SERVICES, 'hello')
-    const gone = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-    t.equal(gone.status, 404)
-    t.same(gone.body, { error: 'application is not deployed: its Service does not exist' })
+    await real.setRoleVerb(kube, '', 'services/proxy', 'create', true)
+    t.ok(
+      kube.server.network.dialed().some((address) => address.startsWith('10.244.')),
+      "the API server's proxy dialed the pod's IP",
+    )
     t.notOk(control.logText().includes('caller-secret'), "the caller's token is never logged")
 
     // In the cluster, invoke goes straight to the Service, not through the API server.
-    const kube = control.server.cluster!.kube
-    kube.inCluster = true
-    kube.serviceUrl = (name) => (name === 'hello' ? fnServer.url : 'http://127.0.0.1:1')
-    const proxied = fake.accesses.filter((a) => a.subresource === 'proxy').length
+    const client = control.server.cluster!.kube
+    client.inCluster = true
+    client.serviceUrl = (name) => (name === 'hello' ? fnServer.url : 'http://127.0.0.1:1')
+    const proxyRequests = (): number =>
+      kube.server
+        .audit()
+        .filter((event) => event.objectRef?.namespace === kube.namespace && event.objectRef.subresource === 'proxy')
+        .length
+    const proxied = proxyRequests()
     const straight = (
       await control.call('POST', invokePath, {
         json: {
@@ -443,19 +443,19 @@ eachEngine(
     t.match(direct, { method: 'POST', url: '/direct?q=1', headers: { 'x-custom': 'yes' } })
     t.equal(Buffer.from(direct.body, 'base64').toString(), 'hi')
     t.notOk('authorization' in direct.headers, 'no Authorization on the direct path either')
-    t.equal(fake.accesses.filter((a) => a.subresource === 'proxy').length, proxied, 'no service proxy request')
+    t.equal(proxyRequests(), proxied, 'no service proxy request')
     t.match(
       (await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } })).body,
       { status: 504 },
       'the timeout on the direct path',
     )
     fnServer.seen.length = 0
-    kube.serviceUrl = () => 'http://127.0.0.1:1'
+    client.serviceUrl = () => 'http://127.0.0.1:1'
     const unreachable = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
     t.equal(unreachable.status, 503)
     t.same(unreachable.body, { error: 'application unreachable' })
-    kube.inCluster = false
-    t.notOk(control.logText().includes(fake.token), 'nor the cluster token')
+    client.inCluster = false
+    t.notOk(control.logText().includes(kube.token), 'nor the cluster token')
   },
 )
 
