@@ -4,21 +4,19 @@
 // server (test/helpers/kube-apiserver.ts) with Kubernetes' own controllers and spin-operator,
 // the node a stand-in (test/fixtures/kube-kubelet.ts): invoke answered by a function goes through
 // the API server's own service proxy to the pod's IP, which the node network stand-in routes to
-// the test's function server (test/fixtures/kube-real-endpoints.ts). Only a cluster without the
-// CRD stays on the fake API: CRDs are cluster-wide, and the file's tests share one server.
+// the test's function server (test/fixtures/kube-real-endpoints.ts). A cluster without the CRD
+// is a server of that test's own (CRDs are cluster-wide; the file's other tests share one).
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 import t from 'tap'
-import { succeedJob } from '../fixtures/kube-jobs.js'
-import { SPINAPPS } from '../fixtures/kube-spinapps.js'
 import { servePods, untilEndpoints } from '../fixtures/kube-real-endpoints.js'
-import { operateSpinApp } from '../fixtures/kube-spinapps.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { createApp, eachEngine, firstFunction, until } from '../helpers/control.js'
-import type { ClusterControl, RealClusterControl } from '../helpers/cluster.js'
-import { IMAGE_SIZE, REPOSITORY, startClusterControl, startRealClusterControl } from '../helpers/cluster.js'
+import type { RealClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startRealClusterControl } from '../helpers/cluster.js'
+import { ownKubeApiServer } from '../helpers/kube-apiserver.js'
 import * as real from '../fixtures/kube-real.js'
 
 // Each file starts its own API server, and every test a control plane on it.
@@ -35,28 +33,6 @@ type Deployment = {
   publicUrl: string | null
   message: string
   conditions?: Array<{ type: string; status: string; reason: string }>
-}
-
-/** An application with one successful build, deployed and running. */
-async function deployed(cluster: ClusterControl, name = 'hello'): Promise<{ app: App; image: string }> {
-  const { control, fake } = cluster
-  const app = await createApp(control, name)
-  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
-  succeedJob(fake, `build-${build.id}`, image)
-  await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
-  await until(
-    async () =>
-      (
-        (await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as {
-          imageSizeBytes: number | null
-        }
-      ).imageSizeBytes !== null,
-    5000,
-    'image measured',
-  )
-  operateSpinApp(fake, name)
-  return { app, image }
 }
 
 /** deployed() on the real API server. */
@@ -237,7 +213,10 @@ eachEngine(
     // spin-operator would restore the Service at once; frozen, it is a cluster whose operator is down.
     const thaw = kube.server.pauseOperator()
     t.teardown(thaw)
-    await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
+    // A write the operator sent just before it froze may still land and make the Service again:
+    // deleted until a read finds it gone.
+    do await kube.server.admin('DELETE', kube.path(real.SERVICE, 'hello'))
+    while ((await kube.get(real.SERVICE, 'hello')) !== undefined)
     for (const method of ['GET', 'HEAD']) {
       const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
       t.same(
@@ -250,10 +229,22 @@ eachEngine(
 )
 
 eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine)
-  const { control, fake } = cluster
-  const { app, image } = await deployed(cluster)
-  fake.missingTypes.add(SPINAPPS)
+  // Removing a CRD takes it from the whole cluster: this test's own server, not the file's.
+  const server = await ownKubeApiServer(t)
+  const cluster = await startRealClusterControl(t, engine, { server, proxy: true })
+  const { control, kube, proxy } = cluster
+  const { app, image } = await deployedReal(cluster)
+  const crd = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/spinapps.core.spinkube.dev'
+  await kube.must('DELETE', crd)
+  // Its SpinApps deleted first, then the CRD itself, then the resource is no longer served (the
+  // group stays: SpinAppExecutors are in it).
+  await until(
+    async () =>
+      (await server.admin('GET', crd)).status === 404 &&
+      (await server.admin('GET', '/apis/core.spinkube.dev/v1alpha1/spinapps')).status === 404,
+    60_000,
+    'the SpinApp CRD removed',
+  )
   const noCrd = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(noCrd.status, 503)
   t.same(noCrd.body, {
@@ -264,9 +255,8 @@ eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away'
     { ready: false, message: /custom resource definition .* is not installed/ },
     'GET application still answers',
   )
-  fake.missingTypes.clear()
 
-  await fake.close()
+  proxy!.pause()
   t.match(
     await getDeployment(control, app.id),
     { image, ready: false, message: 'cluster unreachable' },
