@@ -1,5 +1,5 @@
-// The console on the fake cluster (test/fixtures/kube.ts; its registry a stand-in relock that
-// answers another digest per image and names), signed in through the suite's OpenID provider:
+// The console on the real Kubernetes API server (test/helpers/kube-apiserver.ts; its registry a
+// stand-in relock that answers another digest per image and names), signed in through the suite's OpenID provider:
 // the Build & deploy tab says which build runs, as built, then re-locked with the variables'
 // names (the digest that differs from the build's); and on every page a read-only user is
 // offered no control that writes (every enabled control on the page is one that only reads),
@@ -7,10 +7,9 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import type { Page } from 'playwright-core'
-import { succeedJob } from '../fixtures/kube-jobs.js'
-import { operateSpinApp } from '../fixtures/kube-spinapps.js'
+import { operateSpinApp, succeedJob } from '../fixtures/kube-real.js'
 import { launchBrowser, newContext } from '../helpers/browser.js'
-import { REPOSITORY, startClusterControl } from '../helpers/cluster.js'
+import { REPOSITORY, startRealClusterControl } from '../helpers/cluster.js'
 import { checkPage, consoleSignIn, pageProblems } from '../helpers/console.js'
 import { until } from '../helpers/control.js'
 
@@ -104,7 +103,7 @@ t.test(
   async (t) => {
     const { flags } = await consoleSignIn(t, { claims: { viewer: { groups: ['viewers'] } } })
     const relocked: string[] = []
-    const cluster = await startClusterControl(t, 'pglite', {
+    const cluster = await startRealClusterControl(t, 'pglite', {
       flags: [...flags, '--dev-insecure-skip-auth=false', '--readonly-claim', 'groups=viewers'],
       relock: async (image, names) => {
         const digest = createHash('sha256')
@@ -114,7 +113,7 @@ t.test(
         return relocked.at(-1) as string
       },
     })
-    const { control, fake } = cluster
+    const { control, kube } = cluster
     const browser = await launchBrowser(t)
     const context = await newContext(t, browser, { viewport: { width: 1280, height: 900 } })
     context.setDefaultTimeout(15_000)
@@ -131,9 +130,9 @@ t.test(
     const app = (await api('POST', '/applications', { name: 'hello', language: 'js' })) as { id: string }
     await api('POST', `/applications/${app.id}/functions`, { name: 'api', route: '/api/...' })
     const build = (await api('POST', `/applications/${app.id}/builds`)) as { id: string }
-    succeedJob(fake, `build-${build.id}`, BUILT)
+    await succeedJob(kube, `build-${build.id}`, BUILT)
     await until(() => cluster.finished.some((b) => b.id === build.id), 10_000, 'the build finished and was deployed')
-    operateSpinApp(fake, 'hello')
+    await operateSpinApp(kube, 'hello')
     await page.goto(`${control.url}/#/apps/${app.id}/build`)
     const running = page.getByTestId('running-build')
     await running.waitFor(WAIT)
@@ -210,7 +209,7 @@ t.test(
 
 t.test('a member of several tenants names the one a new application goes to', async (t) => {
   const { flags } = await consoleSignIn(t, { claims: { multi: { roles: ['red', 'blue'] } } })
-  const { control } = await startClusterControl(t, 'pglite', {
+  const { control } = await startRealClusterControl(t, 'pglite', {
     flags: [...flags, '--dev-insecure-skip-auth=false', '--tenant-claim', 'roles'],
   })
   const browser = await launchBrowser(t)

@@ -2,7 +2,10 @@
 // API server, or the Service's own URL in the cluster. Whatever the caller writes (dot
 // segments, encoded separators, backslashes, fragments), the request that goes out stays
 // under that prefix, and the route check reads the path the function will see. Also the
-// method and header values Node's client cannot send, and the 413s of invoke.
+// method and header values Node's client cannot send, and the 413s of invoke. On the real API
+// server (test/helpers/kube-apiserver.ts): what it receives is read from the HTTPS proxy in
+// front of it (test/helpers/kube-watch-proxy.ts), and its own service proxy reaches the test's
+// function server at the pod's IP (test/fixtures/kube-real-endpoints.ts).
 import { createServer } from 'node:http'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -10,13 +13,14 @@ import fc from 'fast-check'
 import type { Test } from 'tap'
 import t from 'tap'
 import { parseInvokePath, routeTakes } from '@session-relay/control/domain/invoke-path'
-import { setServiceBackend } from '../fixtures/kube-services.js'
+import { servePods, untilEndpoints } from '../fixtures/kube-real-endpoints.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { firstFunction } from '../helpers/control.js'
-import type { ClusterControl } from '../helpers/cluster.js'
-import { deployApp, NAMESPACE, startClusterControl } from '../helpers/cluster.js'
+import type { RealClusterControl } from '../helpers/cluster.js'
+import { deployRealApp, startRealClusterControl } from '../helpers/cluster.js'
+import type { WatchProxy } from '../helpers/kube-watch-proxy.js'
 
-const PROXY = `/api/v1/namespaces/${NAMESPACE}/services/hello/proxy`
+const proxyOf = (namespace: string): string => `/api/v1/namespaces/${namespace}/services/hello/proxy`
 
 type Seen = { method: string; url: string; headers: IncomingHttpHeaders }
 type Result = { status: number; body: string }
@@ -40,21 +44,39 @@ async function startFunction(t: Test): Promise<{ url: string; seen: Seen[] }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen }
 }
 
-type Setup = ClusterControl & { app: App; all: string; api: string; fn: { url: string; seen: Seen[] } }
+type Setup = RealClusterControl & {
+  app: App
+  all: string
+  api: string
+  fn: { url: string; seen: Seen[] }
+  /** What the API server received. */
+  received: WatchProxy['received']
+  /** The Service's proxy path on the API server. */
+  proxyPath: string
+}
 
 /** One deployed application "hello" with two functions: route `/...` and route `/api/...`. */
 async function setup(t: Test): Promise<Setup> {
-  const cluster = await startClusterControl(t, 'pglite')
-  const app = await deployApp(cluster)
+  const cluster = await startRealClusterControl(t, 'pglite', { watchProxy: true })
+  const app = await deployRealApp(cluster)
   const fn = await startFunction(t)
-  setServiceBackend(cluster.fake, 'hello', fn.url)
+  await servePods(cluster.kube, 'hello', fn.url)
+  await untilEndpoints(cluster.kube, 'hello', 1)
   const api = (
     await cluster.control.call('POST', `/applications/${app.id}/functions`, {
       json: { name: 'api', route: '/api/...' },
     })
   ).body as { id: string }
   const invokeOf = (fnId: string): string => `/applications/${app.id}/functions/${fnId}/invoke`
-  return { ...cluster, app, all: invokeOf(firstFunction(app).id), api: invokeOf(api.id), fn }
+  return {
+    ...cluster,
+    app,
+    all: invokeOf(firstFunction(app).id),
+    api: invokeOf(api.id),
+    fn,
+    received: cluster.watches!.received,
+    proxyPath: proxyOf(cluster.kube.namespace),
+  }
 }
 
 // Heavy in what moves a path: dots, separators raw and encoded in both cases, and the
@@ -117,6 +139,7 @@ function underApi(path: string): boolean {
 
 t.test('invoke paths: every request the API server receives lies under the Service proxy (property)', async (t) => {
   const s = await setup(t)
+  const PROXY = s.proxyPath
   let probe = 0
   await fc.assert(
     fc.asyncProperty(PATHS, fc.boolean(), async (path, viaApi) => {
@@ -124,7 +147,7 @@ t.test('invoke paths: every request the API server receives lies under the Servi
       const reply = await s.control.call('POST', viaApi ? s.api : s.all, {
         json: { method: 'GET', path, headers: { 'x-probe': [id] } },
       })
-      const mine = s.fake.received.filter((r) => r.headers['x-probe'] === id)
+      const mine = s.received.filter((r) => r.headers['x-probe'] === id)
       if (reply.status === 400) {
         if (mine.length !== 0) throw new Error(`400, yet the API server got ${mine.map((r) => r.url).join(', ')}`)
         return
@@ -146,6 +169,7 @@ t.test('invoke paths: every request the API server receives lies under the Servi
 
 t.test('invoke paths: traversal, encoded separators, fragments and authorities: 400 with the reason', async (t) => {
   const s = await setup(t)
+  const PROXY = s.proxyPath
   const refusals: Array<[string, string, string]> = [
     ['/../../secrets', s.all, 'path: holds a "." or ".." segment (also when percent-encoded)'],
     ['/a/%2e%2E/%2E%2e/secrets', s.all, 'path: holds a "." or ".." segment (also when percent-encoded)'],
@@ -179,25 +203,27 @@ t.test('invoke paths: traversal, encoded separators, fragments and authorities: 
   t.same(absolute.body, { error: 'path: expected path and query, starting with "/"' })
   t.same(s.fn.seen, [], 'nothing reached the function')
   t.same(
-    s.fake.received.filter((r) => r.url.includes('/proxy')),
+    s.received.filter((r) => r.url.includes('/proxy')),
     [],
     'nor the service proxy',
   )
 
   // What passes is sent in normal form: escapes of unreserved characters decoded, the rest in
-  // upper case, characters outside RFC 3986 encoded; the route check reads that same form.
-  const accepted: Array<[string, string, string]> = [
+  // upper case, characters outside RFC 3986 encoded; the route check reads that same form. The
+  // API server's proxy passes it on as it came, but for escapes of characters a path may hold
+  // as they are: it forwards the decoded path re-encoded, so `%3A` reaches the function as `:`.
+  const accepted: Array<[string, string, string, string?]> = [
     ['/%61pi/x%2dy/%7e', s.api, '/api/x-y/~'],
     ['/api/a b/é?q=a b&r=%2f&s=/?', s.api, '/api/a%20b/%C3%A9?q=a%20b&r=%2f&s=/?'],
     ['/api/', s.api, '/api/'],
     ['/a/...?', s.all, '/a/...'],
-    ['/a%3ab/%c3%a9', s.all, '/a%3Ab/%C3%A9'],
+    ['/a%3ab/%c3%a9', s.all, '/a%3Ab/%C3%A9', '/a:b/%C3%A9'],
   ]
-  for (const [path, invokePath, sent] of accepted) {
+  for (const [path, invokePath, sent, arrives] of accepted) {
     const reply = await s.control.call('POST', invokePath, { json: { method: 'GET', path } })
     t.equal(reply.status, 200, JSON.stringify(path))
-    t.equal(s.fake.received.at(-1)?.url, PROXY + sent, `${JSON.stringify(path)}: the API server gets ${sent}`)
-    t.equal(s.fn.seen.at(-1)?.url, sent, 'and the function too')
+    t.equal(s.received.at(-1)?.url, PROXY + sent, `${JSON.stringify(path)}: the API server gets ${sent}`)
+    t.equal(s.fn.seen.at(-1)?.url, arrives ?? sent, `and the function ${arrives ?? sent}`)
   }
 })
 
@@ -245,9 +271,11 @@ t.test('invoke paths in the cluster: straight to the Service, its host fixed, th
 })
 
 t.test('kube.request refuses a path a URL parser would move or that leaves its prefix, whoever built it', async (t) => {
-  const { control, fake } = await startClusterControl(t, 'pglite')
+  const { control, watches, kube: cluster } = await startRealClusterControl(t, 'pglite', { watchProxy: true })
+  const received = watches!.received
+  const PROXY = proxyOf(cluster.namespace)
   const kube = control.server.cluster!.kube
-  const before = fake.received.length
+  const before = received.length
   const within = PROXY + '/'
   for (const path of [
     `${PROXY}/../../secrets`,
@@ -265,10 +293,10 @@ t.test('kube.request refuses a path a URL parser would move or that leaves its p
       JSON.stringify(path),
     )
   }
-  t.equal(fake.received.length, before, 'nothing was sent')
+  t.equal(received.slice(before).filter((r) => r.url.includes('/proxy')).length, 0, 'nothing was sent')
   const answer = await kube.request('GET', `${PROXY}/a%2Fb?x=..`, { within })
   answer.resume()
-  t.equal(fake.received.at(-1)?.url, `${PROXY}/a%2Fb?x=..`, 'a path no parser changes goes out as it is')
+  t.equal(received.at(-1)?.url, `${PROXY}/a%2Fb?x=..`, 'a path no parser changes goes out as it is')
 })
 
 t.test(
@@ -299,7 +327,7 @@ async function invokeReply(
 
 t.test('invoke: a method or header value the function cannot be sent is 400, before anything is sent', async (t) => {
   const s = await setup(t)
-  const proxied = (): number => s.fake.received.filter((r) => r.url.includes('/proxy')).length
+  const proxied = (): number => s.received.filter((r) => r.url.includes('/proxy')).length
   const before = proxied()
   for (const [what, json, error] of [
     ['CONNECT', { method: 'CONNECT', path: '/' }, 'method: CONNECT asks for a tunnel, not an answer; it is not sent'],
@@ -340,6 +368,16 @@ t.test('invoke: a method or header value the function cannot be sent is 400, bef
     ],
     ['a bad name', { method: 'GET', path: '/', headers: { 'x a': ['1'] } }, 'headers: "x a" is not a header name'],
     [
+      'OPTIONS, which the API server authorizes as no verb',
+      { method: 'OPTIONS', path: '/' },
+      "method: OPTIONS cannot go through the API server's service proxy (only GET, HEAD, POST, PUT, PATCH and DELETE); it is not sent",
+    ],
+    [
+      'an extension method',
+      { method: 'propfind', path: '/' },
+      "method: PROPFIND cannot go through the API server's service proxy (only GET, HEAD, POST, PUT, PATCH and DELETE); it is not sent",
+    ],
+    [
       'a non-ASCII name',
       { method: 'GET', path: '/', headers: { 'x-é': ['1'] } },
       'headers: "x-é" is not a header name',
@@ -349,12 +387,12 @@ t.test('invoke: a method or header value the function cannot be sent is 400, bef
   }
   t.equal(proxied(), before, 'none of them was sent')
   const fine = await invokeReply(s.control, s.all, {
-    method: 'OPTIONS',
+    method: 'patch',
     path: '/',
     headers: { 'x-a': ['visible ASCII, space\tand tab ~'], 'X-A': ['merged'] },
   })
-  t.equal(fine.status, 200, 'other methods and such values pass')
-  t.equal(s.fn.seen.at(-1)?.method, 'OPTIONS')
+  t.equal(fine.status, 200, 'the methods the proxy carries, in any case, and such values pass')
+  t.equal(s.fn.seen.at(-1)?.method, 'PATCH')
   t.equal(
     s.fn.seen.at(-1)?.headers['x-a'],
     'visible ASCII, space\tand tab ~, merged',

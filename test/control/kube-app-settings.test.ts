@@ -6,11 +6,9 @@
 // collector, which the test plays from the owner references). A PATCH of a deployed application
 // re-applies at once, a rebuild keeps the settings, a tightened policy holds from the next
 // deploy, a Role without patch leaves the settings saved and says so, and no secret value
-// reaches a log. A cluster without the Gateway API stays on the fake
-// API (test/fixtures/kube.ts): CRDs are cluster-wide, and the file's tests share one server.
+// reaches a log. A cluster without the Gateway API is a server of that test's own (CRDs are
+// cluster-wide; the file's other tests share one).
 import t from 'tap'
-import { HTTPROUTES } from '../fixtures/kube-apply.js'
-import { succeedJob as succeedFakeJob } from '../fixtures/kube-jobs.js'
 import type { RealObject } from '../fixtures/kube-real.js'
 import {
   collected,
@@ -23,7 +21,8 @@ import {
   SPINAPP,
   succeedJob,
 } from '../fixtures/kube-real.js'
-import { IMAGE_SIZE, REPOSITORY, startClusterControl, startRealClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startRealClusterControl } from '../helpers/cluster.js'
+import { ownKubeApiServer } from '../helpers/kube-apiserver.js'
 import type { RealClusterControl } from '../helpers/cluster.js'
 import { createApp, eachEngine, until } from '../helpers/control.js'
 import type { TestControl } from '../helpers/control.js'
@@ -356,14 +355,25 @@ t.test('policy: max and forced hold at PATCH, and again at deploy after the poli
 })
 
 t.test('a cluster without the Gateway API: deploy answers 503 saying what to install or set', async (t) => {
-  const cluster = await startClusterControl(t, 'pglite', {
+  // Removing a CRD takes it from the whole cluster: this test's own server, not the file's.
+  const server = await ownKubeApiServer(t)
+  const crd = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/httproutes.gateway.networking.k8s.io'
+  t.equal((await server.admin('DELETE', crd)).status, 200)
+  await until(
+    async () =>
+      (await server.admin('GET', crd)).status === 404 &&
+      (await server.admin('GET', '/apis/gateway.networking.k8s.io/v1/httproutes')).status === 404,
+    60_000,
+    'the HTTPRoute CRD removed',
+  )
+  const cluster = await startRealClusterControl(t, 'pglite', {
+    server,
     flags: ['--public-base-url', 'https://fn.example.com', '--gateway', 'public'],
   })
-  cluster.fake.missingTypes.add(HTTPROUTES)
   const app = await createApp(cluster.control, 'hello')
   const started = (await cluster.control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  succeedFakeJob(cluster.fake, `build-${started.id}`, `${REPOSITORY}/hello@sha256:${'b'.repeat(64)}`)
-  await until(() => cluster.finished.length === 1, 5000, 'build finished')
+  await succeedJob(cluster.kube, `build-${started.id}`, `${REPOSITORY}/hello@sha256:${'b'.repeat(64)}`)
+  await until(() => cluster.finished.length === 1, 20_000, 'build finished')
   const deploy = await cluster.control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(deploy.status, 503)
   t.same(deploy.body, {

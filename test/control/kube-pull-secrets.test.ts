@@ -3,7 +3,7 @@
 // deploy and, past half the credential's life, by the periodic check; the real distribution
 // registry (Debian's docker-registry, token auth with the control plane as realm) pulls with
 // what the Secret holds until it expires, and never after. The clock is injected and moved: no
-// test waits a day. On the fake Kubernetes API (test/fixtures/kube.ts).
+// test waits a day. On the real Kubernetes API server (test/helpers/kube-apiserver.ts).
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -15,11 +15,11 @@ import { PULL_EXPIRES_ANNOTATION, tenantPullSecretName } from '@session-relay/co
 import { dockerConfigJson, mintCredential } from '@session-relay/control/registry/credentials'
 import { loadRegistrySigner, REGISTRY_TOKEN_ISSUER } from '@session-relay/control/registry/signing-key'
 import type { TenantPullSecrets } from '@session-relay/control/cluster/pull-secret'
-import type { FakeKube } from '../fixtures/kube-api.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
-import { deployApp, startClusterControl, tempDir } from '../helpers/cluster.js'
+import type { RealCluster } from '../fixtures/kube-real.js'
+import { SECRET } from '../fixtures/kube-real.js'
+import { deployRealApp, startRealClusterControl, tempDir } from '../helpers/cluster.js'
 import { until } from '../helpers/control.js'
-import type { ClusterControl } from '../helpers/cluster.js'
+import type { RealClusterControl } from '../helpers/cluster.js'
 import { startRegistry } from '../helpers/registry.js'
 import { selfSignedCertificate } from '../helpers/tls.js'
 
@@ -35,14 +35,14 @@ const app = {
   wasm: new Map([['a', Buffer.from('pull secret wasm')]]),
 }
 
-type Setup = { cluster: ClusterControl; host: string; pullSecrets: TenantPullSecrets; clock: { now: number } }
+type Setup = { cluster: RealClusterControl; host: string; pullSecrets: TenantPullSecrets; clock: { now: number } }
 
 async function setup(t: Test, ttl: string): Promise<Setup> {
   const { certPath, keyPath } = await selfSignedCertificate(t)
   const keyFile = join(tempDir(t), 'registry-token.pem')
   await writeFile(keyFile, `${await readFile(keyPath, 'utf8')}${await readFile(certPath, 'utf8')}`, { mode: 0o600 })
   const clock = { now: Date.now() }
-  const cluster = await startClusterControl(t, 'pglite', {
+  const cluster = await startRealClusterControl(t, 'pglite', {
     flags: [
       ...['--registry-token-key', keyFile, '--registry-token-service', SERVICE],
       ...['--registry-pull-credential-ttl', ttl],
@@ -80,8 +80,8 @@ async function configDir(t: Test, host: string, credential: string): Promise<str
 type Held = { credential: string; iat: number; exp: number; annotations: Record<string, string> }
 
 /** The credential the tenant's Secret holds now, as a pod's containerd would present it. */
-function held(fake: FakeKube, tenant: string): Held {
-  const secret = fake.get(SECRETS, tenantPullSecretName(tenant))
+async function held(kube: RealCluster, tenant: string): Promise<Held> {
+  const secret = await kube.get(SECRET, tenantPullSecretName(tenant))
   if (secret === undefined) throw new Error(`no pull Secret for ${tenant}`)
   const config = JSON.parse(
     Buffer.from((secret.data as Record<string, string>)['.dockerconfigjson']!, 'base64').toString(),
@@ -111,8 +111,8 @@ t.test(
   async (t) => {
     const { cluster, host, pullSecrets, clock } = await setup(t, '24h')
     const started = clock.now
-    await deployApp(cluster, 'hello')
-    const first = held(cluster.fake, 'default')
+    await deployRealApp(cluster, 'hello')
+    const first = await held(cluster.kube, 'default')
     t.equal(first.iat, Math.floor(started / 1000), 'issued by the injected clock')
     t.equal(first.exp - first.iat, 24 * 3600, 'expires after --registry-pull-credential-ttl')
     t.equal(first.annotations[PULL_EXPIRES_ANNOTATION], new Date(started + 24 * HOUR_MS).toISOString())
@@ -121,11 +121,11 @@ t.test(
 
     clock.now = started + 11 * HOUR_MS
     t.same(await pullSecrets.renewDue(), [], 'before half its life: left as it is')
-    t.equal(held(cluster.fake, 'default').credential, first.credential)
+    t.equal((await held(cluster.kube, 'default')).credential, first.credential)
 
     clock.now = started + 13 * HOUR_MS
     t.same(await pullSecrets.renewDue(), ['default'], 'past half its life: renewed')
-    const second = held(cluster.fake, 'default')
+    const second = await held(cluster.kube, 'default')
     t.not(second.credential, first.credential, 'a new credential')
     t.equal(second.exp, Math.floor((started + 13 * HOUR_MS) / 1000) + 24 * 3600, 'a day from the renewal')
     t.equal(second.annotations[PULL_EXPIRES_ANNOTATION], new Date(started + 37 * HOUR_MS).toISOString())
@@ -138,23 +138,23 @@ t.test(
 
     // A redeploy writes a fresh one whatever its age.
     clock.now = started + 25 * HOUR_MS
-    await deployApp(cluster, 'hello-again')
-    t.equal(held(cluster.fake, 'default').iat, Math.floor(clock.now / 1000), 'a deploy renews it')
+    await deployRealApp(cluster, 'hello-again')
+    t.equal((await held(cluster.kube, 'default')).iat, Math.floor(clock.now / 1000), 'a deploy renews it')
   },
 )
 
 t.test('tenants without a deployment get no pull Secret; a control plane started later renews at once', async (t) => {
   const { cluster, pullSecrets, clock } = await setup(t, '2h')
   t.same(await pullSecrets.renewDue(), [], 'nothing deployed: nothing written')
-  t.equal(cluster.fake.get(SECRETS, tenantPullSecretName('default')), undefined)
-  await deployApp(cluster, 'hello')
-  const written = held(cluster.fake, 'default')
+  t.equal(await cluster.kube.get(SECRET, tenantPullSecretName('default')), undefined)
+  await deployRealApp(cluster, 'hello')
+  const written = await held(cluster.kube, 'default')
   t.equal(written.exp - written.iat, 2 * 3600, 'the configured life')
   // What a restart sees: a process that wrote nothing yet renews every deployed tenant's Secret.
   await cluster.control.close()
   clock.now += 1000
-  const restarted = await startClusterControl(t, 'pglite', {
-    fake: cluster.fake,
+  const restarted = await startRealClusterControl(t, 'pglite', {
+    kube: cluster.kube,
     store: cluster.control.store,
     flags: [
       ...['--registry-token-key', cluster.control.config.registryTokenKey],
@@ -163,8 +163,8 @@ t.test('tenants without a deployment get no pull Secret; a control plane started
     registryClock: () => clock.now,
   })
   await until(
-    () => held(cluster.fake, 'default').iat === Math.floor(clock.now / 1000),
-    5000,
+    async () => (await held(cluster.kube, 'default')).iat === Math.floor(clock.now / 1000),
+    20_000,
     'the new process to renew the Secret at its start',
   )
   t.same(await restarted.control.server.cluster?.pullSecrets?.renewDue(), [], 'renewed at its start, once')

@@ -14,6 +14,7 @@ import t from 'tap'
 import { parse } from 'yaml'
 import type { AuditEvent } from '../helpers/kube-apiserver.js'
 import { failJob, kubeletOf, operateSpinApp, runJob, SECRET, SPINAPP, succeedJob } from '../fixtures/kube-real.js'
+import { untilEndpoints } from '../fixtures/kube-real-endpoints.js'
 import { createApp, firstFunction, until } from '../helpers/control.js'
 import { startRealClusterControl } from '../helpers/cluster.js'
 
@@ -112,8 +113,13 @@ t.test('every request of a complete scenario is allowed by the Role, and every r
   t.equal((await ingress.control.call('POST', `/applications/${app.id}/deploy`)).status, 202)
   await ingress.control.close()
 
+  // Its running pods fail their readiness probe: the Service has no ready endpoint.
+  for (const pod of await kubeletOf(kube).pods('core.spinkube.dev/app-name=hello'))
+    if ((pod.status as { phase?: string } | undefined)?.phase === 'Running')
+      await kubeletOf(kube).start(pod.metadata.name, false)
+  await untilEndpoints(kube, 'hello', 0)
   for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']) {
-    // No endpoints behind the Service here: the proxy is authorized, then finds no pod. A
+    // No ready endpoint behind the Service here: the proxy is authorized, then finds no pod. A
     // HEAD's 503 has no Status body: the EndpointSlices tell it from a function's 503.
     const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
       json: { method, path: '/' },

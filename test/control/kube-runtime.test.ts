@@ -1,24 +1,22 @@
 // The deployed application on the cluster: the SpinApp and the deployment read back from it,
 // deploy again, invoke through the service proxy with the limits of control-plane.md §8,
 // application logs, deleting everything, and a cluster without the SpinApp CRD. On the real API
-// server (test/helpers/kube-apiserver.ts; spin-operator, the kubelet's log endpoint and the
-// garbage collector played by test/fixtures/kube-real.ts) except invoke answered by a function,
-// which stays on the fake API: the service proxy goes to an endpoint, and the API server refuses
-// loopback endpoints (the test's function server is on 127.0.0.1); the proxy's own answers (no
-// pod, no Service) are on the real one. And a cluster without the CRD or gone away, which need
-// the fake's switches.
+// server (test/helpers/kube-apiserver.ts) with Kubernetes' own controllers and spin-operator,
+// the node a stand-in (test/fixtures/kube-kubelet.ts): invoke answered by a function goes through
+// the API server's own service proxy to the pod's IP, which the node network stand-in routes to
+// the test's function server (test/fixtures/kube-real-endpoints.ts). A cluster without the CRD
+// is a server of that test's own (CRDs are cluster-wide; the file's other tests share one).
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 import t from 'tap'
-import { succeedJob } from '../fixtures/kube-jobs.js'
-import { SERVICES, setServiceBackend } from '../fixtures/kube-services.js'
-import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
+import { servePods, untilEndpoints } from '../fixtures/kube-real-endpoints.js'
 import type { App, TestControl } from '../helpers/control.js'
 import { createApp, eachEngine, firstFunction, until } from '../helpers/control.js'
-import type { ClusterControl, RealClusterControl } from '../helpers/cluster.js'
-import { IMAGE_SIZE, REPOSITORY, startClusterControl, startRealClusterControl } from '../helpers/cluster.js'
+import type { RealClusterControl } from '../helpers/cluster.js'
+import { IMAGE_SIZE, REPOSITORY, startRealClusterControl } from '../helpers/cluster.js'
+import { ownKubeApiServer } from '../helpers/kube-apiserver.js'
 import * as real from '../fixtures/kube-real.js'
 
 // Each file starts its own API server, and every test a control plane on it.
@@ -37,32 +35,11 @@ type Deployment = {
   conditions?: Array<{ type: string; status: string; reason: string }>
 }
 
-/** An application with one successful build, deployed and running. */
-async function deployed(cluster: ClusterControl, name = 'hello'): Promise<{ app: App; image: string }> {
-  const { control, fake } = cluster
-  const app = await createApp(control, name)
-  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
-  const image = `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`
-  succeedJob(fake, `build-${build.id}`, image)
-  await until(() => fake.get(SPINAPPS, name) !== undefined, 5000, 'SpinApp applied')
-  await until(
-    async () =>
-      (
-        (await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as {
-          imageSizeBytes: number | null
-        }
-      ).imageSizeBytes !== null,
-    5000,
-    'image measured',
-  )
-  operateSpinApp(fake, name)
-  return { app, image }
-}
-
 /** deployed() on the real API server. */
 async function deployedReal(
   cluster: RealClusterControl,
   name = 'hello',
+  readyPods?: number,
 ): Promise<{ app: App; image: string; buildId: string }> {
   const { control, kube } = cluster
   const app = await createApp(control, name)
@@ -80,7 +57,7 @@ async function deployedReal(
     20_000,
     'image measured',
   )
-  await real.operateSpinApp(kube, name)
+  await real.operateSpinApp(kube, name, readyPods)
   return { app, image, buildId: build.id }
 }
 
@@ -221,7 +198,8 @@ eachEngine(
   async (t, engine) => {
     const cluster = await startRealClusterControl(t, engine)
     const { control, kube } = cluster
-    const { app } = await deployedReal(cluster)
+    // Deployed, its Deployment and Service made, no pod running.
+    const { app } = await deployedReal(cluster, 'hello', 0)
     const invokePath = `/applications/${app.id}/functions/${firstFunction(app).id}/invoke`
     for (const method of ['GET', 'HEAD']) {
       const noPod = await control.call('POST', invokePath, { json: { method, path: '/' } })
@@ -235,7 +213,10 @@ eachEngine(
     // spin-operator would restore the Service at once; frozen, it is a cluster whose operator is down.
     const thaw = kube.server.pauseOperator()
     t.teardown(thaw)
-    await kube.must('DELETE', kube.path(real.SERVICE, 'hello'))
+    // A write the operator sent just before it froze may still land and make the Service again:
+    // deleted until a read finds it gone.
+    do await kube.server.admin('DELETE', kube.path(real.SERVICE, 'hello'))
+    while ((await kube.get(real.SERVICE, 'hello')) !== undefined)
     for (const method of ['GET', 'HEAD']) {
       const gone = await control.call('POST', invokePath, { json: { method, path: '/' } })
       t.same(
@@ -248,10 +229,22 @@ eachEngine(
 )
 
 eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away', async (t, engine) => {
-  const cluster = await startClusterControl(t, engine)
-  const { control, fake } = cluster
-  const { app, image } = await deployed(cluster)
-  fake.missingTypes.add(SPINAPPS)
+  // Removing a CRD takes it from the whole cluster: this test's own server, not the file's.
+  const server = await ownKubeApiServer(t)
+  const cluster = await startRealClusterControl(t, engine, { server, proxy: true })
+  const { control, kube, proxy } = cluster
+  const { app, image } = await deployedReal(cluster)
+  const crd = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/spinapps.core.spinkube.dev'
+  await kube.must('DELETE', crd)
+  // Its SpinApps deleted first, then the CRD itself, then the resource is no longer served (the
+  // group stays: SpinAppExecutors are in it).
+  await until(
+    async () =>
+      (await server.admin('GET', crd)).status === 404 &&
+      (await server.admin('GET', '/apis/core.spinkube.dev/v1alpha1/spinapps')).status === 404,
+    60_000,
+    'the SpinApp CRD removed',
+  )
   const noCrd = await control.call('POST', `/applications/${app.id}/deploy`)
   t.equal(noCrd.status, 503)
   t.same(noCrd.body, {
@@ -262,9 +255,8 @@ eachEngine(t, 'deployment: a cluster without the SpinApp CRD, and one gone away'
     { ready: false, message: /custom resource definition .* is not installed/ },
     'GET application still answers',
   )
-  fake.missingTypes.clear()
 
-  await fake.close()
+  proxy!.pause()
   t.match(
     await getDeployment(control, app.id),
     { image, ready: false, message: 'cluster unreachable' },
@@ -277,23 +269,16 @@ eachEngine(
   t,
   'invoke: through the service proxy, the envelope, base64, limits, timeout, headers not forwarded',
   async (t, engine) => {
-    const cluster = await startClusterControl(t, engine, { flags: ['--invoke-timeout', '300ms'] })
-    const { control, fake } = cluster
-    const { app } = await deployed(cluster)
+    const cluster = await startRealClusterControl(t, engine, { flags: ['--invoke-timeout', '300ms'] })
+    const { control, kube } = cluster
+    // The pod's container is the test's function server, at the pod's IP on the node network:
+    // the API server's proxy picks it from the EndpointSlices and dials it there.
+    const { app } = await deployedReal(cluster)
     const fn = firstFunction(app)
     const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
-    const notReady = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-    t.equal(notReady.status, 503, 'no pod behind the Service')
-    t.same(notReady.body, { error: 'application unreachable: no pod of it is ready' })
-    const headNotReady = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/' } })
-    t.same(
-      [headNotReady.status, headNotReady.body],
-      [503, { error: 'application unreachable: no pod of it is ready' }],
-      'a HEAD too, though its answer has no Status body',
-    )
-
     const fnServer = await startFunction(t)
-    setServiceBackend(fake, 'hello', fnServer.url)
+    await servePods(kube, 'hello', fnServer.url)
+    await untilEndpoints(kube, 'hello', 1)
     const headBusy = await control.call('POST', invokePath, { json: { method: 'HEAD', path: '/unavailable' } })
     t.match(
       headBusy.body,
@@ -408,21 +393,26 @@ eachEngine(
     t.equal(outside.status, 400)
     t.same(outside.body, { error: "path /other is not one this function's route /api/... takes" })
 
-    fake.forbiddenTypes.add(SERVICES)
+    await real.setRoleVerb(kube, '', 'services/proxy', 'create', false)
     const forbidden = await control.call('POST', invokePath, { json: { method: 'POST', path: '/' } })
     t.same(forbidden.body, { error: 'cluster permission missing: the control plane may not create services/proxy' })
-    fake.forbiddenTypes.clear()
-    fake.remove(SERVICES, 'hello')
-    const gone = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
-    t.equal(gone.status, 404)
-    t.same(gone.body, { error: 'application is not deployed: its Service does not exist' })
+    await real.setRoleVerb(kube, '', 'services/proxy', 'create', true)
+    t.ok(
+      kube.server.network.dialed().some((address) => address.startsWith('10.244.')),
+      "the API server's proxy dialed the pod's IP",
+    )
     t.notOk(control.logText().includes('caller-secret'), "the caller's token is never logged")
 
     // In the cluster, invoke goes straight to the Service, not through the API server.
-    const kube = control.server.cluster!.kube
-    kube.inCluster = true
-    kube.serviceUrl = (name) => (name === 'hello' ? fnServer.url : 'http://127.0.0.1:1')
-    const proxied = fake.accesses.filter((a) => a.subresource === 'proxy').length
+    const client = control.server.cluster!.kube
+    client.inCluster = true
+    client.serviceUrl = (name) => (name === 'hello' ? fnServer.url : 'http://127.0.0.1:1')
+    const proxyRequests = (): number =>
+      kube.server
+        .audit()
+        .filter((event) => event.objectRef?.namespace === kube.namespace && event.objectRef.subresource === 'proxy')
+        .length
+    const proxied = proxyRequests()
     const straight = (
       await control.call('POST', invokePath, {
         json: {
@@ -443,19 +433,19 @@ eachEngine(
     t.match(direct, { method: 'POST', url: '/direct?q=1', headers: { 'x-custom': 'yes' } })
     t.equal(Buffer.from(direct.body, 'base64').toString(), 'hi')
     t.notOk('authorization' in direct.headers, 'no Authorization on the direct path either')
-    t.equal(fake.accesses.filter((a) => a.subresource === 'proxy').length, proxied, 'no service proxy request')
+    t.equal(proxyRequests(), proxied, 'no service proxy request')
     t.match(
       (await control.call('POST', invokePath, { json: { method: 'GET', path: '/slow' } })).body,
       { status: 504 },
       'the timeout on the direct path',
     )
     fnServer.seen.length = 0
-    kube.serviceUrl = () => 'http://127.0.0.1:1'
+    client.serviceUrl = () => 'http://127.0.0.1:1'
     const unreachable = await control.call('POST', invokePath, { json: { method: 'GET', path: '/' } })
     t.equal(unreachable.status, 503)
     t.same(unreachable.body, { error: 'application unreachable' })
-    kube.inCluster = false
-    t.notOk(control.logText().includes(fake.token), 'nor the cluster token')
+    client.inCluster = false
+    t.notOk(control.logText().includes(kube.token), 'nor the cluster token')
   },
 )
 

@@ -1,19 +1,23 @@
 // Fuzz stage, control plane: generated invoke requests (paths, methods, headers, bodies), source
-// file maps and archive entries, sent with a real id token to a control plane on the fake
-// cluster. Whatever arrives, no answer is a 5xx (the backend is healthy throughout), the
-// control plane never asks the cluster for anything but the Service's proxy while invoking, a
+// file maps and archive entries, sent with a real id token to a control plane on the real API
+// server (test/helpers/kube-apiserver.ts), the application's pod served by an echo server at its
+// IP (test/fixtures/kube-real-endpoints.ts), so every invoke goes through the API server's own
+// service proxy. Whatever arrives, no answer is a 5xx (the backend is healthy throughout), the
+// control plane never asks the cluster for anything but the Service's proxy while invoking (its
+// audit log), a
 // refused source change keeps the stored source, and no token reaches a log. Bounded: seed and run count from test/helpers/fuzz.ts.
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
 import t from 'tap'
-import { startFakeCluster } from '../fixtures/kube.js'
-import { setServiceBackend } from '../fixtures/kube-services.js'
+import { servePods, untilEndpoints } from '../fixtures/kube-real-endpoints.js'
+import { realCluster, startKubelet } from '../fixtures/kube-real.js'
+import { kubeNamespace } from '../helpers/kube-apiserver.js'
 import { startOidcProvider } from '../fixtures/oidc-provider.js'
 import { tgzOf } from '../fixtures/tarballs.js'
 import type { BuildT } from '@session-relay/control/model/resources'
 import type { Entry } from '../fixtures/tarballs.js'
-import { BUILDERS, deployApp, NAMESPACE, REPOSITORY, tempDir } from '../helpers/cluster.js'
+import { BUILDERS, deployRealApp, REPOSITORY, tempDir } from '../helpers/cluster.js'
 import { firstFunction, startTestControl } from '../helpers/control.js'
 import type { Reply } from '../helpers/control.js'
 import { fuzzOptions, glued, headerName, headerValue } from '../helpers/fuzz.js'
@@ -21,7 +25,8 @@ import { fuzzOptions, glued, headerName, headerValue } from '../helpers/fuzz.js'
 t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy or log a token', async (t) => {
   const oidc = await startOidcProvider()
   t.teardown(() => oidc.close())
-  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
+  const kube = realCluster(await kubeNamespace(t, tempDir(t)))
+  await startKubelet(t, kube)
   const finished: BuildT[] = []
   const control = await startTestControl(
     t,
@@ -32,9 +37,9 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
       '--oidc-audience',
       oidc.clientId,
       '--kubeconfig',
-      fake.kubeconfig,
+      kube.kubeconfig,
       '--namespace',
-      NAMESPACE,
+      kube.namespace,
       '--builder-images',
       BUILDERS,
       '--image-repository',
@@ -49,7 +54,7 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
   const as = (method: string, path: string, opts: Parameters<typeof control.call>[2] = {}): Promise<Reply> =>
     control.call(method, path, { token, ...opts })
 
-  // One application deployed on the fake cluster, its Service backed by an echo server.
+  // One application deployed, its pod's container an echo server.
   const echo = createServer((request, response) => {
     request.resume()
     request.on('end', () => response.end(JSON.stringify({ url: request.url })))
@@ -62,13 +67,14 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
         echo.close(() => resolve())
       }),
   )
-  const app = await deployApp({ control, fake, finished }, 'fuzzed', {
+  const app = await deployRealApp({ control, kube, finished, proxy: null, watches: null }, 'fuzzed', {
     call: { token },
     prepare: (created) =>
       as('POST', `/applications/${created.id}/functions`, { json: { name: 'api', route: '/api/...' } }),
   })
   const fn = firstFunction(app)
-  setServiceBackend(fake, 'fuzzed', `http://127.0.0.1:${(echo.address() as AddressInfo).port}`)
+  await servePods(kube, 'fuzzed', `http://127.0.0.1:${(echo.address() as AddressInfo).port}`)
+  await untilEndpoints(kube, 'fuzzed', 1)
 
   const statuses = new Map<number, number>()
   const check = (what: string, reply: Reply): void => {
@@ -77,9 +83,12 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     if (reply.status >= 500) throw new Error(`${what} answered ${reply.status}: ${reply.text}`)
   }
 
-  // Invoke: every request the fake cluster serves meanwhile is the Service's proxy.
+  // Invoke: every request of the control plane's the API server audits meanwhile is the
+  // Service's proxy, but the lists and watches its build and SpinApp watchers keep running.
   const invokePath = `/applications/${app.id}/functions/${fn.id}/invoke`
-  const seenBefore = fake.accesses.length
+  const ours = (): Array<ReturnType<typeof kube.server.audit>[number]> =>
+    kube.server.audit().filter((event) => event.user.username === kube.user)
+  const seenBefore = ours().length
   const invokeRequest = fc.record(
     {
       method: fc.oneof(
@@ -133,9 +142,11 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
     }),
     { ...fuzzOptions(), examples: known.map((path) => [{ method: 'GET', path }]) },
   )
-  const strays = fake.accesses
+  const strays = ours()
     .slice(seenBefore)
-    .filter((access) => access.resource !== 'services' || access.subresource !== 'proxy')
+    .filter((event) => event.verb !== 'list' && event.verb !== 'watch')
+    .filter((event) => event.objectRef?.resource !== 'services' || event.objectRef.subresource !== 'proxy')
+    .map((event) => `${event.verb} ${event.requestURI}`)
   t.same(strays, [], 'invoke reached nothing in the cluster but the Service proxy')
 
   // Source file maps: accepted, or refused with the stored source kept.
@@ -200,7 +211,7 @@ t.test('fuzz: invoke, source maps and archives never answer 500, leave the proxy
   t.equal((await control.call('GET', '/healthz')).status, 200, 'the control plane still serves')
   const logs = control.logText()
   t.notOk(logs.includes(token.split('.')[2]!), 'the id token is in no log line')
-  t.notOk(logs.includes(fake.token), 'nor the cluster token')
+  t.notOk(logs.includes(kube.token), 'nor the cluster token')
   t.notOk(
     control.logs.some((line) => Number(line.level) >= 50),
     "no error-level log line: bad input is the client's fault",

@@ -1,19 +1,21 @@
-// What the js, go and rust cluster tests share, as a user meets the cluster path: the template's
-// source uploaded, the control plane's build Job run by the fake Job runner (the language's
-// builder as a local process, go's and rust's dependency cache kept across runs), the image pushed to a real
-// registry, the fake spin-operator's shim pulling the SpinApp's image, checking it and serving
-// it through the wasmtime worker, and invoke through the control plane answering with the
-// template's text.
+// What the js, go and rust cluster tests share, as a user meets the cluster path, on the real
+// API server with Kubernetes' own controllers and spin-operator: the template's source
+// uploaded, the control plane's build Job's pod run by the node stand-in (the language's
+// builder as a local process, go's and rust's dependency cache kept across runs), the image
+// pushed to a real registry, spin-operator's pod for the SpinApp pulled with its pull Secret,
+// checked and served through the wasmtime worker (test/fixtures/kube-real-shim.ts), and invoke
+// through the control plane and the API server's own service proxy (to the pod's IP, over the
+// node network stand-in) answering with the template's text.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { templateFiles } from '@session-relay/spin/templates'
 import { unpackSpinApp } from '@session-relay/spin/unpack'
-import { operateSpinApps, runBuildJobs } from '../fixtures/kube-runners.js'
-import { SECRETS } from '../fixtures/kube-secrets.js'
-import { startFakeCluster } from '../fixtures/kube.js'
-import type { FakeKube } from '../fixtures/kube-api.js'
-import { startClusterControl, tempDir, NAMESPACE } from './cluster.js'
+import { runBuildJobsReal } from '../fixtures/kube-real-runners.js'
+import { runSpinAppPods } from '../fixtures/kube-real-shim.js'
+import type { RealCluster } from '../fixtures/kube-real.js'
+import { SECRET } from '../fixtures/kube-real.js'
+import { startRealClusterControl, tempDir } from './cluster.js'
 import type { App, BuildView, Fn, TestControl } from './control.js'
 import { buildAndWait, createApp, firstFunction, until } from './control.js'
 import { dockerConfigDir, startRegistry } from './registry.js'
@@ -24,7 +26,7 @@ export const LOAD_TIMEOUT = 180_000
 
 export type TemplateInCluster = {
   control: TestControl
-  fake: FakeKube
+  kube: RealCluster
   registry: TestRegistry
   dockerConfig: string
   app: App
@@ -35,7 +37,7 @@ export type TemplateInCluster = {
 }
 
 /**
- * Builds and invokes `language`'s template in the fake cluster as the application `name`
+ * Builds and invokes `language`'s template in the cluster as the application `name`
  * (`hello-{language}` by default). `relock: 'registry'` relocks for real; `buildTimeoutMs` and
  * `loadTimeoutMs` bound the waits for the build and for the SpinApp to be ready.
  */
@@ -52,24 +54,30 @@ export async function templateInCluster(
 ): Promise<TemplateInCluster> {
   const registry = await startRegistry(t, { auth: true })
   const dockerConfig = await dockerConfigDir(t, registry.host, registry.credentials!)
-  const fake = await startFakeCluster(t, tempDir(t), NAMESPACE)
-  runBuildJobs(t, fake, {
-    dockerConfig,
-    ...(options.dependencyCache !== undefined ? { dependencyCache: options.dependencyCache } : {}),
-  })
-  operateSpinApps(t, fake, { dockerConfig })
-  const { control } = await startClusterControl(t, 'pglite', {
-    fake,
+  const { control, kube } = await startRealClusterControl(t, 'pglite', {
     ...(options.relock !== undefined ? { relock: options.relock } : {}),
-    flags: ['--image-repository', `${registry.host}/apps`, '--builder-registry-secret', 'registry-credentials'],
+    flags: [
+      '--image-repository',
+      `${registry.host}/apps`,
+      '--builder-registry-secret',
+      'registry-credentials',
+      '--image-pull-secret',
+      'registry-credentials',
+    ],
   })
-  fake.put(SECRETS, {
+  // The registry's credentials, as an operator creates them for the overlay's Secret.
+  await kube.must('POST', kube.path(SECRET), {
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'kubernetes.io/dockerconfigjson',
     metadata: { name: 'registry-credentials' },
     data: { '.dockerconfigjson': readFileSync(join(dockerConfig, 'config.json')).toString('base64') },
   })
+  await runBuildJobsReal(t, kube, {
+    dockerConfig,
+    ...(options.dependencyCache !== undefined ? { dependencyCache: options.dependencyCache } : {}),
+  })
+  await runSpinAppPods(t, kube)
 
   const name = options.name ?? `hello-${language}`
   const app = await createApp(control, name, { language })
@@ -108,7 +116,7 @@ export async function templateInCluster(
     body: `hello from ${fn.name}\n`,
     headers: { 'x-request-path': ['/through/the/proxy'] },
   })
-  return { control, fake, registry, dockerConfig, app, fn, build, log }
+  return { control, kube, registry, dockerConfig, app, fn, build, log }
 }
 
 /** The first 8 bytes of the component the build pushed, read back as the shim reads it. */

@@ -1,17 +1,14 @@
-// The control plane under test with a cluster: the fake Kubernetes API of test/fixtures/kube.ts
-// on loopback, or a namespace of the real API server (test/helpers/kube-apiserver.ts), and the
-// control plane pointed at it through a kubeconfig, with builders configured and short retry
-// and poll intervals.
+// The control plane under test with a cluster: a namespace of the real API server
+// (test/helpers/kube-apiserver.ts) and the control plane pointed at it through a kubeconfig,
+// with builders configured and short retry and poll intervals.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import type { FakeKube } from '../fixtures/kube-api.js'
-import { succeedJob } from '../fixtures/kube-jobs.js'
-import { operateSpinApp, SPINAPPS } from '../fixtures/kube-spinapps.js'
-import { startFakeCluster } from '../fixtures/kube.js'
 import type { RealCluster } from '../fixtures/kube-real.js'
+import * as real from '../fixtures/kube-real.js'
 import { realCluster, startKubelet } from '../fixtures/kube-real.js'
+import type { KubeApiServer } from './kube-apiserver.js'
 import { kubeNamespace } from './kube-apiserver.js'
 import type { CuttableProxy } from './tcp-proxy.js'
 import { cuttableProxy } from './tcp-proxy.js'
@@ -23,7 +20,6 @@ import type { ServerDeps } from '@session-relay/control/server'
 import type { App, CallOptions, Engine, Store, TestControl } from './control.js'
 import { createApp, startTestControl, until } from './control.js'
 
-export const NAMESPACE = 'apps'
 export const BUILDERS = 'go=builders.test/go:1,js=builders.test/js:1,ts=builders.test/ts:1,rust=builders.test/rust:1'
 export const REPOSITORY = 'registry.test/apps'
 /** What every built image measures here: registry.test is no registry (the real reading is tested on an OCI layout). */
@@ -33,56 +29,6 @@ export function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'control-kube-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
-}
-
-export type ClusterControl = { control: TestControl; fake: FakeKube; finished: BuildT[] }
-
-/**
- * `relock: 'registry'` re-locks for real (the images must be in a registry), a function stands
- * for the registry (another digest, a refusal); by default the built image runs as it is, since
- * registry.test is no registry (the credentials are still read).
- */
-export async function startClusterControl(
-  t: Test,
-  engine: Engine,
-  opts: {
-    flags?: string[]
-    fake?: FakeKube
-    store?: Store
-    relock?: 'registry' | Relock
-    registryClock?: () => number
-  } = {},
-): Promise<ClusterControl> {
-  const fake = opts.fake ?? (await startFakeCluster(t, tempDir(t), NAMESPACE))
-  const { control, finished } = await controlOnCluster(t, engine, fake.kubeconfig, NAMESPACE, opts)
-  return { control, fake, finished }
-}
-
-/**
- * An application with one successful build, its SpinApp applied and running (pods ready).
- * `call` (a token) goes with every request; `prepare` runs between the create and the build
- * (another function, say).
- */
-export async function deployApp(
-  cluster: ClusterControl,
-  name = 'hello',
-  opts: { call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
-): Promise<App> {
-  const { control, fake } = cluster
-  const app = await createApp(control, name, {}, opts.call)
-  await opts.prepare?.(app)
-  const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
-  succeedJob(fake, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
-  // The whole deploy, not just its SpinApp: the autoscaler and the route are reconciled after
-  // it, and a test that counts the cluster requests it causes must not see those.
-  await until(
-    () => cluster.finished.some((finished) => finished.id === build.id),
-    5000,
-    'build finished and its deploy done',
-  )
-  if (fake.get(SPINAPPS, name) === undefined) throw new Error(`the deploy of ${name} applied no SpinApp`)
-  operateSpinApp(fake, name)
-  return app
 }
 
 export type RealClusterControl = {
@@ -96,8 +42,8 @@ export type RealClusterControl = {
 /**
  * The control plane on the real API server (test/helpers/kube-apiserver.ts): a namespace of its
  * own with a kubelet stand-in for pod logs (kubeletOf), the identity the Role from deploy/ is
- * bound to, the same flags and deps as on the fake. `kube` reuses a namespace (a second control
- * plane on the same cluster).
+ * bound to, and the flags and deps every cluster test shares. `kube` reuses a namespace (a
+ * second control plane on the same cluster); `server` is a server of the test's own.
  */
 export async function startRealClusterControl(
   t: Test,
@@ -105,8 +51,11 @@ export async function startRealClusterControl(
   opts: {
     flags?: string[]
     kube?: RealCluster
+    /** A server of the test's own (ownKubeApiServer) rather than the file's. */
+    server?: KubeApiServer
     store?: Store
     relock?: 'registry' | Relock
+    registryClock?: () => number
     proxy?: boolean
     watchProxy?: boolean
     reconcile?: ServerDeps['reconcile']
@@ -114,7 +63,7 @@ export async function startRealClusterControl(
 ): Promise<RealClusterControl> {
   let kube = opts.kube
   if (kube === undefined) {
-    kube = realCluster(await kubeNamespace(t, tempDir(t)))
+    kube = realCluster(await kubeNamespace(t, tempDir(t), 'apps', opts.server))
     await startKubelet(t, kube)
   }
   // `proxy`: the control plane reaches the API server through a TCP proxy the test can cut.
@@ -136,6 +85,29 @@ export async function startRealClusterControl(
   }
   const { control, finished } = await controlOnCluster(t, engine, kubeconfig, kube.namespace, opts)
   return { control, kube, finished, proxy, watches }
+}
+
+/**
+ * An application with one successful build, its SpinApp applied and running: the build Job's container ends with the image (the Job
+ * controller completes it), the deploy done, and spin-operator's pods for it running ready.
+ */
+export async function deployRealApp(
+  cluster: RealClusterControl,
+  name = 'hello',
+  opts: { call?: CallOptions; prepare?: (app: App) => Promise<unknown> } = {},
+): Promise<App> {
+  const { control, kube } = cluster
+  const app = await createApp(control, name, {}, opts.call)
+  await opts.prepare?.(app)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`, opts.call)).body as { id: string }
+  await real.succeedJob(kube, `build-${build.id}`, `${REPOSITORY}/${name}@sha256:${'b'.repeat(64)}`)
+  await until(
+    () => cluster.finished.some((finished) => finished.id === build.id),
+    20_000,
+    'build finished and its deploy done',
+  )
+  await real.operateSpinApp(kube, name)
+  return app
 }
 
 /**

@@ -4,7 +4,9 @@
 // the run, RBAC on, the CRDs the control plane and deploy/ need (test/fixtures/crds/, as their
 // projects publish them) and an audit log of the control plane's requests; then, against it,
 // kube-controller-manager and spin-operator (test/helpers/kube-controllers.ts). No kubelet runs:
-// a namespace's node is a stand-in the test starts (test/fixtures/kube-kubelet.ts).
+// a namespace's node is a stand-in the test starts (test/fixtures/kube-kubelet.ts), and the API
+// server reaches pods through the node network stand-in (test/helpers/kube-node-network.ts) its
+// egress selector dials.
 //
 // One server per test file (started on first use, stopped when the file ends: its start costs
 // seconds); each test gets a namespace of its own (`kubeNamespace`) with the Role and RoleBinding
@@ -23,6 +25,9 @@ import { promisify } from 'node:util'
 import tap from 'tap'
 import type { Test } from 'tap'
 import { parse, parseAllDocuments } from 'yaml'
+import { writeKubeconfig } from './kubeconfig.js'
+import type { NodeNetwork } from './kube-node-network.js'
+import { egressSelectorConfiguration, startNodeNetwork } from './kube-node-network.js'
 import { freePort } from './ports.js'
 import { startControllers } from './kube-controllers.js'
 import { poll, startProcess as start, stopProcess } from './kube-process.js'
@@ -63,6 +68,8 @@ export type KubeApiServer = {
   audit(): AuditEvent[]
   /** The API server's stderr so far, for a failure's message. */
   log(): string
+  /** The pod network the API server's proxy reaches pods through (test/helpers/kube-node-network.ts). */
+  network: NodeNetwork
   /** spin-operator frozen until the returned thaw is called (test/helpers/kube-controllers.ts). */
   pauseOperator: () => () => void
 }
@@ -73,6 +80,15 @@ let shared: Promise<KubeApiServer> | null = null
 export function kubeApiServer(): Promise<KubeApiServer> {
   shared ??= startKubeApiServer(tap)
   return shared
+}
+
+/**
+ * A server of the test's own, stopped when `t` ends: for a test that changes what is
+ * cluster-wide (removes a CRD), which the file's other tests share. Its start costs what the
+ * file's server's does (3-5 s idle, 10-15 s at a load of 8).
+ */
+export function ownKubeApiServer(t: Test): Promise<KubeApiServer> {
+  return startKubeApiServer(t)
 }
 
 /** Start etcd and kube-apiserver; both stopped and their files deleted when `t` ends. */
@@ -107,6 +123,10 @@ async function startKubeApiServer(t: Test): Promise<KubeApiServer> {
       rules: [{ level: 'Metadata', userGroups: ['system:serviceaccounts'] }, { level: 'None' }],
     }),
   )
+
+  const network = await startNodeNetwork(join(dir, 'node-network.sock'))
+  t.teardown(() => network.close())
+  writeFileSync(join(dir, 'egress.json'), egressSelectorConfiguration(network.socket))
 
   const [etcdPort, peerPort, port] = [await freePort(), await freePort(), await freePort()]
   const etcdUrl = `http://127.0.0.1:${etcdPort}`
@@ -150,6 +170,9 @@ async function startKubeApiServer(t: Test): Promise<KubeApiServer> {
       '--service-cluster-ip-range=10.0.0.0/24',
       // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints refuse (loopback).
       '--endpoint-reconciler-type=none',
+      // Pods and their proxies are reached through the node network stand-in, as konnectivity
+      // reaches them in a cluster: the proxy refuses loopback endpoints, pods have pod IPs.
+      `--egress-selector-config-file=${join(dir, 'egress.json')}`,
       `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
       `--audit-log-path=${join(dir, 'audit.log')}`,
       // No priority and fairness: its bootstrap configuration is startup work the tests do not need,
@@ -191,6 +214,7 @@ async function startKubeApiServer(t: Test): Promise<KubeApiServer> {
     admin,
     audit: () => readAudit(join(dir, 'audit.log')),
     log: () => `${apiserver.log()}\n${controllers.log()}`,
+    network,
     pauseOperator: controllers.pauseOperator,
   }
 }
@@ -211,8 +235,13 @@ export type KubeNamespace = {
  * plane there: the ServiceAccount, the Role and its RoleBinding. `default` exists too (pods
  * need their ServiceAccount, which a controller manager would have made). Deleted when `t` ends.
  */
-export async function kubeNamespace(t: Test, dir: string, prefix = 'apps'): Promise<KubeNamespace> {
-  const server = await kubeApiServer()
+export async function kubeNamespace(
+  t: Test,
+  dir: string,
+  prefix = 'apps',
+  own?: KubeApiServer,
+): Promise<KubeNamespace> {
+  const server = own ?? (await kubeApiServer())
   const namespace = `${prefix}-${randomBytes(4).toString('hex')}`
   const must = async (method: string, path: string, body?: unknown): Promise<KubeAnswer> => {
     const answer = await server.admin(method, path, body)
@@ -266,24 +295,7 @@ export async function kubeNamespace(t: Test, dir: string, prefix = 'apps'): Prom
     spec: { expirationSeconds: 24 * 3600 },
   })
   const token = (issued.body as { status: { token: string } }).status.token
-  const kubeconfig = join(dir, 'kubeconfig.yaml')
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: 'test',
-          cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.ca).toString('base64') },
-        },
-      ],
-      users: [{ name: 'control-plane', user: { token } }],
-      contexts: [{ name: 'test', context: { cluster: 'test', user: 'control-plane', namespace } }],
-      'current-context': 'test',
-    }),
-    { mode: 0o600 },
-  )
+  const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig.yaml'), server, { name: 'control-plane', token }, namespace)
   return { server, namespace, kubeconfig, user: `system:serviceaccount:${namespace}:control-plane`, token }
 }
 

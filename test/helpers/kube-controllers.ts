@@ -6,8 +6,9 @@
 // (test/fixtures/kube-kubelet.ts). Both run as the admin (system:masters): the tests check the
 // control plane's permissions, not theirs.
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { writeKubeconfig } from './kubeconfig.js'
 import { freePort } from './ports.js'
 import { poll, startProcess } from './kube-process.js'
 
@@ -21,6 +22,8 @@ const CONTROLLERS = [
   'garbage-collector-controller',
   'ttl-after-finished-controller',
   'namespace-controller',
+  // A Service's EndpointSlices from its ready pods' IPs: what the API server's service proxy picks from.
+  'endpointslice-controller',
 ]
 
 /** Where scripts/install-spin-operator.sh puts spin-operator of the version it pins. */
@@ -53,24 +56,7 @@ export async function startControllers(
       throw new Error(
         `${path} is not built: run scripts/install-kube-apiserver.sh and scripts/install-spin-operator.sh (npm test does)`,
       )
-  const kubeconfig = join(dir, 'admin.kubeconfig')
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: 'test',
-          cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.ca).toString('base64') },
-        },
-      ],
-      users: [{ name: 'admin', user: { token: server.adminToken } }],
-      contexts: [{ name: 'test', context: { cluster: 'test', user: 'admin' } }],
-      'current-context': 'test',
-    }),
-    { mode: 0o600 },
-  )
+  const kubeconfig = writeKubeconfig(join(dir, 'admin.kubeconfig'), server, { name: 'admin', token: server.adminToken })
   const manager = startProcess(
     join(bin, 'kube-controller-manager'),
     [

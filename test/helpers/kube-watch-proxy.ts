@@ -5,8 +5,10 @@
 // A TCP proxy (test/helpers/tcp-proxy.ts) cuts whatever is in flight with the watch, which is a
 // different test. It terminates TLS with a certificate of its own, so the kubeconfig it writes
 // names it as the server and trusts that certificate; the bearer token goes through unchanged.
+// It keeps each request's method, target and headers as they arrived (what the API server
+// receives), for the tests of what the control plane sends.
 import { readFileSync, writeFileSync } from 'node:fs'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { createServer, request as httpsRequest } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -23,7 +25,11 @@ export type WatchProxy = {
   endWatches(): void
   /** While true, a watch is answered 500 with a Status; every other request goes through. */
   refuseWatches: boolean
+  /** The requests that came through so far, as they arrived (the last 10,000). */
+  received: Array<{ method: string; url: string; headers: IncomingHttpHeaders }>
 }
+
+const RECEIVED_KEPT = 10_000
 
 const isWatch = (request: IncomingMessage): boolean => /[?&]watch=(true|1)(&|$)/.test(request.url ?? '')
 
@@ -32,6 +38,8 @@ export async function kubeWatchProxy(t: Test, kube: KubeNamespace, dir: string):
   const { certPath, keyPath, certPem } = await selfSignedCertificate(t)
   const open = new Set<{ response: ServerResponse; upstream: IncomingMessage }>()
   const server = createServer({ cert: readFileSync(certPath), key: readFileSync(keyPath) }, (request, response) => {
+    proxy.received.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers })
+    if (proxy.received.length > RECEIVED_KEPT) proxy.received.shift()
     if (proxy.refuseWatches && isWatch(request)) {
       request.resume()
       const status = {
@@ -95,6 +103,7 @@ export async function kubeWatchProxy(t: Test, kube: KubeNamespace, dir: string):
   const proxy: WatchProxy = {
     kubeconfig,
     refuseWatches: false,
+    received: [],
     watches: () => open.size,
     endWatches() {
       for (const entry of open) {

@@ -2,9 +2,11 @@
 // proxy, or straight to the Service when the control plane runs in the cluster. Through the
 // proxy the API server may answer for itself (a v1 Status): those answers become ours. A HEAD's
 // answer has no body to read that Status from, so for one that may be the API server's "no
-// endpoints" the EndpointSlices the proxy chose from are read to tell.
+// endpoints" the EndpointSlices the proxy chose from are read to tell. The proxy carries only
+// the methods Kubernetes names a verb for: any other (OPTIONS, an extension method) is
+// authorized as the empty verb, which no Role grants, so it is refused before it is sent.
 import type { HttpError } from '@session-relay/common/errors'
-import { NotFoundError, UnavailableError } from '@session-relay/common/errors'
+import { InvalidInputError, NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import type { Carrier } from '../runtime/send-invoke.js'
 import { direct } from '../runtime/send-invoke.js'
 import type { Kube } from './kube.js'
@@ -13,6 +15,10 @@ import { clusterError, statusOf } from './kube.js'
 /** The carrier of one request with `method` to the Service `serviceName`. */
 export function serviceCarrier(kube: Kube, serviceName: string, method: string): Carrier {
   if (kube.inCluster) return direct(kube.serviceUrl(serviceName))
+  if (PROXY_VERBS[method.toUpperCase()] === undefined)
+    throw new InvalidInputError(
+      `method: ${method.toUpperCase()} cannot go through the API server's service proxy (only GET, HEAD, POST, PUT, PATCH and DELETE); it is not sent`,
+    )
   const proxy = `/api/v1/namespaces/${encodeURIComponent(kube.namespace)}/services/${encodeURIComponent(serviceName)}/proxy`
   return {
     send: (request, signal) =>
@@ -46,7 +52,7 @@ const PROXY_VERBS: Record<string, string> = {
 }
 
 function proxyVerb(method: string): string {
-  return PROXY_VERBS[method.toUpperCase()] ?? method.toLowerCase()
+  return PROXY_VERBS[method.toUpperCase()] as string
 }
 
 /**
