@@ -184,10 +184,12 @@ async function buildComponent(
       throw new BuildFailure(`function ${name}: ${(error as Error).message}`)
     }
     request.log(`==> componentize: ${module} with the WASI preview 1 adapter\n`)
+    const started = Date.now()
     try {
       // Loaded here: only the rust image carries jco-transpile (wasm-tools).
       const { componentize } = await import('./componentize.js')
       await componentize(module, join(request.rustRoot, ADAPTER_PATH), join(dir, COMPONENT_FILE))
+      request.log(`<== componentize: ${Date.now() - started} ms\n`)
     } catch (error) {
       throw new BuildFailure(`function ${name}: componentize: ${(error as Error).message}`)
     }

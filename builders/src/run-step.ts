@@ -23,6 +23,7 @@ const TAIL_BYTES = 64 * 1024
 export function runStep(step: Step, limits: StepLimits, log: (text: string) => void): Promise<StepResult> {
   return new Promise((resolve) => {
     log(`==> ${step.name}: ${step.shown ?? [step.command, ...step.args].join(' ')}\n`)
+    const started = Date.now()
     const child = spawn(step.command, step.args, {
       cwd: step.cwd,
       env: step.env ?? process.env,
@@ -57,7 +58,11 @@ export function runStep(step: Step, limits: StepLimits, log: (text: string) => v
     child.on('close', (code, signal) => {
       clearTimeout(timer)
       if (stopped !== null) return resolve({ ok: false, reason: stopped, output: tail })
-      if (code === 0) return resolve({ ok: true, reason: '', output: tail })
+      // Each step's time in the log: where a deploy's seconds go (bench/deploy.ts reads it).
+      if (code === 0) {
+        log(`<== ${step.name}: ${Date.now() - started} ms\n`)
+        return resolve({ ok: true, reason: '', output: tail })
+      }
       resolve({
         ok: false,
         reason: `${step.name} failed (${code === null ? `signal ${String(signal)}` : `exit ${code}`})`,

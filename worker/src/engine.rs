@@ -11,7 +11,9 @@
 //! twice the CPU each (bench/RESULTS.md). Without the ioctl (kernels before 6.7) the slot falls
 //! back to `madvise`. Instance semantics do not change: every byte is reset before reuse.
 
+use crate::cache::FunctionCache;
 use crate::config::Config;
+use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::Enabled;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -34,7 +36,8 @@ const MAX_UNUSED_WARM_SLOTS: u32 = 100;
 /// loops was 28 ms against 3.5 alone, with 2 ms 6.8 (bench:noisy).
 pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
-pub fn engine(config: &Config) -> wasmtime::Result<Engine> {
+/// `functions`: Cranelift takes the functions it compiled before from there (cache/functions.rs).
+pub fn engine(config: &Config, functions: Option<Arc<FunctionCache>>) -> wasmtime::Result<Engine> {
     let instances = config.max_instances;
     let mut pool = PoolingAllocationConfig::default();
     // A componentize-js component holds a handful of core instances, memories and tables;
@@ -62,6 +65,9 @@ pub fn engine(config: &Config) -> wasmtime::Result<Engine> {
         .memory_init_cow(true)
         .epoch_interruption(true)
         .wasm_component_model(true);
+    if let Some(functions) = functions {
+        wasm.enable_incremental_compilation(functions)?;
+    }
     Engine::new(&wasm)
 }
 

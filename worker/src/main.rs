@@ -50,13 +50,25 @@ fn main() {
         log::error("refusing the cache directory", json!({ "err": err }));
         std::process::exit(2);
     }
+    // The same trust as the cache directory: what it holds becomes native code here.
+    let functions =
+        config.functions_cache_dir.as_ref().map(|dir| {
+            match cache::FunctionCache::open(dir, cache::FUNCTIONS_MAX_BYTES) {
+                Ok(functions) => Arc::new(functions),
+                Err(e) => {
+                    let err = format!("--functions-cache-dir {}: {e}", dir.display());
+                    log::error("refusing the cache directory", json!({ "err": err }));
+                    std::process::exit(2);
+                }
+            }
+        });
     // Set here, so tokio reads no TOKIO_WORKER_THREADS from the environment.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads)
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let code = runtime.block_on(run(config));
+    let code = runtime.block_on(run(config, functions));
     std::process::exit(code);
 }
 
@@ -71,14 +83,14 @@ enum StartError {
     Resolver(outbound::resolve::ResolverError),
 }
 
-async fn run(config: config::Config) -> i32 {
+async fn run(config: config::Config, functions: Option<Arc<cache::FunctionCache>>) -> i32 {
     // Replies and events, one line each, written to stdout in the order they come.
     let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
     let setup = || -> Result<protocol::Worker, StartError> {
-        let engine = engine::engine(&config).map_err(StartError::Engine)?;
+        let engine = engine::engine(&config, functions.clone()).map_err(StartError::Engine)?;
         engine::start_ticker(&engine);
         let linkers = executor::Linkers::new(&engine).map_err(StartError::Linker)?;
-        let cache = cache::ComponentCache::new(&config.cache_dir, engine);
+        let cache = cache::ComponentCache::new(&config.cache_dir, engine, functions.clone());
         let names = outbound::resolve::Names::new(config.resolver).map_err(StartError::Resolver)?;
         let loader = slot::Loader {
             linkers,

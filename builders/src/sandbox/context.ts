@@ -1,7 +1,7 @@
 // What a build's sandbox needs prepared on the builder's side before its first step: a private
 // directory for the passwd file and the fetch proxy's socket, the toolchain's directories found,
 // and (when the builder is root and the steps run as 65534) ownership of what they may write.
-import { chown, lchown, lstat, mkdir, mkdtemp, readdir, realpath, rm, writeFile } from 'node:fs/promises'
+import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readdir, realpath, rm, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
@@ -31,7 +31,10 @@ export async function prepareSandbox(setup: SandboxSetup): Promise<SandboxContex
   // wasmtime (inside j2w) finds its cache through the user's passwd entry, not HOME: js keeps it
   // in the application's own cache, as its steps' HOME says (languages.ts).
   const home = setup.language === 'js' || setup.language === 'ts' ? join(setup.cache, 'home') : '/tmp'
-  await writeFile(passwd, `nobody:x:${SANDBOX_UID}:${SANDBOX_UID}:nobody:${home}:/usr/sbin/nologin\n`, { mode: 0o644 })
+  await writeFile(passwd, `nobody:x:${SANDBOX_UID}:${SANDBOX_UID}:nobody:${home}:/usr/sbin/nologin\n`)
+  // Readable by 65534 whatever the umask: under the control plane's (077) the file was root's
+  // alone, the lookup failed and wizer put its cache in /.cache, where it cannot write.
+  await chmod(passwd, 0o644)
   return {
     mode: setup.mode,
     privileged,

@@ -92,6 +92,8 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     dir: workerDir,
     worker: () => workerProgram(config.localWorker),
     cacheDir: compiledDir,
+    // In the data directory whatever --local-cache-dir says: the worker's own, never shared.
+    functionsCacheDir: join(workerDir, 'functions'),
     allowPrivateOutbound: config.localAllowPrivateOutbound,
     threads: config.localWorkerThreads,
     ...(config.localMemoryBudgetBytes === null ? {} : { memoryBudgetBytes: config.localMemoryBudgetBytes }),

@@ -3,9 +3,11 @@
 //! memory are shared by every application that loads the same digest.
 
 mod compiled;
+mod functions;
 mod trust;
 
 pub use compiled::Compiled;
+pub use functions::{FUNCTIONS_MAX_BYTES, FunctionCache};
 pub use trust::prepare_dir;
 
 use crate::log;
@@ -55,6 +57,9 @@ pub enum CacheError {
 pub struct ComponentCache {
     dir: PathBuf,
     engine: Engine,
+    /// The functions the engine's compiles take from disk, when it has that cache: counted in
+    /// each compile's log line.
+    functions: Option<Arc<FunctionCache>>,
     /// Components loaded by some application, so a second application maps nothing new.
     loaded: Mutex<HashMap<String, Compiled>>,
     /// One gate per digest being loaded: two loads of the same component (two applications,
@@ -82,10 +87,11 @@ pub fn digest_of(bytes: &[u8]) -> String {
 
 impl ComponentCache {
     /// `dir` must have passed `prepare_dir`.
-    pub fn new(dir: &Path, engine: Engine) -> Self {
+    pub fn new(dir: &Path, engine: Engine, functions: Option<Arc<FunctionCache>>) -> Self {
         ComponentCache {
             dir: dir.to_path_buf(),
             engine,
+            functions,
             loaded: Mutex::new(HashMap::new()),
             gates: Mutex::new(HashMap::new()),
         }
@@ -175,6 +181,7 @@ impl ComponentCache {
             }
         }
         let started = Instant::now();
+        let before = self.functions.as_ref().map(|f| f.counts());
         let compiled = Compiled::new(&self.engine, bytes).map_err(|error| CacheError::Compile {
             path: wasm_path.to_path_buf(),
             error,
@@ -200,10 +207,14 @@ impl ComponentCache {
                 path: cached.clone(),
                 error,
             })?;
-        log::info(
-            "component compiled",
-            json!({"digest": digest, "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()}),
-        );
+        let mut fields = json!({"digest": digest, "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()});
+        // Another load compiling beside this one counts in these too: a sum, not this one's own.
+        if let (Some(functions), Some(before)) = (&self.functions, before) {
+            let now = functions.counts();
+            fields["functionsReused"] = json!(now.reused - before.reused);
+            fields["functionsCompiled"] = json!(now.compiled - before.compiled);
+        }
+        log::info("component compiled", fields);
         drop(serialized);
         // Compiling a 12 MB component grows the heap by hundreds of MB that malloc would
         // keep: given back now, the worker's RSS is what its applications use.

@@ -14,6 +14,8 @@ export type LocalHostsDeps = {
   worker: () => string
   /** Where the worker keeps compiled components by digest. */
   cacheDir: string
+  /** Cranelift's compiled functions by content, reused by the next build's compile (worker/README.md); none: not kept. */
+  functionsCacheDir?: string
   /** How the artifact's store is reached (relock and pull). */
   registry?: { dockerConfigDir: string | null; insecure: boolean }
   /** The first restart's delay after the worker exits on its own, doubled per exit up to maxMs. */
@@ -76,6 +78,7 @@ export function workerArgs(deps: LocalHostsDeps): string[] {
   return [
     '--cache-dir',
     deps.cacheDir,
+    ...(deps.functionsCacheDir === undefined ? [] : ['--functions-cache-dir', deps.functionsCacheDir]),
     ...(allowed.length > 0 ? ['--allow-private-outbound', allowed.join(',')] : []),
     ...(deps.threads === undefined ? [] : ['--threads', String(deps.threads)]),
     ...(deps.memoryBudgetBytes === undefined ? [] : ['--memory-budget-bytes', String(deps.memoryBudgetBytes)]),

@@ -1,0 +1,134 @@
+// npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--json]
+//
+// Source to answer (issue 43): the control plane as the compiled binary on its embedded
+// defaults (PGlite, the local runtime, the real builder in its sandbox, the real worker), a fresh
+// data directory, so the worker's caches start empty. Per language one application: its first
+// deploy (the template's source PUT, built, the first 200 at its own URL with the template's
+// text), then its second (the same source with one word changed: the text it answers), each
+// taken apart by deploy-run.ts. go and rust builds use the bench's dependency caches
+// (.cache/bench-{go,rust}-deps, as bench:build-sandbox): a new application's very first go or
+// rust build compiles Go's standard library or the Spin SDK's crates first (README).
+// --worker runs another worker binary (PLATFORM_LOCAL_WORKER): the "before" column.
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { templateFiles } from '@session-relay/spin/templates'
+import type { CompileLog, Phases } from './deploy-run.js'
+import { deployOnce } from './deploy-run.js'
+import { freePort } from './servers.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const mainJs = join(ROOT, 'control/dist/main.js')
+const argv = process.argv.slice(2)
+const option = (name: string, fallback: string): string =>
+  argv.includes(name) ? (argv[argv.indexOf(name) + 1] ?? fallback) : fallback
+const languages = option('--languages', 'js,ts,go,rust').split(',') as Array<'js' | 'ts' | 'go' | 'rust'>
+const worker = option('--worker', '')
+const asJson = argv.includes('--json')
+const TIMEOUT_MS = 900_000
+
+const dataDir = mkdtempSync(join(tmpdir(), 'bench-deploy-'))
+const port = await freePort()
+const base = `http://127.0.0.1:${port}`
+const control = spawn(process.execPath, [mainJs], {
+  env: {
+    ...process.env,
+    PLATFORM_RUNTIME: 'local',
+    PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true',
+    PLATFORM_DATA_DIR: dataDir,
+    PLATFORM_ADDR: `127.0.0.1:${port}`,
+    // The worker's lines reach the control plane's log at debug: its compile times.
+    PLATFORM_LOG_LEVEL: 'debug',
+    ...(worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker }),
+  },
+  stdio: ['ignore', 'pipe', 'inherit'],
+})
+const compiles: CompileLog = []
+createInterface({ input: control.stdout }).on('line', (line) => {
+  try {
+    const parsed = JSON.parse(line) as { worker?: { msg?: string; ms?: number } }
+    if (parsed.worker?.msg === 'component compiled' && typeof parsed.worker.ms === 'number')
+      compiles.push({ at: performance.now(), ms: parsed.worker.ms })
+  } catch {}
+})
+
+async function api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? null : JSON.stringify(body),
+  })
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
+  return (await response.json()) as Record<string, unknown>
+}
+
+type Row = { language: string; deploy: 'first' | 'second'; phases: Phases }
+const rows: Row[] = []
+const load = loadavg().map((l) => l.toFixed(2))
+try {
+  for (let tries = 0; ; tries++) {
+    const up = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    )
+    if (up) break
+    if (tries > 600) throw new Error('the control plane did not start')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  for (const language of languages) {
+    const name = `bench-${language}`
+    const app = await api('POST', '/applications', { name, language, runtime: 'wasmkube' })
+    const fn = (app.functions as Array<{ id: string; name: string }>)[0] as { id: string; name: string }
+    if (language === 'go' || language === 'rust') {
+      const cache = join(ROOT, '.cache', `bench-${language}-deps`)
+      mkdirSync(cache, { recursive: true })
+      const dependencies = join(dataDir, 'runtime', 'dependencies')
+      mkdirSync(dependencies, { recursive: true })
+      symlinkSync(cache, join(dependencies, name))
+    }
+    const target = { base, appId: String(app.id), fnId: fn.id }
+    const files = templateFiles(language, fn.name)
+    const changed = Object.fromEntries(
+      Object.entries(files).map(([path, text]) => [path, text.replaceAll(`from ${fn.name}`, `again from ${fn.name}`)]),
+    )
+    rows.push({
+      language,
+      deploy: 'first',
+      phases: await deployOnce(target, files, `from ${fn.name}`, compiles, TIMEOUT_MS),
+    })
+    rows.push({
+      language,
+      deploy: 'second',
+      phases: await deployOnce(target, changed, `again from ${fn.name}`, compiles, TIMEOUT_MS),
+    })
+  }
+} finally {
+  control.kill('SIGTERM')
+  await new Promise((resolve) => control.once('close', resolve))
+  if (process.env.BENCH_KEEP === undefined) rmSync(dataDir, { recursive: true, force: true })
+}
+
+const s = (ms: number): string => (ms / 1000).toFixed(1)
+if (asJson) {
+  process.stdout.write(`${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, rows }, null, 2)}\n`)
+} else {
+  process.stdout.write(
+    `load average before ${load.join(' ')}, after ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n`,
+  )
+  process.stdout.write(
+    '| language | deploy | total s | put | queue | build steps | push | build end | compile (worker) | to first 200 |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n',
+  )
+  for (const { language, deploy, phases: p } of rows) {
+    const steps = Object.entries(p.steps)
+      .map(([name, ms]) => `${name} ${s(ms)}`)
+      .join(', ')
+    process.stdout.write(
+      `| ${language} | ${deploy} | ${s(p.totalMs)} | ${s(p.putMs)} | ${s(p.queueMs)} | ${steps} | ${s(p.pushMs)} | ${s(p.buildEndMs)} | ${s(p.compileMs)} | ${s(p.deployMs)} |\n`,
+    )
+  }
+}

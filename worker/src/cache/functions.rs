@@ -1,0 +1,182 @@
+//! Cranelift's compiled functions by content (wasmtime's incremental compilation cache), on
+//! disk in `--functions-cache-dir`. A new build of a js function is the same engine
+//! (StarlingMonkey, thousands of functions) with another snapshot of the user's code: its
+//! functions hash the same, so its compile takes them from here instead of compiling the 12 MB
+//! again (bench/RESULTS.md, bench:deploy). The key is Cranelift's own hash of the function, its
+//! version and the target's flags; a changed function or another Cranelift misses.
+//!
+//! What is read here becomes native code the worker runs: the directory is the cache's, held
+//! to the same trust (the worker's own, nobody else's to write), each file checked as well.
+//! Bounded: past `max_bytes` written, the entries are removed and the cache starts again
+//! (a miss only costs a compile), so it never grows past about that much.
+
+use super::trust::{Untrusted, prepare_dir, trusted_file};
+use crate::log;
+use serde_json::json;
+use std::borrow::Cow;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The bound on the functions' cache. A compiled js component is about 36 MB (README), its
+/// functions' entries of that order: this holds many engines' (componentize-js versions) and
+/// the go and rust applications' beside them.
+pub const FUNCTIONS_MAX_BYTES: u64 = 1 << 30;
+
+/// Functions taken from the cache and compiled, since the worker started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub reused: u64,
+    pub compiled: u64,
+}
+
+#[derive(Debug)]
+pub struct FunctionCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    /// Bytes of the entries on disk, as counted at start and by each insert since.
+    bytes: Mutex<u64>,
+    reused: AtomicU64,
+    compiled: AtomicU64,
+}
+
+/// Names each file written aside apart from any other insert's.
+static ASIDE: AtomicU64 = AtomicU64::new(0);
+
+impl FunctionCache {
+    /// Made owner-only when missing; refused, as the cache directory, when not the worker's own.
+    pub fn open(dir: &Path, max_bytes: u64) -> Result<FunctionCache, Untrusted> {
+        prepare_dir(dir)?;
+        let bytes = std::fs::read_dir(dir)
+            .map_err(Untrusted::Unreadable)?
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        Ok(FunctionCache {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            bytes: Mutex::new(bytes),
+            reused: AtomicU64::new(0),
+            compiled: AtomicU64::new(0),
+        })
+    }
+
+    pub fn counts(&self) -> Counts {
+        Counts {
+            reused: self.reused.load(Ordering::Relaxed),
+            compiled: self.compiled.load(Ordering::Relaxed),
+        }
+    }
+
+    fn path(&self, key: &[u8]) -> PathBuf {
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join(hex)
+    }
+
+    /// Removes every entry: the bound was reached.
+    fn clear(&self, bytes: &mut u64) {
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        log::info(
+            "compiled functions' cache full, started again",
+            json!({"maxBytes": self.max_bytes}),
+        );
+        *bytes = 0;
+    }
+}
+
+impl wasmtime::CacheStore for FunctionCache {
+    fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
+        let path = self.path(key);
+        let found = trusted_file(&path)
+            .ok()
+            .and_then(|()| std::fs::read(&path).ok());
+        match found {
+            Some(bytes) => {
+                self.reused.fetch_add(1, Ordering::Relaxed);
+                Some(Cow::Owned(bytes))
+            }
+            None => {
+                self.compiled.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
+        let size = value.len() as u64;
+        {
+            let mut bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+            if *bytes + size > self.max_bytes {
+                self.clear(&mut bytes);
+            }
+            *bytes += size;
+        }
+        let path = self.path(key);
+        let aside = path.with_extension(format!(
+            "tmp{}-{}",
+            std::process::id(),
+            ASIDE.fetch_add(1, Ordering::Relaxed)
+        ));
+        // Owner-only and whole (written aside, then renamed), as the compiled components.
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&aside)
+            .and_then(|mut file| file.write_all(&value))
+            .and_then(|_| std::fs::rename(&aside, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&aside);
+        }
+        written.is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::CacheStore;
+
+    #[test]
+    fn entries_come_back_and_the_bound_holds() {
+        let dir = std::env::temp_dir().join(format!("functions-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = FunctionCache::open(&dir, 10_000).unwrap();
+        assert!(cache.get(b"k").is_none());
+        assert!(cache.insert(b"k", vec![7; 100]));
+        assert_eq!(cache.get(b"k").as_deref(), Some(&[7u8; 100][..]));
+        assert_eq!(
+            cache.counts(),
+            Counts {
+                reused: 1,
+                compiled: 1
+            }
+        );
+        // Many more bytes than the bound, in entries of varied sizes: the directory never
+        // holds more than the bound, and the newest entry is always there.
+        for n in 0u32..300 {
+            let key = n.to_be_bytes();
+            let size = 1 + (n as usize * 37) % 900;
+            assert!(cache.insert(&key, vec![1; size]));
+            let on_disk: u64 = std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.metadata().unwrap().len())
+                .sum();
+            assert!(on_disk <= 10_000, "{on_disk} bytes after {n}");
+            assert!(cache.get(&key).is_some());
+        }
+        // A cache opened again counts what is there already.
+        drop(cache);
+        let again = FunctionCache::open(&dir, 10_000).unwrap();
+        assert!(*again.bytes.lock().unwrap() > 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

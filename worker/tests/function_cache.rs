@@ -1,0 +1,131 @@
+//! Compiled functions reused by content (--functions-cache-dir): a second build of a
+//! component that changed one function compiles that one and takes the rest from the cache, in
+//! this worker and in the next one started on the same directory; without the flag nothing is
+//! kept. Observed in the worker's `component compiled` lines, which count both.
+
+mod common;
+
+use common::{Worker, get};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const FUNCTIONS: u32 = 40;
+
+/// A handler whose answer goes through `FUNCTIONS` functions; `changed` alters one of them.
+fn component(changed: u32) -> String {
+    let mut funcs = String::new();
+    for n in 0..FUNCTIONS {
+        let factor = if n == 0 { changed + 3 } else { n + 3 };
+        funcs.push_str(&format!(
+            "(func $f{n} (param i32) (result i32) local.get 0 i32.const {factor} i32.mul i32.const {n} i32.add)\n"
+        ));
+    }
+    let calls: String = (0..FUNCTIONS).map(|n| format!("call $f{n}\n")).collect();
+    format!(
+        r#"
+(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (core module $m
+    {funcs}
+    (func (export "handle") (param i32 i32)
+      local.get 0
+      {calls}
+      drop
+      unreachable))
+  (core instance $i (instantiate $m))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $i "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))
+"#
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("function-cache-{name}"));
+    let _ = std::fs::remove_dir_all(&path);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn write(name: &str, changed: u32) -> PathBuf {
+    let path = scratch(&format!("{name}.wasm"));
+    std::fs::write(&path, wat::parse_str(component(changed)).unwrap()).unwrap();
+    path
+}
+
+fn load(worker: &mut Worker, app: &str, wasm: &Path) -> String {
+    let lock = json!({"spin_lock_version": 1,
+        "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "c", "route": "/..."}}],
+        "components": [{"id": "c", "source": {"content_type": "application/wasm"}}]});
+    let reply =
+        worker.send(json!({"op": "load", "app": app, "lock": lock, "components": {"c": wasm}}));
+    assert_eq!(reply["ok"], json!(true), "{reply}\n{}", worker.log());
+    reply["url"].as_str().unwrap().to_string()
+}
+
+/// The `component compiled` lines so far, as (reused, compiled); (0, 0) without the counts.
+fn compiles(worker: &Worker) -> Vec<(u64, u64)> {
+    worker
+        .log()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["msg"] == "component compiled")
+        .map(|line| {
+            let count = |name: &str| line[name].as_u64().unwrap_or(0);
+            (count("functionsReused"), count("functionsCompiled"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_build_compiles_only_what_changed_here_and_after_a_restart() {
+    let cache = scratch("components");
+    let functions = scratch("functions");
+    let flags = ["--functions-cache-dir", functions.to_str().unwrap()];
+    let mut worker = Worker::start_with_cache(&cache, &flags);
+
+    load(&mut worker, "first", &write("first", 0));
+    let &[(reused, compiled)] = compiles(&worker).as_slice() else {
+        panic!("one compile: {}", worker.log())
+    };
+    assert_eq!(reused, 0, "an empty cache: {}", worker.log());
+    assert!(compiled > u64::from(FUNCTIONS), "{compiled}");
+
+    // The next build: one function changed, so another digest, compiled again.
+    let url = load(&mut worker, "second", &write("second", 1));
+    let (reused, changed) = compiles(&worker)[1];
+    assert!(changed >= 1, "the changed function compiles: {changed}");
+    assert!(
+        changed < 4 && reused + changed == compiled,
+        "the rest is reused: {reused} reused, {changed} compiled of {compiled}"
+    );
+    // Code from the cache runs: the handler traps after calling every function.
+    assert_eq!(get(&url, "/").status, 500);
+    assert_eq!(worker.close().code(), Some(0));
+
+    // A worker started again on the same directories: a third build reuses the files.
+    let mut again = Worker::start_with_cache(&cache, &flags);
+    load(&mut again, "third", &write("third", 2));
+    let &[(reused_again, changed_again)] = compiles(&again).as_slice() else {
+        panic!("one compile: {}", again.log())
+    };
+    assert_eq!((reused_again, changed_again), (reused, changed));
+    let entries = std::fs::read_dir(&functions).unwrap().count();
+    assert!(entries as u64 >= compiled, "{entries} entries on disk");
+    assert_eq!(again.close().code(), Some(0));
+}
+
+#[test]
+fn without_the_flag_no_function_is_kept() {
+    let cache = scratch("no-flag");
+    let mut worker = Worker::start_with_cache(&cache, &[]);
+    load(&mut worker, "first", &write("no-flag-first", 0));
+    load(&mut worker, "second", &write("no-flag-second", 1));
+    assert_eq!(compiles(&worker), vec![(0, 0), (0, 0)], "{}", worker.log());
+    assert_eq!(worker.close().code(), Some(0));
+}
