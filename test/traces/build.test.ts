@@ -1,0 +1,94 @@
+// A build's trace on this machine (control/src/tracing/build-trace.ts): one span with the build
+// id and a child per step, in order, the queue wait first and the push last; then an invoke's
+// span around the call to the worker (domain/running.ts); exported through
+// the SDK's OTLP/HTTP exporter to a real OpenTelemetry Collector. The stand-in builder
+// (test/fixtures/local-programs.ts) writes the real builder's step lines.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { node, tracing } from '@opentelemetry/sdk-node'
+import { toolchainCheck } from '@session-relay/control/local/programs'
+import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
+import { attribute, startCollector } from '../helpers/otel-collector.js'
+import { writeStandIns } from '../fixtures/local-programs.js'
+import { SHARED_COMPILED } from '../helpers/worker-probe.js'
+
+t.setTimeout(240_000)
+
+t.test('a build is a span with its steps in order, each with the build id; an invoke is a span', async (t) => {
+  const collector = await startCollector(t)
+  const provider = new node.NodeTracerProvider({
+    spanProcessors: [
+      new tracing.SimpleSpanProcessor(new OTLPTraceExporter({ url: `${collector.endpoint}/v1/traces` })),
+    ],
+  })
+  provider.register()
+  t.teardown(() => provider.shutdown())
+  const dir = mkdtempSync(join(tmpdir(), 'traces-build-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const control = await startTestControl(
+    t,
+    'pglite',
+    ['--dev-insecure-skip-auth', '--runtime', 'local', '--local-cache-dir', SHARED_COMPILED],
+    { deps: { local: { ...writeStandIns(dir), toolchains: toolchainCheck('', undefined, process.env.PATH) } } },
+  )
+  // The stand-in builder's component is `f`: so is the function, by the application's name.
+  const app = await createApp(control, 'f', { language: 'js' })
+  const fn = firstFunction(app)
+  const put = await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, {
+    json: { files: { 'index.js': 'export default 1\n' } },
+  })
+  t.equal(put.status, 200)
+  const build = (await control.call('POST', `/applications/${app.id}/builds`)).body as { id: string }
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${app.id}/builds/${build.id}`)).body as { status: string }).status ===
+      'succeeded',
+    120_000,
+    `build ${build.id} to succeed`,
+  )
+  const ofBuild = (spans: ReturnType<typeof collector.spans>) =>
+    spans.filter((span) => attribute(span.attributes, 'platform.build.id') === build.id)
+  const spans = ofBuild(
+    await collector.waitFor((spans) => ofBuild(spans).some((span) => span.name === 'build'), 30_000, 'the build span'),
+  )
+  const root = spans.find((span) => span.name === 'build')
+  t.equal(attribute(root?.attributes, 'platform.application.id'), app.id)
+  t.equal(attribute(root?.attributes, 'platform.build.status'), 'succeeded')
+  const steps = spans
+    .filter((span) => span.parentSpanId === root?.spanId)
+    .sort((a, b) => (BigInt(a.startTimeUnixNano) < BigInt(b.startTimeUnixNano) ? -1 : 1))
+  t.same(
+    steps.map((span) => attribute(span.attributes, 'platform.build.step')),
+    ['queue wait', 'bundle', 'componentize', 'push'],
+  )
+  t.ok(
+    steps.every(
+      (span) => span.traceId === root?.traceId && BigInt(span.endTimeUnixNano) <= BigInt(root.endTimeUnixNano),
+    ),
+    'every step inside the build span',
+  )
+
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
+        .deployment?.ready === true,
+    120_000,
+    'the build deployed',
+  )
+  const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
+    json: { method: 'GET', path: '/' },
+  })
+  t.equal(reply.status, 200, reply.text)
+  const invoked = await collector.waitFor(
+    (spans) => spans.some((span) => span.name === 'invoke'),
+    30_000,
+    'the invoke span',
+  )
+  const invoke = invoked.find((span) => span.name === 'invoke')
+  t.equal(attribute(invoke?.attributes, 'platform.application.id'), app.id)
+  t.equal(attribute(invoke?.attributes, 'platform.function.id'), fn.id)
+  t.equal(attribute(invoke?.attributes, 'http.response.status_code'), '200', 'the function answered 200')
+})
