@@ -10,7 +10,7 @@ import { REPORTED_WAIT_MS } from './reconcile.js'
 import type { DomainDeps } from './deps.js'
 import { prepareInvoke } from './invoke.js'
 import { applicationNotFound, functionNotFound } from './not-found.js'
-import { inSpan } from '../tracing/spans.js'
+import { carryTraceContext, inSpan } from '../tracing/spans.js'
 
 /** Apply the newest successful build and the settings again (a new generation); that image. */
 export async function redeploy(deps: DomainDeps, appId: string): Promise<{ appId: string; image: string }> {
@@ -43,6 +43,7 @@ export async function invokeFunction(
     'invoke',
     { 'platform.application.id': found.application.id, 'platform.function.id': fnId },
     async (span) => {
+      carryTraceContext(prepared.headers)
       const result = await runtime.invoke(found.application, prepared)
       span.setAttribute('http.response.status_code', result.status)
       return result

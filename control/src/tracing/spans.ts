@@ -1,7 +1,7 @@
 // The control plane's own spans, opened through the OpenTelemetry API: without the SDK
 // (tracing/configured.ts) the API's tracer is a no-op, so these cost a function call. An error
 // is recorded by its stable code only: its message may quote the caller's input.
-import { SpanStatusCode, trace } from '@opentelemetry/api'
+import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api'
 import type { Attributes, Span } from '@opentelemetry/api'
 
 const tracer = trace.getTracer('session-relay-control')
@@ -24,4 +24,16 @@ export async function inSpan<T>(name: string, attributes: Attributes, work: (spa
       span.end()
     }
   })
+}
+
+/**
+ * The active trace context as the request headers W3C trace context names (`traceparent`,
+ * `tracestate`), replacing any the caller put there: the request goes out under the active span.
+ * Set here rather than left to the HTTP instrumentation so that every runtime's path to the
+ * function (a worker's port, the Service proxy) carries it. Without the SDK nothing is set.
+ */
+export function carryTraceContext(headers: Record<string, string[]>): void {
+  const carrier: Record<string, string> = {}
+  propagation.inject(context.active(), carrier)
+  for (const [name, value] of Object.entries(carrier)) headers[name.toLowerCase()] = [value]
 }
