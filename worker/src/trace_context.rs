@@ -43,10 +43,9 @@ pub fn incoming(headers: &HeaderMap) -> Option<HeaderValue> {
 
 /// Adds `traceparent` to an outgoing request's headers unless the guest set one itself.
 pub fn propagate(headers: &mut HeaderMap, traceparent: Option<&HeaderValue>) {
-    if let Some(value) = traceparent {
-        if !headers.contains_key(TRACEPARENT) {
-            headers.insert(TRACEPARENT, value.clone());
-        }
+    let Some(value) = traceparent else { return };
+    if !headers.contains_key(TRACEPARENT) {
+        headers.insert(TRACEPARENT, value.clone());
     }
 }
 

@@ -7,6 +7,11 @@ import type { Context, Span } from '@opentelemetry/api'
 
 const tracer = trace.getTracer('session-relay-control')
 
+// One clock for the build and all its steps: the SDK anchors each span's own clock to the
+// wall clock's millisecond when it starts, so steps that start together (several step lines
+// in one chunk) would tie, and a step's end could fall past its build's by a fraction of one.
+const now = (): number => performance.timeOrigin + performance.now()
+
 // The builder's step names (builders/src/languages.ts) as the steps a trace shows.
 const STEP_OF: Record<string, string> = {
   'go mod tidy': 'fetch',
@@ -34,15 +39,20 @@ export type BuildTrace = {
 export function startBuildTrace(buildId: string, attributes: { appId: string; language: string }): BuildTrace {
   const common = { 'platform.build.id': buildId }
   const build = tracer.startSpan('build', {
+    startTime: now(),
     attributes: { ...common, 'platform.application.id': attributes.appId, 'platform.language': attributes.language },
   })
   const within: Context = trace.setSpan(context.active(), build)
   const child = (step: string): Span =>
-    tracer.startSpan(`build ${step}`, { attributes: { ...common, 'platform.build.step': step } }, within)
+    tracer.startSpan(
+      `build ${step}`,
+      { startTime: now(), attributes: { ...common, 'platform.build.step': step } },
+      within,
+    )
   let step: Span | null = child('queue wait')
   let pending = ''
   const next = (name: string | null): void => {
-    step?.end()
+    step?.end(now())
     step = name === null ? null : child(name)
   }
   const line = (text: string): void => {
@@ -63,7 +73,7 @@ export function startBuildTrace(buildId: string, attributes: { appId: string; la
       next(null)
       build.setAttribute('platform.build.status', status)
       if (status === 'failed') build.setStatus({ code: SpanStatusCode.ERROR })
-      build.end()
+      build.end(now())
     },
   }
 }
