@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: every test of the code, complete on a fresh clone. Installs what the tests need
 # with apt when it is missing (scripts/install-test-tools.sh), builds the test cluster's
-# Kubernetes and spin-operator once per version (scripts/install-kube-apiserver.sh,
+# Kubernetes, spin-operator and the OpenTelemetry Collector once per version
+# (scripts/install-kube-apiserver.sh, scripts/install-otel-collector.sh,
 # scripts/install-spin-operator.sh), starts a throwaway PostgreSQL
 # so the control-plane suite runs on both of its engines (unless TEST_DATABASE_URL already
 # names one), then lints (ESLint, knip), typechecks, builds and runs tap; the whole suite first
@@ -11,9 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-test-tools.sh
-# Three independent installs, side by side (their costs are in docs/testing.md): the test
+# Four independent installs, side by side (their costs are in docs/testing.md): the test
 # cluster's control plane (kube-apiserver, kube-controller-manager, etcd; test/helpers/
-# kube-apiserver.ts) and spin-operator, each built from the Go module proxy once per version
+# kube-apiserver.ts), spin-operator and the trace tests' OpenTelemetry Collector
+# (test/helpers/otel-collector.ts), each built from the Go module proxy once per version
 # into a cache outside the clone (minutes, once per machine), and the rust builder's toolchain
 # root (Debian 13's rustc with the wasm32 standard library, about 2 min once, into
 # .cache/rust-wasm; test/builders/builder-rust.test.ts). With them there each returns at once.
@@ -21,7 +23,7 @@ scripts/install-test-tools.sh
 mkdir -p .cache/test-output
 echo "test: installing the cluster binaries and the rust root if missing (logs: .cache/test-output/install-*.log, rust-wasm-root.log)" >&2
 pids=()
-for install in install-kube-apiserver install-spin-operator rust-wasm-root; do
+for install in install-kube-apiserver install-spin-operator install-otel-collector rust-wasm-root; do
   scripts/$install.sh >/dev/null 2>".cache/test-output/$install.log" &
   pids+=("$!:$install")
 done

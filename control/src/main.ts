@@ -2,6 +2,7 @@ import { exitWith, stopOnSignals } from '@session-relay/common/lifecycle'
 import { controlUsage, parseConfig } from './config.js'
 import { ConfigError } from '@session-relay/common/config/settings'
 import { createLogger } from './logger.js'
+import { tracingConfigured } from './tracing/configured.js'
 
 async function main(): Promise<void> {
   // What the control plane writes (the embedded database, sources, builds, the generated key)
@@ -20,6 +21,9 @@ async function main(): Promise<void> {
     throw error
   }
 
+  // The SDK patches http, Fastify and pg as they load, so it starts before the application is
+  // imported; with no OTEL_* endpoint it is never loaded at all.
+  const tracing = tracingConfigured(process.env) ? (await import('./tracing/sdk.js')).startTracing() : null
   // Loaded only once the settings parse: Fastify, PGlite and the Kubernetes client take
   // seconds to load on a busy machine, which --help and a mistyped flag should not wait for.
   const { startControlPlane } = await import('./server.js')
@@ -34,7 +38,15 @@ async function main(): Promise<void> {
   }
 
   // The forced exit comes after the delay, not in the middle of it.
-  stopOnSignals(logger, () => server.close(), config.shutdownDelayMs)
+  // The spans of the last requests leave before the process does.
+  stopOnSignals(
+    logger,
+    async () => {
+      await server.close()
+      await tracing?.shutdown()
+    },
+    config.shutdownDelayMs,
+  )
 }
 
 await main()

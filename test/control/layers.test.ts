@@ -14,7 +14,8 @@ const srcDir = fileURLToPath(new URL('../../control/src/', import.meta.url))
 
 // What each layer may import from control/src, besides its own folder.
 const ALLOWED: Record<string, readonly string[]> = {
-  'main.ts': ['server.ts', 'config.ts', 'logger.ts'],
+  // The tracing SDK starts before server.ts is imported (tracing/sdk.ts).
+  'main.ts': ['server.ts', 'config.ts', 'logger.ts', 'tracing'],
   'server.ts': [
     'http',
     'domain',
@@ -30,11 +31,11 @@ const ALLOWED: Record<string, readonly string[]> = {
   ],
   http: ['domain', 'runtime', 'store', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
   // The domain knows the runtime interface only, never which implementation runs.
-  domain: ['runtime', 'store', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  domain: ['runtime', 'store', 'registry', 'metrics', 'tracing', 'model', 'config.ts', 'logger.ts'],
   // The two implementations of the runtime interface stand side by side: neither knows the other.
   cluster: ['runtime', 'store', 'registry', 'model', 'config.ts', 'logger.ts'],
   // The local runtime samples its worker into the embedded metric series (metrics/embedded.ts).
-  local: ['runtime', 'store', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  local: ['runtime', 'store', 'metrics', 'tracing', 'model', 'config.ts', 'logger.ts'],
   // The interface, the none runtime and what both implementations share (outcomes, sending an invoke).
   runtime: ['store', 'model', 'config.ts', 'logger.ts'],
   // The lower layers may use each other (the build watcher records outcomes), never a layer above.
@@ -42,6 +43,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   // Registry credentials and tokens: what they grant, signed; no state of their own.
   registry: ['config.ts'],
   metrics: ['model', 'config.ts', 'logger.ts'],
+  // Spans through the OpenTelemetry API and the SDK's start: nothing of the platform's below it.
+  tracing: [],
   model: [],
   'config.ts': ['model'],
   'logger.ts': [],

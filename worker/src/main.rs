@@ -25,6 +25,7 @@ mod server;
 mod slot;
 mod spin_variables;
 mod stats;
+mod trace_context;
 mod turns;
 mod variables;
 

@@ -10,6 +10,7 @@ import { REPORTED_WAIT_MS } from './reconcile.js'
 import type { DomainDeps } from './deps.js'
 import { prepareInvoke } from './invoke.js'
 import { applicationNotFound, functionNotFound } from './not-found.js'
+import { carryTraceContext, inSpan } from '../tracing/spans.js'
 
 /** Apply the newest successful build and the settings again (a new generation); that image. */
 export async function redeploy(deps: DomainDeps, appId: string): Promise<{ appId: string; image: string }> {
@@ -35,7 +36,19 @@ export async function invokeFunction(
   // One read: a function belongs to its application, so both exist or the function does not.
   const found = await findApplicationWithRoute(db, appId, fnId)
   if (found === null) throw functionNotFound()
-  return runtime.invoke(found.application, prepareInvoke(request, found.route))
+  const prepared = prepareInvoke(request, found.route)
+  // Around the call to the worker: its HTTP client span (and the worker's own) are children,
+  // so the trace context the worker gets continues this one.
+  return inSpan(
+    'invoke',
+    { 'platform.application.id': found.application.id, 'platform.function.id': fnId },
+    async (span) => {
+      carryTraceContext(prepared.headers)
+      const result = await runtime.invoke(found.application, prepared)
+      span.setAttribute('http.response.status_code', result.status)
+      return result
+    },
+  )
 }
 
 /** The application's own output: its newest running pod's log in a cluster, its output on this machine. */

@@ -18,6 +18,8 @@ import type { Database } from '../store/db.js'
 import { childEnv, startNode, stopChild } from './children.js'
 import type { LogBuffer } from './log-buffer.js'
 import { createLogBuffer } from './log-buffer.js'
+import type { BuildTrace } from '../tracing/build-trace.js'
+import { startBuildTrace } from '../tracing/build-trace.js'
 
 // What a failed builder that wrote no reason leaves as its error: its last words, as
 // Kubernetes' FallbackToLogsOnError takes them.
@@ -63,6 +65,16 @@ type Queued = { app: BuildApplication; buildId: string; imageRef: string; workDi
 
 export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
   const { logger } = deps
+  // Each queued or running build's span (tracing/build-trace.ts), ended as the build is.
+  const traces = new Map<string, BuildTrace>()
+  const endTrace = (buildId: string, status: 'succeeded' | 'failed'): void => {
+    traces.get(buildId)?.finished(status)
+    traces.delete(buildId)
+  }
+  const finish: FinishBuild = async (buildId, outcome) => {
+    endTrace(buildId, outcome.status)
+    await deps.finish(buildId, outcome)
+  }
   const queue: Queued[] = []
   const logs = new Map<string, LogBuffer>()
   const running = new Map<string, ChildProcess>()
@@ -112,8 +124,10 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
 
   async function run(job: Queued): Promise<void> {
     const { buildId, app, workDir, log } = job
+    traces.get(buildId)?.running()
     if (!(await markRunning(deps.db, buildId))) {
       // Gone (its application was deleted) or already ended.
+      endTrace(buildId, 'failed')
       logs.delete(buildId)
       rmSync(workDir, { recursive: true, force: true })
       return
@@ -123,7 +137,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       main = deps.builder()
     } catch (error) {
       rmSync(workDir, { recursive: true, force: true })
-      await deps.finish(buildId, { status: 'failed', error: (error as Error).message, log: null })
+      await finish(buildId, { status: 'failed', error: (error as Error).message, log: null })
       logs.delete(buildId)
       return
     }
@@ -136,7 +150,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       const reason = closing
         ? 'the control plane stopped while the build was preparing its toolchain; start it again'
         : (error as Error).message
-      await deps.finish(buildId, { status: 'failed', error: reason, log: log.text() })
+      await finish(buildId, { status: 'failed', error: reason, log: log.text() })
       log.end()
       logs.delete(buildId)
       return
@@ -160,7 +174,11 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
     })
     running.set(buildId, child)
     logger.info({ buildId, appId: app.id, pid: child.pid }, 'build running')
-    child.stdout?.on('data', (chunk: Buffer) => log.write(chunk))
+    const trace = traces.get(buildId)
+    child.stdout?.on('data', (chunk: Buffer) => {
+      log.write(chunk)
+      trace?.output(chunk)
+    })
     child.stderr?.on('data', (chunk: Buffer) => log.write(chunk))
     let timedOut = false
     const timer = setTimeout(() => {
@@ -204,7 +222,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
         text,
       )
     }
-    await deps.finish(buildId, outcome)
+    await finish(buildId, outcome)
     // Followers' streams end only now: whoever waited for the log to end can invoke at once.
     log.end()
     logs.delete(buildId)
@@ -217,6 +235,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       writeFileSync(join(workDir, 'source.tar.gz'), archive, { mode: 0o600 })
       const log = createLogBuffer(MAX_STORED_LOG_BYTES)
       logs.set(buildId, log)
+      traces.set(buildId, startBuildTrace(buildId, { appId: app.id, language: app.language }))
       queue.push({ app, buildId, imageRef, workDir, log })
       pump()
     },
@@ -225,7 +244,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
     },
     async recover() {
       for (const build of await unfinishedBuilds(deps.db)) {
-        await deps.finish(build.id, {
+        await finish(build.id, {
           status: 'failed',
           error: `the control plane restarted while this build was ${build.status}; start it again`,
           log: null,
@@ -238,7 +257,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       for (const job of queue.splice(0)) {
         job.log.end()
         rmSync(job.workDir, { recursive: true, force: true })
-        await deps.finish(job.buildId, {
+        await finish(job.buildId, {
           status: 'failed',
           error: 'the control plane stopped before the build started; start it again',
           log: null,

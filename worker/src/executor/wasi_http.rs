@@ -12,6 +12,7 @@ use crate::log;
 use crate::outbound::{Outbound, OutboundHooks};
 use crate::sandbox::Host;
 use crate::stats::Stats;
+use crate::trace_context;
 use crate::variables::ComponentVariables;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -80,6 +81,7 @@ impl WasiHttp {
         } = routed;
         let limits = scope.limits;
         let tripped = Arc::new(AtomicBool::new(false));
+        let traceparent = trace_context::incoming(request.headers());
         let (parts, body) = request.into_parts();
         let body = CappedRequestBody {
             inner: body,
@@ -93,7 +95,7 @@ impl WasiHttp {
         let stderr = GuestOutput::default();
         let mut sandbox = sandbox(&scope, self.pre.engine(), scope.charge(), |limiter| {
             Host::new(
-                OutboundHooks::new(self.outbound.clone()),
+                OutboundHooks::new(self.outbound.clone()).with_traceparent(traceparent),
                 limiter,
                 self.variables.clone(),
                 stdout.clone(),

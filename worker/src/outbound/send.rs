@@ -9,6 +9,7 @@ use super::caps::{self, Counter};
 use super::resolve::{Names, Unresolved};
 use crate::log;
 use crate::stats::Stats;
+use crate::trace_context;
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
 use serde_json::json;
@@ -41,6 +42,8 @@ pub struct Outbound {
 pub struct OutboundHooks {
     target: Arc<Outbound>,
     instance_in_flight: Option<Arc<Counter>>,
+    /// The incoming request's trace context, carried on to each outgoing request.
+    traceparent: Option<http::HeaderValue>,
 }
 
 impl OutboundHooks {
@@ -48,14 +51,20 @@ impl OutboundHooks {
         OutboundHooks {
             target,
             instance_in_flight: None,
+            traceparent: None,
         }
+    }
+
+    pub fn with_traceparent(mut self, traceparent: Option<http::HeaderValue>) -> Self {
+        self.traceparent = traceparent;
+        self
     }
 }
 
 impl WasiHttpHooks for OutboundHooks {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
@@ -64,6 +73,7 @@ impl WasiHttpHooks for OutboundHooks {
             .instance_in_flight
             .get_or_insert_with(|| Counter::new(caps::PER_INSTANCE));
         let place = caps::enter(instance, &target.app_in_flight);
+        trace_context::propagate(request.headers_mut(), self.traceparent.as_ref());
         Box::new(async move {
             let place = match place {
                 Ok(place) => place,

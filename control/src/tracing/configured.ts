@@ -1,0 +1,11 @@
+// Whether the control plane exports traces: only when the standard OTEL_* variables name an OTLP
+// endpoint, and OTEL_SDK_DISABLED does not turn them off. Otherwise the SDK is never loaded, so
+// tracing costs nothing but the no-op API the spans below are opened through.
+
+const ENDPOINTS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']
+
+export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false
+  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return false
+  return ENDPOINTS.some((name) => (env[name]?.trim() ?? '') !== '')
+}
