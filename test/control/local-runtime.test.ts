@@ -219,6 +219,12 @@ t.test(
     const second = await invoke(control, app.id, app.fnId, '/after')
     t.equal(second.answer.path, '/after', 'answered after the redeploy')
     t.equal(workerPid(control), pid, 'by the same worker')
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    t.equal(
+      argv[argv.indexOf('--functions-cache-dir') + 1],
+      join(control.store.dataDir, 'runtime', 'worker', 'functions'),
+      "compiled functions are kept in the data directory, for the next build's compile",
+    )
     t.equal((await deploymentOf(control, app.id))?.internalUrl, deployment?.internalUrl, 'on the same port')
     t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
     await t.rejects(fetch(`${String(deployment?.internalUrl)}/`), 'deleting the application closed its port')
