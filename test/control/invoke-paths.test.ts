@@ -222,7 +222,9 @@ t.test('invoke paths: traversal, encoded separators, fragments and authorities: 
   for (const [path, invokePath, sent, arrives] of accepted) {
     const reply = await s.control.call('POST', invokePath, { json: { method: 'GET', path } })
     t.equal(reply.status, 200, JSON.stringify(path))
-    t.equal(s.received.at(-1)?.url, PROXY + sent, `${JSON.stringify(path)}: the API server gets ${sent}`)
+    // The last of the proxy's: a watch of the control plane's own may reach the API server after it.
+    const proxied = s.received.filter((r) => r.url.startsWith(`${PROXY}/`)).at(-1)
+    t.equal(proxied?.url, PROXY + sent, `${JSON.stringify(path)}: the API server gets ${sent}`)
     t.equal(s.fn.seen.at(-1)?.url, arrives ?? sent, `and the function ${arrives ?? sent}`)
   }
 })
@@ -296,7 +298,11 @@ t.test('kube.request refuses a path a URL parser would move or that leaves its p
   t.equal(received.slice(before).filter((r) => r.url.includes('/proxy')).length, 0, 'nothing was sent')
   const answer = await kube.request('GET', `${PROXY}/a%2Fb?x=..`, { within })
   answer.resume()
-  t.equal(received.at(-1)?.url, `${PROXY}/a%2Fb?x=..`, 'a path no parser changes goes out as it is')
+  t.equal(
+    received.filter((r) => r.url.startsWith(`${PROXY}/`)).at(-1)?.url,
+    `${PROXY}/a%2Fb?x=..`,
+    'a path no parser changes goes out as it is',
+  )
 })
 
 t.test(
