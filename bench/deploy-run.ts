@@ -3,6 +3,7 @@
 // the push, the build's end as the API reports it, then the worker (its compile, from the
 // control plane's debug log of the worker's lines) until the application's own URL answers 200
 // with this source's text. Times on this process's clock, from the PUT's start.
+import { controlApi, poll } from './local-control.js'
 
 export type Phases = {
   putMs: number
@@ -24,26 +25,6 @@ export type Target = { base: string; appId: string; fnId: string }
 export type CompileLog = Array<{ at: number; ms: number }>
 
 const POLL_MS = 50
-
-async function api(base: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? null : JSON.stringify(body),
-  })
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
-  return (await response.json()) as Record<string, unknown>
-}
-
-async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T> {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = await check().catch(() => null)
-    if (value !== null) return value
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS))
-  }
-}
 
 /** The build's log, followed to its end; each line with when it arrived. */
 async function followLog(target: Target, buildId: string): Promise<Array<{ at: number; line: string }>> {
@@ -75,20 +56,20 @@ export async function deployOnce(
 ): Promise<Phases> {
   const { base, appId, fnId } = target
   const started = performance.now()
-  await api(base, 'PUT', `/applications/${appId}/functions/${fnId}/source`, { files })
+  await controlApi(base, 'PUT', `/applications/${appId}/functions/${fnId}/source`, { files })
   const putMs = performance.now() - started
-  const build = await api(base, 'POST', `/applications/${appId}/builds`)
+  const build = await controlApi(base, 'POST', `/applications/${appId}/builds`)
   const posted = performance.now()
   const log = await followLog(target, String(build.id))
-  const finished = await poll('the build', timeoutMs, async () => {
-    const now = await api(base, 'GET', `/applications/${appId}/builds/${String(build.id)}`)
+  const finished = await poll('the build', timeoutMs, POLL_MS, async () => {
+    const now = await controlApi(base, 'GET', `/applications/${appId}/builds/${String(build.id)}`)
     return now.status === 'succeeded' || now.status === 'failed' ? now : null
   })
   const succeeded = performance.now()
   if (finished.status !== 'succeeded')
     throw new Error(`build failed: ${String(finished.error)}\n${log.map((l) => l.line).join('\n')}`)
-  const answered = await poll('the new source to answer', timeoutMs, async () => {
-    const view = await api(base, 'GET', `/applications/${appId}`)
+  const answered = await poll('the new source to answer', timeoutMs, POLL_MS, async () => {
+    const view = await controlApi(base, 'GET', `/applications/${appId}`)
     const url = (view.deployment as { publicUrl: string | null } | null)?.publicUrl
     if (typeof url !== 'string') return null
     const response = await fetch(`${url}/`)

@@ -9,7 +9,6 @@
 // (.cache/bench-{go,rust}-deps, as bench:build-sandbox): a new application's very first go or
 // rust build compiles Go's standard library or the Spin SDK's crates first (README).
 // --worker runs another worker binary (PLATFORM_LOCAL_WORKER): the "before" column.
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,10 +17,10 @@ import { fileURLToPath } from 'node:url'
 import { templateFiles } from '@session-relay/spin/templates'
 import type { CompileLog, Phases } from './deploy-run.js'
 import { deployOnce } from './deploy-run.js'
+import { controlApi, spawnLocalControl } from './local-control.js'
 import { freePort } from './servers.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const mainJs = join(ROOT, 'control/dist/main.js')
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string): string =>
   argv.includes(name) ? (argv[argv.indexOf(name) + 1] ?? fallback) : fallback
@@ -33,37 +32,22 @@ const TIMEOUT_MS = 900_000
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-deploy-'))
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
-const control = spawn(process.execPath, [mainJs], {
-  env: {
-    ...process.env,
-    PLATFORM_RUNTIME: 'local',
-    PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true',
-    PLATFORM_DATA_DIR: dataDir,
-    PLATFORM_ADDR: `127.0.0.1:${port}`,
-    // The worker's lines reach the control plane's log at debug: its compile times.
-    PLATFORM_LOG_LEVEL: 'debug',
-    ...(worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker }),
-  },
-  stdio: ['ignore', 'pipe', 'inherit'],
+const control = spawnLocalControl({
+  dataDir,
+  port,
+  // The worker's lines reach the control plane's log at debug: its compile times.
+  logLevel: 'debug',
+  stdout: 'pipe',
+  env: worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker },
 })
 const compiles: CompileLog = []
-createInterface({ input: control.stdout }).on('line', (line) => {
+createInterface({ input: control.stdout! }).on('line', (line) => {
   try {
     const parsed = JSON.parse(line) as { worker?: { msg?: string; ms?: number } }
     if (parsed.worker?.msg === 'component compiled' && typeof parsed.worker.ms === 'number')
       compiles.push({ at: performance.now(), ms: parsed.worker.ms })
   } catch {}
 })
-
-async function api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? null : JSON.stringify(body),
-  })
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
-  return (await response.json()) as Record<string, unknown>
-}
 
 type Row = { language: string; deploy: 'first' | 'second'; phases: Phases }
 const rows: Row[] = []
@@ -80,7 +64,7 @@ try {
   }
   for (const language of languages) {
     const name = `bench-${language}`
-    const app = await api('POST', '/applications', { name, language, runtime: 'wasmkube' })
+    const app = await controlApi(base, 'POST', '/applications', { name, language, runtime: 'wasmkube' })
     const fn = (app.functions as Array<{ id: string; name: string }>)[0] as { id: string; name: string }
     if (language === 'go' || language === 'rust') {
       const cache = join(ROOT, '.cache', `bench-${language}-deps`)

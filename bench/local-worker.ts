@@ -5,18 +5,16 @@
 // the template, then autocannon against a plain Node `http` server answering a short text, the
 // application's own URL (publicUrl) and the control plane's invoke, each at concurrency 1 and
 // 32, in the same run on the same cores. Figures are ratios to the Node server.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { parseDuration } from '@session-relay/common/config/duration'
+import { controlApi, poll, spawnLocalControl } from './local-control.js'
 import { freePort } from './servers.js'
 
-const mainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
 const argv = process.argv.slice(2)
 const durationMs = parseDuration(argv.includes('--duration') ? (argv[argv.indexOf('--duration') + 1] ?? '5s') : '5s')
 const asJson = argv.includes('--json')
@@ -44,51 +42,21 @@ async function measure(target: string, connections: number, options: autocannon.
   }
 }
 
-async function api(base: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? null : JSON.stringify(body),
-  })
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
-  return (await response.json()) as Record<string, unknown>
-}
-
-async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | null>): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check().catch(() => null)
-    if (value !== null) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-}
-
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-local-worker-'))
 const port = await freePort()
-const control = spawn(process.execPath, [mainJs], {
-  env: {
-    ...process.env,
-    PLATFORM_RUNTIME: 'local',
-    PLATFORM_DEV_INSECURE_SKIP_AUTH: 'true',
-    PLATFORM_DATA_DIR: dataDir,
-    PLATFORM_ADDR: `127.0.0.1:${port}`,
-    PLATFORM_LOG_LEVEL: 'warn',
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
-})
+const control = spawnLocalControl({ dataDir, port, logLevel: 'warn', stdout: 'ignore' })
 const node = http.createServer((_request, response) => {
   response.writeHead(200, { 'content-type': 'text/plain' }).end('hello from node\n')
 })
 try {
   const base = `http://127.0.0.1:${port}`
-  await poll('the control plane', 60_000, async () => ((await fetch(`${base}/healthz`)).ok ? true : null))
-  const app = await api(base, 'POST', '/applications', { name: 'bench', language: 'js', runtime: 'wasmkube' })
+  await poll('the control plane', 60_000, 250, async () => ((await fetch(`${base}/healthz`)).ok ? true : null))
+  const app = await controlApi(base, 'POST', '/applications', { name: 'bench', language: 'js', runtime: 'wasmkube' })
   const fnId = (app.functions as Array<{ id: string }>)[0]?.id as string
   const started = Date.now()
-  await api(base, 'POST', `/applications/${String(app.id)}/builds`)
-  const deployment = await poll('the build and its first load', 600_000, async () => {
-    const view = await api(base, 'GET', `/applications/${String(app.id)}`)
+  await controlApi(base, 'POST', `/applications/${String(app.id)}/builds`)
+  const deployment = await poll('the build and its first load', 600_000, 250, async () => {
+    const view = await controlApi(base, 'GET', `/applications/${String(app.id)}`)
     const current = view.deployment as { ready: boolean; publicUrl: string } | null
     return current?.ready === true ? current : null
   })
