@@ -12,21 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 // An http handler that answers nothing: only loading it matters here.
-const COMPONENT: &str = r#"
-(component
-  (import "wasi:http/types@0.2.0" (instance $types
-    (export "incoming-request" (type (sub resource)))
-    (export "response-outparam" (type (sub resource)))))
-  (alias export $types "incoming-request" (type $request))
-  (alias export $types "response-outparam" (type $outparam))
-  (core module $m
-    (func (export "handle") (param i32 i32)))
-  (core instance $i (instantiate $m))
-  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
-    (canon lift (core func $i "handle")))
-  (instance $handler (export "handle" (func $handle)))
-  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))
-"#;
+fn component() -> String {
+    common::http_component(r#"(func (export "handle") (param i32 i32))"#)
+}
 
 /// A fresh directory of this test binary's own under the target's scratch space.
 fn scratch(name: &str) -> PathBuf {
@@ -161,7 +149,7 @@ fn whole_log(worker: Worker) -> String {
 fn reload_after(name: &str, tamper: impl Fn(&Path)) -> (bool, String) {
     let cache = scratch(name);
     let wasm = scratch(&format!("{name}.wasm"));
-    std::fs::write(&wasm, wat::parse_str(COMPONENT).unwrap()).unwrap();
+    std::fs::write(&wasm, wat::parse_str(component()).unwrap()).unwrap();
     let mut first = Worker::start_with_cache(&cache, &[]);
     load(&mut first, &wasm);
     assert_eq!(first.close().code(), Some(0));
@@ -220,7 +208,7 @@ fn loads_of_one_component_at_once_share_its_compile() {
     // Two pods of one application in a cluster, or two applications of one build, load the
     // same component side by side: they once wrote the same file aside and one lost it.
     let wasm = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cache-dir-shared.wasm");
-    std::fs::write(&wasm, wat::parse_str(COMPONENT).unwrap()).unwrap();
+    std::fs::write(&wasm, wat::parse_str(component()).unwrap()).unwrap();
     let lock = json!({"spin_lock_version": 1,
         "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "c", "route": "/..."}}],
         "components": [{"id": "c", "source": {"content_type": "application/wasm"}}]});

@@ -21,28 +21,14 @@ fn component(changed: u32) -> String {
         ));
     }
     let calls: String = (0..FUNCTIONS).map(|n| format!("call $f{n}\n")).collect();
-    format!(
-        r#"
-(component
-  (import "wasi:http/types@0.2.0" (instance $types
-    (export "incoming-request" (type (sub resource)))
-    (export "response-outparam" (type (sub resource)))))
-  (alias export $types "incoming-request" (type $request))
-  (alias export $types "response-outparam" (type $outparam))
-  (core module $m
-    {funcs}
+    common::http_component(&format!(
+        r#"{funcs}
     (func (export "handle") (param i32 i32)
       local.get 0
       {calls}
       drop
-      unreachable))
-  (core instance $i (instantiate $m))
-  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
-    (canon lift (core func $i "handle")))
-  (instance $handler (export "handle" (func $handle)))
-  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))
-"#
-    )
+      unreachable)"#
+    ))
 }
 
 fn scratch(name: &str) -> PathBuf {

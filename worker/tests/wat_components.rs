@@ -10,22 +10,12 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const LOOPING: &str = r#"
-(component
-  (import "wasi:http/types@0.2.0" (instance $types
-    (export "incoming-request" (type (sub resource)))
-    (export "response-outparam" (type (sub resource)))))
-  (alias export $types "incoming-request" (type $request))
-  (alias export $types "response-outparam" (type $outparam))
-  (core module $m
-    (func (export "handle") (param i32 i32)
-      (loop $forever (br $forever))))
-  (core instance $i (instantiate $m))
-  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
-    (canon lift (core func $i "handle")))
-  (instance $handler (export "handle" (func $handle)))
-  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))
-"#;
+fn looping() -> String {
+    common::http_component(
+        r#"(func (export "handle") (param i32 i32)
+      (loop $forever (br $forever)))"#,
+    )
+}
 
 fn write_component(name: &str, text: &str) -> PathBuf {
     let bytes = wat::parse_str(text).expect("the component's text parses");
@@ -36,7 +26,7 @@ fn write_component(name: &str, text: &str) -> PathBuf {
 
 #[test]
 fn a_loop_is_stopped_at_the_deadline_and_its_core_freed() {
-    let wasm = write_component("looping", LOOPING);
+    let wasm = write_component("looping", &looping());
     let mut worker = Worker::start(&[]);
     let lock = json!({"spin_lock_version": 1,
         "triggers": [{"id": "t", "trigger_type": "http", "trigger_config": {"component": "spin", "route": "/..."}}],
@@ -87,7 +77,7 @@ fn worker_pid(worker: &Worker) -> u32 {
 
 #[test]
 fn an_import_the_worker_does_not_give_fails_the_load() {
-    let text = LOOPING.replace(
+    let text = looping().replace(
         "(core module $m",
         "(import \"fermyon:spin/key-value@2.0.0\" (instance $kv (export \"open\" (func))))\n  (core module $m",
     );

@@ -405,3 +405,26 @@ pub fn cpu_ticks(pid: u32) -> u64 {
         .collect();
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
+
+/// A wasi:http handler component in the text format around `core_module`, the fields of its
+/// `(core module $m ...)`, which export `handle` (param i32 i32): the frame every text-format
+/// component of these tests shares, so each says only what its handler does.
+pub fn http_component(core_module: &str) -> String {
+    format!(
+        r#"
+(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (core module $m
+    {core_module})
+  (core instance $i (instantiate $m))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $i "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))
+"#
+    )
+}
