@@ -51,6 +51,13 @@ fn load(worker: &mut Worker, app: &str, wasm: &Path) -> String {
     let reply =
         worker.send(json!({"op": "load", "app": app, "lock": lock, "components": {"c": wasm}}));
     assert_eq!(reply["ok"], json!(true), "{reply}\n{}", worker.log());
+    // The compile's line comes before the load's own, and stderr is read by another thread:
+    // until the load's line is read, the compile's may not be either.
+    assert!(
+        worker.log_has(&format!(r#""app":"{app}""#)),
+        "{}",
+        worker.log()
+    );
     reply["url"].as_str().unwrap().to_string()
 }
 
