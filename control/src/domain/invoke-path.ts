@@ -9,9 +9,12 @@ import { InvalidInputError } from '@session-relay/common/errors'
 /** A checked path: its segments in normal form (see normalSegment), and the query as given. */
 export type InvokePath = { segments: string[]; query: string }
 
-// RFC 3986 pchar without the percent-escape: these pass as they are.
+// RFC 3986 pchar without the percent-escape: accepted as they are in a query.
 const PCHAR = /^[-A-Za-z0-9._~!$&'()*+,;=:@]$/
-const UNRESERVED = /^[-A-Za-z0-9._~]$/
+// What a path segment holds unescaped in normal form: the characters Go's net/url leaves
+// as they are in a path. The API server's service proxy decodes the path and escapes it again
+// that way, so a segment in this form reaches the function as the route check read it.
+const PATH_AS_IS = /^[-A-Za-z0-9._~$&+,;=:@]$/
 const HEX2 = /^[0-9A-Fa-f]{2}$/
 // NUL, the other C0 controls and DEL end or split a request line somewhere along the way.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -63,27 +66,35 @@ export function routeTakes(route: string, path: InvokePath): boolean {
 }
 
 /**
- * One segment in normal form (RFC 3986 §6.2.2): escapes in upper case, escapes of unreserved
- * characters decoded, characters outside pchar percent-encoded as UTF-8. Refused: an escape
- * of "/" or "\" (the API server decodes it into a separator), "." and ".." however written,
- * and a "%" that starts no escape.
+ * One segment in normal form: every escape decoded, then what PATH_AS_IS does not hold
+ * escaped again, byte by byte of its UTF-8, in upper case; so `/a%3Ab` is `/a:b` and `/a!`
+ * is `/a%21`, as the API server's proxy would forward them (RFC 3986 lets a server tell
+ * `%3A` from `:`, but behind the proxy no function can). Refused: an escape of "/" or "\"
+ * (a separator once decoded), "." and ".." however written, and a "%" that starts no escape.
  */
 function normalSegment(part: string, refuse: (reason: string) => Error): string {
-  let out = ''
+  const bytes: number[] = []
   const chars = [...part]
   for (let i = 0; i < chars.length; i++) {
     const char = chars[i] as string
     if (char === '%') {
       const hex = (chars[i + 1] ?? '') + (chars[i + 2] ?? '')
       if (!HEX2.test(hex)) throw refuse('holds a "%" that starts no percent-escape')
-      const upper = hex.toUpperCase()
-      if (upper === '2F' || upper === '5C') throw refuse(`holds an encoded separator ("%${hex}")`)
-      const decoded = String.fromCharCode(parseInt(upper, 16))
-      out += UNRESERVED.test(decoded) ? decoded : `%${upper}`
+      const byte = parseInt(hex, 16)
+      if (byte === 0x2f || byte === 0x5c) throw refuse(`holds an encoded separator ("%${hex}")`)
+      bytes.push(byte)
       i += 2
     } else {
-      out += PCHAR.test(char) ? char : encode(char, refuse)
+      // encodeURIComponent leaves ASCII it allows as it is and escapes the rest as UTF-8.
+      const encoded = encode(char, refuse)
+      if (encoded === char) bytes.push(char.charCodeAt(0))
+      else for (const hex of encoded.slice(1).split('%')) bytes.push(parseInt(hex, 16))
     }
+  }
+  let out = ''
+  for (const byte of bytes) {
+    const char = String.fromCharCode(byte)
+    out += byte < 0x80 && PATH_AS_IS.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   if (out === '.' || out === '..') throw refuse('holds a "." or ".." segment (also when percent-encoded)')
   return out
