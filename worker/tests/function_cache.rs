@@ -138,3 +138,59 @@ fn without_the_flag_no_function_is_kept() {
     assert_eq!(compiles(&worker), vec![(0, 0), (0, 0)], "{}", worker.log());
     assert_eq!(worker.close().code(), Some(0));
 }
+
+#[test]
+fn an_entry_damaged_or_not_the_workers_own_is_compiled_again_and_replaced() {
+    let cache = scratch("damaged");
+    let functions = scratch("damaged-functions");
+    let flags = ["--functions-cache-dir", functions.to_str().unwrap()];
+    let wasm = write("damaged", 0);
+    let mut worker = Worker::start_with_cache(&cache, &flags);
+    load(&mut worker, "first", &wasm);
+    assert_eq!(worker.close().code(), Some(0));
+
+    // Every entry but the first damaged: cut short or garbage. The first stays whole but is
+    // open to others' writes, so not one the worker may trust.
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&functions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for (n, entry) in entries.iter().enumerate().skip(1) {
+        let bytes = std::fs::read(entry).unwrap();
+        let damaged = if n % 2 == 0 {
+            bytes[..bytes.len() / 2].to_vec()
+        } else {
+            vec![0x5a; bytes.len()]
+        };
+        std::fs::write(entry, damaged).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&entries[0], std::fs::Permissions::from_mode(0o666)).unwrap();
+    let damaged: Vec<Vec<u8>> = entries.iter().map(|e| std::fs::read(e).unwrap()).collect();
+
+    // The component's own compiled file is gone too, so the worker compiles it again.
+    std::fs::remove_dir_all(&cache).unwrap();
+    let mut again = Worker::start_with_cache(&cache, &flags);
+    let url = load(&mut again, "again", &wasm);
+    // It runs: the handler traps after calling every function, as built.
+    assert_eq!(get(&url, "/").status, 500);
+    assert_eq!(again.close().code(), Some(0));
+    let replaced = entries
+        .iter()
+        .zip(&damaged)
+        .skip(1)
+        .filter(|(entry, before)| std::fs::read(entry).unwrap() != **before)
+        .count();
+    assert_eq!(
+        replaced,
+        entries.len() - 1,
+        "every damaged entry written again"
+    );
+    let mode = std::fs::metadata(&entries[0]).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "the entry open to others is compiled again, owner-only"
+    );
+}
