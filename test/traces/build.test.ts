@@ -97,6 +97,21 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
     120_000,
     'the build deployed',
   )
+  const deployed = await collector.waitFor(
+    (spans) => spans.some((span) => span.name === 'deploy'),
+    30_000,
+    'the deploy span',
+  )
+  const deploy = deployed.filter((span) => span.name === 'deploy')
+  t.same(
+    deploy.map((span) => [
+      attribute(span.attributes, 'platform.application.id'),
+      attribute(span.attributes, 'platform.deploy.reason'),
+      span.status?.code ?? 0,
+    ]),
+    [[app.id, 'changed', 0]],
+    'one deploy: the new build applied, and no span for the reconciles that found it in sync',
+  )
   const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
     json: { method: 'GET', path: `/fetch?url=${origin}/` },
   })

@@ -23,6 +23,7 @@ import {
   releaseLease,
   takeLease,
 } from '../store/deployments.js'
+import { inSpan } from '../tracing/spans.js'
 import { differs, readyCondition, setCondition } from './conditions.js'
 import type { PolicySettings } from './policy-settings.js'
 import { concurrencyInForce, resourcesInForce } from './policy.js'
@@ -136,13 +137,23 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         outcome = { kind: 'in-sync' }
       } else {
         try {
-          const applied = await runtime.deploy(
+          // A span for the apply only: a resync that finds an application in sync makes none.
+          const applied = await inSpan(
+            'deploy',
             {
-              ...app,
-              resources: resourcesInForce(config, app.settings.resources),
-              concurrency: concurrencyInForce(config, app.settings.concurrency),
+              'platform.application.id': appId,
+              'platform.deploy.reason': drifted ? 'drifted' : 'changed',
+              'platform.deploy.attempt': state.failures + 1,
             },
-            target.image,
+            () =>
+              runtime.deploy(
+                {
+                  ...app,
+                  resources: resourcesInForce(config, app.settings.resources),
+                  concurrency: concurrencyInForce(config, app.settings.concurrency),
+                },
+                target.image,
+              ),
           )
           // Which build runs, when the runtime runs it re-locked under another digest.
           await markDeployed(db, appId, target.image)
