@@ -4,6 +4,7 @@
 // to the function's outgoing request to a loopback service of the test; exported through
 // the SDK's OTLP/HTTP exporter to a real OpenTelemetry Collector. The stand-in builder
 // (test/fixtures/local-programs.ts) writes the real builder's step lines.
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -52,6 +53,12 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
   // The stand-in builder's component is `f`: so is the function, by the application's name.
   const app = await createApp(control, 'f', { language: 'js' })
   const fn = firstFunction(app)
+  // Values no exported span may hold: a variable's, a secret's, and a token the caller sends.
+  const [plain, secret, token] = ['plain', 'secret', 'token'].map((kind) => `${kind}-${randomBytes(9).toString('hex')}`)
+  const patched = await control.call('PATCH', `/applications/${app.id}`, {
+    json: { variables: { greeting: { value: plain }, api_token: { secret } } },
+  })
+  t.equal(patched.status, 200, 'the variables set')
   const put = await control.call('PUT', `/applications/${app.id}/functions/${fn.id}/source`, {
     json: { files: { 'index.js': `export default 1 // OUTBOUND:${origin}\n` } },
   })
@@ -113,7 +120,11 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
     'one deploy: the new build applied, and no span for the reconciles that found it in sync',
   )
   const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
-    json: { method: 'GET', path: `/fetch?url=${origin}/` },
+    json: {
+      method: 'GET',
+      path: `/fetch?url=${origin}/&token=${token}`,
+      headers: { authorization: [`Bearer ${token}`] },
+    },
   })
   t.equal(reply.status, 200, reply.text)
   t.match((reply.body as { body: string }).body, /^fetched 200 pong/, 'the function reached the service')
@@ -128,4 +139,8 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
   t.equal(attribute(invoke?.attributes, 'http.response.status_code'), '200', 'the function answered 200')
   // One trace from the invoke to the function's own outgoing request, through the worker.
   t.same(received, [`00-${invoke?.traceId}-${invoke?.spanId}-01`], 'the service got the invoke span as its parent')
+  const exported = collector.exported()
+  t.ok(exported.length > 0, 'precondition: spans were exported')
+  for (const [what, value] of Object.entries({ plain, secret, token }))
+    t.notOk(exported.includes(value), `no ${what} value anywhere in what was exported`)
 })
