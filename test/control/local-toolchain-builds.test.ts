@@ -20,6 +20,10 @@ const NO_GO = '/usr/bin:/bin'
 
 type Build = { id: string; status: string; error: string | null }
 
+// Long enough for the stand-in builder's own run on a loaded machine (1 s was not, at load
+// 15: two node processes start in it), short enough to wait past in the test below.
+const BUILD_TIMEOUT_MS = 6_000
+
 async function start(t: Test, prepared: LocalToolchains): Promise<TestControl> {
   const dir = t.testdir({})
   return await startTestControl(
@@ -34,7 +38,7 @@ async function start(t: Test, prepared: LocalToolchains): Promise<TestControl> {
       '--local-builds',
       '2',
       '--build-timeout',
-      '1s',
+      `${BUILD_TIMEOUT_MS}ms`,
     ],
     {
       deps: {
@@ -94,9 +98,9 @@ t.test('two go builds on a machine without Go: one fetch, both logged, neither p
   await proxy.held()
   await logHolding(control, apps[0] as string, (builds[0] as Build).id, 'toolchain: fetching Go')
   await logHolding(control, apps[1] as string, (builds[1] as Build).id, 'another build is preparing the go toolchain')
-  // The one wait on the clock: the deadline under test is a clock. Past --build-timeout (1s)
+  // The one wait on the clock: the deadline under test is a clock. Past --build-timeout
   // while the fetch is held, neither build may have failed.
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  await new Promise((resolve) => setTimeout(resolve, BUILD_TIMEOUT_MS + 500))
   proxy.release()
   for (const [index, id] of apps.entries()) {
     const buildId = (builds[index] as Build).id
