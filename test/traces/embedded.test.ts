@@ -22,6 +22,7 @@ const { toolchainCheck } = await import('@session-relay/control/local/programs')
 const { writeStandIns } = await import('../fixtures/local-programs.js')
 const { SHARED_COMPILED } = await import('../helpers/worker-probe.js')
 const { startOidcProvider } = await import('../fixtures/oidc-provider.js')
+const { wasmkube } = await import('../helpers/wasmkube.js')
 
 type Span = {
   spanId: string
@@ -162,6 +163,29 @@ t.test("a build's steps in order, an invoke's spans: offsets and durations", asy
   t.match(before, { traceId: built.traceId, appId: app.id, status: 'ok' })
   t.ok(Date.parse(newest?.start ?? '') >= Date.parse(before?.start ?? ''), 'newest first')
   t.equal(newest?.durationMs, invoked.durationMs)
+
+  // The same through `wasmkube traces`: the list, then one trace as indented lines.
+  const cli = wasmkube(t, { WASMKUBE_SERVER: control.url })
+  const listed = await cli(['traces', 'f'])
+  t.equal(listed.code, 0, listed.stderr)
+  const [header, ...lines] = listed.out.trimEnd().split('\n')
+  t.match(header, /^TRACE +STARTED +DURATION +STATUS +REQUEST$/)
+  t.same(
+    lines.map((line) => line.split(/ +/)[0]),
+    [invoked.traceId, built.traceId],
+  )
+  const shown = await cli(['traces', 'f', invoked.traceId])
+  t.equal(shown.code, 0, shown.stderr)
+  const [spanHeader = '', ...spanLines] = shown.out.trimEnd().split('\n')
+  t.equal(spanLines.length, invoked.spans.length, 'a line per span')
+  // How far a span's name is from the SPAN column: two spaces a level.
+  const indentOf = (name: string): number => {
+    const line = spanLines.find((each) => each.endsWith(` ${name}`)) ?? ''
+    return line.lastIndexOf(name) - spanHeader.indexOf('SPAN')
+  }
+  t.equal(indentOf(invokeRoot?.name ?? ''), 0, 'the request at the left')
+  t.ok(indentOf('invoke') >= 4, 'the invoke indented under it')
+  t.match(await cli(['traces', 'f', 'nope']), { code: 2, stderr: /TRACE: 32 lower-case hex digits/ })
 
   const badId = await control.call('GET', '/traces/not-a-trace-id')
   t.equal(badId.status, 400, badId.text)
