@@ -14,7 +14,7 @@ export const tracingSettings = [
     env: 'PLATFORM_TRACES_KEPT',
     flag: '--traces-kept',
     default: '100',
-    // 1000 traces at their caps are about 0.1 GB (docs/control-plane.md#traces).
+    // 1000 traces each at every cap hold about 63 MiB (docs/control-plane.md, npm run bench:trace-memory).
     parse: integerFromZeroTo(1000),
     help: 'keep the last N traces of builds and invokes in memory for the API and console (0: none)',
   }),
