@@ -131,6 +131,8 @@ t.test('a summary: the root name, the whole duration, error when any span failed
   step.setStatus({ code: SpanStatusCode.ERROR })
   step.end(at(1_500))
   build.end(at(1_600))
+  // Another application's span in the same trace (a caller reusing its id): not shown with it.
+  tracer.startSpan('invoke', { attributes: { 'platform.application.id': 'a2' } }, within).end()
   // No application: never kept.
   tracer.startSpan('GET /api/v1/applications').end()
   await close()
@@ -148,6 +150,7 @@ t.test('a summary: the root name, the whole duration, error when any span failed
       ['build compile', false],
     ],
   )
+  t.equal(kept?.droppedSpans, 1, "the other application's span")
   t.same(store.list(new Set(['another'])), [], 'filtered by application')
   t.equal(store.get('0'.repeat(32)), null)
 })

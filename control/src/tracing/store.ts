@@ -128,6 +128,13 @@ export function createTraceStore(limits: TraceLimits): TraceStore {
     onEnd(span) {
       const { traceId } = span.spanContext()
       const known = kept.get(traceId)
+      // A trace is read under its application's rules: a span naming another application (a
+      // caller reusing a trace id across tenants) is not shown with it.
+      const appId = span.attributes[APPLICATION]
+      if (known !== undefined && typeof appId === 'string' && own(appId, limits.textChars) !== known.appId) {
+        known.dropped++
+        return
+      }
       if (known !== undefined) return add(known, span)
       const parent = span.parentSpanContext
       if (parent === undefined || parent.isRemote === true) {
