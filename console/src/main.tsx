@@ -1,5 +1,6 @@
 // The console's shell: sign-in first when the control plane asks for it, then the pages by the
-// address's hash (#/ the applications, #/apps/{id}/{tab} one application), so the server only
+// address's hash (#/ the applications, #/apps/{id}/{tab} one application, #/traces and
+// #/traces/{id} the kept traces), so the server only
 // ever serves index.html at / and a reload keeps the page.
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
@@ -8,6 +9,7 @@ import type { ConsoleConfig, Me } from './api/types'
 import { signIn, signOut, signedIn, startAuth, userName } from './auth/oidc'
 import { AppList } from './pages/app-list'
 import { AppPage } from './pages/app-page'
+import { TracePage, TracesPage } from './pages/traces'
 import type { Access } from './parts/access'
 import { AccessContext, accessOf } from './parts/access'
 import { ErrorText } from './parts/status'
@@ -81,6 +83,7 @@ function Shell() {
   if (session.state === 'sign-in') return <SignIn configured={session.configured} message={session.message} />
 
   const match = /^#\/apps\/([^/]+)(?:\/(\w+))?/.exec(hash)
+  const trace = /^#\/traces(?:\/([0-9a-f]+))?$/.exec(hash)
   return (
     <AccessContext.Provider value={session.access}>
       <header class="bar">
@@ -89,6 +92,7 @@ function Shell() {
         </a>
         <nav aria-label="Main">
           <a href="#/">Applications</a>
+          <a href="#/traces">Traces</a>
         </nav>
         {session.user !== null && (
           <span class="user">
@@ -111,7 +115,13 @@ function Shell() {
         )}
       </header>
       <main class="page" id="main">
-        {match === null ? (
+        {trace !== null ? (
+          trace[1] === undefined ? (
+            <TracesPage />
+          ) : (
+            <TracePage key={trace[1]} traceId={trace[1]} />
+          )
+        ) : match === null ? (
           <AppList />
         ) : (
           <AppPage key={match[1]} appId={decodeURIComponent(match[1] ?? '')} tab={match[2] ?? 'code'} />

@@ -23,6 +23,8 @@ import type { RuntimeSettings } from './runtime/settings.js'
 import { runtimeSettings } from './runtime/settings.js'
 import type { StoreSettings } from './store/settings.js'
 import { storeSettings } from './store/settings.js'
+import type { TracingSettings } from './tracing/settings.js'
+import { tracingSettings } from './tracing/settings.js'
 
 export type ControlConfig = HttpSettings &
   AuthSettings &
@@ -32,7 +34,8 @@ export type ControlConfig = HttpSettings &
   RegistrySettings &
   ClusterSettings &
   LocalSettings &
-  MetricsSettings
+  MetricsSettings &
+  TracingSettings
 
 /**
  * What the domain and the routes read: the application policy, the registry, metrics, the
@@ -60,6 +63,7 @@ const rows = [
   ...clusterSettings,
   ...localSettings,
   ...metricsSettings,
+  ...tracingSettings,
 ]
 
 // Fails to compile when a section's field has no row in its table.

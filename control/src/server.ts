@@ -39,6 +39,7 @@ import { secretBox } from './store/secret-box.js'
 import type { Database } from './store/db.js'
 import { openDatabase } from './store/db.js'
 import { migrate } from './store/migrations.js'
+import type { TraceStore } from './tracing/store.js'
 
 export type ControlServer = {
   app: FastifyInstance
@@ -82,6 +83,8 @@ export type ServerDeps = {
   metricsSampleMs?: number
   /** The reconcile's retry back-off and lease; tests shorten them. */
   reconcile?: Pick<ReconcilerDeps, 'backoff' | 'leaseMs'>
+  /** The last traces kept in memory, filled by the SDK main.ts started (tracing/store.ts); absent: none. */
+  traces?: TraceStore | null
 }
 
 export async function startControlPlane(config: ControlConfig, deps: ServerDeps): Promise<ControlServer> {
@@ -151,6 +154,7 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       draining,
       registrySigner,
       embeddedMetrics: embedded === null ? null : { store: embedded, workloads: local !== null },
+      traces: deps.traces ?? null,
       ...(deps.registryClock === undefined ? {} : { registryClock: deps.registryClock }),
     })
     // An empty host means every interface.

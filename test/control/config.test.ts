@@ -45,6 +45,7 @@ t.test('defaults (decisions.md, Control plane settings)', async (t) => {
     prometheusTimeoutMs: 10_000,
     metricsRateWindowMs: 60_000,
     metricsRetentionMs: 86_400_000,
+    tracesKept: 100,
     publicBaseUrl: '',
     maxArchiveBytes: 8 * 1024 * 1024,
     builderImages: {
@@ -126,6 +127,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     PLATFORM_PROMETHEUS_TIMEOUT: '2.5s',
     PLATFORM_METRICS_RATE_WINDOW: '2m',
     PLATFORM_METRICS_RETENTION: '6h',
+    PLATFORM_TRACES_KEPT: '0',
     PLATFORM_PUBLIC_BASE_URL: 'https://apps.example.com/',
     PLATFORM_MAX_ARCHIVE_BYTES: '16MiB',
     PLATFORM_BUILDER_IMAGES: 'go=ghcr.io/acme/build-go:1, rust=ghcr.io/acme/build-rust@sha256:abc',
@@ -201,6 +203,7 @@ t.test('every setting from the environment; a flag wins over its variable', asyn
     prometheusTimeoutMs: 2_500,
     metricsRateWindowMs: 120_000,
     metricsRetentionMs: 21_600_000,
+    tracesKept: 0,
     publicBaseUrl: 'https://apps.example.com',
     maxArchiveBytes: 16 * 1024 * 1024,
     builderImages: { go: 'ghcr.io/acme/build-go:1', js: '', ts: '', rust: 'ghcr.io/acme/build-rust@sha256:abc' },
@@ -344,6 +347,12 @@ t.test('values that are refused: ConfigError naming the setting', async (t) => {
       /--metrics-retention: expected a duration from 1h to 720h/,
     ],
     ['a metrics retention over 30 days', [...SKIP, '--metrics-retention', '721h'], {}, /--metrics-retention/],
+    [
+      'more traces kept than 1000',
+      [...SKIP, '--traces-kept', '1001'],
+      {},
+      /--traces-kept: expected an integer from 0 to 1000/,
+    ],
     [
       'a public base URL without a scheme',
       [...SKIP],

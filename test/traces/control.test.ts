@@ -1,11 +1,12 @@
 // The control plane's traces (issue 42), as an operator turns them on: the compiled process with
 // OTEL_EXPORTER_OTLP_ENDPOINT naming a real OpenTelemetry Collector. A caller's traceparent is
 // continued by the API request's spans; no query string, token or command-line secret is in
-// anything exported; without an endpoint the SDK is never loaded.
+// anything exported. Without an endpoint the last traces are still kept in memory for the API
+// (--traces-kept), and with none kept either the SDK is never loaded.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
-import { tracingConfigured } from '@session-relay/control/tracing/configured'
+import { tracingConfigured, tracingPlan } from '@session-relay/control/tracing/configured'
 import { controlProcess, scratchDir } from '../helpers/control-process.js'
 import { attribute, startCollector } from '../helpers/otel-collector.js'
 
@@ -55,4 +56,63 @@ t.test('configured only by an OTLP endpoint, and off when OTEL_SDK_DISABLED says
   t.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }), true)
   t.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_SDK_DISABLED: 'true' }), false)
   t.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_TRACES_EXPORTER: 'none' }), false)
+})
+
+t.test('no collector: the last traces kept for the API; --traces-kept 0 keeps none', async (t) => {
+  const dir = scratchDir(t)
+  const control = await controlProcess.start(t, [...FLAGS, '--data-dir', join(dir, 'kept')], {})
+  const api = (method: string, path: string, json?: unknown): Promise<Response> =>
+    fetch(`http://127.0.0.1:${control.port}/api/v1${path}`, {
+      method,
+      ...(json === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(json) }),
+    })
+  const created = (await (
+    await api('POST', '/applications', { name: 'a', language: 'js', runtime: 'wasmkube' })
+  ).json()) as {
+    id: string
+    functions: Array<{ id: string }>
+  }
+  // Not deployed: 404, and the invoke's span, an error, names the application.
+  const invoke = await api('POST', `/applications/${created.id}/functions/${created.functions[0]?.id}/invoke`, {
+    method: 'GET',
+    path: '/',
+  })
+  t.equal(invoke.status, 404, await invoke.text())
+  const list = (await (await api('GET', '/traces')).json()) as { kept: number; traces: Array<{ traceId: string }> }
+  t.equal(list.kept, 100, 'the default')
+  t.equal(list.traces.length, 1)
+  const trace = (await (await api('GET', `/traces/${list.traces[0]?.traceId}`)).json()) as {
+    spans: Array<{ name: string; status: string; parentSpanId: string | null }>
+  }
+  t.match(
+    trace.spans.find((span) => span.name === 'invoke'),
+    { status: 'error' },
+  )
+  t.match(
+    trace.spans.find((span) => span.parentSpanId === null),
+    { name: /^POST\b/ },
+    "the HTTP instrumentation's request span: the SDK was started",
+  )
+
+  const off = await controlProcess.start(t, [...FLAGS, '--data-dir', join(dir, 'off'), '--traces-kept', '0'], {})
+  const none = await fetch(`http://127.0.0.1:${off.port}/api/v1/traces`)
+  t.same(await none.json(), { kept: 0, traces: [] })
+})
+
+t.test('the SDK loads to export, to keep traces, or both', async (t) => {
+  const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }
+  t.same(tracingPlan({}, 100), { loadSdk: true, exportOtlp: false, keepTraces: true })
+  t.same(tracingPlan({}, 0), { loadSdk: false, exportOtlp: false, keepTraces: false }, 'neither: never loaded')
+  t.same(tracingPlan(endpoint, 0), { loadSdk: true, exportOtlp: true, keepTraces: false })
+  t.same(tracingPlan(endpoint, 5), { loadSdk: true, exportOtlp: true, keepTraces: true })
+  t.same(tracingPlan({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }, 5), {
+    loadSdk: true,
+    exportOtlp: false,
+    keepTraces: true,
+  })
+  t.same(tracingPlan({ ...endpoint, OTEL_SDK_DISABLED: 'true' }, 5), {
+    loadSdk: false,
+    exportOtlp: false,
+    keepTraces: false,
+  })
 })

@@ -7,6 +7,7 @@ import { initCommand } from './commands/init.js'
 import { invokeCommand } from './commands/invoke.js'
 import { loginCommand } from './commands/login.js'
 import { logsCommand } from './commands/logs.js'
+import { tracesCommand } from './commands/traces.js'
 import { varsCommand } from './commands/vars.js'
 import type { Io } from './context.js'
 import { UsageError, WasmkubeError } from './errors.js'
@@ -20,6 +21,7 @@ const RUN: Record<CommandName, (args: string[], io: Io) => Promise<number>> = {
   invoke: invokeCommand,
   logs: logsCommand,
   builds: buildsCommand,
+  traces: tracesCommand,
   apps: appsCommand,
   delete: deleteCommand,
   vars: varsCommand,

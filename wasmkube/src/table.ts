@@ -99,6 +99,14 @@ export const COMMANDS = {
     positionals: [1, 1],
     options: { ...server, ...json },
   },
+  traces: {
+    usage: 'traces NAME [TRACE] [--json]',
+    summary: "the application's last traces (builds, invokes) the server keeps; with TRACE, its spans",
+    positionals: [1, 2],
+    options: { ...server, ...json },
+    details:
+      "The control plane keeps the last --traces-kept traces in memory (default 100). With TRACE\neach span is a line: its start from the trace's, its duration, its status, its name\nindented under its parent.",
+  },
   apps: {
     usage: 'apps [--json]',
     summary: 'the applications you can see',

@@ -27,3 +27,6 @@ export type ApplicationPatch = Body<'updateApplication'>
 export type ResourcePolicy = Ok<'getResourcePolicy', 200>
 export type MetricSeries = { points: Array<[number, number]>; unit: string }
 export type Metrics = { range: string; step: string; series: Record<string, MetricSeries> }
+export type TraceList = Ok<'listTraces', 200>
+export type Trace = Ok<'getTrace', 200>
+export type TraceSpan = Trace['spans'][number]

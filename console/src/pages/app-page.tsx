@@ -1,4 +1,4 @@
-// One application: a tab per task (code, build and deploy, invoke, logs, metrics, settings),
+// One application: a tab per task (code, build and deploy, invoke, logs, metrics, traces, settings),
 // each its own address so a reload or a shared link comes back to it.
 import { getJson } from '../api/client'
 import type { Application } from '../api/types'
@@ -11,6 +11,7 @@ import { MetricsPanel } from '../parts/metrics'
 import { SettingsPanel } from '../parts/settings'
 import { ErrorText, Loading } from '../parts/status'
 import { useLoad } from '../parts/use-load'
+import { TraceList } from './traces'
 import { useState } from 'preact/hooks'
 
 type Fn = Application['functions'][number]
@@ -34,6 +35,15 @@ function AppMetrics({ app, selected }: TabProps) {
   )
 }
 
+function AppTraces({ app }: TabProps) {
+  return (
+    <section aria-labelledby="app-traces">
+      <h2 id="app-traces">Recent builds and invokes</h2>
+      <TraceList appId={app.id} />
+    </section>
+  )
+}
+
 // One entry per tab: a new section of the page is one more.
 const TABS: Array<{ id: string; label: string; Panel: (props: TabProps) => preact.JSX.Element }> = [
   { id: 'code', label: 'Functions & code', Panel: CodePanel },
@@ -41,6 +51,7 @@ const TABS: Array<{ id: string; label: string; Panel: (props: TabProps) => preac
   { id: 'invoke', label: 'Invoke', Panel: InvokePanel },
   { id: 'logs', label: 'Logs', Panel: LogPanel },
   { id: 'metrics', label: 'Metrics', Panel: AppMetrics },
+  { id: 'traces', label: 'Traces', Panel: AppTraces },
   { id: 'settings', label: 'Settings', Panel: SettingsPanel },
 ]
 

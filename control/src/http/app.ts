@@ -35,6 +35,7 @@ import { registryTokenRoutes } from './routes/registry-token.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { runtimeRoutes } from './routes/runtime.js'
 import { sourceRoutes } from './routes/sources.js'
+import { traceRoutes } from './routes/traces.js'
 import { errors } from './schemas/errors.js'
 import type { DomainDeps } from '../domain/deps.js'
 import { createReconciler } from '../domain/reconcile.js'
@@ -61,6 +62,8 @@ export type ControlDeps = {
   registryClock?: () => number
   /** Without Prometheus: the series the metrics endpoints answer from (route-deps.ts). */
   embeddedMetrics?: RouteDeps['embeddedMetrics']
+  /** The last traces kept in memory (tracing/store.ts); absent: none kept. */
+  traces?: RouteDeps['traces']
 }
 
 /** The server's own settings, its callers', what the routes hand the domain, and where applications answer (the Host check). */
@@ -230,6 +233,7 @@ export async function buildApp(config: AppSettings, deps: ControlDeps): Promise<
           deployments: deps.deployments ?? createReconciler({ db: deps.db, config, runtime, logger: deps.logger }),
           draining,
           embeddedMetrics: deps.embeddedMetrics ?? null,
+          traces: deps.traces ?? null,
         }
         await secured.register(applicationRoutes, routeDeps)
         await secured.register(functionRoutes, routeDeps)
@@ -238,6 +242,7 @@ export async function buildApp(config: AppSettings, deps: ControlDeps): Promise<
         await secured.register(runtimeRoutes, routeDeps)
         await secured.register(metricsRoutes, routeDeps)
         await secured.register(meRoutes, routeDeps)
+        await secured.register(traceRoutes, routeDeps)
       })
     },
     { prefix: API_PREFIX },

@@ -54,6 +54,11 @@ export async function registerOpenApi(app: FastifyInstance, options: { registryT
           description: "Time series of applications and functions: Prometheus's, or without it the control plane's own",
         },
         {
+          name: 'traces',
+          description:
+            'The last traces of builds and invokes this process kept in memory (--traces-kept), without a collector',
+        },
+        {
           name: 'caller',
           description: 'Who the caller is: their role and tenants, for a client to offer only what they may do',
         },

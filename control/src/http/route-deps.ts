@@ -2,6 +2,7 @@
 // depend on this type and not on the app that imports them.
 import type { DomainDeps } from '../domain/deps.js'
 import type { EmbeddedMetrics } from '../metrics/embedded.js'
+import type { TraceStore } from '../tracing/store.js'
 import type { Draining } from './draining.js'
 
 export type RouteDeps = DomainDeps & {
@@ -11,4 +12,6 @@ export type RouteDeps = DomainDeps & {
    * applications (the local runtime), whose series it then has too.
    */
   embeddedMetrics?: { store: EmbeddedMetrics; workloads: boolean } | null
+  /** The last traces kept in memory; null: none kept (--traces-kept 0, or no SDK). */
+  traces?: TraceStore | null
 }

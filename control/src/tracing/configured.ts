@@ -1,6 +1,7 @@
 // Whether the control plane exports traces: only when the standard OTEL_* variables name an OTLP
-// endpoint, and OTEL_SDK_DISABLED does not turn them off. Otherwise the SDK is never loaded, so
-// tracing costs nothing but the no-op API the spans below are opened through.
+// endpoint, and OTEL_SDK_DISABLED does not turn them off; and whether it loads the SDK at all:
+// to export, or to keep the last traces in memory (--traces-kept). Otherwise the SDK is never
+// loaded, so tracing costs nothing but the no-op API the spans are opened through.
 
 const ENDPOINTS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']
 
@@ -8,4 +9,14 @@ export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return false
   return ENDPOINTS.some((name) => (env[name]?.trim() ?? '') !== '')
+}
+
+export type TracingPlan = { loadSdk: boolean; exportOtlp: boolean; keepTraces: boolean }
+
+/** OTEL_SDK_DISABLED turns off the store too; OTEL_TRACES_EXPORTER=none only the export. */
+export function tracingPlan(env: NodeJS.ProcessEnv, tracesKept: number): TracingPlan {
+  const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true'
+  const exportOtlp = tracingConfigured(env)
+  const keepTraces = !disabled && tracesKept > 0
+  return { loadSdk: exportOtlp || keepTraces, exportOtlp, keepTraces }
 }

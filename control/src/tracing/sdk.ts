@@ -1,7 +1,8 @@
 // The OpenTelemetry Node SDK, started before the application is loaded (main.ts) when
 // configured.ts says so: OTLP over HTTP to the endpoint the standard OTEL_* variables name
 // (OTEL_EXPORTER_OTLP_*, OTEL_BSP_*, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-// OTEL_TRACES_SAMPLER), W3C trace context, and the HTTP, Fastify and pg instrumentations.
+// OTEL_TRACES_SAMPLER) when one is set, the in-memory store's processor (store.ts) when traces
+// are kept, or both; W3C trace context, and the HTTP, Fastify and pg instrumentations.
 // Traces only: the control plane's metrics are Prometheus's (metrics/).
 import { register } from 'node:module'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
@@ -35,17 +36,24 @@ function redactingExporter(inner: SpanExporter): SpanExporter {
 
 export type Tracing = { shutdown(): Promise<void> }
 
-/** Starts the SDK; the caller imports the application only after this returns. */
-export function startTracing(extraProcessors: tracing.SpanProcessor[] = []): Tracing {
+/**
+ * Starts the SDK, exporting over OTLP when `exportOtlp`, and feeding `processors` (the store's)
+ * every span; the caller imports the application only after this returns.
+ */
+export function startTracing(options: { exportOtlp: boolean; processors?: tracing.SpanProcessor[] }): Tracing {
+  const exporting = options.exportOtlp
+    ? [new tracing.BatchSpanProcessor(redactingExporter(new OTLPTraceExporter()))]
+    : []
   // pg and Fastify are imported from ES modules: their instrumentations see them only through
-  // the loader hook, which must be in place before either is imported.
-  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url)
+  // the loader hook, which must be in place before either is imported. Only they go through it:
+  // the hook parses every module it is given, which on a busy machine doubled the start.
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['fastify', 'pg'] } })
   const sdk = new NodeSDK({
     serviceName: process.env.OTEL_SERVICE_NAME ?? 'session-relay-control',
     // The process detector would export the command line, which may carry a database URL with
     // its password; the host's name and the operator's OTEL_RESOURCE_ATTRIBUTES are enough.
     resourceDetectors: [resources.envDetector, resources.hostDetector],
-    spanProcessors: [new tracing.BatchSpanProcessor(redactingExporter(new OTLPTraceExporter())), ...extraProcessors],
+    spanProcessors: [...exporting, ...(options.processors ?? [])],
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [

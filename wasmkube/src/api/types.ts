@@ -26,3 +26,5 @@ export type InvokeRequest = Body<'invokeFunction'>
 export type InvokeResult = Ok<'invokeFunction', 200>
 export type ResourcePolicy = Ok<'getResourcePolicy', 200>
 export type ConsoleConfig = Ok<'getConsoleConfig', 200>
+export type TraceList = Ok<'listApplicationTraces', 200>
+export type Trace = Ok<'getTrace', 200>
