@@ -54,7 +54,8 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
   const app = await createApp(control, 'f', { language: 'js' })
   const fn = firstFunction(app)
   // Values no exported span may hold: a variable's, a secret's, and a token the caller sends.
-  const [plain, secret, token] = ['plain', 'secret', 'token'].map((kind) => `${kind}-${randomBytes(9).toString('hex')}`)
+  const unique = (kind: string): string => `${kind}-${randomBytes(9).toString('hex')}`
+  const [plain, secret, token] = [unique('plain'), unique('secret'), unique('token')]
   const patched = await control.call('PATCH', `/applications/${app.id}`, {
     json: { variables: { greeting: { value: plain }, api_token: { secret } } },
   })
