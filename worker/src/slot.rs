@@ -69,9 +69,14 @@ impl Loader {
                     cache,
                     linkers,
                     shared,
+                    baseline,
                     ..
                 } = &*loader;
-                app::build(request, cache, linkers, None, shared, stats)
+                let build = || app::build(request, cache, linkers, None, shared, stats);
+                match baseline {
+                    Some(baseline) => baseline.background.install(build),
+                    None => build(),
+                }
             })
             .await;
         Some(built.map_err(LoadError::from).and_then(|built| built))
