@@ -12,8 +12,12 @@ export type Phases = {
   pushMs: number
   /** The build's end (the log's last line) to the API saying succeeded. */
   buildEndMs: number
-  /** The worker's compile(s) of this deploy, as it logged them (`component compiled`). */
-  compileMs: number
+  /**
+   * The worker's compiles logged between the build's start and the first answer (`component
+   * compiled`), by compiler: with --baseline-first, Winch's is this deploy's and a Cranelift
+   * line there is a compile in the background (this deploy's or the one before).
+   */
+  compileMs: { winch: number; cranelift: number }
   /** Build succeeded to the first 200 with the new text at the application's URL. */
   deployMs: number
   totalMs: number
@@ -22,7 +26,7 @@ export type Phases = {
 export type Target = { base: string; appId: string; fnId: string }
 
 /** `component compiled` lines of the worker seen so far: the bench's control plane log reader fills it. */
-export type CompileLog = Array<{ at: number; ms: number }>
+export type CompileLog = Array<{ at: number; ms: number; compiler: string }>
 
 const POLL_MS = 50
 
@@ -86,7 +90,10 @@ export async function deployOnce(
   }
   const first = log[0]?.at ?? succeeded
   const last = log.at(-1)?.at ?? succeeded
-  const compileMs = compiles.filter((c) => c.at >= posted && c.at <= answered).reduce((sum, c) => sum + c.ms, 0)
+  const inWindow = compiles.filter((c) => c.at >= posted && c.at <= answered)
+  const sum = (compiler: string): number =>
+    inWindow.filter((c) => c.compiler === compiler).reduce((total, c) => total + c.ms, 0)
+  const compileMs = { winch: sum('winch'), cranelift: sum('cranelift') }
   return {
     putMs,
     queueMs: first - posted,

@@ -1,4 +1,4 @@
-// npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--json]
+// npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--baseline-first true|false] [--json]
 //
 // Source to answer (issue 43): the control plane as the compiled binary on its embedded
 // defaults (PGlite, the local runtime, the real builder in its sandbox, the real worker), a fresh
@@ -8,7 +8,9 @@
 // taken apart by deploy-run.ts. go and rust builds use the bench's dependency caches
 // (.cache/bench-{go,rust}-deps, as bench:build-sandbox): a new application's very first go or
 // rust build compiles Go's standard library or the Spin SDK's crates first (README).
-// --worker runs another worker binary (PLATFORM_LOCAL_WORKER): the "before" column.
+// --worker runs another worker binary (PLATFORM_LOCAL_WORKER): the "before" column (with
+// --baseline-first false for a worker older than that flag). --baseline-first false: the worker
+// compiles each build with Cranelift before it answers (PLATFORM_LOCAL_BASELINE_FIRST).
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,6 +28,7 @@ const option = (name: string, fallback: string): string =>
   argv.includes(name) ? (argv[argv.indexOf(name) + 1] ?? fallback) : fallback
 const languages = option('--languages', 'js,ts,go,rust').split(',') as Array<'js' | 'ts' | 'go' | 'rust'>
 const worker = option('--worker', '')
+const baselineFirst = option('--baseline-first', 'true')
 const asJson = argv.includes('--json')
 const TIMEOUT_MS = 900_000
 
@@ -38,14 +41,18 @@ const control = spawnLocalControl({
   // The worker's lines reach the control plane's log at debug: its compile times.
   logLevel: 'debug',
   stdout: 'pipe',
-  env: worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker },
+  env: {
+    PLATFORM_LOCAL_BASELINE_FIRST: baselineFirst,
+    ...(worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker }),
+  },
 })
 const compiles: CompileLog = []
 createInterface({ input: control.stdout! }).on('line', (line) => {
   try {
-    const parsed = JSON.parse(line) as { worker?: { msg?: string; ms?: number } }
+    const parsed = JSON.parse(line) as { worker?: { msg?: string; ms?: number; compiler?: string } }
     if (parsed.worker?.msg === 'component compiled' && typeof parsed.worker.ms === 'number')
-      compiles.push({ at: performance.now(), ms: parsed.worker.ms })
+      // A worker older than --baseline-first names no compiler: Cranelift was its only one.
+      compiles.push({ at: performance.now(), ms: parsed.worker.ms, compiler: parsed.worker.compiler ?? 'cranelift' })
   } catch {}
 })
 
@@ -97,7 +104,9 @@ try {
 
 const s = (ms: number): string => (ms / 1000).toFixed(1)
 if (asJson) {
-  process.stdout.write(`${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, rows }, null, 2)}\n`)
+  process.stdout.write(
+    `${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, baselineFirst, rows }, null, 2)}\n`,
+  )
 } else {
   process.stdout.write(
     `load average before ${load.join(' ')}, after ${loadavg()
@@ -105,14 +114,14 @@ if (asJson) {
       .join(' ')}\n`,
   )
   process.stdout.write(
-    '| language | deploy | total s | put | queue | build steps | push | build end | compile (worker) | to first 200 |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n',
+    '| language | deploy | total s | put | queue | build steps | push | build end | compile before the answer (worker) | to first 200 |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n',
   )
   for (const { language, deploy, phases: p } of rows) {
     const steps = Object.entries(p.steps)
       .map(([name, ms]) => `${name} ${s(ms)}`)
       .join(', ')
     process.stdout.write(
-      `| ${language} | ${deploy} | ${s(p.totalMs)} | ${s(p.putMs)} | ${s(p.queueMs)} | ${steps} | ${s(p.pushMs)} | ${s(p.buildEndMs)} | ${s(p.compileMs)} | ${s(p.deployMs)} |\n`,
+      `| ${language} | ${deploy} | ${s(p.totalMs)} | ${s(p.putMs)} | ${s(p.queueMs)} | ${steps} | ${s(p.pushMs)} | ${s(p.buildEndMs)} | winch ${s(p.compileMs.winch)}, cranelift ${s(p.compileMs.cranelift)} | ${s(p.deployMs)} |\n`,
     )
   }
 }

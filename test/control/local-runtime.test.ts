@@ -225,6 +225,7 @@ t.test(
       join(control.store.dataDir, 'runtime', 'worker', 'functions'),
       "compiled functions are kept in the data directory, for the next build's compile",
     )
+    t.ok(argv.includes('--baseline-first'), "a new build answers from Winch's code first by default")
     t.equal((await deploymentOf(control, app.id))?.internalUrl, deployment?.internalUrl, 'on the same port')
     t.equal((await control.call('DELETE', `/applications/${app.id}`)).status, 204)
     await t.rejects(fetch(`${String(deployment?.internalUrl)}/`), 'deleting the application closed its port')

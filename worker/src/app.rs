@@ -3,6 +3,7 @@
 //! here, at `load`, never on a request.
 
 use crate::admission::Admission;
+use crate::baseline::Baseline;
 use crate::budget::Budget;
 use crate::cache::ComponentCache;
 use crate::executor::{self, Executor, Linkers, Scope};
@@ -38,6 +39,8 @@ pub struct App {
     pub digests: Vec<String>,
     /// Its turns at the instance pool (`limits.maxConcurrentRequests`, `maxQueuedRequests`).
     pub admission: Admission,
+    /// Some component runs Winch's code: Cranelift's is on its way (`baseline.rs`).
+    pub baseline: bool,
 }
 
 /// What every application is built with, the same for all of them.
@@ -76,14 +79,17 @@ pub struct LoadRequest {
     pub limits: Limits,
 }
 
-/// Blocks while components compile: run it off the async threads.
+/// Blocks while components compile: run it off the async threads. With `baseline`, a component
+/// Cranelift has not compiled yet is compiled by Winch (`baseline.rs`).
 pub fn build(
     request: LoadRequest,
     cache: &ComponentCache,
     linkers: &Linkers,
+    baseline: Option<&Baseline>,
     shared: &Shared,
     stats: Arc<Stats>,
 ) -> Result<App, LoadError> {
+    let mut on_baseline = false;
     let app_id: Arc<str> = request.app.as_str().into();
     let app_in_flight = Counter::new(caps::PER_APP);
     let lock = LockedApp::from_value(request.lock)?;
@@ -118,9 +124,20 @@ pub fn build(
             .components
             .get(id)
             .ok_or_else(|| ComponentError::NoWasm.of(id))?;
-        let (digest, compiled) = cache
-            .load(path, component.source.digest.as_deref())
-            .map_err(|e| ComponentError::Cache(e).of(id))?;
+        let expected = component.source.digest.as_deref();
+        let (digest, compiled) = match baseline {
+            Some(baseline) => baseline.component(cache, path, expected),
+            None => cache.load(path, expected),
+        }
+        .map_err(|e| ComponentError::Cache(e).of(id))?;
+        // A component links only with its own engine's linkers.
+        let own_linkers = match baseline {
+            Some(baseline) if baseline.compiled(&compiled) => {
+                on_baseline = true;
+                &baseline.linkers
+            }
+            _ => linkers,
+        };
         let mut hosts = Vec::new();
         for host in component.allowed_outbound_hosts()? {
             hosts.push(
@@ -148,7 +165,7 @@ pub fn build(
             app_in_flight: app_in_flight.clone(),
             stats: stats.clone(),
         });
-        let executor = executor::prepare(executor, compiled, linkers, variables, outbound)
+        let executor = executor::prepare(executor, compiled, own_linkers, variables, outbound)
             .map_err(executor_of)?;
         components.insert(
             component.id.clone(),
@@ -185,5 +202,6 @@ pub fn build(
         router,
         components,
         digests,
+        baseline: on_baseline,
     })
 }

@@ -4,13 +4,16 @@
 use crate::outbound::address::{AddressPolicy, BadCidr};
 use std::path::PathBuf;
 
-pub const USAGE: &str = "usage: worker --cache-dir DIR [--functions-cache-dir DIR] [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--memory-budget-bytes N] [--resolver IP:PORT] [--threads N]";
+pub const USAGE: &str = "usage: worker --cache-dir DIR [--functions-cache-dir DIR] [--baseline-first] [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--memory-budget-bytes N] [--resolver IP:PORT] [--threads N]";
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub cache_dir: PathBuf,
     /// Cranelift's compiled functions by content (cache/functions.rs); none: not kept.
     pub functions_cache_dir: Option<PathBuf>,
+    /// A component never compiled answers from Winch's code while Cranelift compiles it
+    /// (`baseline.rs`).
+    pub baseline_first: bool,
     pub address_policy: AddressPolicy,
     /// Instances running at once, all applications together: the pool's size.
     pub max_instances: u32,
@@ -45,6 +48,7 @@ impl Config {
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, BadFlags> {
         let mut cache_dir = None;
         let mut functions_cache_dir = None;
+        let mut baseline_first = false;
         let mut address_policy = AddressPolicy::default();
         let mut max_instances = 1000;
         let mut max_memory_bytes = 4u64 << 30;
@@ -57,6 +61,7 @@ impl Config {
             match flag.as_str() {
                 "--cache-dir" => cache_dir = Some(PathBuf::from(value()?)),
                 "--functions-cache-dir" => functions_cache_dir = Some(PathBuf::from(value()?)),
+                "--baseline-first" => baseline_first = true,
                 "--allow-private-outbound" => address_policy = AddressPolicy::parse(&value()?)?,
                 "--max-instances" => {
                     max_instances = value()?
@@ -97,6 +102,7 @@ impl Config {
         Ok(Config {
             cache_dir: cache_dir.ok_or(BadFlags::Value("--cache-dir is required"))?,
             functions_cache_dir,
+            baseline_first,
             address_policy,
             max_instances,
             max_memory_bytes,

@@ -16,7 +16,7 @@ use crate::config::Config;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::Enabled;
-use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 /// Bytes of a freed memory slot kept resident, reset in place: more than the js template's
 /// instance writes per request (about 1 MiB). The pages past it, or past what one scan
@@ -68,6 +68,22 @@ pub fn engine(config: &Config, functions: Option<Arc<FunctionCache>>) -> wasmtim
     if let Some(functions) = functions {
         wasm.enable_incremental_compilation(functions)?;
     }
+    Engine::new(&wasm)
+}
+
+/// The engine of `--baseline-first`: Winch, wasmtime's single-pass compiler, which compiles a
+/// 12 MB js component in a fraction of Cranelift's time into slower code. An application
+/// whose components were never compiled answers from it while Cranelift compiles them
+/// (`slot.rs`). A strategy is an engine's, so it is an engine of its own, and a component of
+/// one engine links and instantiates only in that engine's stores: its instances come from
+/// wasmtime's on-demand allocator, not the pool, since they serve only for those seconds and a
+/// second pool would reserve its address space again for the process's life.
+pub fn baseline_engine() -> wasmtime::Result<Engine> {
+    let mut wasm = wasmtime::Config::new();
+    wasm.strategy(Strategy::Winch)
+        .memory_init_cow(true)
+        .epoch_interruption(true)
+        .wasm_component_model(true);
     Engine::new(&wasm)
 }
 

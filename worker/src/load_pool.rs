@@ -25,13 +25,14 @@ pub struct LoadPool {
 }
 
 impl LoadPool {
-    pub fn new(threads: usize) -> LoadPool {
+    /// `name`: its threads' name, numbered.
+    pub fn new(name: &str, threads: usize) -> LoadPool {
         let (jobs, queue) = channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for n in 0..threads.max(1) {
             let queue = queue.clone();
             std::thread::Builder::new()
-                .name(format!("load-{n}"))
+                .name(format!("{name}-{n}"))
                 .spawn(move || take_jobs(&queue))
                 .expect("a thread for loads");
         }
@@ -76,7 +77,7 @@ mod tests {
 
     #[tokio::test]
     async fn jobs_run_off_the_runtime_and_a_panic_is_an_error() {
-        let pool = LoadPool::new(2);
+        let pool = LoadPool::new("load", 2);
         let name = pool
             .run(|| std::thread::current().name().unwrap_or("").to_string())
             .await

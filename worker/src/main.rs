@@ -5,6 +5,7 @@
 mod admission;
 mod answers;
 mod app;
+mod baseline;
 mod budget;
 mod cache;
 mod config;
@@ -80,6 +81,8 @@ enum StartError {
     Engine(wasmtime::Error),
     #[error("linker: {0}")]
     Linker(wasmtime::Error),
+    #[error("baseline engine: {0}")]
+    Baseline(wasmtime::Error),
     #[error("resolver: {0}")]
     Resolver(outbound::resolve::ResolverError),
 }
@@ -93,6 +96,10 @@ async fn run(config: config::Config, functions: Option<Arc<cache::FunctionCache>
         let linkers = executor::Linkers::new(&engine).map_err(StartError::Linker)?;
         let cache = cache::ComponentCache::new(&config.cache_dir, engine, functions.clone());
         let names = outbound::resolve::Names::new(config.resolver).map_err(StartError::Resolver)?;
+        let baseline = match config.baseline_first {
+            true => Some(baseline::Baseline::new().map_err(StartError::Baseline)?),
+            false => None,
+        };
         let loader = slot::Loader {
             linkers,
             cache: Arc::new(cache),
@@ -102,8 +109,9 @@ async fn run(config: config::Config, functions: Option<Arc<cache::FunctionCache>
                 budget: budget::Budget::new(config.memory_budget_bytes),
                 threads: config.threads,
             },
-            pool: load_pool::LoadPool::new(LOAD_THREADS),
+            pool: load_pool::LoadPool::new("load", LOAD_THREADS),
             events: replies.downgrade(),
+            baseline,
         };
         Ok(protocol::Worker::new(
             loader,

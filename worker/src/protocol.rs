@@ -162,7 +162,7 @@ impl Worker {
     async fn load(self: Arc<Self>, request: LoadRequest, port: u16) -> Result<Reply, String> {
         let id = request.app.clone();
         let started = std::time::Instant::now();
-        let slot = Arc::new(Slot::load(&self.loader, request).await?);
+        let slot = Slot::load(&self.loader, request).await?;
         // A redeploy on the port it has: the new application is ready, so it takes the next
         // request on every connection, kept-alive ones too; requests in flight finish on the
         // old one, which goes with the last of them. No request sees the port closed.

@@ -4,6 +4,7 @@
 //! and is answered, so a client of the application's own URL never sees it gone.
 
 use crate::app::{self, App, LoadRequest, Shared};
+use crate::baseline::Baseline;
 use crate::cache::ComponentCache;
 use crate::executor::Linkers;
 use crate::load_error::LoadError;
@@ -23,27 +24,62 @@ pub struct Loader {
     pub pool: LoadPool,
     /// Unsolicited lines for stdout (`{"event": ...}`); weak, so it never keeps stdout open.
     pub events: WeakUnboundedSender<String>,
+    /// `--baseline-first`: new components answer from Winch's code first.
+    pub baseline: Option<Baseline>,
 }
 
 impl Loader {
-    /// Compiles or maps the components: blocks, so it runs on the load pool.
+    /// Compiles or maps the components: blocks, so it runs on the load pool. `first`: a
+    /// component never compiled is Winch's, when the worker answers from it first.
     pub async fn build(
         self: &Arc<Self>,
         request: LoadRequest,
         stats: Arc<Stats>,
+        first: bool,
     ) -> Result<App, LoadError> {
         let loader = self.clone();
         self.pool
             .run(move || {
+                let baseline = loader.baseline.as_ref().filter(|_| first);
                 app::build(
                     request,
                     &loader.cache,
                     &loader.linkers,
+                    baseline,
                     &loader.shared,
                     stats,
                 )
             })
             .await?
+    }
+
+    /// Cranelift's build of an application loaded with Winch's code, on the one optimizing
+    /// thread, behind the compiles before it.
+    async fn optimize(
+        self: &Arc<Self>,
+        request: LoadRequest,
+        stats: Arc<Stats>,
+    ) -> Option<Result<App, LoadError>> {
+        let loader = self.clone();
+        let baseline = self.baseline.as_ref()?;
+        let built = baseline
+            .optimize
+            .run(move || {
+                let Loader {
+                    cache,
+                    linkers,
+                    shared,
+                    baseline,
+                    ..
+                } = &*loader;
+                let build = || app::build(request, cache, linkers, None, shared, stats);
+                match baseline {
+                    Some(baseline) => baseline.background.install(build),
+                    None => build(),
+                }
+            })
+            .await;
+        Some(built.map_err(LoadError::from).and_then(|built| built))
     }
 
     fn event(&self, event: serde_json::Value) {
@@ -67,11 +103,13 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Loads the application (everything that can fail fails here) into a new slot.
-    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Slot, LoadError> {
+    /// Loads the application (everything that can fail fails here) into a new slot. When it
+    /// answers from Winch's code, Cranelift's follows (`optimize`).
+    pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Arc<Slot>, LoadError> {
         let stats = Arc::new(Stats::default());
-        let app = loader.build(request.clone(), stats.clone()).await?;
-        Ok(Slot {
+        let app = loader.build(request.clone(), stats.clone(), true).await?;
+        let baseline = app.baseline;
+        let slot = Arc::new(Slot {
             id: app.scope.id.clone(),
             stats,
             digests: app.digests.clone(),
@@ -79,7 +117,54 @@ impl Slot {
             loaded: Mutex::new(Some(Arc::new(app))),
             waking: tokio::sync::Mutex::new(()),
             loader: loader.clone(),
-        })
+        });
+        if baseline {
+            tokio::spawn(Slot::optimize(Arc::downgrade(&slot)));
+        }
+        Ok(slot)
+    }
+
+    /// Builds the application again with Cranelift's code and serves that from then on, as a
+    /// redeploy in place does: a request takes the application current when it comes, so
+    /// those in flight end on Winch's code. The compile fills the cache even when the slot
+    /// has gone meanwhile (replaced, unloaded): the next load of the digest maps it. An idle
+    /// application is left idle; it wakes on Cranelift's file.
+    async fn optimize(slot: std::sync::Weak<Slot>) {
+        let Some((loader, request, stats, id)) = slot.upgrade().map(|s| {
+            (
+                s.loader.clone(),
+                s.request.clone(),
+                s.stats.clone(),
+                s.id.clone(),
+            )
+        }) else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let built = match loader.optimize(request, stats).await {
+            Some(Ok(app)) => app,
+            Some(Err(e)) => {
+                log::error(
+                    "Cranelift could not compile the application: it stays on the baseline code",
+                    json!({"app": &*id, "err": e.to_string()}),
+                );
+                return;
+            }
+            None => return,
+        };
+        let ms = started.elapsed().as_millis() as u64;
+        let swapped = slot.upgrade().is_some_and(|slot| {
+            let mut loaded = slot.loaded.lock().unwrap();
+            let on_baseline = loaded.as_ref().is_some_and(|app| app.baseline);
+            if on_baseline {
+                *loaded = Some(Arc::new(built));
+            }
+            on_baseline
+        });
+        log::info(
+            "application on Cranelift's code",
+            json!({"app": &*id, "ms": ms, "swapped": swapped}),
+        );
     }
 
     /// The application for a request, loaded again first when it is idle.
@@ -95,7 +180,7 @@ impl Slot {
         let started = std::time::Instant::now();
         let app = match self
             .loader
-            .build(self.request.clone(), self.stats.clone())
+            .build(self.request.clone(), self.stats.clone(), false)
             .await
         {
             Ok(app) => Arc::new(app),

@@ -94,6 +94,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     cacheDir: compiledDir,
     // In the data directory whatever --local-cache-dir says: the worker's own, never shared.
     functionsCacheDir: join(workerDir, 'functions'),
+    baselineFirst: config.localBaselineFirst,
     allowPrivateOutbound: config.localAllowPrivateOutbound,
     threads: config.localWorkerThreads,
     ...(config.localMemoryBudgetBytes === null ? {} : { memoryBudgetBytes: config.localMemoryBudgetBytes }),

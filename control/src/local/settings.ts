@@ -1,6 +1,6 @@
 // The local runtime's own settings: its builds, the worker program and its limits, the
 // directories it keeps, and where the Go and Rust toolchains come from.
-import { anyText, parseHttpUrl, parseTimerDuration } from '@session-relay/common/config/settings'
+import { anyText, parseBoolean, parseHttpUrl, parseTimerDuration } from '@session-relay/common/config/settings'
 import { isIPv6 } from 'node:net'
 import { parseDuration } from '@session-relay/common/config/duration'
 import { parseQuantity as quantityValue } from '../model/quantity.js'
@@ -19,6 +19,7 @@ export type LocalSettings = {
   rustRoot: string // RUST_ROOT, the builder's own setting; '' : the checkout's, else prepared
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
   localWorkerThreads: number // the worker's threads serving requests
+  localBaselineFirst: boolean // a new build answers from Winch's code while Cranelift compiles it
   localMemoryBudgetBytes: number | null // every instance's memory together, in the worker; null: its default
   localIdleTimeoutMs: number // 0: never unload an idle application
 }
@@ -136,6 +137,14 @@ export const localSettings = [
     default: '1',
     parse: integerUpTo(256),
     help: "local runtime: the worker's threads serving requests, 1 to 256",
+  }),
+  setting({
+    key: 'localBaselineFirst',
+    env: 'PLATFORM_LOCAL_BASELINE_FIRST',
+    flag: '--local-baseline-first',
+    default: 'true',
+    parse: parseBoolean,
+    help: "local runtime: a new build answers from wasmtime's baseline compiler while Cranelift compiles it",
   }),
   setting({
     key: 'localMemoryBudgetBytes',

@@ -12,12 +12,18 @@ pub enum Compiled {
 }
 
 impl Compiled {
-    pub(super) fn new(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
-        // The preamble's version field: 1 for a core module, 0x0d for a component.
-        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+    pub fn new(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        if super::is_module(bytes) {
             Module::new(engine, bytes).map(Compiled::Module)
         } else {
             Component::new(engine, bytes).map(Compiled::Component)
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        match self {
+            Compiled::Component(c) => c.engine(),
+            Compiled::Module(m) => m.engine(),
         }
     }
 

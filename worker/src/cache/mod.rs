@@ -85,6 +85,34 @@ pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
+/// What `lookup` found.
+pub enum Lookup {
+    Found(String, Compiled),
+    Missing { digest: String, bytes: Vec<u8> },
+}
+
+/// The wasm at `wasm_path` and its digest, which must be `expected` when the lock names one.
+fn read(wasm_path: &Path, expected: Option<&str>) -> Result<(Vec<u8>, String), CacheError> {
+    let bytes = std::fs::read(wasm_path).map_err(|error| CacheError::Read {
+        path: wasm_path.to_path_buf(),
+        error,
+    })?;
+    let digest = digest_of(&bytes);
+    if let Some(expected) = expected.filter(|e| *e != digest) {
+        return Err(CacheError::Digest {
+            path: wasm_path.to_path_buf(),
+            digest,
+            expected: expected.to_string(),
+        });
+    }
+    Ok((bytes, digest))
+}
+
+/// The preamble's version field: 1 for a core module, 0x0d for a component.
+pub fn is_module(bytes: &[u8]) -> bool {
+    bytes.get(4..8) == Some(&[1, 0, 0, 0])
+}
+
 impl ComponentCache {
     /// `dir` must have passed `prepare_dir`.
     pub fn new(dir: &Path, engine: Engine, functions: Option<Arc<FunctionCache>>) -> Self {
@@ -112,18 +140,7 @@ impl ComponentCache {
         wasm_path: &Path,
         expected: Option<&str>,
     ) -> Result<(String, Compiled), CacheError> {
-        let bytes = std::fs::read(wasm_path).map_err(|error| CacheError::Read {
-            path: wasm_path.to_path_buf(),
-            error,
-        })?;
-        let digest = digest_of(&bytes);
-        if let Some(expected) = expected.filter(|e| *e != digest) {
-            return Err(CacheError::Digest {
-                path: wasm_path.to_path_buf(),
-                digest,
-                expected: expected.to_string(),
-            });
-        }
+        let (bytes, digest) = read(wasm_path, expected)?;
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
         }
@@ -146,6 +163,28 @@ impl ComponentCache {
         result
     }
 
+    /// The component's compiled form when it is at hand (in memory, or its file), compiling
+    /// nothing: else its wasm and digest, for the baseline compiler (`slot.rs`). A compile of
+    /// it under way is not waited for: its file appears whole, by a rename, when it is done.
+    pub fn lookup(&self, wasm_path: &Path, expected: Option<&str>) -> Result<Lookup, CacheError> {
+        let (bytes, digest) = read(wasm_path, expected)?;
+        if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
+            return Ok(Lookup::Found(digest, component.clone()));
+        }
+        let module = is_module(&bytes);
+        let cached = self.path(&digest, module);
+        if cached.exists() && trusted_file(&cached).is_ok() {
+            // SAFETY: as in `load_alone`.
+            if let Ok(component) =
+                unsafe { Compiled::deserialize_file(&self.engine, &cached, module) }
+            {
+                let (digest, component) = self.remember(digest, component);
+                return Ok(Lookup::Found(digest, component));
+            }
+        }
+        Ok(Lookup::Missing { digest, bytes })
+    }
+
     /// `load` with the digest's gate held: another load of it has compiled it meanwhile, or
     /// this one does.
     fn load_alone(
@@ -157,7 +196,7 @@ impl ComponentCache {
         if let Some(component) = self.loaded.lock().unwrap().get(&digest) {
             return Ok((digest, component.clone()));
         }
-        let module = bytes.get(4..8) == Some(&[1, 0, 0, 0]);
+        let module = is_module(bytes);
         let cached = self.path(&digest, module);
         // SAFETY (of deserialize_file): the cache directory is the worker's own and no other
         // user's to write (prepare_dir refused it otherwise), the file is ours and only this
@@ -207,7 +246,7 @@ impl ComponentCache {
                 path: cached.clone(),
                 error,
             })?;
-        let mut fields = json!({"digest": digest, "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()});
+        let mut fields = json!({"digest": digest, "compiler": "cranelift", "ms": started.elapsed().as_millis() as u64, "bytes": serialized.len()});
         // Another load compiling beside this one counts in these too: a sum, not this one's own.
         if let (Some(functions), Some(before)) = (&self.functions, before) {
             let now = functions.counts();

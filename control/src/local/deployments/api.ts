@@ -16,6 +16,8 @@ export type LocalHostsDeps = {
   cacheDir: string
   /** Cranelift's compiled functions by content, reused by the next build's compile (worker/README.md); none: not kept. */
   functionsCacheDir?: string
+  /** A component never compiled answers first from wasmtime's baseline compiler (Winch) while Cranelift compiles it (the worker's --baseline-first). */
+  baselineFirst?: boolean
   /** How the artifact's store is reached (relock and pull). */
   registry?: { dockerConfigDir: string | null; insecure: boolean }
   /** The first restart's delay after the worker exits on its own, doubled per exit up to maxMs. */
@@ -79,6 +81,7 @@ export function workerArgs(deps: LocalHostsDeps): string[] {
     '--cache-dir',
     deps.cacheDir,
     ...(deps.functionsCacheDir === undefined ? [] : ['--functions-cache-dir', deps.functionsCacheDir]),
+    ...(deps.baselineFirst === true ? ['--baseline-first'] : []),
     ...(allowed.length > 0 ? ['--allow-private-outbound', allowed.join(',')] : []),
     ...(deps.threads === undefined ? [] : ['--threads', String(deps.threads)]),
     ...(deps.memoryBudgetBytes === undefined ? [] : ['--memory-budget-bytes', String(deps.memoryBudgetBytes)]),
