@@ -26,6 +26,7 @@ function clientOf(
     logger,
     program: () => program,
     args,
+    env: {},
     cwd: dir,
     pidFile: join(dir, 'worker.pid'),
     restartBackoff: { initialMs: 100, maxMs: 100 },

@@ -26,6 +26,7 @@ mod server;
 mod slot;
 mod spin_variables;
 mod stats;
+mod telemetry;
 mod trace_context;
 mod turns;
 mod variables;
@@ -64,6 +65,8 @@ fn main() {
                 }
             }
         });
+    // Before any request: with no OTEL_* endpoint this sets nothing up at all.
+    telemetry::start();
     // Set here, so tokio reads no TOKIO_WORKER_THREADS from the environment.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads)
@@ -71,6 +74,8 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     let code = runtime.block_on(run(config, functions));
+    // The spans still queued leave before the process does.
+    telemetry::shutdown();
     std::process::exit(code);
 }
 

@@ -9,6 +9,7 @@ use crate::log;
 use crate::routes::RouteMatch;
 use crate::slot::Serving;
 use crate::stats::Stats;
+use crate::telemetry::{self, RequestSpan};
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -58,10 +59,19 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
                                 Stats::add(&slot.stats.host_refusals, 1);
                                 return Ok(answers::host_refused());
                             }
-                            let answer = match slot.app().await {
-                                Ok(app) => handle(app, request, client).await,
-                                Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "the application could not be loaded\n"),
+                            let span = telemetry::begin(&slot.id, request.method(), request.headers());
+                            let answer = match app_for(&slot, span.as_ref()).await {
+                                Ok(app) => handle(app, request, client, span.clone()).await,
+                                Err(_) => {
+                                    if let Some(span) = &span {
+                                        span.ended("unavailable");
+                                    }
+                                    text(StatusCode::SERVICE_UNAVAILABLE, "the application could not be loaded\n")
+                                }
                             };
+                            if let Some(span) = &span {
+                                span.responded(answer.status().as_u16());
+                            }
                             Ok::<_, std::convert::Infallible>(answer)
                         }
                     });
@@ -75,6 +85,23 @@ pub async fn serve(listener: TcpListener, serving: Arc<Serving>) {
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
+}
+
+/// The slot's application, noting on the span when it was idle and loaded for this request.
+async fn app_for(
+    slot: &crate::slot::Slot,
+    span: Option<&RequestSpan>,
+) -> Result<Arc<App>, crate::load_error::LoadError> {
+    let Some(span) = span else {
+        return slot.app().await;
+    };
+    let idle = !slot.is_loaded();
+    let started = Instant::now();
+    let app = slot.app().await;
+    if idle {
+        span.woken(started.elapsed());
+    }
+    app
 }
 
 /// 429 past the application's queue (its own flood, nobody else's), 503 after a wait as
@@ -100,17 +127,31 @@ fn busy(app: &App, refused: &Refused) -> Response<Body> {
     }
 }
 
-async fn handle(app: Arc<App>, request: Request<Incoming>, client: SocketAddr) -> Response<Body> {
+async fn handle(
+    app: Arc<App>,
+    request: Request<Incoming>,
+    client: SocketAddr,
+    span: Option<RequestSpan>,
+) -> Response<Body> {
     let path = request.uri().path().to_string();
+    let no_route = |span: &Option<RequestSpan>| {
+        if let Some(span) = span {
+            span.ended("no_route");
+        }
+        text(StatusCode::NOT_FOUND, "no route\n")
+    };
     let Some(found) = app.router.find(&path) else {
         Stats::add(&app.scope.stats.not_found, 1);
-        return text(StatusCode::NOT_FOUND, "no route\n");
+        return no_route(&span);
     };
     let Some(component) = app.components.get(&found.component).cloned() else {
-        return text(StatusCode::NOT_FOUND, "no route\n");
+        return no_route(&span);
     };
+    if let Some(span) = &span {
+        span.routed(&found.component, &found.route);
+    }
     let started = Instant::now();
-    let answer = handle_component(app, component.clone(), request, found, client).await;
+    let answer = handle_component(app, component.clone(), request, found, client, span).await;
     // Until the response's head, as a span around the handler would measure it.
     component
         .stats
@@ -124,22 +165,38 @@ async fn handle_component(
     mut request: Request<Incoming>,
     found: RouteMatch,
     client: SocketAddr,
+    span: Option<RequestSpan>,
 ) -> Response<Body> {
     let limits = app.scope.limits;
+    let refused = |span: &Option<RequestSpan>| {
+        if let Some(span) = span {
+            span.ended("refused");
+        }
+    };
     let declared = request
         .headers()
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limits.max_request_body_bytes) {
         Stats::add(&app.scope.stats.body_refusals, 1);
+        refused(&span);
         return too_large(limits.max_request_body_bytes);
     }
     // The turn is taken before anything of the instance exists: a waiting request holds none.
     let turn = match app.admission.admit().await {
         Ok(turn) => turn,
-        Err(refused) => return busy(&app, &refused),
+        Err(why) => {
+            refused(&span);
+            return busy(&app, &why);
+        }
     };
     add_spin_headers(&mut request, &found, client);
+    // The guest's parent is the worker's span (whatever the caller sent, or a new trace).
+    if let Some(traceparent) = span.as_ref().and_then(RequestSpan::traceparent) {
+        request
+            .headers_mut()
+            .insert(crate::trace_context::TRACEPARENT, traceparent);
+    }
     let routed = Routed {
         scope: app.scope.clone(),
         component: component.id.clone(),
@@ -147,6 +204,7 @@ async fn handle_component(
         found,
         client,
         turn,
+        span,
     };
     component.executor.serve(routed).await
 }

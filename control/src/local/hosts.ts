@@ -19,6 +19,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { relockReference } from '@session-relay/spin/relock'
+import { childTraceEnv } from '../tracing/configured.js'
 import type { LocalHosts, LocalHostsDeps } from './deployments/api.js'
 import { workerArgs } from './deployments/api.js'
 import type { Deployment } from './deployments/deployment.js'
@@ -62,6 +63,8 @@ export function createLocalHosts(deps: LocalHostsDeps): LocalHosts {
     logger,
     program: deps.worker,
     args: workerArgs(deps),
+    // Its spans go where the control plane's go (worker/README.md, "Traces").
+    env: childTraceEnv(process.env),
     cwd: deps.dir,
     pidFile: join(deps.dir, 'worker.pid'),
     restartBackoff: deps.restartBackoff ?? DEFAULT_BACKOFF,

@@ -20,3 +20,17 @@ export function tracingPlan(env: NodeJS.ProcessEnv, tracesKept: number): Tracing
   const keepTraces = !disabled && tracesKept > 0
   return { loadSdk: exportOtlp || keepTraces, exportOtlp, keepTraces }
 }
+
+/**
+ * The OTEL_* variables a child that exports its own spans gets (the local worker): the
+ * exporter's, sampler's and resource's settings, so its spans land in the same collector. Not
+ * OTEL_SERVICE_NAME: the child has a name of its own. Nothing when tracing is off here.
+ */
+export function childTraceEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  if (!tracingConfigured(env)) return {}
+  const picked: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && name.startsWith('OTEL_') && name !== 'OTEL_SERVICE_NAME') picked[name] = value
+  }
+  return picked
+}

@@ -18,6 +18,7 @@ use crate::lock::Executor as Kind;
 use crate::outbound::Outbound;
 use crate::routes::RouteMatch;
 use crate::sandbox::Host;
+use crate::telemetry::RequestSpan;
 use crate::variables::ComponentVariables;
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -37,6 +38,8 @@ pub struct Routed {
     pub client: SocketAddr,
     /// Held until the request's instance has ended: then the next may have it.
     pub turn: OwnedSemaphorePermit,
+    /// Its span, when traces are exported (`telemetry/`).
+    pub span: Option<RequestSpan>,
 }
 
 pub type Answer<'a> = Pin<Box<dyn Future<Output = Response<Body>> + Send + 'a>>;

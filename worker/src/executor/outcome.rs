@@ -5,6 +5,7 @@ use super::scope::Scope;
 use crate::answers::{self, Body};
 use crate::limits::{Limits, MemoryLimiter};
 use crate::log;
+use crate::telemetry::RequestSpan;
 use http::Response;
 use serde_json::json;
 use wasmtime::{PoolConcurrencyLimitError, Trap};
@@ -19,6 +20,18 @@ pub enum Outcome {
     /// No instance left in the pool (`--max-instances`, all applications together).
     PoolFull,
     Trap(String),
+}
+
+/// The outcome as a request's span names it (`telemetry/span.rs`): both memory refusals are
+/// `memory`, the pool's is the worker's `refused`.
+pub fn name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Done => "ok",
+        Outcome::Timeout => "deadline",
+        Outcome::MemoryLimit | Outcome::MemoryBudget => "memory",
+        Outcome::PoolFull => "refused",
+        Outcome::Trap(_) => "trap",
+    }
 }
 
 /// How a run that failed ended: the instance may not have started (the pool is full).
@@ -36,8 +49,11 @@ pub fn failure(e: &wasmtime::Error, limiter: &MemoryLimiter) -> Outcome {
     }
 }
 
-/// Counts and logs a run that did not end well.
-pub fn record(scope: &Scope, component: &str, outcome: &Outcome) {
+/// Counts and logs a run that did not end well; puts how it ended on its span.
+pub fn record(scope: &Scope, component: &str, outcome: &Outcome, span: Option<&RequestSpan>) {
+    if let Some(span) = span {
+        span.ended(name(outcome));
+    }
     let (counter, what, detail) = match outcome {
         Outcome::Done => return,
         Outcome::Timeout => (&scope.stats.timeouts, "deadline", None),

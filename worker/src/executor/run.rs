@@ -9,6 +9,7 @@ use super::scope::Scope;
 use crate::budget::Charge;
 use crate::limits::MemoryLimiter;
 use crate::stats::Stats;
+use crate::telemetry::RequestSpan;
 use crate::turns::{CpuCharged, Held, bound_in_time};
 use std::future::Future;
 use std::pin::Pin;
@@ -36,12 +37,14 @@ pub struct Sandbox<T: 'static> {
     deadline: Instant,
     held: Arc<Held>,
     stats: Arc<Stats>,
+    span: Option<RequestSpan>,
 }
 
 /// Sets the request's store up (counted as one of the application's requests): `data` gets the
 /// memory limiter its store must hold, charging `charge` (the WAGI bodies share it).
 pub fn sandbox<T: Limited>(
     scope: &Scope,
+    span: Option<RequestSpan>,
     engine: &Engine,
     charge: Arc<Charge>,
     data: impl FnOnce(MemoryLimiter) -> T,
@@ -61,6 +64,7 @@ pub fn sandbox<T: Limited>(
         deadline,
         held,
         stats: scope.stats.clone(),
+        span,
     }
 }
 
@@ -73,13 +77,18 @@ impl<T: Limited> Sandbox<T> {
             deadline,
             held,
             stats,
+            span,
         } = self;
         let charged = stats.clone();
         let run = async move {
             let started = Instant::now();
             // The epoch stops a guest that computes; this stops one that waits (on I/O).
             let result = tokio::time::timeout_at(deadline.into(), call(&mut store)).await;
-            Stats::add(&stats.wall_ns, started.elapsed().as_nanos() as u64);
+            let guest = started.elapsed();
+            Stats::add(&stats.wall_ns, guest.as_nanos() as u64);
+            if let Some(span) = &span {
+                span.guest(guest);
+            }
             let outcome = match result {
                 Err(_) => Outcome::Timeout,
                 Ok(Ok(())) => Outcome::Done,

@@ -77,6 +77,7 @@ impl WasiHttp {
             component,
             request,
             turn,
+            span,
             ..
         } = routed;
         let limits = scope.limits;
@@ -93,15 +94,21 @@ impl WasiHttp {
 
         let stdout = GuestOutput::default();
         let stderr = GuestOutput::default();
-        let mut sandbox = sandbox(&scope, self.pre.engine(), scope.charge(), |limiter| {
-            Host::new(
-                OutboundHooks::new(self.outbound.clone()).with_traceparent(traceparent),
-                limiter,
-                self.variables.clone(),
-                stdout.clone(),
-                stderr.clone(),
-            )
-        });
+        let mut sandbox = sandbox(
+            &scope,
+            span.clone(),
+            self.pre.engine(),
+            scope.charge(),
+            |limiter| {
+                Host::new(
+                    OutboundHooks::new(self.outbound.clone()).with_traceparent(traceparent),
+                    limiter,
+                    self.variables.clone(),
+                    stdout.clone(),
+                    stderr.clone(),
+                )
+            },
+        );
 
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let store = &mut sandbox.store;
@@ -119,9 +126,14 @@ impl WasiHttp {
         };
 
         let pre = self.pre.clone();
+        let timed = span.clone();
         let run = sandbox.run(Box::new(move |store| {
             Box::pin(async move {
+                let started = timed.as_ref().map(|_| std::time::Instant::now());
                 let proxy = pre.instantiate_async(&mut *store).await?;
+                if let (Some(span), Some(started)) = (&timed, started) {
+                    span.instance_started(started.elapsed());
+                }
                 proxy
                     .wasi_http_incoming_handler()
                     .call_handle(&mut *store, req, out)
@@ -133,7 +145,7 @@ impl WasiHttp {
             let outcome = run.await;
             // The instance is gone: the next request of the application may have its turn.
             drop(turn);
-            record(&ended, &id, &outcome);
+            record(&ended, &id, &outcome, span.as_ref());
             stdout.emit(&ended.id, &id, "stdout");
             stderr.emit(&ended.id, &id, "stderr");
             outcome

@@ -62,9 +62,25 @@ impl Worker {
         Worker::spawn(&mut command)
     }
 
+    /// With nothing of this process's environment but `env`.
+    pub fn start_with_env(flags: &[&str], env: &[(&str, &str)]) -> Worker {
+        Worker::spawn_with(
+            Command::new(env!("CARGO_BIN_EXE_worker"))
+                .arg("--cache-dir")
+                .arg(cache_dir())
+                .args(flags),
+            env,
+        )
+    }
+
     fn spawn(command: &mut Command) -> Worker {
+        Worker::spawn_with(command, &[])
+    }
+
+    fn spawn_with(command: &mut Command, env: &[(&str, &str)]) -> Worker {
         let mut child = command
             .env_clear()
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -4,8 +4,8 @@
 // (protocol.ts); its log, JSON lines on stderr, handed on line by line. A worker that exits on
 // its own fails the commands it had not answered and is started again after a backoff that
 // doubles up to a cap (reset once it stayed up a while); whoever loaded applications into it is
-// told when it is down and when it is back, to load them again. It reads no environment: it
-// gets none.
+// told when it is down and when it is back, to load them again. Its environment is `env` and
+// nothing else: the OTEL_* variables that turn its traces on, when the control plane's are.
 import type { ChildProcess } from 'node:child_process'
 import { writeFileSync, rmSync } from 'node:fs'
 import type { Logger } from '../../logger.js'
@@ -23,6 +23,8 @@ export type WorkerDeps = {
   /** The binary; a function so a missing one is reported when it is needed. */
   program: () => string
   args: string[]
+  /** Its whole environment. */
+  env: Record<string, string>
   cwd: string
   /** Where the running worker's pid is kept, so a later control plane can stop an orphan. */
   pidFile: string
@@ -101,7 +103,7 @@ export function createWorker(deps: WorkerDeps): Worker {
 
   function start(): ChildProcess {
     const program = deps.program()
-    const started = startProgram(program, deps.args, { cwd: deps.cwd, env: {}, openStdin: true })
+    const started = startProgram(program, deps.args, { cwd: deps.cwd, env: deps.env, openStdin: true })
     child = started
     startedAt = Date.now()
     if (started.pid !== undefined) writeFileSync(deps.pidFile, `${started.pid}\n`)

@@ -78,6 +78,7 @@ impl Wagi {
             client,
             // The instance ends before its answer is made: the turn is held until then.
             turn: _turn,
+            span,
         } = routed;
         let limits = scope.limits;
         let budget = scope.budget.limit();
@@ -118,16 +119,22 @@ impl Wagi {
             .build_p1();
         let sandbox = sandbox(
             &scope,
+            span.clone(),
             self.pre.module().engine(),
             charge.clone(),
             |limiter| WagiHost { wasi, limiter },
         );
         let (pre, entrypoint) = (self.pre.clone(), self.entrypoint.clone());
+        let timed = span.clone();
         let mut outcome = sandbox
             .run(Box::new(move |store| {
                 Box::pin(async move {
                     let call = async {
+                        let started = timed.as_ref().map(|_| std::time::Instant::now());
                         let instance = pre.instantiate_async(&mut *store).await?;
+                        if let (Some(span), Some(started)) = (&timed, started) {
+                            span.instance_started(started.elapsed());
+                        }
                         let start = instance.get_typed_func::<(), ()>(&mut *store, &entrypoint)?;
                         start.call_async(&mut *store, ()).await
                     };
@@ -145,7 +152,7 @@ impl Wagi {
         if matches!(outcome, Outcome::Done) && charge.refused().is_some() {
             outcome = Outcome::MemoryBudget;
         }
-        record(&scope, &component, &outcome);
+        record(&scope, &component, &outcome, span.as_ref());
         stderr.emit(&scope.id, &component, "stderr");
         if let Some(answer) = answer(&outcome, &limits, budget) {
             return answer;
