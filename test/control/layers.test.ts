@@ -25,11 +25,13 @@ const ALLOWED: Record<string, readonly string[]> = {
     'local',
     'registry',
     'metrics',
+    'tracing',
     'model',
     'config.ts',
     'logger.ts',
   ],
-  http: ['domain', 'runtime', 'store', 'registry', 'metrics', 'model', 'config.ts', 'logger.ts'],
+  // The kept traces (tracing/store.ts) are served by their routes.
+  http: ['domain', 'runtime', 'store', 'registry', 'metrics', 'tracing', 'model', 'config.ts', 'logger.ts'],
   // The domain knows the runtime interface only, never which implementation runs.
   domain: ['runtime', 'store', 'registry', 'metrics', 'tracing', 'model', 'config.ts', 'logger.ts'],
   // The two implementations of the runtime interface stand side by side: neither knows the other.

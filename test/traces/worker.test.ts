@@ -28,7 +28,7 @@ const dist = (path: string): string => fileURLToPath(new URL(`../../control/dist
 // main.ts's order (the SDK before the application is imported), with the stand-in builder.
 const ENTRY = `
 import { startTracing } from ${JSON.stringify(dist('tracing/sdk.js'))}
-startTracing()
+startTracing({ exportOtlp: true })
 const { parseConfig } = await import(${JSON.stringify(dist('config.js'))})
 const { createLogger } = await import(${JSON.stringify(dist('logger.js'))})
 const { toolchainCheck } = await import(${JSON.stringify(dist('local/programs.js'))})
