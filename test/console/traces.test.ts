@@ -18,7 +18,7 @@ t.setTimeout(300_000)
 const store = createTraceStore({ traces: 20, ...DEFAULT_TRACE_LIMITS })
 const sdk = startTracing({ exportOtlp: false, processors: [store.processor] })
 t.teardown(() => sdk.shutdown())
-const { createApp, firstFunction, startTestControl, until } = await import('../helpers/control.js')
+const { createApp, firstFunction, startTestControl, until, untilDeployed } = await import('../helpers/control.js')
 const { launchBrowser, newContext } = await import('../helpers/browser.js')
 const { checkPage, pageProblems } = await import('../helpers/console.js')
 const { toolchainCheck } = await import('@session-relay/control/local/programs')
@@ -52,13 +52,7 @@ t.test('the traces page, an invoke as a waterfall, a build with its steps', asyn
     json: { files: { 'index.js': 'export default 1\n' } },
   })
   t.equal((await control.call('POST', `/applications/${app.id}/builds`)).status, 202)
-  await until(
-    async () =>
-      ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
-        .deployment?.ready === true,
-    120_000,
-    'the build deployed',
-  )
+  await untilDeployed(control, app.id)
   t.equal(
     (
       await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {

@@ -233,3 +233,14 @@ export async function buildAndWait(
   )
   return build as BuildView
 }
+
+/** Wait until the application's deployment answers ready (GET /applications/{id}). */
+export async function untilDeployed(control: TestControl, appId: string, timeoutMs = 120_000): Promise<void> {
+  await until(
+    async () =>
+      ((await control.call('GET', `/applications/${appId}`)).body as { deployment: { ready: boolean } | null })
+        .deployment?.ready === true,
+    timeoutMs,
+    'the build deployed',
+  )
+}

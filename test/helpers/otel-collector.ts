@@ -184,3 +184,18 @@ export async function startCollector(t: Test): Promise<TestCollector> {
     log: () => stderr,
   }
 }
+
+/**
+ * A loopback HTTP service a function calls in the trace tests: it answers `pong` and keeps the
+ * traceparent of each request it gets, to show the function's outgoing request joined the trace.
+ */
+export async function traceparentService(t: Test): Promise<{ origin: string; received: Array<string | undefined> }> {
+  const received: Array<string | undefined> = []
+  const service = createServer((request, response) => {
+    received.push(request.headersDistinct.traceparent?.join(', '))
+    response.end('pong')
+  })
+  t.teardown(() => new Promise<void>((resolve) => service.close(() => resolve())))
+  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve))
+  return { origin: `http://127.0.0.1:${(service.address() as AddressInfo).port}`, received }
+}

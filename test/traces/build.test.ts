@@ -6,16 +6,14 @@
 // (test/fixtures/local-programs.ts) writes the real builder's step lines.
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { node, tracing } from '@opentelemetry/sdk-node'
 import { toolchainCheck } from '@session-relay/control/local/programs'
-import { createApp, firstFunction, startTestControl, until } from '../helpers/control.js'
-import { attribute, startCollector } from '../helpers/otel-collector.js'
+import { createApp, firstFunction, startTestControl, until, untilDeployed } from '../helpers/control.js'
+import { attribute, startCollector, traceparentService } from '../helpers/otel-collector.js'
 import { writeStandIns } from '../fixtures/local-programs.js'
 import { SHARED_COMPILED } from '../helpers/worker-probe.js'
 
@@ -30,15 +28,7 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
   })
   provider.register()
   t.teardown(() => provider.shutdown())
-  // The service the function calls: it keeps the traceparent of each request it gets.
-  const received: Array<string | undefined> = []
-  const service = createServer((request, response) => {
-    received.push(request.headersDistinct.traceparent?.join(', '))
-    response.end('pong')
-  })
-  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => service.close(() => resolve())))
-  const origin = `http://127.0.0.1:${(service.address() as AddressInfo).port}`
+  const { origin, received } = await traceparentService(t)
   const dir = mkdtempSync(join(tmpdir(), 'traces-build-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const control = await startTestControl(
@@ -98,13 +88,7 @@ t.test('a build: its steps in order; an invoke: one trace to the function outgoi
     `every step inside the build span: ${JSON.stringify([root, ...steps].map((span) => [span?.name, span?.startTimeUnixNano, span?.endTimeUnixNano]))}`,
   )
 
-  await until(
-    async () =>
-      ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
-        .deployment?.ready === true,
-    120_000,
-    'the build deployed',
-  )
+  await untilDeployed(control, app.id)
   const deployed = await collector.waitFor(
     (spans) => spans.some((span) => span.name === 'deploy'),
     30_000,

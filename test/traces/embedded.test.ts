@@ -17,7 +17,7 @@ t.setTimeout(240_000)
 const store = createTraceStore({ traces: 50, ...DEFAULT_TRACE_LIMITS })
 const sdk = startTracing({ exportOtlp: false, processors: [store.processor] })
 t.teardown(() => sdk.shutdown())
-const { createApp, firstFunction, startTestControl, until } = await import('../helpers/control.js')
+const { createApp, firstFunction, startTestControl, until, untilDeployed } = await import('../helpers/control.js')
 const { toolchainCheck } = await import('@session-relay/control/local/programs')
 const { writeStandIns } = await import('../fixtures/local-programs.js')
 const { SHARED_COMPILED } = await import('../helpers/worker-probe.js')
@@ -129,13 +129,7 @@ t.test("a build's steps in order, an invoke's spans: offsets and durations", asy
     'nothing but the request',
   )
 
-  await until(
-    async () =>
-      ((await control.call('GET', `/applications/${app.id}`)).body as { deployment: { ready: boolean } | null })
-        .deployment?.ready === true,
-    120_000,
-    'the build deployed',
-  )
+  await untilDeployed(control, app.id)
   const reply = await control.call('POST', `/applications/${app.id}/functions/${fn.id}/invoke`, {
     json: { method: 'GET', path: '/' },
   })

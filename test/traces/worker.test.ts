@@ -8,15 +8,13 @@
 // does; what it builds is the worker's probe function.
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { call, firstFunction, until } from '../helpers/control.js'
 import type { App } from '../helpers/control.js'
 import { scratchDir } from '../helpers/control-process.js'
-import { attribute, startCollector } from '../helpers/otel-collector.js'
+import { attribute, startCollector, traceparentService } from '../helpers/otel-collector.js'
 import { processRunner } from '../helpers/process.js'
 import { SHARED_COMPILED } from '../helpers/worker-probe.js'
 import { writeStandIns } from '../fixtures/local-programs.js'
@@ -42,14 +40,7 @@ await startControlPlane(config, {
 
 t.test('one trace from the API request through the worker span to the function outgoing request', async (t) => {
   const collector = await startCollector(t)
-  const received: Array<string | undefined> = []
-  const service = createServer((request, response) => {
-    received.push(request.headersDistinct.traceparent?.join(', '))
-    response.end('pong')
-  })
-  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => service.close(() => resolve())))
-  const origin = `http://127.0.0.1:${(service.address() as AddressInfo).port}`
+  const { origin, received } = await traceparentService(t)
 
   const dir = scratchDir(t)
   const entry = join(dir, 'control.mjs')
