@@ -144,7 +144,7 @@ export const localSettings = [
     flag: '--local-baseline-first',
     default: 'true',
     parse: parseBoolean,
-    help: "local runtime: a new build answers from wasmtime's baseline compiler while Cranelift compiles it",
+    help: "local runtime: a new build answers from Winch's code while Cranelift compiles it",
   }),
   setting({
     key: 'localMemoryBudgetBytes',
