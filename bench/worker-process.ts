@@ -22,6 +22,9 @@ const TEMPLATE = process.env.BENCH_WORKER_TEMPLATE ?? join(ROOT, 'spin/templates
 
 /** Builds the worker in release mode (a no-op when it is up to date; 10-15 min the first time). */
 export function buildWorker(): void {
+  // The patched crates worker/Cargo.toml names (a no-op once made).
+  const crates = spawnSync('bash', [join(ROOT, 'scripts/worker-crates.sh')], { stdio: ['ignore', 'ignore', 'inherit'] })
+  if (crates.status !== 0) throw new Error('scripts/worker-crates.sh failed')
   const built = spawnSync('cargo', ['build', '--release', '--locked'], {
     cwd: join(ROOT, 'worker'),
     env: { ...process.env, CARGO_TARGET_DIR: TARGET_DIR },

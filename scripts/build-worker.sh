@@ -12,6 +12,7 @@ if ! command -v cargo >/dev/null; then
   echo "build-worker: cargo is not on PATH; the local runtime needs Rust 1.95 (rustup) to build its worker" >&2
   exit 0
 fi
+../scripts/worker-crates.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-../.cache/worker/target}"
 # cargo --quiet prints nothing while it compiles: without this line a first `npm ci` looked hung
 # for the quarter of an hour the worker takes.

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../worker"
 # rustup's cargo, where a non-interactive shell has not put it on PATH.
 if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; fi
+../scripts/worker-crates.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-../.cache/worker/target}"
 cargo build --release --locked
 cargo test --release --locked

@@ -41,6 +41,17 @@ impl Worker {
         )
     }
 
+    /// On `cache`, with nothing of this process's environment but `env`.
+    pub fn start_with_cache_and_env(cache: &Path, flags: &[&str], env: &[(&str, &str)]) -> Worker {
+        Worker::spawn_with(
+            Command::new(env!("CARGO_BIN_EXE_worker"))
+                .arg("--cache-dir")
+                .arg(cache)
+                .args(flags),
+            env,
+        )
+    }
+
     /// With at most `nofile` file descriptors (RLIMIT_NOFILE), as a machine running out of them.
     pub fn start_with_nofile(flags: &[&str], nofile: u64) -> Worker {
         use std::os::unix::process::CommandExt;
