@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
-import { tracingConfigured, tracingPlan } from '@session-relay/control/tracing/configured'
+import { tracingConfigured } from '@session-relay/common/tracing/configured'
+import { tracingPlan } from '@session-relay/control/tracing/configured'
 import { controlProcess, scratchDir } from '../helpers/control-process.js'
 import { attribute, startCollector } from '../helpers/otel-collector.js'
 

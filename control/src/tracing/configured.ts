@@ -1,15 +1,9 @@
 // Whether the control plane exports traces: only when the standard OTEL_* variables name an OTLP
 // endpoint, and OTEL_SDK_DISABLED does not turn them off; and whether it loads the SDK at all:
 // to export, or to keep the last traces in memory (--traces-kept). Otherwise the SDK is never
-// loaded, so tracing costs nothing but the no-op API the spans are opened through.
-
-const ENDPOINTS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']
-
-export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false
-  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return false
-  return ENDPOINTS.some((name) => (env[name]?.trim() ?? '') !== '')
-}
+// loaded, so tracing costs nothing but the no-op API the spans are opened through. Whether an
+// endpoint is named is common's (the relay reads the same variables).
+import { tracingConfigured } from '@session-relay/common/tracing/configured'
 
 export type TracingPlan = { loadSdk: boolean; exportOtlp: boolean; keepTraces: boolean }
 
