@@ -35,6 +35,8 @@ export type Slot = {
   queuedBytes: number
   /** Last value of the peer's getBufferedAmount() the relay saw. */
   buffered: number
+  /** Payload bytes handed to this slot's peer: the direction towards it (the session's bytes_out is both). */
+  bytesOut: number
   /** Set while the flush of `queued` is scheduled. */
   flushQueued: boolean
   /** Runs while this slot is empty after the session has had a peer: peer-wait. */
@@ -58,7 +60,6 @@ export type Session = {
   expiresAt: number
   lastActivity: number
   bytesIn: number
-  bytesOut: number
   closed: boolean
   everAttached: boolean
   /** Who created it, for the per-caller cap: `claim:<value>` or `address:<client address>`. */
@@ -104,7 +105,6 @@ export function newSession(
     expiresAt: now + limits.ttlMs,
     lastActivity: now,
     bytesIn: 0,
-    bytesOut: 0,
     closed: false,
     everAttached: false,
     caller,
@@ -134,6 +134,7 @@ function newSlot(name: SlotName, session: Session, now: number): Slot {
     queued: [],
     queuedBytes: 0,
     buffered: 0,
+    bytesOut: 0,
     flushQueued: false,
     waitTimer: null,
     bucket: rate === null ? null : newBucket(rate, rate, now),
@@ -154,7 +155,7 @@ export function viewOf(session: Session): SessionView {
     expires_at: iso(session.expiresAt),
     last_activity: iso(session.lastActivity),
     bytes_in: session.bytesIn,
-    bytes_out: session.bytesOut,
+    bytes_out: session.initiator.bytesOut + session.responder.bytesOut,
     initiator_connected: session.initiator.peer !== null,
     responder_connected: session.responder.peer !== null,
     limits: {
