@@ -63,8 +63,9 @@ export default tseslint.config(
     },
   },
   {
-    // Plain-JavaScript scripts: they run before anything is compiled, outside the typecheck.
-    files: ['scripts/*.mjs'],
+    // Plain-JavaScript scripts: they run before anything is compiled, outside the typecheck;
+    // and modules a test preloads into a compiled child process (`--import`), which loads no TypeScript.
+    files: ['scripts/*.mjs', 'test/fixtures/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       parserOptions: { projectService: false },

@@ -1,4 +1,5 @@
 import { exitWith } from '@session-relay/common/lifecycle'
+import { tracingConfigured } from '@session-relay/common/tracing/configured'
 import { helpRequested } from '@session-relay/common/config/settings'
 import { parseConfig, relayUsage } from './config.js'
 import { ConfigError, ListenError, NativeUwsMissingError } from './errors.js'
@@ -26,9 +27,11 @@ async function main(): Promise<void> {
   }
 
   const logger = createLogger(config.logLevel)
+  // With no OTEL_* endpoint the SDK is never loaded, and every hook of it stays null.
+  const tracing = tracingConfigured(process.env) ? (await import('./tracing/sdk.js')).startTracing() : null
   let relay
   try {
-    relay = await startRelay(config, { logger, uws })
+    relay = await startRelay(config, { logger, uws, tracing: tracing?.tracing ?? null })
   } catch (error) {
     if (error instanceof ConfigError) exitWith(2, `relay: ${error.message}`)
     // The operator's to fix, like a bad setting, but not a setting's fault: exit code 1.
@@ -37,7 +40,17 @@ async function main(): Promise<void> {
     process.exit(1)
   }
 
-  stopOnSignals(logger, relay, config.drainTimeoutMs)
+  // The spans of the sessions the stop closes leave before the process does.
+  const stopped = relay
+  const flushed = async (stop: Promise<void>): Promise<void> => {
+    await stop
+    await tracing?.shutdown()
+  }
+  stopOnSignals(
+    logger,
+    tracing === null ? relay : { drain: () => flushed(stopped.drain()), shutdown: () => flushed(stopped.shutdown()) },
+    config.drainTimeoutMs,
+  )
 }
 
 await main()

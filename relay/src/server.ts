@@ -19,6 +19,7 @@ import { registerServiceRoutes } from './http/service-routes.js'
 import type { TemplatedApp } from './http/uws.js'
 import { loadUws } from './http/uws.js'
 import type { Logger } from './logger.js'
+import type { RelayTracing } from './tracing/hooks.js'
 import { createSessionTable } from './session/table.js'
 
 export type RelayServer = {
@@ -42,6 +43,8 @@ export type RelayDeps = {
   uws?: typeof Uws
   /** Tuning for the identity-provider client (timeouts, refresh cooldown); tests shorten them. */
   auth?: AuthTuning
+  /** Spans for the admin API and sessions (tracing/sdk.ts); absent or null: tracing off. */
+  tracing?: RelayTracing | null
 }
 
 /** How long shutdown waits for peers to acknowledge their close frames. */
@@ -62,6 +65,7 @@ export async function startRelay(config: RelayConfig, deps: RelayDeps): Promise<
   const allowsOrigin = compileOriginPolicy(config.allowedOrigins, ownScheme)
   const auth = authenticatorFor(config, logger, deps.auth)
   const readiness: Readiness = { draining: false }
+  const tracing = deps.tracing ?? null
 
   const table = createSessionTable({
     ttlMs: config.sessionTtlMs,
@@ -69,6 +73,7 @@ export async function startRelay(config: RelayConfig, deps: RelayDeps): Promise<
     reapIntervalMs: config.reapIntervalMs,
     logger,
     metrics,
+    tracing: tracing?.sessions ?? null,
   })
   const forwarder = createForwarder(table, {
     maxBacklog: config.maxBacklog,
@@ -104,6 +109,7 @@ export async function startRelay(config: RelayConfig, deps: RelayDeps): Promise<
     readiness,
     maxSessionsPerCaller: config.maxSessionsPerCaller,
     callerClaim: config.callerClaim,
+    tracing,
     limits: {
       defaultMaxBytes: config.defaultSessionBytes,
       maxMaxBytes: config.maxSessionBytes,

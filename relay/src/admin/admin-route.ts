@@ -16,6 +16,7 @@ import { readBody, sendError, trackAbort } from '../http/responses.js'
 import type { HttpRequest, HttpResponse } from '../http/uws.js'
 import type { Logger } from '../logger.js'
 import type { SessionTable } from '../session/table.js'
+import type { RelayTracing } from '../tracing/hooks.js'
 
 /** POST /admin/sessions takes a few limits (session-limits.ts); anything bigger than this is not a request for one. */
 const MAX_ADMIN_BODY_BYTES = 16 * 1024
@@ -44,6 +45,8 @@ export type AdminDeps = {
   callerClaim: string
   /** Per-session limits: the defaults and maxima a create body is held to. */
   limits: LimitPolicy
+  /** A span per request (http/traced.ts); null: tracing off. */
+  tracing: RelayTracing | null
 }
 
 /** What a handler gets of the request, read before any await, and who the caller is. */

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import { HttpError } from '../errors.js'
+import type { Answered } from '../tracing/hooks.js'
 import type { HttpResponse } from './uws.js'
 
 export type Headers = Record<string, string>
@@ -18,6 +19,7 @@ export function statusLine(status: number): string {
  */
 export function send(res: HttpResponse, status: number, body: string, headers: Headers): void {
   if (isAborted(res)) return
+  answer(res, status)
   res.cork(() => {
     res.writeStatus(statusLine(status))
     for (const name in headers) res.writeHeader(name, headers[name] as string)
@@ -37,15 +39,28 @@ export function sendError(res: HttpResponse, error: HttpError, headers: Headers 
 /** Mark the response aborted; uWS forbids touching it afterwards. */
 export function trackAbort(res: HttpResponse): void {
   res.onAborted(() => {
-    ;(res as AbortMark).aborted = true
+    ;(res as Marks).aborted = true
+    answer(res, null)
   })
 }
 
-function isAborted(res: HttpResponse): boolean {
-  return (res as AbortMark).aborted === true
+/** Tell `answered` the status the response is sent with, or null if it is aborted first (http/traced.ts). */
+export function onAnswered(res: HttpResponse, answered: Answered): void {
+  ;(res as Marks).answered = answered
 }
 
-type AbortMark = HttpResponse & { aborted?: boolean }
+function answer(res: HttpResponse, status: number | null): void {
+  const answered = (res as Marks).answered
+  if (answered === undefined) return
+  ;(res as Marks).answered = undefined
+  answered(status)
+}
+
+function isAborted(res: HttpResponse): boolean {
+  return (res as Marks).aborted === true
+}
+
+type Marks = HttpResponse & { aborted?: boolean; answered?: Answered | undefined }
 
 /**
  * Read a request body up to `limit` bytes. Must be called before the handler returns, since

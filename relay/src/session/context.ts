@@ -2,6 +2,7 @@
 // plain object handed to module-level functions, so each piece reads on its own.
 import type { Logger } from '../logger.js'
 import type { Metrics } from '../http/metrics.js'
+import type { SessionTracing } from '../tracing/hooks.js'
 import type { Peer, Session } from './session.js'
 
 export type TableContext = {
@@ -28,4 +29,6 @@ export type TableContext = {
   readonly peerWaitMs: number
   readonly logger: Logger
   readonly metrics: Metrics
+  /** A session's spans (tracing/hooks.ts), told of its creation, attaches, drops and close; null: tracing off. */
+  readonly tracing: SessionTracing | null
 }

@@ -6,6 +6,7 @@ import type { CloseFrame } from '../data-plane/close-codes.js'
 import { CLOSE_CODES } from '../data-plane/close-codes.js'
 import type { CloseReason, Metrics } from '../http/metrics.js'
 import type { Logger } from '../logger.js'
+import type { SessionTracing } from '../tracing/hooks.js'
 import { closingDrained, closingGone, closingGrew, drop, dropLargestClosing } from './closing.js'
 import type { TableContext } from './context.js'
 import { startExpiry } from './expiry.js'
@@ -23,6 +24,8 @@ export type SessionTableOptions = {
   reapIntervalMs: number
   logger: Logger
   metrics: Metrics
+  /** null or absent: tracing off. */
+  tracing?: SessionTracing | null
 }
 
 export type SessionTable = ReturnType<typeof createSessionTable>
@@ -41,6 +44,7 @@ export function createSessionTable(opts: SessionTableOptions) {
     peerWaitMs: opts.peerWaitMs,
     logger: opts.logger,
     metrics: opts.metrics,
+    tracing: opts.tracing ?? null,
   }
   const { sessions } = ctx
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
@@ -69,6 +73,7 @@ export function createSessionTable(opts: SessionTableOptions) {
       expiry.created(session.expiresAt)
     }
     ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
+    ctx.tracing?.created(session)
     return { session, initiatorToken, responderToken }
   }
 

@@ -27,6 +27,7 @@ export function attach(ctx: TableContext, slot: Slot, peer: Peer): void {
   stopWaiting(slot)
   if (slot.other.peer === null && slot.other.waitTimer === null) startWaiting(ctx, slot.other)
   ctx.logger.info({ session: session.id, slot: slot.name, state: stateOf(session) }, 'peer attached')
+  ctx.tracing?.attached(slot)
 }
 
 /** The peer's connection was lost without a close frame: the slot may be reattached within peer-wait. */
@@ -36,6 +37,7 @@ export function dropped(ctx: TableContext, slot: Slot, why: string): void {
   session.lastActivity = Date.now()
   startWaiting(ctx, slot)
   ctx.logger.info({ session: session.id, slot: slot.name, state: stateOf(session), why }, 'peer dropped')
+  ctx.tracing?.dropped(slot)
 }
 
 /** Forget the slot's connection, after uWS reported it closed or before the relay ends it. */
@@ -69,6 +71,7 @@ export function closeSession(ctx: TableContext, session: Session, { reason, fram
     }
     ctx.metrics.sessionsClosed[reason]++
     ctx.logger.info({ session: session.id, reason, code: frame.code }, 'session closed')
+    ctx.tracing?.closed(session, reason, frame.code)
     if (!remove) ctx.closedIds.push(session.id)
   }
   if (remove && ctx.sessions.delete(session.id)) ctx.logger.info({ session: session.id }, 'session removed')
