@@ -220,8 +220,14 @@ t.test('without an endpoint no OpenTelemetry module is loaded; with one the SDK 
 
   const on = await run('on', { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' })
   t.ok(
-    on.some((url) => url.includes('/@opentelemetry/sdk-trace-node/')),
+    on.some((url) => url.includes('/@opentelemetry/sdk-trace-base/')),
     'the hook sees the SDK when an endpoint is set',
+  )
+  // No context manager: nothing puts Node's async hooks on every callback (the data plane's).
+  t.same(
+    on.filter((url) => /\/@opentelemetry\/(context-async-hooks|sdk-trace-node)\//.test(url)),
+    [],
+    'and no context manager',
   )
   // SIGINT closed the session with 1001: its span left before the process did.
   const closed = collector

@@ -2,6 +2,7 @@
 import { HttpError } from '../errors.js'
 import { DRAINING_RETRY_AFTER_SECONDS } from '../http/readiness.js'
 import { sendJson } from '../http/responses.js'
+import { requestTraceOf } from '../http/traced.js'
 import { iso } from '../session/session.js'
 import type { CreatedSession } from '../session/table.js'
 import type { AdminDeps, AdminHandler } from './admin-route.js'
@@ -36,7 +37,7 @@ export function createSession(deps: AdminDeps): AdminHandler {
         'retry-after': String(deps.fullRetryAfterSeconds),
       })
     }
-    const created = table.create(caller, limits)
+    const created = table.create(caller, limits, requestTraceOf(res))
     sendJson(res, 201, creationResult(created, deps.publicBaseUrl), {
       ...cors,
       'cache-control': 'no-store',

@@ -6,7 +6,7 @@ import type { CloseFrame } from '../data-plane/close-codes.js'
 import { CLOSE_CODES } from '../data-plane/close-codes.js'
 import type { CloseReason, Metrics } from '../http/metrics.js'
 import type { Logger } from '../logger.js'
-import type { SessionTracing } from '../tracing/hooks.js'
+import type { RequestTrace, SessionTracing } from '../tracing/hooks.js'
 import { closingDrained, closingGone, closingGrew, drop, dropLargestClosing } from './closing.js'
 import type { TableContext } from './context.js'
 import { startExpiry } from './expiry.js'
@@ -49,10 +49,14 @@ export function createSessionTable(opts: SessionTableOptions) {
   const { sessions } = ctx
   const expiry = startExpiry(ctx, opts.reapIntervalMs)
 
-  /** A new session for `caller` (see Session.caller); without limits, the node's TTL and no others. */
+  /**
+   * A new session for `caller` (see Session.caller); without limits, the node's TTL and no
+   * others. `request`: the span of the request that asked for it, when tracing is on.
+   */
   function create(
     caller: string,
     limits: SessionLimits = { maxBytes: null, bytesPerSecond: null, ttlMs: ctx.ttlMs },
+    request: RequestTrace | null = null,
   ): CreatedSession {
     const now = Date.now()
     const { initiatorToken, responderToken, ...credentials } = newCredentials()
@@ -73,7 +77,7 @@ export function createSessionTable(opts: SessionTableOptions) {
       expiry.created(session.expiresAt)
     }
     ctx.logger.info({ session: session.id, expires_at: iso(session.expiresAt) }, 'session created')
-    ctx.tracing?.created(session)
+    ctx.tracing?.created(session, request)
     return { session, initiatorToken, responderToken }
   }
 

@@ -11,9 +11,16 @@ export type TraceHeaders = { traceparent: string; tracestate: string }
 /** Called once with the status sent, or null when the client went away first. */
 export type Answered = (status: number | null) => void
 
+/**
+ * A request's span as its handler holds it, handed back to `created` so that a session is the
+ * request's child. Explicit rather than an ambient context: an ambient one would need Node's
+ * async hooks, a cost on every callback of the process, messages included.
+ */
+export type RequestTrace = { readonly relayRequestTrace: true }
+
 export type SessionTracing = {
   /** A new session: its span runs until it closes, a child of the request that created it. */
-  created(session: Session): void
+  created(session: Session, request: RequestTrace | null): void
   /** A peer attached to the slot: an attach span, a child of the session's. */
   attached(slot: Slot): void
   /** The slot's peer was lost without a close frame; it may attach again. */
@@ -25,8 +32,14 @@ export type SessionTracing = {
 export type RelayTracing = {
   sessions: SessionTracing
   /**
-   * Runs `handle` inside a server span for one request of `route` (a template, such as
-   * `/admin/sessions/{id}`), continuing the caller's trace; `answered` ends it.
+   * Opens a server span for one request of `route` (a template, such as
+   * `/admin/sessions/{id}`), continuing the caller's trace, and runs `handle` with it;
+   * `answered` ends it.
    */
-  request(method: string, route: string, headers: TraceHeaders, handle: (answered: Answered) => void): void
+  request(
+    method: string,
+    route: string,
+    headers: TraceHeaders,
+    handle: (answered: Answered, trace: RequestTrace) => void,
+  ): void
 }

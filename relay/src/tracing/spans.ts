@@ -1,13 +1,12 @@
-// The relay's spans, through the OpenTelemetry API. Loaded only with the SDK (sdk.ts), so
-// these calls always record. What goes into an attribute is chosen here, field by field: a
+// The relay's spans, through the OpenTelemetry API with the tracer and propagator sdk.ts
+// hands it: loaded only with the SDK, so these calls always record. A span's parent is always
+// given, never taken from an ambient context, so no context manager (Node's async hooks) runs. What goes into an attribute is chosen here, field by field: a
 // method from a fixed set, a route template, a status, a session id, counts and close codes;
 // never a header's value, a query string, a token or anything a peer sent.
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
-import type { Span } from '@opentelemetry/api'
+import { defaultTextMapGetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import type { Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api'
 import type { Session, Slot } from '../session/session.js'
-import type { RelayTracing, SessionTracing, TraceHeaders } from './hooks.js'
-
-const tracer = trace.getTracer('session-relay-relay')
+import type { RelayTracing, RequestTrace, SessionTracing, TraceHeaders } from './hooks.js'
 
 // A method outside these is `_OTHER`, as the HTTP conventions say: a client picks the method,
 // and a span name must not be whatever it sent.
@@ -20,39 +19,38 @@ function carrierOf(headers: TraceHeaders): Record<string, string> {
   return carrier
 }
 
-function request(
-  method: string,
-  route: string,
-  headers: TraceHeaders,
-  handle: Parameters<RelayTracing['request']>[3],
-): void {
-  const known = METHODS.has(method) ? method : '_OTHER'
-  const parent = propagation.extract(ROOT_CONTEXT, carrierOf(headers))
-  const span = tracer.startSpan(
-    `${known} ${route}`,
-    { kind: SpanKind.SERVER, attributes: { 'http.request.method': known, 'http.route': route } },
-    parent,
-  )
-  let ended = false
-  const answered = (status: number | null): void => {
-    if (ended) return
-    ended = true
-    if (status === null) span.setAttribute('error.type', 'aborted')
-    else {
-      span.setAttribute('http.response.status_code', status)
-      if (status >= 500) {
-        span.setAttribute('error.type', String(status))
-        span.setStatus({ code: SpanStatusCode.ERROR })
+// What the rest of the relay holds of a request's span is this context, under an opaque type.
+const asTrace = (context: Context): RequestTrace => context as unknown as RequestTrace
+const asContext = (request: RequestTrace): Context => request as unknown as Context
+
+function requests(tracer: Tracer, propagator: TextMapPropagator): RelayTracing['request'] {
+  return (method, route, headers, handle) => {
+    const known = METHODS.has(method) ? method : '_OTHER'
+    const parent = propagator.extract(ROOT_CONTEXT, carrierOf(headers), defaultTextMapGetter)
+    const span = tracer.startSpan(
+      `${known} ${route}`,
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': known, 'http.route': route } },
+      parent,
+    )
+    let ended = false
+    const answered = (status: number | null): void => {
+      if (ended) return
+      ended = true
+      if (status === null) span.setAttribute('error.type', 'aborted')
+      else {
+        span.setAttribute('http.response.status_code', status)
+        if (status >= 500) {
+          span.setAttribute('error.type', String(status))
+          span.setStatus({ code: SpanStatusCode.ERROR })
+        }
       }
+      span.end()
     }
-    span.end()
+    handle(answered, asTrace(trace.setSpan(parent, span)))
   }
-  // The handler's promise callbacks run in this context too: a session created there is the
-  // request's child.
-  context.with(trace.setSpan(parent, span), () => handle(answered))
 }
 
-function sessionTracing(): SessionTracing {
+function sessionTracing(tracer: Tracer): SessionTracing {
   // Kept beside the sessions, not on them: the hot path's objects keep their shape whether
   // tracing is on or off.
   const sessions = new WeakMap<Session, Span>()
@@ -67,16 +65,20 @@ function sessionTracing(): SessionTracing {
   }
 
   return {
-    created(session) {
+    created(session, request) {
       const { limits } = session
-      const span = tracer.startSpan('relay session', {
-        attributes: {
-          'relay.session.id': session.id,
-          'relay.session.ttl_seconds': limits.ttlMs / 1000,
-          ...(limits.maxBytes === null ? {} : { 'relay.session.max_bytes': limits.maxBytes }),
-          ...(limits.bytesPerSecond === null ? {} : { 'relay.session.bytes_per_second': limits.bytesPerSecond }),
+      const span = tracer.startSpan(
+        'relay session',
+        {
+          attributes: {
+            'relay.session.id': session.id,
+            'relay.session.ttl_seconds': limits.ttlMs / 1000,
+            ...(limits.maxBytes === null ? {} : { 'relay.session.max_bytes': limits.maxBytes }),
+            ...(limits.bytesPerSecond === null ? {} : { 'relay.session.bytes_per_second': limits.bytesPerSecond }),
+          },
         },
-      })
+        request === null ? ROOT_CONTEXT : asContext(request),
+      )
       sessions.set(session, span)
     },
     attached(slot) {
@@ -110,6 +112,6 @@ function sessionTracing(): SessionTracing {
   }
 }
 
-export function relayTracing(): RelayTracing {
-  return { sessions: sessionTracing(), request }
+export function relayTracing(tracer: Tracer, propagator: TextMapPropagator): RelayTracing {
+  return { sessions: sessionTracing(tracer), request: requests(tracer, propagator) }
 }
