@@ -20,6 +20,7 @@ export type BuilderConfig = {
   maxStepOutputBytes: number
   dependencyCache: string
   rustRoot: string
+  engineSeeds: string
   sandbox: SandboxMode
   stepCpuSeconds: number
   stepMemoryBytes: number
@@ -139,6 +140,14 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
     default: '',
     parse: anyText,
     help: 'rust: the toolchain root; empty: .cache/rust-wasm/current',
+  },
+  {
+    key: 'engineSeeds',
+    env: 'JS_ENGINE_SEEDS',
+    flag: '--js-engine-seeds',
+    default: '',
+    parse: anyText,
+    help: "js, ts: the machine's engine seeds (make-js-seed.js), copied into a new cache home; empty: none",
   },
   {
     key: 'sandbox',
