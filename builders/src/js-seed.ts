@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto'
 import type { Stats } from 'node:fs'
 import { existsSync } from 'node:fs'
 import { chmod, copyFile, lchown, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 
 /** In a seed: the cache home as the template's build left it, and the sha256 of each of its files. */
 const HOME = 'home'
@@ -117,6 +117,9 @@ export async function copySeed(seeds: string, key: string, home: string): Promis
   const seed = join(seeds, key)
   const sums = JSON.parse(await readFile(join(seed, SUMS), 'utf8')) as Record<string, string>
   const copying = `${home}.seeding`
+  // The application's cache itself may not exist yet (a builder run by hand); private, as the
+  // local runtime makes it.
+  await mkdir(dirname(home), { recursive: true, mode: 0o700 })
   await rm(copying, { recursive: true, force: true })
   await mkdir(copying, { mode: 0o755 })
   try {
