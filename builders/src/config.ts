@@ -147,7 +147,7 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
     flag: '--js-engine-seeds',
     default: '',
     parse: anyText,
-    help: "js, ts: the machine's engine seeds (make-js-seed.js), copied into a new cache home; empty: none",
+    help: 'js, ts: the engine seeds directory (make-js-seed.js) new caches start from; empty: none',
   },
   {
     key: 'sandbox',

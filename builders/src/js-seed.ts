@@ -116,7 +116,8 @@ export async function copySeed(seeds: string, key: string, home: string): Promis
   if (problem !== null) return problem
   const seed = join(seeds, key)
   const sums = JSON.parse(await readFile(join(seed, SUMS), 'utf8')) as Record<string, string>
-  const copying = `${home}.seeding`
+  // Its own name: two builds of one application may start at once.
+  const copying = `${home}.seeding-${process.pid}`
   // The application's cache itself may not exist yet (a builder run by hand); private, as the
   // local runtime makes it.
   await mkdir(dirname(home), { recursive: true, mode: 0o700 })
