@@ -1,4 +1,5 @@
-// npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--baseline-first true|false] [--json]
+// npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--baseline-first true|false]
+//   [--toolchains-dir DIR] [--json]
 //
 // Source to answer (issue 43): the control plane as the compiled binary on its embedded
 // defaults (PGlite, the local runtime, the real builder in its sandbox, the real worker), a fresh
@@ -11,6 +12,10 @@
 // --worker runs another worker binary (PLATFORM_LOCAL_WORKER): the "before" column (with
 // --baseline-first false for a worker older than that flag). --baseline-first false: the worker
 // compiles each build with Cranelift before it answers (PLATFORM_LOCAL_BASELINE_FIRST).
+// --toolchains-dir (PLATFORM_LOCAL_TOOLCHAINS_DIR) keeps the js engine seed between runs: a
+// second run's js first deploy is a new application's on a machine that has the seed (the
+// first run's made it); a directory whose js-engine-seed is a file has none (builds compile the
+// engine as before the seed). Empty: the fresh data directory's, the seed made by the first deploy.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -29,6 +34,7 @@ const option = (name: string, fallback: string): string =>
 const languages = option('--languages', 'js,ts,go,rust').split(',') as Array<'js' | 'ts' | 'go' | 'rust'>
 const worker = option('--worker', '')
 const baselineFirst = option('--baseline-first', 'true')
+const toolchainsDir = option('--toolchains-dir', '')
 const asJson = argv.includes('--json')
 const TIMEOUT_MS = 900_000
 
@@ -44,6 +50,7 @@ const control = spawnLocalControl({
   env: {
     PLATFORM_LOCAL_BASELINE_FIRST: baselineFirst,
     ...(worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker }),
+    ...(toolchainsDir === '' ? {} : { PLATFORM_LOCAL_TOOLCHAINS_DIR: toolchainsDir }),
   },
 })
 const compiles: CompileLog = []

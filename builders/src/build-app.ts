@@ -3,7 +3,7 @@
 // manifest and push it. Returns the digest-pinned reference; throws a BuildFailure whose
 // message is the short reason for the termination log.
 import { createRequire } from 'node:module'
-import { constants, createReadStream } from 'node:fs'
+import { constants, createReadStream, existsSync } from 'node:fs'
 import { access, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -25,6 +25,8 @@ import type { SandboxContext, SandboxMode } from './sandbox/policy.js'
 import { confine } from './sandbox/policy.js'
 import { BuildFailure } from './failure.js'
 import { checkPackageJson, findEntry } from './js-package.js'
+import { copySeed } from './js-seed.js'
+import { engineFiles, engineSeedKey } from './js-seed-key.js'
 import { buildableFiles } from './source-files.js'
 import type { SpinManifest } from './spin-toml.js'
 import { parseSpinToml } from './spin-toml.js'
@@ -44,6 +46,8 @@ export type BuildRequest = {
   dependencyCache: string
   /** rust: the toolchain root (toolchains.ts); '/' when the builder's own root is it. */
   rustRoot: string
+  /** js, ts: the machine's engine seeds (js-seed.ts), copied into a cache that has no home yet; null: none. */
+  engineSeeds: string | null
   limits: StepLimits
   /** bwrap: every step in its own sandbox (the local runtime); pod: the builder image's pod is the sandbox. */
   sandbox: SandboxMode
@@ -61,8 +65,13 @@ function builderDir(): string {
   return dirname(dirname(fileURLToPath(import.meta.url)))
 }
 
+/** @spinframework/build-tools' package directory. */
+export function buildToolsDir(): string {
+  return dirname(require.resolve('@spinframework/build-tools/package.json'))
+}
+
 function toolchain(): Toolchain {
-  const buildTools = dirname(require.resolve('@spinframework/build-tools/package.json'))
+  const buildTools = buildToolsDir()
   return {
     node: process.execPath,
     bundleScript: join(dirname(fileURLToPath(import.meta.url)), 'js-bundle.js'),
@@ -113,6 +122,8 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   if (request.language === 'js' || request.language === 'ts') {
     await symlink(builderNodeModules(), join(request.workDir, 'node_modules'), 'dir')
   }
+  if ((request.language === 'js' || request.language === 'ts') && request.engineSeeds !== null)
+    await seedEngineCache(request.engineSeeds, join(request.dependencyCache, 'home'), log)
   const wasm = new Map<string, Uint8Array>()
   const sandbox = await prepareSandbox({
     mode: request.sandbox,
@@ -199,6 +210,25 @@ async function buildComponent(
   } catch {
     throw new BuildFailure(`function ${name}: the build left no ${COMPONENT_FILE}`)
   }
+}
+
+// An application's first js build (its cache has no home yet) starts from the machine's seed,
+// when there is a sound one; whatever goes wrong, the build compiles the engine as before.
+async function seedEngineCache(seeds: string, home: string, log: (text: string) => void): Promise<void> {
+  if (existsSync(home)) return
+  let reason: string | null
+  let key = ''
+  try {
+    key = await engineSeedKey(await engineFiles(buildToolsDir()))
+    reason = await copySeed(seeds, key, home)
+  } catch (error) {
+    reason = (error as Error).message
+  }
+  log(
+    reason === null
+      ? `js engine: compiled code copied from the machine's seed ${key.slice(0, 12)}\n`
+      : `js engine: no seed used (${reason}); this build compiles the engine\n`,
+  )
 }
 
 // Where a step finds the application's cache: the directory itself, or in the rust toolchain

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, helpRequested, readSettings, usage } from '@session-relay/common/config/settings'
 import { BuildFailure, buildApplication } from './build-app.js'
+import { buildRequestOf } from './build-request.js'
 import type { BuilderConfig } from './config.js'
 import { settings } from './config.js'
-import { rustRoot } from '@session-relay/spin/toolchains'
 
 // Kubernetes keeps at most 4096 bytes of a termination message.
 const MAX_TERMINATION_MESSAGE = 4000
@@ -43,28 +43,7 @@ async function main(): Promise<number> {
     process.stdout.write(text)
   }
   try {
-    const pinned = await buildApplication({
-      archive: config.sourceArchive,
-      ref: config.imageRef,
-      language: config.language,
-      application: config.application,
-      buildId: config.buildId,
-      dockerConfigDir: config.dockerConfig === '' ? null : config.dockerConfig,
-      insecureRegistry: config.insecureRegistry,
-      workDir,
-      dependencyCache: config.dependencyCache !== '' ? config.dependencyCache : join(workDir, '.deps'),
-      rustRoot: rustRoot(config.rustRoot),
-      limits: { timeoutMs: config.stepTimeoutMs, maxOutputBytes: config.maxStepOutputBytes },
-      sandbox: config.sandbox,
-      sandboxLimits: {
-        cpuSeconds: config.stepCpuSeconds,
-        addressSpaceBytes: config.stepMemoryBytes,
-        fileSizeBytes: config.stepFileBytes,
-        processes: config.stepProcesses,
-        tmpBytes: config.stepTmpBytes,
-      },
-      log,
-    })
+    const pinned = await buildApplication(buildRequestOf(config, workDir, log))
     await writeTermination(config.terminationLog, pinned)
     log(`${pinned}\n`)
     return 0

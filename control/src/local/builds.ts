@@ -46,9 +46,14 @@ export type LocalBuildsDeps = {
   finish: FinishBuild
   /**
    * The builder's environment for the language, its toolchain prepared first when missing
-   * (toolchains.ts), progress written to the build's log; none when absent.
+   * (toolchains.ts, and js-seed.ts for js and ts), progress written to the build's log; `cache`
+   * is the application's dependency cache. None when absent.
    */
-  prepare?: (language: BuildApplication['language'], write: (text: string) => void) => Promise<Record<string, string>>
+  prepare?: (
+    language: BuildApplication['language'],
+    write: (text: string) => void,
+    cache: string,
+  ) => Promise<Record<string, string>>
 }
 
 export type LocalBuilds = {
@@ -142,9 +147,12 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       return
     }
     let toolchain: Record<string, string> = {}
+    const dependencyCache = join(deps.cacheDir, app.clusterName)
     try {
       // Before the builder and its deadline: the first build on a machine may wait minutes here.
-      toolchain = (await deps.prepare?.(app.language, (text) => log.write(Buffer.from(text)))) ?? {}
+      toolchain = (await deps.prepare?.(app.language, (text) => log.write(Buffer.from(text)), dependencyCache)) ?? {}
+      // A preparation that ended because the control plane is stopping starts no builder.
+      if (closing) throw new Error('closing')
     } catch (error) {
       rmSync(workDir, { recursive: true, force: true })
       const reason = closing
@@ -156,7 +164,6 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
       return
     }
     const terminationLog = join(workDir, 'termination-log')
-    const dependencyCache = join(deps.cacheDir, app.clusterName)
     mkdirSync(dependencyCache, { recursive: true, mode: 0o700 })
     const child = startNode(main, [], {
       cwd: workDir,

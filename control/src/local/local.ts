@@ -17,6 +17,7 @@ import type { LocalBuilds } from './builds.js'
 import { createLocalBuilds } from './builds.js'
 import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
+import { localJsSeed } from './js-seed.js'
 import { instanceMemoryBytes } from './memory-limit.js'
 import { workerSampler } from './metrics-sampler.js'
 import type { ToolchainCheck } from './programs.js'
@@ -107,13 +108,12 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     registry: { dockerConfigDir: config.dockerConfig, insecure: config.registryInsecure },
     ...(deps.restartBackoff === undefined ? {} : { restartBackoff: deps.restartBackoff }),
   })
+  const toolchainsDir =
+    config.localToolchainsDir !== '' ? resolve(config.localToolchainsDir) : join(resolve(config.dataDir), 'toolchains')
   const prepared =
     deps.prepared ??
     localToolchains({
-      dir:
-        config.localToolchainsDir !== ''
-          ? resolve(config.localToolchainsDir)
-          : join(resolve(config.dataDir), 'toolchains'),
+      dir: toolchainsDir,
       // debootstrap and chroot live in sbin, which a user's PATH may lack.
       path: `${process.env.PATH ?? ''}:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin`,
       goProxy: config.localGoProxy,
@@ -122,6 +122,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       checkoutRustRoot: shippedProgram('.cache/rust-wasm/current'),
       rustScript: shippedProgram('scripts/rust-wasm-root.sh'),
     })
+  const jsSeed = localJsSeed({ dir: join(toolchainsDir, 'js-engine-seed'), builder, logger })
   const builds = createLocalBuilds({
     db,
     logger,
@@ -132,7 +133,10 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     timeoutMs: config.buildTimeoutMs,
     env,
     finish: deps.finish,
-    prepare: (language, write) => prepared.prepare(language, write),
+    prepare: async (language, write, cache) => ({
+      ...(await prepared.prepare(language, write)),
+      ...(language === 'js' || language === 'ts' ? await jsSeed.prepare(cache, write) : {}),
+    }),
   })
   const metrics = deps.metrics ?? null
   metrics?.addSource(workerSampler(metrics, () => hosts.stats()))
@@ -160,7 +164,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     },
     async close() {
       prepared.close()
-      await builds.close()
+      await Promise.all([builds.close(), jsSeed.close()])
       await hosts.close()
     },
   }

@@ -104,7 +104,7 @@ export const localSettings = [
     flag: '--local-toolchains-dir',
     default: '',
     parse: anyText,
-    help: "local runtime: Go and the rust root the first builds prepare; empty: the data dir's",
+    help: "local runtime: Go, the rust root, the js engine seed builds prepare; empty: the data dir's",
   }),
   setting({
     key: 'localGoProxy',

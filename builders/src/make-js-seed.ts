@@ -1,0 +1,74 @@
+// Makes the machine's js engine seed (js-seed.ts) when the one for this componentize-js and
+// wizer is missing or unsound: builds the platform's own js template (never a tenant's source)
+// as an application's build runs (the same settings, the same sandbox), into a cache in the
+// seeds directory only the builder's user can reach, then seals its cache home as the seed.
+// Settings: JS_ENGINE_SEEDS (the seeds directory) and the builder's own (BUILD_SANDBOX, the
+// step limits). Says what it did on stdout; exits 0 when the seed is there, 1 when it is not.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { readSettings } from '@session-relay/common/config/settings'
+import { spinManifest } from '@session-relay/spin/manifest'
+import { packArchive } from '@session-relay/spin/source/archive'
+import { templateFiles } from '@session-relay/spin/templates'
+import { buildApplication, buildToolsDir } from './build-app.js'
+import { buildRequestOf } from './build-request.js'
+import { settings } from './config.js'
+import { sealSeed, seedProblem } from './js-seed.js'
+import { engineFiles, engineSeedKey } from './js-seed-key.js'
+
+const NAME = 'js-engine-seed'
+
+async function main(): Promise<number> {
+  const seeds = process.env.JS_ENGINE_SEEDS ?? ''
+  if (seeds === '') {
+    process.stdout.write('JS_ENGINE_SEEDS is not set\n')
+    return 1
+  }
+  await mkdir(seeds, { recursive: true, mode: 0o700 })
+  const key = await engineSeedKey(await engineFiles(buildToolsDir()))
+  const problem = await seedProblem(seeds, key)
+  if (problem === null) {
+    process.stdout.write(`seed ${key} is there\n`)
+    return 0
+  }
+  process.stdout.write(`making seed ${key} (${problem})\n`)
+  const making = await mkdtemp(join(seeds, '.making-'))
+  const workDir = await mkdtemp(join(tmpdir(), 'spin-seed-'))
+  try {
+    const files: Record<string, string> = {
+      'spin.toml': spinManifest({ name: NAME, language: 'js' }, [{ name: 'hello', route: '/...' }]),
+    }
+    for (const [path, content] of Object.entries(templateFiles('js', 'hello')))
+      files[`functions/hello/${path}`] = content
+    const archive = join(making, 'source.tar.gz')
+    await writeFile(archive, await packArchive(files, new Date(0)))
+    const cache = join(making, 'cache')
+    const config = readSettings(settings, [], {
+      ...process.env,
+      SOURCE_ARCHIVE: archive,
+      IMAGE_REF: `oci-layout:${join(making, 'image')}:seed`,
+      APPLICATION: NAME,
+      LANGUAGE: 'js',
+      BUILD_ID: 'seed',
+      DEPENDENCY_CACHE: cache,
+      // The seed starts from nothing: its own build compiles the engine.
+      JS_ENGINE_SEEDS: '',
+    })
+    await buildApplication(buildRequestOf(config, workDir, (text) => process.stdout.write(text)))
+    const seed = join(seeds, key)
+    // An unsound seed of the same key goes: sealSeed needs the name free.
+    await rm(seed, { recursive: true, force: true })
+    await sealSeed(join(cache, 'home'), seed)
+    process.stdout.write(`seed ${key} made\n`)
+    return 0
+  } catch (error) {
+    process.stdout.write(`no seed: ${(error as Error).message}\n`)
+    return 1
+  } finally {
+    await rm(making, { recursive: true, force: true })
+    await rm(workDir, { recursive: true, force: true })
+  }
+}
+
+process.exitCode = await main()

@@ -1,0 +1,91 @@
+// The machine's js engine seed for local builds (builders/src/js-seed.ts): made by the first js
+// or ts build that needs one (an application's first, its cache having no home yet), which
+// waits for it, and by no other; later builds of this process are told where it is without
+// waiting. Made then rather than in the background at the start: a machine that never builds
+// js pays nothing, the seed's compile is the one that first build would have run anyway, and on
+// two cores a compile at the start would slow the worker's start and every other build. Made by
+// the builder's own program (make-js-seed.js, beside main.js), which knows the toolchain it
+// compiles; it keeps the seed under the toolchains directory, once per machine and engine.
+// Whatever goes wrong, builds go on: the builder then compiles the engine itself.
+import type { ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { createInterface } from 'node:readline'
+import type { Logger } from '../logger.js'
+import { childEnv, startNode, stopChild } from './children.js'
+
+export type LocalJsSeed = {
+  /** The builder's environment for a js or ts build into `cache` (its application's dependency cache). */
+  prepare(cache: string, write: (line: string) => void): Promise<Record<string, string>>
+  close(): Promise<void>
+}
+
+export type LocalJsSeedDeps = {
+  /** The seeds directory: {toolchains dir}/js-engine-seed. */
+  dir: string
+  /** The builder's main.js; the seed's maker lives beside it. */
+  builder: () => string
+  logger: Logger
+}
+
+export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
+  let making: Promise<void> | null = null
+  let child: ChildProcess | null = null
+  const listeners = new Set<(line: string) => void>()
+  const env = { JS_ENGINE_SEEDS: deps.dir }
+
+  const make = (): Promise<void> =>
+    new Promise((resolve) => {
+      let program: string
+      try {
+        program = join(dirname(deps.builder()), 'make-js-seed.js')
+      } catch {
+        resolve()
+        return
+      }
+      if (!existsSync(program)) {
+        deps.logger.warn({ program }, 'no js engine seed maker: js builds compile the engine')
+        resolve()
+        return
+      }
+      const started = Date.now()
+      child = startNode(program, [], { cwd: dirname(program), env: childEnv(env) })
+      const last: string[] = []
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        last.push(line)
+        if (last.length > 20) last.shift()
+        if (/^(making seed|seed |no seed)/.test(line)) for (const listener of listeners) listener(line)
+      })
+      child.stderr?.on('data', (chunk: Buffer) => last.push(chunk.toString('utf8')))
+      child.once('error', () => resolve())
+      child.once('close', (code) => {
+        child = null
+        const ms = Date.now() - started
+        if (code === 0) deps.logger.info({ ms }, 'js engine seed ready')
+        else deps.logger.warn({ ms, code, output: last.join('\n') }, 'no js engine seed: js builds compile the engine')
+        resolve()
+      })
+    })
+
+  return {
+    async prepare(cache, write) {
+      // An application's later builds have its own compiled engine: nothing to wait for.
+      if (existsSync(join(cache, 'home'))) return env
+      if (making === null) {
+        write("js engine: preparing the machine's seed (once per machine and componentize-js version)\n")
+        making = make()
+      }
+      const say = (line: string): void => write(`js engine: ${line}\n`)
+      listeners.add(say)
+      try {
+        await making
+      } finally {
+        listeners.delete(say)
+      }
+      return env
+    },
+    async close() {
+      if (child !== null) await stopChild(child, 0)
+    },
+  }
+}
