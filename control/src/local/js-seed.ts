@@ -50,13 +50,18 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
       }
       const started = Date.now()
       child = startNode(program, [], { cwd: dirname(program), env: childEnv(env) })
+      // The maker's last output, for the warning when it fails: its stdout's lines and its
+      // stderr's chunks alike, at most 20 of them whatever it prints.
       const last: string[] = []
-      createInterface({ input: child.stdout! }).on('line', (line) => {
-        last.push(line)
+      const keep = (text: string): void => {
+        last.push(text)
         if (last.length > 20) last.shift()
+      }
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        keep(line)
         if (/^(making seed|seed |no seed)/.test(line)) for (const listener of listeners) listener(line)
       })
-      child.stderr?.on('data', (chunk: Buffer) => last.push(chunk.toString('utf8')))
+      child.stderr?.on('data', (chunk: Buffer) => keep(chunk.toString('utf8')))
       child.once('error', () => resolve())
       child.once('close', (code) => {
         child = null
