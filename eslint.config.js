@@ -64,8 +64,9 @@ export default tseslint.config(
   },
   {
     // Plain-JavaScript scripts: they run before anything is compiled, outside the typecheck;
-    // and modules a test preloads into a compiled child process (`--import`), which loads no TypeScript.
-    files: ['scripts/*.mjs', 'test/fixtures/*.mjs'],
+    // modules a test preloads into a compiled child process (`--import`), which loads no
+    // TypeScript; and the test run's loader hook, loaded before any TypeScript.
+    files: ['scripts/*.mjs', 'test/fixtures/*.mjs', 'test/ts-source.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       parserOptions: { projectService: false },

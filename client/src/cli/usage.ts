@@ -1,12 +1,12 @@
 // Help texts and the usage error (exit code 2).
 
 export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly help: string,
-  ) {
+  readonly help: string
+
+  constructor(message: string, help: string) {
     super(message)
     this.name = 'UsageError'
+    this.help = help
   }
 }
 
