@@ -3,14 +3,11 @@
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { startBuildWatcher } from './cluster/build-watcher.js'
 import type { SpinAppWatch } from './cluster/spinapp-watch.js'
-import { watchSpinApps } from './cluster/spinapp-watch.js'
-import { connectKube } from './cluster/kube.js'
-import { tenantPullSecrets } from './cluster/pull-secret.js'
+import { kubeSource } from './cluster/kube-source.js'
+import type * as ClusterPartsModule from './cluster/parts.js'
 import type { Relock } from './cluster/relocked-image.js'
 import type { Cluster } from './cluster/runtime.js'
-import { clusterRuntime } from './cluster/runtime.js'
 import type { ControlConfig } from './config.js'
 import { buildFinisher } from './domain/build-finished.js'
 import { desiredChanges } from './domain/desired-changes.js'
@@ -119,9 +116,10 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
       'database ready',
     )
     auth = authenticatorFor(config, deps)
-    cluster = clusterFor(config, db, deps, finisher.finish, registrySigner)
-    if (cluster !== null) {
-      runtime = clusterRuntime(config, db, cluster)
+    const found = await clusterFor(config, db, deps, finisher.finish, registrySigner)
+    cluster = found?.cluster ?? null
+    if (found !== null) {
+      runtime = found.parts.clusterRuntime(config, db, found.cluster)
     } else if (config.runtime !== 'cluster') {
       local = await localFor(config, db, deps, finisher.finish, embedded)
       runtime = localRuntime(config, db, local)
@@ -135,7 +133,8 @@ export async function startControlPlane(config: ControlConfig, deps: ServerDeps)
     // The worker reloads what it ran after a restart; the resync finds what it could not.
     local?.hosts.onRestart(() => void started.resync().catch(() => {}))
     const changed = (appId: string): void => void started.reconcile(appId)
-    spinApps = cluster && watchSpinApps({ kube: cluster.kube, logger, changed, retryMs: deps.cluster?.retryMs })
+    spinApps =
+      found && found.parts.watchSpinApps({ kube: found.cluster.kube, logger, changed, retryMs: deps.cluster?.retryMs })
     // On this machine what ran before is up again before the first request is taken (an
     // invoke right after a restart answers); a cluster's is applied in the background, so an
     // unreachable API server does not hold the start.
@@ -231,18 +230,22 @@ function authenticatorFor(config: ControlConfig, deps: ServerDeps): Authenticato
   })
 }
 
-// The build watcher starts with the process: its first list resumes the builds a restart
-// interrupted. It never blocks the start: an unreachable cluster is retried in the background.
-function clusterFor(
+type ClusterParts = typeof ClusterPartsModule
+
+// The cluster's modules are loaded only when a cluster is configured: they load the
+// Kubernetes client, about 980 modules the embedded default has no use for. The build watcher
+// starts with the process: its first list resumes the builds a restart interrupted. It never
+// blocks the start: an unreachable cluster is retried in the background.
+async function clusterFor(
   config: ControlConfig,
   db: Database,
   deps: ServerDeps,
   finish: FinishBuild,
   registrySigner: RegistrySigner | null,
-): Cluster | null {
+): Promise<{ cluster: Cluster; parts: ClusterParts } | null> {
   const { logger } = deps
-  const kube = config.runtime === 'local' ? null : connectKube(config)
-  if (kube === null) {
+  const source = config.runtime === 'local' ? null : kubeSource(config)
+  if (source === null) {
     if (config.runtime === 'cluster')
       logger.warn(
         'no cluster configured (no --kubeconfig, not in a cluster, no default kubeconfig) and --runtime cluster: builds, deploy, invoke and logs answer 503',
@@ -253,13 +256,23 @@ function clusterFor(
       )
     return null
   }
+  const parts = await import('./cluster/parts.js')
+  const kube = parts.connectKube(config, source)
   logger.info({ namespace: kube.namespace, inCluster: kube.inCluster }, 'cluster configured')
-  const watcher = startBuildWatcher({ kube, db, logger, retryMs: deps.cluster?.retryMs, finish })
+  const watcher = parts.startBuildWatcher({ kube, db, logger, retryMs: deps.cluster?.retryMs, finish })
   const pullSecrets =
     registrySigner === null
       ? null
-      : tenantPullSecrets({ kube, config, signer: registrySigner, db, logger, now: deps.registryClock ?? Date.now })
-  return { kube, watcher, pollMs: deps.cluster?.pollMs ?? 1000, relock: deps.relock, registrySigner, pullSecrets }
+      : parts.tenantPullSecrets({
+          kube,
+          config,
+          signer: registrySigner,
+          db,
+          logger,
+          now: deps.registryClock ?? Date.now,
+        })
+  const pollMs = deps.cluster?.pollMs ?? 1000
+  return { parts, cluster: { kube, watcher, pollMs, relock: deps.relock, registrySigner, pullSecrets } }
 }
 
 // A data directory that cannot be written (a read-only file system in a pod without

@@ -42,8 +42,7 @@ async function otherReplica(t: Test, cluster: RealClusterControl): Promise<Cutta
     kubeconfig,
     readFileSync(kube.kubeconfig, 'utf8').replace(kube.server.url, `https://127.0.0.1:${proxy.port}`),
   )
-  const client = connectKube({ ...cluster.control.config, kubeconfig })
-  if (client === null) throw new Error('no cluster')
+  const client = connectKube(cluster.control.config, { kind: 'file', path: kubeconfig })
   const watcher = startBuildWatcher({
     kube: client,
     db: cluster.control.server.db,

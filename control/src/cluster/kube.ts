@@ -2,12 +2,9 @@
 // other modules use, a raw request for the two streaming calls the generated clients cannot
 // stream (pod logs and the service proxy), and the one mapping of cluster failures to answers
 // a caller may see: no token, no server address, only what went wrong and what to grant.
-import { existsSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import http from 'node:http'
 import https from 'node:https'
-import { homedir } from 'node:os'
-import { join } from 'node:path'
 import { urlToHttpOptions } from 'node:url'
 import {
   ApiException,
@@ -19,6 +16,7 @@ import {
   KubeConfig,
   Watch,
 } from '@kubernetes/client-node'
+import type { KubeSource } from './kube-source.js'
 import type { ClusterSettings } from './settings.js'
 import { HttpError, NotFoundError, UnavailableError } from '@session-relay/common/errors'
 import { ConfigError } from '@session-relay/common/config/settings'
@@ -48,27 +46,14 @@ type RawRequestOptions = {
   within?: string
 }
 
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
-
-/**
- * The cluster client from PLATFORM_KUBECONFIG, else the in-cluster service account, else the
- * default kubeconfig (KUBECONFIG or ~/.kube/config). Null when none of them exists: the
- * endpoints that need a cluster then answer 503 "cluster not configured".
- */
-export function connectKube(config: Pick<ClusterSettings, 'kubeconfig' | 'namespace'>): Kube | null {
+/** The cluster client, from where `kubeSource` found its configuration. */
+export function connectKube(config: Pick<ClusterSettings, 'namespace'>, source: KubeSource): Kube {
   const kc = new KubeConfig()
-  let inCluster = false
+  const inCluster = source.kind === 'in-cluster'
   try {
-    if (config.kubeconfig !== '') {
-      kc.loadFromFile(config.kubeconfig)
-    } else if (process.env.KUBERNETES_SERVICE_HOST !== undefined && existsSync(SERVICE_ACCOUNT_TOKEN)) {
-      kc.loadFromCluster()
-      inCluster = true
-    } else if ((process.env.KUBECONFIG ?? '') !== '' || existsSync(join(homedir(), '.kube', 'config'))) {
-      kc.loadFromDefault()
-    } else {
-      return null
-    }
+    if (source.kind === 'file') kc.loadFromFile(source.path)
+    else if (inCluster) kc.loadFromCluster()
+    else kc.loadFromDefault()
   } catch (error) {
     throw new ConfigError(`cannot read the kubeconfig: ${(error as Error).message}`)
   }
