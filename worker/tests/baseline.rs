@@ -97,6 +97,8 @@ fn a_new_component_answers_from_winch_then_moves_to_cranelift() {
 
     let probe = common::probe_wasm();
     let url = load(&mut worker, "probe", "probe", &probe);
+    // The log reaches the test on another thread: the load's own line comes after its compile's.
+    assert!(worker.log_has(r#""app":"probe""#), "{}", worker.log());
     let winch = lines(&worker, "component compiled");
     assert!(
         winch.iter().all(|l| l["compiler"] == "winch") && winch.len() == 2,
@@ -177,12 +179,10 @@ fn without_the_flag_a_load_waits_for_cranelift() {
     std::fs::write(&wasm, holder_bytes()).unwrap();
     let mut worker = Worker::start_with_cache(&cache, &[]);
     load(&mut worker, "off", "off", &wasm);
+    // Waited for before the compiles are read: the load's line comes after its compile's.
+    assert!(worker.log_has(r#""app":"off""#), "{}", worker.log());
     let compiles = lines(&worker, "component compiled");
-    assert!(
-        worker.log_has(r#""app":"off""#) && compiles.len() == 1,
-        "{}",
-        worker.log()
-    );
+    assert_eq!(compiles.len(), 1, "{}", worker.log());
     assert_eq!(compiles[0]["compiler"], "cranelift", "{}", worker.log());
     assert!(std::fs::read_dir(&cache).unwrap().count() == 1);
     assert_eq!(worker.close().code(), Some(0));
