@@ -7,6 +7,7 @@ use crate::baseline::Baseline;
 use crate::budget::Budget;
 use crate::cache::ComponentCache;
 use crate::executor::{self, Executor, Linkers, Scope};
+use crate::instances::Instances;
 use crate::limits::Limits;
 use crate::load_error::{ComponentError, LoadError};
 use crate::lock::LockedApp;
@@ -48,6 +49,8 @@ pub struct Shared {
     pub policy: Arc<AddressPolicy>,
     pub names: Arc<Names>,
     pub budget: Arc<Budget>,
+    /// `--max-instances`, counted over both engines (`instances.rs`).
+    pub instances: Arc<Instances>,
     /// The serving threads: an application's turns while computing.
     pub threads: usize,
 }
@@ -198,6 +201,7 @@ pub fn build(
             turns: crate::turns::turns(shared.threads),
             budget: shared.budget.clone(),
             share: Arc::default(),
+            instances: shared.instances.clone(),
         }),
         router,
         components,

@@ -15,7 +15,8 @@ pub struct Config {
     /// (`baseline.rs`).
     pub baseline_first: bool,
     pub address_policy: AddressPolicy,
-    /// Instances running at once, all applications together: the pool's size.
+    /// Instances running at once, all applications and both engines together: the pool's
+    /// size, and the count `instances.rs` keeps.
     pub max_instances: u32,
     /// The largest linear memory any application may be given.
     pub max_memory_bytes: u64,

@@ -77,7 +77,8 @@ pub fn engine(config: &Config, functions: Option<Arc<FunctionCache>>) -> wasmtim
 /// (`slot.rs`). A strategy is an engine's, so it is an engine of its own, and a component of
 /// one engine links and instantiates only in that engine's stores: its instances come from
 /// wasmtime's on-demand allocator, not the pool, since they serve only for those seconds and a
-/// second pool would reserve its address space again for the process's life.
+/// second pool would reserve its address space again for the process's life. They count
+/// against `--max-instances` with the pool's all the same (`instances.rs`).
 pub fn baseline_engine() -> wasmtime::Result<Engine> {
     let mut wasm = wasmtime::Config::new();
     wasm.strategy(Strategy::Winch)

@@ -91,11 +91,12 @@ impl ResourceLimiter for MemoryLimiter {
 /// every other application's requests (bench:noisy's memory hog: p99 86 ms beside it).
 const LARGE_STORE_BYTES: usize = 64 << 20;
 
-/// Drops the request's store, off the serving threads when it holds much memory. Its budget
-/// charge goes with it, once the memory is given back.
-pub fn release<T: Send + 'static>(store: wasmtime::Store<T>, memory_bytes: usize) {
+/// Drops the request's store (`held`: it, or it with what must go after it), off the serving
+/// threads when it holds much memory. Its budget charge goes with it, once the memory is given
+/// back.
+pub fn release<T: Send + 'static>(held: T, memory_bytes: usize) {
     if memory_bytes > LARGE_STORE_BYTES {
-        tokio::task::spawn_blocking(move || drop(store));
+        tokio::task::spawn_blocking(move || drop(held));
     }
 }
 

@@ -13,6 +13,7 @@ mod engine;
 mod executor;
 mod guest_output;
 mod host;
+mod instances;
 mod limits;
 mod load_error;
 mod load_pool;
@@ -112,6 +113,7 @@ async fn run(config: config::Config, functions: Option<Arc<cache::FunctionCache>
                 policy: Arc::new(config.address_policy.clone()),
                 names: Arc::new(names),
                 budget: budget::Budget::new(config.memory_budget_bytes),
+                instances: instances::Instances::new(config.max_instances),
                 threads: config.threads,
             },
             pool: load_pool::LoadPool::new("load", LOAD_THREADS),

@@ -1,66 +1,17 @@
 //! One application's flood does not take the worker from the others (issue 40): each has at
 //! most `maxConcurrentRequests` running and `maxQueuedRequests` waiting, the next gets 429
 //! with Retry-After; the instance pool (`--max-instances`) stays the bound of them all, full
-//! answering 503 with Retry-After. Slow requests are the probe's `/echo` with half a body sent:
-//! each holds its instance until the test sends the rest, so nothing here waits on a clock.
+//! answering 503 with Retry-After. Slow requests are held open (`common/held.rs`): each holds
+//! its instance until the test sends the rest, so nothing here waits on a clock.
 
 mod common;
 
+use common::held::{answered, app_stats, held_echo, read_all, until_stats};
 use common::{Worker, get, lock};
-use serde_json::{Value, json};
-use std::io::{ErrorKind, Read, Write};
+use serde_json::json;
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
-
-/// `POST /echo` promising ten bytes and sending five: the instance waits for the rest.
-fn held_echo(url: &str) -> TcpStream {
-    let authority = url.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(authority).unwrap();
-    write!(
-        stream,
-        "POST /echo HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: 10\r\n\r\n12345"
-    )
-    .unwrap();
-    stream
-}
-
-/// Everything the worker sent on `stream` until it closed.
-fn read_all(stream: &mut TcpStream) -> String {
-    stream.set_nonblocking(false).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-}
-
-/// Whether the worker has answered on `stream` yet (without waiting).
-fn answered(stream: &mut TcpStream) -> bool {
-    stream.set_nonblocking(true).unwrap();
-    let mut byte = [0u8; 1];
-    match stream.peek(&mut byte) {
-        Ok(n) => n > 0,
-        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-fn app_stats(worker: &mut Worker, app: &str) -> Value {
-    worker.send(json!({"op": "stats"}))["apps"][app].clone()
-}
-
-/// Polls `stats` until `check` holds (the worker's own gauges: no guess at a time).
-fn until_stats(worker: &mut Worker, app: &str, check: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..600 {
-        let stats = app_stats(worker, app);
-        if check(&stats) {
-            return stats;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("stats never matched: {}", app_stats(worker, app));
-}
 
 #[test]
 fn a_flood_gets_429_past_its_queue_and_another_application_is_answered() {

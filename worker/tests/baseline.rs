@@ -9,10 +9,14 @@
 
 mod common;
 
+use common::held::{answered, held_echo, read_all, until};
 use common::{Worker, get, lock};
 use serde_json::{Value, json};
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn scratch(name: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("baseline-{name}"));
@@ -35,6 +39,23 @@ fn feed(fifo: &Path, bytes: Vec<u8>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || std::fs::write(fifo, bytes).unwrap())
 }
 
+/// Loads the holder from a FIFO named `name`: Cranelift's build of it, and every one queued
+/// behind it, waits until the holder's bytes are fed to the FIFO again.
+fn hold_optimizer(worker: &mut Worker, name: &str) -> PathBuf {
+    let fifo = scratch(name);
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fed = feed(&fifo, holder_bytes());
+    load(worker, "holder", "holder", &fifo);
+    fed.join().unwrap();
+    fifo
+}
+
 fn lines(worker: &Worker, msg: &str) -> Vec<Value> {
     worker
         .log()
@@ -45,7 +66,17 @@ fn lines(worker: &Worker, msg: &str) -> Vec<Value> {
 }
 
 fn load(worker: &mut Worker, app: &str, component: &str, wasm: &Path) -> String {
-    let reply = worker.send(json!({"op": "load", "app": app,
+    load_with(worker, app, component, wasm, json!({}))
+}
+
+fn load_with(
+    worker: &mut Worker,
+    app: &str,
+    component: &str,
+    wasm: &Path,
+    limits: Value,
+) -> String {
+    let reply = worker.send(json!({"op": "load", "app": app, "limits": limits,
         "lock": lock(&[("/...", component)], json!({})), "components": {component: wasm}}));
     assert_eq!(reply["ok"], json!(true), "{reply}\n{}", worker.log());
     reply["url"].as_str().unwrap().to_string()
@@ -62,21 +93,12 @@ fn a_new_component_answers_from_winch_then_moves_to_cranelift() {
         functions.to_str().unwrap(),
     ];
     let mut worker = Worker::start_with_cache(&cache, &flags);
-
-    let fifo = scratch("holder.fifo");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let fed = feed(&fifo, holder_bytes());
-    load(&mut worker, "holder", "holder", &fifo);
-    fed.join().unwrap();
+    let fifo = hold_optimizer(&mut worker, "holder.fifo");
 
     let probe = common::probe_wasm();
     let url = load(&mut worker, "probe", "probe", &probe);
+    // The log reaches the test on another thread: the load's own line comes after its compile's.
+    assert!(worker.log_has(r#""app":"probe""#), "{}", worker.log());
     let winch = lines(&worker, "component compiled");
     assert!(
         winch.iter().all(|l| l["compiler"] == "winch") && winch.len() == 2,
@@ -157,13 +179,114 @@ fn without_the_flag_a_load_waits_for_cranelift() {
     std::fs::write(&wasm, holder_bytes()).unwrap();
     let mut worker = Worker::start_with_cache(&cache, &[]);
     load(&mut worker, "off", "off", &wasm);
+    // Waited for before the compiles are read: the load's line comes after its compile's.
+    assert!(worker.log_has(r#""app":"off""#), "{}", worker.log());
     let compiles = lines(&worker, "component compiled");
+    assert_eq!(compiles.len(), 1, "{}", worker.log());
+    assert_eq!(compiles[0]["compiler"], "cranelift", "{}", worker.log());
+    assert!(std::fs::read_dir(&cache).unwrap().count() == 1);
+    assert_eq!(worker.close().code(), Some(0));
+}
+
+/// `--max-instances` bounds the instances of Winch's code, which come from no pool, as it does
+/// the pool's, and both engines' together: a request past it on either is answered as the full
+/// pool (503, `poolRefusals`). Held requests (`common/held.rs`) keep the instances live.
+#[test]
+fn max_instances_bounds_winch_instances_and_cranelift_ones_beside_them() {
+    let cache = scratch("bound");
+    let functions =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("baseline-bound-functions-kept");
+    let flags = [
+        "--baseline-first",
+        "--max-instances",
+        "3",
+        "--functions-cache-dir",
+        functions.to_str().unwrap(),
+    ];
+    let mut worker = Worker::start_with_cache(&cache, &flags);
+    let fifo = hold_optimizer(&mut worker, "bound.fifo");
+    let probe = common::probe_wasm();
+    // Held past Cranelift's compile of the probe, which may take longer than the default 30 s.
+    let limits = json!({"requestTimeoutMs": 600_000});
+    let urls =
+        ["one", "two"].map(|app| load_with(&mut worker, app, "probe", &probe, limits.clone()));
     assert!(
-        worker.log_has(r#""app":"off""#) && compiles.len() == 1,
+        lines(&worker, "component compiled")
+            .iter()
+            .all(|l| l["compiler"] == "winch"),
         "{}",
         worker.log()
     );
-    assert_eq!(compiles[0]["compiler"], "cranelift", "{}", worker.log());
-    assert!(std::fs::read_dir(&cache).unwrap().count() == 1);
+
+    // Four instances of Winch's code asked for, two per application (within each one's turns),
+    // where three may be: one is refused, whichever came last.
+    let mut held: Vec<TcpStream> = urls
+        .iter()
+        .flat_map(|url| [held_echo(url), held_echo(url)])
+        .collect();
+    let total = |stats: &Value, field: &str| {
+        ["one", "two"]
+            .iter()
+            .map(|app| stats["apps"][app][field].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    until(&mut worker, |s| {
+        total(s, "running") == 3 && total(s, "poolRefusals") == 1
+    });
+    let mut refused = None;
+    for _ in 0..600 {
+        refused = (0..held.len()).find(|&i| answered(&mut held[i]));
+        if refused.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let answer = read_all(&mut held.remove(refused.expect("the refused one is answered")));
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("\r\nretry-after: 1\r\n"),
+        "{answer}"
+    );
+    assert_eq!(get(&urls[0], "/").status, 503, "a fifth, on Winch's code");
+
+    // Cranelift's code, beside the three instances of Winch's still held: the pool is empty,
+    // but the bound is the worker's.
+    let fed = feed(&fifo, holder_bytes());
+    assert!(
+        until_line(&worker, "one") && until_line(&worker, "two"),
+        "{}",
+        worker.log()
+    );
+    fed.join().unwrap();
+    let swapped = lines(&worker, "application on Cranelift's code")
+        .into_iter()
+        .filter(|l| l["app"] != "holder" && l["swapped"] == json!(true))
+        .count();
+    assert_eq!(
+        swapped,
+        2,
+        "both serve Cranelift's code now: {}",
+        worker.log()
+    );
+    let answer = get(&urls[1], "/");
+    assert_eq!(answer.status, 503, "{}", answer.text());
+    let stats = worker.send(json!({"op": "stats"}));
+    assert_eq!(total(&stats, "poolRefusals"), 3, "{stats}");
+
+    // The held ones end well, and their places are given back.
+    for stream in &mut held {
+        stream.write_all(b"67890").unwrap();
+        let answer = read_all(stream);
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(answer.ends_with("bytes 10"), "{answer}");
+    }
+    // Their stores dropped (their memories given back), their places with them: `running`
+    // would say nothing here, it counts the turns of the versions on Cranelift's code.
+    until(&mut worker, |s| s["memoryBudget"]["usedBytes"] == json!(0));
+    for url in &urls {
+        assert_eq!(get(url, "/").status, 200, "instances free again");
+    }
     assert_eq!(worker.close().code(), Some(0));
 }

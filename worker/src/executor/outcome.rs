@@ -17,7 +17,8 @@ pub enum Outcome {
     MemoryLimit,
     /// The worker's memory budget refused it more (`budget.rs`).
     MemoryBudget,
-    /// No instance left in the pool (`--max-instances`, all applications together).
+    /// No place for an instance (`--max-instances`, all applications and both engines
+    /// together: `instances.rs`), or none of the pool's other totals left.
     PoolFull,
     Trap(String),
 }

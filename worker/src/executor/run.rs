@@ -1,12 +1,14 @@
 //! One request's instance, set up and run the same way whichever its executor: a fresh store
 //! whose memories are bounded by the application's limit and charged to the worker's budget,
 //! whose guest is stopped at the deadline and takes its application's turns past its first
-//! slice, run on a task of its own whose CPU is charged to the application. How the run ended
-//! is classified here too, once (`outcome.rs`).
+//! slice, run on a task of its own whose CPU is charged to the application, its instance made
+//! only within the worker's bound on instances (`instances.rs`). How the run ended is
+//! classified here too, once (`outcome.rs`).
 
 use super::outcome::{Outcome, failure};
 use super::scope::Scope;
 use crate::budget::Charge;
+use crate::instances::Instances;
 use crate::limits::MemoryLimiter;
 use crate::stats::Stats;
 use crate::telemetry::RequestSpan;
@@ -38,6 +40,7 @@ pub struct Sandbox<T: 'static> {
     held: Arc<Held>,
     stats: Arc<Stats>,
     span: Option<RequestSpan>,
+    instances: Arc<Instances>,
 }
 
 /// Sets the request's store up (counted as one of the application's requests): `data` gets the
@@ -65,6 +68,7 @@ pub fn sandbox<T: Limited>(
         held,
         stats: scope.stats.clone(),
         span,
+        instances: scope.instances.clone(),
     }
 }
 
@@ -78,9 +82,14 @@ impl<T: Limited> Sandbox<T> {
             held,
             stats,
             span,
+            instances,
         } = self;
         let charged = stats.clone();
         let run = async move {
+            // Before the instance is made, on either engine: Winch's are not in the pool.
+            let Some(place) = instances.take() else {
+                return Outcome::PoolFull;
+            };
             let started = Instant::now();
             // The epoch stops a guest that computes; this stops one that waits (on I/O).
             let result = tokio::time::timeout_at(deadline.into(), call(&mut store)).await;
@@ -95,7 +104,9 @@ impl<T: Limited> Sandbox<T> {
                 Ok(Err(e)) => failure(&e, store.data().limiter()),
             };
             let used = store.data().limiter().used;
-            crate::limits::release(store, used);
+            // The place after the store (a tuple drops in order), so it is never free while
+            // the store still holds its pool slot.
+            crate::limits::release((store, place), used);
             outcome
         };
         let task = tokio::spawn(CpuCharged {

@@ -1,9 +1,10 @@
 //! What every run of an application's requests is held within, whichever its executor: the
-//! application's bounds, its counters, its part of the worker's memory budget and its turns on
-//! the serving threads. Apart from `App` so an executor needs nothing of the application
+//! application's bounds, its counters, its part of the worker's memory budget, its turns on
+//! the serving threads and the worker's bound on instances. Apart from `App` so an executor needs nothing of the application
 //! beyond it (the application is built from its executors, not the other way round).
 
 use crate::budget::{Budget, Charge, Share};
+use crate::instances::Instances;
 use crate::limits::Limits;
 use crate::stats::Stats;
 use crate::turns::Turns;
@@ -18,6 +19,8 @@ pub struct Scope {
     pub share: Arc<Share>,
     /// Its turns on the serving threads while computing (`turns.rs`).
     pub turns: Turns,
+    /// The worker's places for instances, of both engines (`instances.rs`).
+    pub instances: Arc<Instances>,
 }
 
 impl Scope {
