@@ -6,7 +6,7 @@
 // step limits). Says what it did on stdout; exits 0 when the seed is there, 1 when it is not.
 // All it writes while making goes into one directory of its own in the seeds directory, which
 // it names first ("working in"), so that whoever stops it can remove it (control/src/local/
-// js-seed.ts).
+// js-seed.ts); a crash's is removed by a later maker once stale (js-seed-prune.ts).
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readSettings } from '@session-relay/common/config/settings'
@@ -18,6 +18,8 @@ import { buildRequestOf } from './build-request.js'
 import { settings } from './config.js'
 import { sealSeed, seedProblem } from './js-seed.js'
 import { engineFiles, engineSeedKey } from './js-seed-key.js'
+import type { Pruned } from './js-seed-prune.js'
+import { pruneSeeds, removeWhole } from './js-seed-prune.js'
 
 const NAME = 'js-engine-seed'
 
@@ -32,6 +34,7 @@ async function main(): Promise<number> {
   const problem = await seedProblem(seeds, key)
   if (problem === null) {
     process.stdout.write(`seed ${key} is there\n`)
+    await prune(seeds, key)
     return 0
   }
   const making = await mkdtemp(join(seeds, '.making-'))
@@ -65,8 +68,8 @@ async function main(): Promise<number> {
     const sealed = join(making, 'seed')
     await sealSeed(join(cache, 'home'), sealed)
     const seed = join(seeds, key)
-    // An unsound seed of the same key goes: the rename needs the name free.
-    await rm(seed, { recursive: true, force: true })
+    // An unsound seed of the same key goes, whole: the rename needs the name free.
+    await removeWhole(seed)
     await rename(sealed, seed)
     process.stdout.write(`seed ${key} made\n`)
   } catch (error) {
@@ -75,7 +78,21 @@ async function main(): Promise<number> {
   } finally {
     await rm(making, { recursive: true, force: true })
   }
+  await prune(seeds, key)
   return 0
+}
+
+/** Removes what the seed `key` makes unneeded; a failure is said (the control plane warns) and fails nothing. */
+async function prune(seeds: string, key: string): Promise<void> {
+  let pruned: Pruned
+  try {
+    pruned = await pruneSeeds(seeds, key)
+  } catch (error) {
+    pruned = { removed: [], failed: [{ name: seeds, reason: (error as Error).message }] }
+  }
+  const { removed, failed } = pruned
+  for (const name of removed) process.stdout.write(`removed ${name}\n`)
+  for (const { name, reason } of failed) process.stdout.write(`not removed ${name}: ${reason}\n`)
 }
 
 process.exitCode = await main()

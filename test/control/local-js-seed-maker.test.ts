@@ -1,7 +1,8 @@
 // What the control plane does with its js engine seed maker (control/src/local/js-seed.ts)
 // beyond its output, with stand-in makers (real child processes) that say what the real one
 // says: a maker that dies without cleaning up has its own work directory removed, and nothing
-// else it names; and once the control plane is closing, no build starts a maker. The real maker stopped through
+// else it names; an old seed the maker could not remove is a warning, not a failed build; and
+// once the control plane is closing, no build starts a maker. The real maker stopped through
 // the control plane's close is in local-js-seed-stop.test.ts.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -53,6 +54,27 @@ process.kill(process.pid, 'SIGKILL')
   t.notOk(existsSync(join(seeds, '.making-Ab12Cd')), "the maker's work, in the seeds directory, removed")
   t.ok(existsSync(join(dir, '.making-Ab12Cd', 'file')), 'the same name outside the seeds directory stays')
   t.ok(existsSync(join(seeds, 'victim', 'file')), "a name that is not a maker's stays")
+})
+
+t.test('an old seed the maker could not remove: a warning, and the build goes on', async (t) => {
+  const maker = withMaker(
+    t,
+    () => `console.log('seed ${'a'.repeat(64)} is there')
+console.log('removed ${'b'.repeat(64)}')
+console.log('not removed ${'c'.repeat(64)}: EPERM: operation not permitted')
+`,
+  )
+  const env = await maker.seed.prepare(join(maker.dir, 'app-cache'), () => {})
+  t.ok(env.JS_ENGINE_SEEDS, 'the build is told where the seeds are')
+  const logs = maker.logs
+  t.match(
+    logs.filter((entry) => entry.msg === 'js engine seed: an old one stays'),
+    [{ output: `not removed ${'c'.repeat(64)}: EPERM: operation not permitted` }],
+  )
+  t.ok(
+    logs.some((entry) => entry.msg === 'js engine seed ready'),
+    'the seed is ready all the same',
+  )
 })
 
 t.test('closing: a build that asks for the seed afterwards starts no maker', async (t) => {

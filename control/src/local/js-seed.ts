@@ -71,6 +71,7 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
         const dir = /^working in (.+)$/.exec(line)?.[1]
         if (dir !== undefined && dirname(dir) === deps.dir && /^\.making-[A-Za-z0-9]{6}$/.test(basename(dir)))
           work = dir
+        if (line.startsWith('not removed ')) deps.logger.warn({ output: line }, 'js engine seed: an old one stays')
         if (/^(making seed|seed |no seed)/.test(line)) for (const listener of listeners) listener(line)
       })
       maker.stderr?.on('data', (chunk: Buffer) => keep(chunk.toString('utf8')))
