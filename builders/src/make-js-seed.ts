@@ -4,8 +4,10 @@
 // seeds directory only the builder's user can reach, then seals its cache home as the seed.
 // Settings: JS_ENGINE_SEEDS (the seeds directory) and the builder's own (BUILD_SANDBOX, the
 // step limits). Says what it did on stdout; exits 0 when the seed is there, 1 when it is not.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+// All it writes while making goes into one directory of its own in the seeds directory, which
+// it names first ("working in"), so that whoever stops it can remove it (control/src/local/
+// js-seed.ts); a crash's is removed by a later maker once stale (js-seed-prune.ts).
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readSettings } from '@session-relay/common/config/settings'
 import { spinManifest } from '@session-relay/spin/manifest'
@@ -16,6 +18,8 @@ import { buildRequestOf } from './build-request.js'
 import { settings } from './config.js'
 import { sealSeed, seedProblem } from './js-seed.js'
 import { engineFiles, engineSeedKey } from './js-seed-key.js'
+import type { Pruned } from './js-seed-prune.js'
+import { pruneSeeds, removeWhole } from './js-seed-prune.js'
 
 const NAME = 'js-engine-seed'
 
@@ -30,12 +34,15 @@ async function main(): Promise<number> {
   const problem = await seedProblem(seeds, key)
   if (problem === null) {
     process.stdout.write(`seed ${key} is there\n`)
+    await prune(seeds, key)
     return 0
   }
-  process.stdout.write(`making seed ${key} (${problem})\n`)
   const making = await mkdtemp(join(seeds, '.making-'))
-  const workDir = await mkdtemp(join(tmpdir(), 'spin-seed-'))
+  process.stdout.write(`working in ${making}\n`)
+  process.stdout.write(`making seed ${key} (${problem})\n`)
+  const workDir = join(making, 'work')
   try {
+    await mkdir(workDir, { mode: 0o700 })
     const files: Record<string, string> = {
       'spin.toml': spinManifest({ name: NAME, language: 'js' }, [{ name: 'hello', route: '/...' }]),
     }
@@ -56,19 +63,36 @@ async function main(): Promise<number> {
       JS_ENGINE_SEEDS: '',
     })
     await buildApplication(buildRequestOf(config, workDir, (text) => process.stdout.write(text)))
+    // Sealed beside, then renamed whole: the seed's name never holds half of one, whenever
+    // this maker stops.
+    const sealed = join(making, 'seed')
+    await sealSeed(join(cache, 'home'), sealed)
     const seed = join(seeds, key)
-    // An unsound seed of the same key goes: sealSeed needs the name free.
-    await rm(seed, { recursive: true, force: true })
-    await sealSeed(join(cache, 'home'), seed)
+    // An unsound seed of the same key goes, whole: the rename needs the name free.
+    await removeWhole(seed)
+    await rename(sealed, seed)
     process.stdout.write(`seed ${key} made\n`)
-    return 0
   } catch (error) {
     process.stdout.write(`no seed: ${(error as Error).message}\n`)
     return 1
   } finally {
     await rm(making, { recursive: true, force: true })
-    await rm(workDir, { recursive: true, force: true })
   }
+  await prune(seeds, key)
+  return 0
+}
+
+/** Removes what the seed `key` makes unneeded; a failure is said (the control plane warns) and fails nothing. */
+async function prune(seeds: string, key: string): Promise<void> {
+  let pruned: Pruned
+  try {
+    pruned = await pruneSeeds(seeds, key)
+  } catch (error) {
+    pruned = { removed: [], failed: [{ name: seeds, reason: (error as Error).message }] }
+  }
+  const { removed, failed } = pruned
+  for (const name of removed) process.stdout.write(`removed ${name}\n`)
+  for (const { name, reason } of failed) process.stdout.write(`not removed ${name}: ${reason}\n`)
 }
 
 process.exitCode = await main()

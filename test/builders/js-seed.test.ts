@@ -4,7 +4,9 @@
 // sandbox, starts from a copy of it (the same bytes, its own file, given to uid 65534), and
 // never from another application's cache. A seed that is missing, writable by others, not the
 // builder's, holding a link or an extra file, or changed since it was sealed is not used: the
-// build compiles the engine as before. Needs root and bubblewrap, as the local runtime's builds.
+// build compiles the engine as before. Once its seed is ready, the maker removes other engines'
+// seeds and a dead maker's work, and nothing else (js-seed-prune.test.ts has the rules). Needs
+// root and bubblewrap, as the local runtime's builds.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import {
@@ -18,6 +20,7 @@ import {
   rm,
   symlink,
   truncate,
+  utimes,
   writeFile,
 } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -82,6 +85,10 @@ async function build(
   })
 }
 
+// Another engine's seed, from before an upgrade: the maker removes it once its own is made.
+const OLD_KEY = 'b'.repeat(64)
+await mkdir(join(seeds, OLD_KEY, 'home'), { recursive: true, mode: 0o700 })
+await writeFile(join(seeds, OLD_KEY, 'files.json'), '{}', { mode: 0o600 })
 const made = await makeSeed(seeds)
 const key = /seed ([0-9a-f]{64}) made/.exec(made.output)?.[1] ?? ''
 const seedHome = join(seeds, key, 'home')
@@ -89,6 +96,8 @@ const seedHome = join(seeds, key, 'home')
 t.test("the seed: the platform's template built, the builder user's alone", async (t) => {
   t.equal(made.code, 0, made.output)
   t.not(key, '', 'the seed is named by the engine files hash')
+  t.match(made.output, `removed ${OLD_KEY}`)
+  t.same(await readdir(seeds), [key], "the seed alone: another engine's is gone, and the maker's work")
   t.ok((await compiledEntries(seedHome)).length > 0, "it holds wasmtime's compiled engine")
   const walk = async (path: string): Promise<void> => {
     const stats = await lstat(path)
@@ -97,9 +106,33 @@ t.test("the seed: the platform's template built, the builder user's alone", asyn
     if (stats.isDirectory()) for (const name of await readdir(path)) await walk(join(path, name))
   }
   await walk(seeds)
+
+  // Found there, the seed also prunes: another engine's seed holding a link out, a dead
+  // maker's work; a link with a seed's name and a file of someone else's stay.
+  const outside = join(root, 'outside')
+  await mkdir(outside)
+  await writeFile(join(outside, 'keep'), 'not the seeds')
+  await mkdir(join(seeds, OLD_KEY, 'home'), { recursive: true, mode: 0o700 })
+  await symlink(outside, join(seeds, OLD_KEY, 'home', 'link'))
+  await symlink(outside, join(seeds, 'c'.repeat(64)))
+  await writeFile(join(seeds, 'notes.txt'), 'an operator wrote this')
+  const dead = join(seeds, '.making-Dead01')
+  await mkdir(join(dead, 'cache'), { recursive: true })
+  await utimes(dead, new Date(0), new Date(0))
   const again = await makeSeed(seeds)
   t.equal(again.code, 0)
   t.match(again.output, `seed ${key} is there`, 'made once: the next maker finds it')
+  t.match(again.output, `removed ${OLD_KEY}`)
+  t.match(again.output, 'removed .making-Dead01')
+  t.same(
+    (await readdir(seeds)).sort(),
+    [key, 'c'.repeat(64), 'notes.txt'].sort(),
+    'the current seed, and what is not ours',
+  )
+  t.same(await readdir(outside), ['keep'], "the links' target untouched")
+  t.equal(await seedProblem(seeds, key), null, 'the seed whole')
+  await rm(join(seeds, 'c'.repeat(64)))
+  await rm(join(seeds, 'notes.txt'))
 })
 
 t.test("a new application's first build starts from a copy of the seed, never another application's", async (t) => {

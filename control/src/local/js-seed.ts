@@ -6,10 +6,13 @@
 // two cores a compile at the start would slow the worker's start and every other build. Made by
 // the builder's own program (make-js-seed.js, beside main.js), which knows the toolchain it
 // compiles; it keeps the seed under the toolchains directory, once per machine and engine.
-// Whatever goes wrong, builds go on: the builder then compiles the engine itself.
+// Whatever goes wrong, builds go on: the builder then compiles the engine itself. Stopped with
+// the control plane: the maker is killed, its work in progress removed (its seed appears only
+// whole, so the next start makes it again), and no maker starts after that.
 import type { ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { rm } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { Logger } from '../logger.js'
 import { childEnv, startNode, stopChild } from './children.js'
@@ -31,6 +34,7 @@ export type LocalJsSeedDeps = {
 export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
   let making: Promise<void> | null = null
   let child: ChildProcess | null = null
+  let closed = false
   const listeners = new Set<(line: string) => void>()
   const env = { JS_ENGINE_SEEDS: deps.dir }
 
@@ -49,7 +53,9 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
         return
       }
       const started = Date.now()
-      child = startNode(program, [], { cwd: dirname(program), env: childEnv(env) })
+      const maker = startNode(program, [], { cwd: dirname(program), env: childEnv(env) })
+      child = maker
+      deps.logger.info({ pid: maker.pid }, 'making the js engine seed')
       // The maker's last output, for the warning when it fails: its stdout's lines and its
       // stderr's chunks alike, at most 20 of them whatever it prints.
       const last: string[] = []
@@ -57,18 +63,34 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
         last.push(text)
         if (last.length > 20) last.shift()
       }
-      createInterface({ input: child.stdout! }).on('line', (line) => {
+      // Where it makes the seed, to remove if it is stopped: only a maker's own name in the
+      // seeds directory, whatever else the line says.
+      let work: string | null = null
+      createInterface({ input: maker.stdout! }).on('line', (line) => {
         keep(line)
+        const dir = /^working in (.+)$/.exec(line)?.[1]
+        if (dir !== undefined && dirname(dir) === deps.dir && /^\.making-[A-Za-z0-9]{6}$/.test(basename(dir)))
+          work = dir
+        if (line.startsWith('not removed ')) deps.logger.warn({ output: line }, 'js engine seed: an old one stays')
         if (/^(making seed|seed |no seed)/.test(line)) for (const listener of listeners) listener(line)
       })
-      child.stderr?.on('data', (chunk: Buffer) => keep(chunk.toString('utf8')))
-      child.once('error', () => resolve())
-      child.once('close', (code) => {
+      maker.stderr?.on('data', (chunk: Buffer) => keep(chunk.toString('utf8')))
+      maker.once('error', () => resolve())
+      maker.once('close', (code) => {
         child = null
         const ms = Date.now() - started
-        if (code === 0) deps.logger.info({ ms }, 'js engine seed ready')
+        if (closed) deps.logger.info({ ms }, 'js engine seed: the maker stopped with the control plane')
+        else if (code === 0) deps.logger.info({ ms }, 'js engine seed ready')
         else deps.logger.warn({ ms, code, output: last.join('\n') }, 'no js engine seed: js builds compile the engine')
-        resolve()
+        // A maker that ends removes its work itself; one killed (by close, or the kernel)
+        // cannot. Its sandboxed steps die with it (bwrap --die-with-parent), maybe a moment
+        // later: a file they write meanwhile leaves a directory not empty, and rm tries again.
+        if (work === null) return resolve()
+        const dir = work
+        rm(dir, { recursive: true, force: true, maxRetries: 5 }).then(resolve, (error: Error) => {
+          deps.logger.warn({ dir, error: error.message }, 'js engine seed: its work stays')
+          resolve()
+        })
       })
     })
 
@@ -76,6 +98,8 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
     async prepare(cache, write) {
       // An application's later builds have its own compiled engine: nothing to wait for.
       if (existsSync(join(cache, 'home'))) return env
+      // Stopping: a build still preparing starts no maker the close would not stop.
+      if (closed) return env
       if (making === null) {
         write("js engine: preparing the machine's seed (once per machine and componentize-js version)\n")
         making = make()
@@ -90,7 +114,10 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
       return env
     },
     async close() {
+      closed = true
       if (child !== null) await stopChild(child, 0)
+      // Its work removed before the close ends: a next start finds none of it.
+      await making
     },
   }
 }
