@@ -30,10 +30,10 @@ fn receiver() -> (u16, mpsc::Receiver<(String, Span)>) {
             let mut length = 0;
             let mut line = String::new();
             while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
-                if let Some((name, value)) = line.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().unwrap();
-                    }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap();
                 }
                 line.clear();
             }
