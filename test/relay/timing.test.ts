@@ -65,7 +65,7 @@ t.test('a wrong token for an existing session is answered alike, whoever it belo
 
 t.test('slot tokens are checked by comparing digests with timingSafeEqual, both slots every time', async (t) => {
   const calls: Array<[number, number]> = []
-  const tokens = await t.mockImport<typeof TokensModule>('../../relay/src/session/tokens.ts', {
+  const tokens = await t.mockImport<typeof TokensModule>('../../relay/dist/session/tokens.js', {
     'node:crypto': {
       ...crypto,
       timingSafeEqual: (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView): boolean => {
