@@ -12,14 +12,16 @@
 //
 // An asynchronous hook, on Node's hooks thread, like tap's own (coverage, t.mockImport): on
 // Node 22 a synchronous one (module.registerHooks) beside them deadlocked t.mockImport.
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { register } from 'node:module'
 import { isMainThread } from 'node:worker_threads'
 
 if (isMainThread) register(import.meta.url)
 
 const REPO = new URL('../', import.meta.url).href
-const PACKAGES = ['common', 'auth', 'spin', 'relay', 'control', 'builders', 'login', 'client', 'wasmkube']
+// The workspaces: a package without a compiled twin of a file (the console's, bundled by vite)
+// has it looked for and not found.
+const PACKAGES = JSON.parse(readFileSync(new URL('package.json', REPO), 'utf8')).workspaces
 
 /** The compiled file of a source file of this repository, when it has one. */
 function compiledTwin(url) {
