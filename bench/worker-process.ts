@@ -3,9 +3,11 @@
 import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { lockedAppOf } from '@session-relay/builders/locked-app'
+import { FUNCTION_VARIABLES_FILE, parseFunctionVariables } from '@session-relay/spin/function-variables'
 import { scriptPath } from './servers.js'
 
 /** The repository's root, from dist/bench/ where this runs compiled. */
@@ -109,11 +111,19 @@ export type WorkerProcess = {
   stop: () => Promise<void>
 }
 
-const lockFor = (component: string): unknown => ({
-  spin_lock_version: 1,
-  triggers: [{ id: 't', trigger_type: 'http', trigger_config: { component, route: '/...' } }],
-  components: [{ id: component, source: { content_type: 'application/wasm' } }],
-})
+// The lock the builder pushes for the component on `/...`, with the variables its function
+// declares in the variables.toml beside its wasm (the template's `greeting`).
+function lockFor(component: string, wasm: string): unknown {
+  const file = join(dirname(wasm), FUNCTION_VARIABLES_FILE)
+  const declared = existsSync(file) ? parseFunctionVariables(readFileSync(file, 'utf8')) : {}
+  const manifest = {
+    name: 'bench',
+    version: '0.1.0',
+    triggers: [{ route: '/...', component }],
+    components: [{ id: component, source: 'component.wasm', allowedOutboundHosts: [], workdir: '.' }],
+  }
+  return lockedAppOf(manifest, new Map([[component, declared]]))
+}
 
 /** Starts the worker; its log (one line per request of the template's console.log) is dropped. */
 export function startWorker(binary: string, cacheDir: string, flags: string[] = []): WorkerProcess {
@@ -132,7 +142,7 @@ export function startWorker(binary: string, cacheDir: string, flags: string[] = 
       child.stdin.write(JSON.stringify({ ...command, id }) + '\n')
     })
   const load = async (app: string, wasm: string): Promise<string> => {
-    const reply = await send({ op: 'load', app, lock: lockFor('hello'), components: { hello: wasm } })
+    const reply = await send({ op: 'load', app, lock: lockFor('hello', wasm), components: { hello: wasm } })
     if (!reply.ok || reply.url === undefined) throw new Error(`load ${app}: ${reply.error}`)
     return reply.url
   }

@@ -9,7 +9,6 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { unpackArchive } from '@session-relay/spin/source/archive'
 import { pushSpinApp } from '@session-relay/spin/artifact'
-import type { LockedApp } from '@session-relay/spin/format'
 import type { ArtifactRef } from '@session-relay/spin/ref'
 import { pinnedRef } from '@session-relay/spin/ref'
 import { openStore } from '@session-relay/spin/store'
@@ -27,6 +26,8 @@ import { BuildFailure } from './failure.js'
 import { checkPackageJson, findEntry } from './js-package.js'
 import { copySeed } from './js-seed.js'
 import { engineFiles, engineSeedKey } from './js-seed-key.js'
+import type { ComponentVariables } from './locked-app.js'
+import { declaredVariables, lockedAppOf } from './locked-app.js'
 import { buildableFiles } from './source-files.js'
 import type { SpinManifest } from './spin-toml.js'
 import { parseSpinToml } from './spin-toml.js'
@@ -116,6 +117,12 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
     throw new BuildFailure((error as Error).message)
   }
   if (manifest.components.length === 0) throw new BuildFailure('the application has no functions')
+  let declared: ComponentVariables
+  try {
+    declared = declaredVariables(manifest, files)
+  } catch (error) {
+    throw new BuildFailure((error as Error).message)
+  }
   log(
     `building ${request.application} (${request.language}, build ${request.buildId}): ${manifest.components.length} function(s)\n`,
   )
@@ -147,7 +154,7 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   }
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
   const pushStarted = Date.now()
-  const lockedApp = lockedAppOf(manifest)
+  const lockedApp = lockedAppOf(manifest, declared)
   try {
     const store = await openStore(request.ref, {
       dockerConfigDir: request.dockerConfigDir,
@@ -280,27 +287,4 @@ export function firstError(output: string, displayPrefix = ''): string | null {
       ? displayPrefix + line.replace(/^\.\//, '')
       : line
   return named.slice(0, 500)
-}
-
-/** The locked application of the manifest, as `spin build` + `spin registry push` would lock it. */
-export function lockedAppOf(manifest: SpinManifest): LockedApp {
-  return {
-    spin_lock_version: 1,
-    metadata: { name: manifest.name, version: manifest.version, authors: [], triggers: {}, trigger: { type: 'http' } },
-    triggers: manifest.triggers.map((trigger) => ({
-      id: `${trigger.component}-http-trigger`,
-      trigger_type: 'http',
-      // The manifest's executor as written: go's spin.toml names WAGI (spin/src/manifest.ts).
-      trigger_config: {
-        component: trigger.component,
-        route: trigger.route,
-        ...(trigger.executor === undefined ? {} : { executor: trigger.executor }),
-      },
-    })),
-    components: manifest.components.map((component) => ({
-      id: component.id,
-      metadata: { allowed_outbound_hosts: component.allowedOutboundHosts },
-      source: { content_type: 'application/wasm', source: `file://${component.source}` },
-    })),
-  }
 }

@@ -39,9 +39,10 @@ const DEFAULT_MAX_LOCK_BYTES = 4 * 1024 * 1024
 
 /**
  * Store, beside the artifact `reference` (a tag or digest in `store`), one whose lock declares
- * exactly `names` (sorted, each required: the platform always gives a value) and maps each in
- * every component's `config` to itself. Deterministic: the same artifact and names give the
- * same digest, and no names give back an artifact with none.
+ * `names` (sorted, each required: the platform always gives a value) beside the variables its
+ * functions declared with a default, and maps each name in every component's `config` to
+ * itself. Deterministic: the same artifact and names give the same digest, and no names give
+ * back the artifact's own declarations only.
  */
 export async function relockVariables(
   store: ArtifactStore,
@@ -113,7 +114,7 @@ export async function relockVariables(
 }
 
 /**
- * `image` (a reference as a build names it) re-locked to declare exactly `names`, as a
+ * `image` (a reference as a build names it) re-locked to declare `names` too, as a
  * digest-pinned reference in the same repository or layout: what a deployment runs. No names:
  * `image` itself, untouched (nothing is read).
  */
@@ -138,31 +139,47 @@ async function manifestExists(store: ArtifactStore, digest: string): Promise<boo
   }
 }
 
-// The lock with its variables replaced, keys in the order Spin writes them, so the same names
-// always give the same bytes.
+// The lock with the application's variables declared beside those the functions declared with a
+// default when they were built (spin/src/function-variables.ts): a name the application sets is
+// required and keeps its default; every component reads it. A declaration without a default is
+// an earlier relock's and goes, so relocking a relocked artifact declares exactly `names` again.
+// Keys are in the order Spin writes them, so the same names always give the same bytes.
 function withVariables(app: LockedApp, names: string[], secret: ReadonlySet<string>): LockedApp {
   const {
     spin_lock_version: version,
     must_understand: mustUnderstand,
     metadata,
     host_requirements: hostRequirements,
+    variables: built,
     triggers,
     components,
   } = app
-  const variables: Record<string, { secret?: true }> = {}
-  for (const name of names) variables[name] = secret.has(name) ? { secret: true } : {}
-  const config: Record<string, string> = {}
-  for (const name of names) config[name] = `{{ ${name} }}`
+  const defaults = new Map<string, string>()
+  for (const [name, variable] of Object.entries(built ?? {})) {
+    const value = (variable as { default?: unknown } | null)?.default
+    if (typeof value === 'string') defaults.set(name, value)
+  }
+  const variables: Record<string, { default?: string; secret?: true }> = {}
+  for (const name of [...new Set([...defaults.keys(), ...names])].sort()) {
+    const value = defaults.get(name)
+    variables[name] = {
+      ...(value === undefined ? {} : { default: value }),
+      ...(secret.has(name) ? { secret: true } : {}),
+    }
+  }
   return {
     spin_lock_version: version,
     ...(mustUnderstand === undefined ? {} : { must_understand: mustUnderstand }),
     ...(metadata === undefined ? {} : { metadata }),
     ...(hostRequirements === undefined ? {} : { host_requirements: hostRequirements }),
-    ...(names.length === 0 ? {} : { variables }),
+    ...(Object.keys(variables).length === 0 ? {} : { variables }),
     triggers,
     components: components.map((component) => {
-      const { config: _old, ...rest } = component
-      return names.length === 0 ? rest : { ...rest, config }
+      const { config: old, ...rest } = component
+      const config: Record<string, string> = {}
+      const keys = [...Object.keys(old ?? {}).filter((key) => defaults.has(key)), ...names]
+      for (const key of [...new Set(keys)].sort()) config[key] = `{{ ${key} }}`
+      return Object.keys(config).length === 0 ? rest : { ...rest, config }
     }),
   }
 }

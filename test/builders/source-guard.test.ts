@@ -86,3 +86,12 @@ t.test("a manifest path out of the application's directory", async (t) => {
     message: 'spin.toml: component f: "/tmp" leaves the application\'s directory',
   })
 })
+
+t.test('a variables.toml the builder refuses fails the build before anything runs, naming its line', async (t) => {
+  const files = templateFiles('js', 'f')
+  files['variables.toml'] = `greeting = { default = "hello" }\napi = { default = "${CANARY}" "more" }\n`
+  const build = await buildJs(t, files)
+  t.not(build.code, 0)
+  t.equal(build.termination.trim(), 'functions/f/variables.toml:2: the default is not one double-quoted string')
+  t.notMatch(build.log, /bundle|componentize/, 'no step ran')
+})

@@ -2,7 +2,8 @@
 // language's commands (builder-go and builder-rust run them for real), the rust artifact path, the locked app, the reason picked from a build log,
 // and the templates the control plane scaffolds.
 import t from 'tap'
-import { firstError, lockedAppOf } from '@session-relay/builders/build-app'
+import { firstError } from '@session-relay/builders/build-app'
+import { lockedAppOf } from '@session-relay/builders/locked-app'
 import { buildSteps, rustArtifact } from '@session-relay/builders/languages'
 import { runStep } from '@session-relay/builders/run-step'
 import { parseSpinToml } from '@session-relay/builders/spin-toml'
@@ -209,12 +210,18 @@ t.test('a step that overruns its time or output is stopped with the reason', asy
 })
 
 t.test("templates carry the function's name and a dependency file per language", async (t) => {
-  t.same(Object.keys(templateFiles('js', 'hello')), ['package.json', 'src/index.js', 'wit/spin-variables.wit'])
+  t.same(Object.keys(templateFiles('js', 'hello')), [
+    'package.json',
+    'src/index.js',
+    'variables.toml',
+    'wit/spin-variables.wit',
+  ])
   t.same(Object.keys(templateFiles('ts', 'hello')), [
     'package.json',
     'src/index.ts',
     'src/spin-variables.d.ts',
     'tsconfig.json',
+    'variables.toml',
     'wit/spin-variables.wit',
   ])
   t.same(Object.keys(templateFiles('go', 'hello')), ['go.mod', 'main.go'])
@@ -251,11 +258,8 @@ t.test(
       t.match(files['wit/spin-variables.wit'], /^package fermyon:spin@2\.0\.0;$/m)
       t.match(files['wit/spin-variables.wit'], /get: func\(name: string\) -> result<string, error>;/)
       t.match(files[`src/index.${language}`], /import \{ get \} from 'fermyon:spin\/variables@2\.0\.0'/)
-      t.match(
-        files[`src/index.${language}`],
-        /variable\('greeting', 'hello'\)/,
-        `${language}: falls back to hello with no variable`,
-      )
+      t.match(files[`src/index.${language}`], /get\('greeting'\)/)
+      t.match(files['variables.toml'], /^greeting = \{ default = "hello" \}$/m, `${language}: hello when it is not set`)
     }
   },
 )

@@ -134,9 +134,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
 
   // ---- edit the source: the handler rewritten, a file added ----
   await page.getByRole('button', { name: 'src/index.js' }).click()
-  await page
-    .locator('.editor[data-file="src/index.js"] .cm-content', { hasText: "variable('greeting', 'hello')" })
-    .waitFor(WAIT)
+  await page.locator('.editor[data-file="src/index.js"] .cm-content', { hasText: "get('greeting')" }).waitFor(WAIT)
   await page.locator('.cm-content').click()
   await page.keyboard.press('ControlOrMeta+A')
   await page.keyboard.type(PROGRAM[0] as string)
@@ -168,7 +166,7 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
   const saved = await sourceFiles()
   t.same(
     Object.keys(saved).sort(),
-    ['README.md', 'package.json', 'src/index.js', 'wit/spin-variables.wit'],
+    ['README.md', 'package.json', 'src/index.js', 'variables.toml', 'wit/spin-variables.wit'],
     "the whole map was saved: the template's files and the new one",
   )
   t.equal(saved['src/index.js'], PROGRAM.join('\n'), 'the handler as typed in the editor')
@@ -197,10 +195,10 @@ t.test('sign in, create, edit, build for real, invoke, chart, read-only, delete'
       })),
     ),
   })
-  await page.getByText('Uploaded src.tar.gz: 4 files.').waitFor(WAIT)
+  await page.getByText('Uploaded src.tar.gz: 5 files.').waitFor(WAIT)
   t.same(
     Object.keys(await sourceFiles()).sort(),
-    ['NOTES.md', 'package.json', 'src/index.js', 'wit/spin-variables.wit'],
+    ['NOTES.md', 'package.json', 'src/index.js', 'variables.toml', 'wit/spin-variables.wit'],
     'the upload replaced the map',
   )
   await page.getByRole('button', { name: 'NOTES.md' }).click()

@@ -8,7 +8,7 @@
 // archive the builder reads back, with the template's files and, for go, the WAGI executor.
 import { Readable } from 'node:stream'
 import t from 'tap'
-import { lockedAppOf } from '@session-relay/builders/build-app'
+import { lockedAppOf } from '@session-relay/builders/locked-app'
 import { parseSpinToml } from '@session-relay/builders/spin-toml'
 import { templateFiles } from '@session-relay/spin/templates'
 import { unpackArchive } from '@session-relay/spin/source/archive'

@@ -1,7 +1,7 @@
 // Variables reach a function on the local runtime without a rebuild (one real j2w build of the
 // js template, then the real worker): deploy with a value, invoke, deploy with another
 // value and invoke again, the new value answers; a new name is declared by re-locking the same
-// compiled layers; no value appears in the control plane's log or the worker's.
+// compiled layers, and the function's declared default answers when its name is unset; no value appears in the control plane's log or the worker's.
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t from 'tap'
@@ -19,8 +19,12 @@ t.test(
   { timeout: BUILD_TIMEOUT },
   async (t) => {
     const dir = t.testdir({ image: {}, worker: {}, compiled: {} })
+    // The template's variables.toml with a default of this test's own.
+    const files = templateFiles('js', 'hello')
+    t.match(files['variables.toml'], /^greeting = \{ default = "hello" \}$/m, 'the template declares greeting')
+    files['variables.toml'] = 'greeting = { default = "hi-by-default" }\n'
     const archive = await sourceArchive(t, { name: 'demo', language: 'js' }, [
-      { name: 'hello', route: '/hello/...', files: templateFiles('js', 'hello') },
+      { name: 'hello', route: '/hello/...', files },
     ])
     const build = await runBuilder(t, {
       SOURCE_ARCHIVE: archive,
@@ -58,7 +62,7 @@ t.test(
     }
 
     await hosts.deploy({ id: 'app' }, image)
-    t.equal(await greet(), 'hello from hello\n', 'no variables: the template falls back')
+    t.equal(await greet(), 'hi-by-default from hello\n', 'no variables: the default the function declares')
     t.equal(hosts.status('app')?.image, image, 'the artifact as built')
 
     let started = Date.now()
@@ -67,7 +71,7 @@ t.test(
     t.comment(`relock + restart + first answer: ${Date.now() - started} ms`)
     const relocked = hosts.status('app')?.image
     t.match(relocked, /^oci-layout:.*@sha256:[0-9a-f]{64}$/)
-    t.not(relocked, image, 'a lock that declares greeting')
+    t.equal(relocked, image, 'greeting, declared by the function already: the artifact as built')
 
     started = Date.now()
     await hosts.deploy({ id: 'app' }, image, { greeting: 'bonjour-value-two' })
@@ -78,6 +82,9 @@ t.test(
     await hosts.deploy({ id: 'app' }, image, { greeting: 'hola-value-three', api_key: 'sk-value-four' })
     t.equal(await greet(), 'hola-value-three from hello\n', 'a new name declared without a rebuild')
     t.not(hosts.status('app')?.image, relocked)
+
+    await hosts.deploy({ id: 'app' }, image, { api_key: 'sk-value-four' })
+    t.equal(await greet(), 'hi-by-default from hello\n', 'greeting unset again: its declared default')
 
     // The guest's output reaches the log through the worker's stderr, after its answer: followed
     // until the line arrives (or the log ends) rather than read once; no deadline of its own.

@@ -133,6 +133,44 @@ t.test('relock in an image-layout directory', async (t) => {
   await relockChecks(t, store, 'b1')
 })
 
+t.test("a function's declared defaults stay through a relock; the application's names join them", async (t) => {
+  const store = await openStore(parseRef(`oci-layout:${t.testdir({})}:b1`), { dockerConfigDir: null })
+  const built = app()
+  // As builders/src/locked-app.ts locks a function `a` whose variables.toml declares greeting.
+  built.lockedApp.variables = { greeting: { default: 'hello' } }
+  built.lockedApp.components[0]!.config = { greeting: '{{ greeting }}' }
+  await pushSpinApp(store, 'b1', built)
+
+  const keyed = await relockVariables(store, 'b1', ['api_key'])
+  const withKey = await pullSpinApp(store, keyed.digest)
+  t.same(
+    withKey.lockedApp.variables,
+    { api_key: {}, greeting: { default: 'hello' } },
+    'the default kept, the name added',
+  )
+  t.same(withKey.lockedApp.components[0]!.config, { api_key: '{{ api_key }}', greeting: '{{ greeting }}' })
+  t.same(
+    withKey.lockedApp.components[1]!.config,
+    { api_key: '{{ api_key }}' },
+    'b reads only what the application sets',
+  )
+
+  const secret = await relockVariables(store, 'b1', ['greeting'], { secret: new Set(['greeting']) })
+  const set = await pullSpinApp(store, secret.digest)
+  t.same(
+    set.lockedApp.variables,
+    { greeting: { default: 'hello', secret: true } },
+    'set by the application: still its default',
+  )
+  t.same(set.lockedApp.components[1]!.config, { greeting: '{{ greeting }}' })
+
+  const none = await pullSpinApp(store, (await relockVariables(store, 'b1', [])).digest)
+  t.same(none.lockedApp, (await pullSpinApp(store, 'b1')).lockedApp, 'no names: the lock as built')
+  // Relocking the relocked artifact with fewer names: the earlier relock's names go.
+  const fewer = await pullSpinApp(store, (await relockVariables(store, keyed.digest, [])).digest)
+  t.same(fewer.lockedApp.variables, { greeting: { default: 'hello' } })
+})
+
 t.test("variable names follow Spin's rules", async (t) => {
   for (const good of ['a', 'greeting', 'api_key', 'a1_b2']) t.ok(isVariableName(good), good)
   for (const bad of ['', 'A', '1a', '_a', 'a_', 'a__b', 'a-b', 'a.b', 'ä'])

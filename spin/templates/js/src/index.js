@@ -5,21 +5,13 @@ addEventListener('fetch', (event) => {
   event.respondWith(handle(event.request))
 })
 
-// An application variable's value, or `fallback` when the application declares none of that
-// name (or it has no value): the function answers before any variable is set.
-function variable (name, fallback) {
-  try {
-    return get(name)
-  } catch {
-    return fallback
-  }
-}
-
 async function handle (request) {
   const path = new URL(request.url).pathname
   // A function's stdout and stderr are its application's log.
   console.log(`{{function}}: ${request.method} ${path}`)
-  const greeting = variable('greeting', 'hello')
+  // An application variable, declared with its default in variables.toml: the application's
+  // value when it sets one (wasmkube vars set), else that default.
+  const greeting = get('greeting')
   return new Response(`${greeting} from {{function}}\n`, {
     status: 200,
     headers: { 'content-type': 'text/plain', 'x-request-path': path },
