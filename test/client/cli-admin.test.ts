@@ -19,6 +19,12 @@ async function relayCli(t: Test, args: string[], env: Record<string, string>) {
   return { out: out.toString(), err: cli.stderr(), code }
 }
 
+// A command's JSON answer; when it failed, the failure says why (its exit code and stderr).
+function jsonOf(t: Test, result: { out: string; err: string; code: number | null }): unknown {
+  t.equal(result.code, 0, `exit code 0; stderr: ${result.err}`)
+  return JSON.parse(result.out)
+}
+
 t.test(
   'login with the device flow, then session commands with the stored token, refreshed when it expires',
   async (t) => {
@@ -52,17 +58,15 @@ t.test(
     t.equal((await stat(file)).mode & 0o777, 0o600, 'tokens file readable by its owner only')
 
     const created = await relayCli(t, ['session', 'create', '--json'], env)
-    t.equal(created.code, 0, created.err)
-    const id = (JSON.parse(created.out) as { id: string }).id
+    const id = (jsonOf(t, created) as { id: string }).id
     const limited = await relayCli(
       t,
       ['session', 'create', '--json', '--max-bytes', '4096', '--bytes-per-second', '1000', '--ttl-seconds', '60'],
       env,
     )
-    t.equal(limited.code, 0, limited.err)
-    const limitedId = (JSON.parse(limited.out) as { id: string }).id
+    const limitedId = (jsonOf(t, limited) as { id: string }).id
     t.match(
-      JSON.parse((await relayCli(t, ['session', 'get', limitedId, '--json'], env)).out),
+      jsonOf(t, await relayCli(t, ['session', 'get', limitedId, '--json'], env)),
       { limits: { max_bytes: 4096, bytes_per_second: 1000, ttl_seconds: 60 } },
       'session create --max-bytes --bytes-per-second --ttl-seconds',
     )
@@ -85,7 +89,7 @@ t.test(
     t.equal((await stat(file)).mode & 0o777, 0o600)
 
     const listed = await relayCli(t, ['session', 'list', '--json'], env)
-    t.match(JSON.parse(listed.out), { sessions: [{ id }] })
+    t.match(jsonOf(t, listed), { sessions: [{ id }] })
     t.equal((await relayCli(t, ['session', 'delete', id], env)).code, 0)
     const missing = await relayCli(t, ['session', 'get', id], env)
     t.equal(missing.code, 1)
