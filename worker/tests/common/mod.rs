@@ -435,6 +435,18 @@ pub fn cpu_ticks(pid: u32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
+/// The minor page faults process `pid` has taken.
+pub fn minor_faults(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    fields[7].parse::<u64>().unwrap()
+}
+
 /// A wasi:http handler component in the text format around `core_module`, the fields of its
 /// `(core module $m ...)`, which export `handle` (param i32 i32): the frame every text-format
 /// component of these tests shares, so each says only what its handler does.
