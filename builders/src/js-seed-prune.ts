@@ -13,11 +13,10 @@
 import { randomBytes } from 'node:crypto'
 import { lstat, readdir, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { MAKING_NAME } from '@session-relay/common/js-seed-making'
 
 /** A seed: named by its key, sha256 in hex (js-seed-key.ts). */
 const SEED = /^[0-9a-f]{64}$/
-/** A maker's work in progress: mkdtemp's six characters after the maker's prefix. */
-const MAKING = /^\.making-[A-Za-z0-9]{6}$/
 /** An old seed renamed away, whose removal did not finish. */
 const REMOVING = /^\.removing-[0-9a-f]{16}$/
 
@@ -52,7 +51,7 @@ export async function pruneSeeds(seeds: string, key: string, now = Date.now()): 
       if (!stats.isDirectory()) continue
       if (SEED.test(name) && name !== key) {
         await removeWhole(path)
-      } else if (REMOVING.test(name) || (MAKING.test(name) && now - stats.mtimeMs > STALE_MAKING_MS)) {
+      } else if (REMOVING.test(name) || (MAKING_NAME.test(name) && now - stats.mtimeMs > STALE_MAKING_MS)) {
         await rm(path, { recursive: true, force: true })
       } else {
         continue

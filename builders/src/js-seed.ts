@@ -70,8 +70,16 @@ export async function sealSeed(home: string, seed: string): Promise<void> {
   await writeFile(join(seed, SUMS), JSON.stringify(sums), { mode: 0o600 })
 }
 
+type Sums = Record<string, string>
+
 /** Why the seed `key` in `seeds` may not be used, or null when it may. */
 export async function seedProblem(seeds: string, key: string): Promise<string | null> {
+  const checked = await checkSeed(seeds, key)
+  return 'problem' in checked ? checked.problem : null
+}
+
+/** The seed's sums, once it is found sound; else why it may not be used. */
+async function checkSeed(seeds: string, key: string): Promise<{ problem: string } | { sums: Sums }> {
   const seed = join(seeds, key)
   for (const [what, path] of [
     ['the seeds directory', seeds],
@@ -83,27 +91,27 @@ export async function seedProblem(seeds: string, key: string): Promise<string | 
     try {
       stats = await lstat(path)
     } catch {
-      return `${what} ${path} is missing`
+      return { problem: `${what} ${path} is missing` }
     }
     const problem = notOurs(what, stats)
-    if (problem !== null) return problem
+    if (problem !== null) return { problem }
   }
-  let sums: Record<string, string>
+  let sums: Sums
   try {
-    sums = JSON.parse(await readFile(join(seed, SUMS), 'utf8')) as Record<string, string>
+    sums = JSON.parse(await readFile(join(seed, SUMS), 'utf8')) as Sums
   } catch {
-    return 'its sums do not parse'
+    return { problem: 'its sums do not parse' }
   }
   const files = new Set<string>()
   for (const entry of await entries(join(seed, HOME))) {
     const problem = notOurs(entry.rel, entry.stats)
-    if (problem !== null) return problem
+    if (problem !== null) return { problem }
     if (entry.stats.isFile()) files.add(entry.rel)
   }
   const recorded = Object.keys(sums)
   if (recorded.length !== files.size || recorded.some((rel) => !files.has(rel)))
-    return 'its files are not the ones sealed'
-  return null
+    return { problem: 'its files are not the ones sealed' }
+  return { sums }
 }
 
 /**
@@ -112,10 +120,10 @@ export async function seedProblem(seeds: string, key: string): Promise<string | 
  * either holds the whole seed or does not exist. Returns why it was not copied, or null.
  */
 export async function copySeed(seeds: string, key: string, home: string): Promise<string | null> {
-  const problem = await seedProblem(seeds, key)
-  if (problem !== null) return problem
-  const seed = join(seeds, key)
-  const sums = JSON.parse(await readFile(join(seed, SUMS), 'utf8')) as Record<string, string>
+  const checked = await checkSeed(seeds, key)
+  if ('problem' in checked) return checked.problem
+  const { sums } = checked
+  const from = join(seeds, key, HOME)
   // Its own name: two builds of one application may start at once.
   const copying = `${home}.seeding-${process.pid}`
   // The application's cache itself may not exist yet (a builder run by hand); private, as the
@@ -124,15 +132,19 @@ export async function copySeed(seeds: string, key: string, home: string): Promis
   await rm(copying, { recursive: true, force: true })
   await mkdir(copying, { mode: 0o755 })
   try {
-    for (const entry of await entries(join(seed, HOME))) {
-      const to = join(copying, entry.rel)
-      if (entry.stats.isDirectory()) {
-        await mkdir(to, { mode: 0o755 })
-        continue
+    // The files sealed (the check above found the seed's home holding exactly those), not
+    // what the home holds now: one appearing there since is not taken, one gone fails the copy.
+    for (const [rel, sum] of Object.entries(sums)) {
+      const to = join(copying, rel)
+      await mkdir(dirname(to), { recursive: true, mode: 0o755 })
+      try {
+        await copyFile(join(from, rel), to)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return `${rel} is gone from the seed`
+        throw error
       }
-      await copyFile(entry.path, to)
       await chmod(to, 0o644)
-      if ((await sha256(to)) !== sums[entry.rel]) return `${entry.rel} is not what was sealed`
+      if ((await sha256(to)) !== sum) return `${rel} is not what was sealed`
     }
     if (existsSync(home)) return `${home} appeared meanwhile`
     await rename(copying, home)

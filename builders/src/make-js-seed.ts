@@ -10,6 +10,7 @@
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readSettings } from '@session-relay/common/config/settings'
+import { MAKING_PREFIX } from '@session-relay/common/js-seed-making'
 import { spinManifest } from '@session-relay/spin/manifest'
 import { packArchive } from '@session-relay/spin/source/archive'
 import { templateFiles } from '@session-relay/spin/templates'
@@ -37,7 +38,7 @@ async function main(): Promise<number> {
     await prune(seeds, key)
     return 0
   }
-  const making = await mkdtemp(join(seeds, '.making-'))
+  const making = await mkdtemp(join(seeds, MAKING_PREFIX))
   process.stdout.write(`working in ${making}\n`)
   process.stdout.write(`making seed ${key} (${problem})\n`)
   const workDir = join(making, 'work')

@@ -4,11 +4,14 @@
 // sandbox, starts from a copy of it (the same bytes, its own file, given to uid 65534), and
 // never from another application's cache. A seed that is missing, writable by others, not the
 // builder's, holding a link or an extra file, or changed since it was sealed is not used: the
-// build compiles the engine as before. Once its seed is ready, the maker removes other engines'
-// seeds and a dead maker's work, and nothing else (js-seed-prune.test.ts has the rules). Needs
-// root and bubblewrap, as the local runtime's builds.
+// build compiles the engine as before. A copy takes exactly the files sealed: one appearing in
+// the seed once it was checked is not copied, one gone from it fails the copy (the seed changed
+// through a mocked fs as the copy starts). Once its seed is ready, the maker removes other
+// engines' seeds and a dead maker's work, and nothing else (js-seed-prune.test.ts has the
+// rules). Needs root and bubblewrap, as the local runtime's builds.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import * as fsPromises from 'node:fs/promises'
 import {
   chmod,
   chown,
@@ -24,11 +27,12 @@ import {
   writeFile,
 } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import type { Test } from 'tap'
 import { templateFiles } from '@session-relay/spin/templates'
+import type * as JsSeed from '@session-relay/builders/js-seed'
 import { copySeed, seedProblem } from '@session-relay/builders/js-seed'
 import { childEnv, runBuilder, sourceArchive } from '../helpers/spin-processes.js'
 
@@ -221,4 +225,64 @@ t.test('a seed that is missing, damaged or writable by others is not used', asyn
   t.match(built.log, /js engine: no seed used \(.* is not what was sealed\); this build compiles the engine/)
   const compiled = join(cache, 'home', seedEntriesRel[0] as string)
   t.ok((await lstat(compiled)).size > 100, 'its own compiled engine, not the changed bytes')
+})
+
+/** The files under `dir`, by path relative to it: none when it is missing. */
+async function filesOf(dir: string): Promise<string[]> {
+  if (!existsSync(dir)) return []
+  return (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((found) => found.isFile())
+    .map((found) => relative(dir, join(found.parentPath, found.name)))
+    .sort()
+}
+
+let meanwhileRuns = 0
+/**
+ * copySeed from a copy of the seeds directory, with `meanwhile` run on its seed after the seed
+ * was checked, as the copy starts. Returns its reason and the home it copied to.
+ */
+async function copyWhile(t: Test, meanwhile: (seed: string) => Promise<void>): Promise<[string | null, string]> {
+  const run = meanwhileRuns++
+  const dir = join(root, `meanwhile-${run}`)
+  execFileSync('cp', ['-a', seeds, dir])
+  let ran = false
+  const jsSeed = await t.mockImport<typeof JsSeed>('../../builders/dist/js-seed.js', {
+    'node:fs/promises': {
+      ...fsPromises,
+      // Its first directory beside home: the seed was checked, nothing copied yet.
+      mkdir: async (...args: Parameters<typeof fsPromises.mkdir>) => {
+        const made = await fsPromises.mkdir(...args)
+        if (!ran && String(args[0]).includes('.seeding-')) {
+          ran = true
+          await meanwhile(join(dir, key))
+        }
+        return made
+      },
+    },
+  })
+  const home = join(root, 'caches', `meanwhile-${run}`, 'home')
+  const reason = await jsSeed.copySeed(dir, key, home)
+  t.ok(ran, 'the seed changed while copying')
+  return [reason, home]
+}
+
+t.test('a copy takes the files sealed, not one that appeared in the seed since', async (t) => {
+  const sealed = Object.keys(JSON.parse(await readFile(join(seeds, key, 'files.json'), 'utf8')) as object).sort()
+  const entry = (await compiledEntries(seedHome))[0] as string
+  const [reason, home] = await copyWhile(t, async (seed) => {
+    await writeFile(join(seed, 'home', entry, '..', 'appeared'), 'x', { mode: 0o600 })
+    await mkdir(join(seed, 'home', 'new'), { mode: 0o700 })
+    await writeFile(join(seed, 'home', 'new', 'file'), 'x', { mode: 0o600 })
+  })
+  t.equal(reason, null, 'copied all the same')
+  t.same(await filesOf(home), sealed, 'the files sealed, and no other')
+})
+
+t.test('a file gone from the seed since it was checked fails the copy', async (t) => {
+  const entry = (await compiledEntries(seedHome))[0] as string
+  const [reason, home] = await copyWhile(t, (seed) => rm(join(seed, 'home', entry)))
+  t.equal(reason, `${entry} is gone from the seed`)
+  t.notOk(existsSync(home), 'nothing copied')
+  const left = (await readdir(join(home, '..'))).filter((name) => name.startsWith('home.seeding'))
+  t.same(left, [], 'no half copy left')
 })

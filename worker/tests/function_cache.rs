@@ -147,10 +147,14 @@ fn an_entry_damaged_or_not_the_workers_own_is_compiled_again_and_replaced() {
     let wasm = write("damaged", 0);
     let mut worker = Worker::start_with_cache(&cache, &flags);
     load(&mut worker, "first", &wasm);
+    let &[(0, compiled)] = compiles(&worker).as_slice() else {
+        panic!("one compile, from nothing: {}", worker.log())
+    };
     assert_eq!(worker.close().code(), Some(0));
 
-    // Every entry but the first damaged: cut short or garbage. The first stays whole but is
-    // open to others' writes, so not one the worker may trust.
+    // Every entry but the first damaged: cut short, garbage, or one byte changed (which may
+    // still decode as a function's code). The first stays whole but is open to others' writes,
+    // so not one the worker may trust.
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&functions)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -158,10 +162,15 @@ fn an_entry_damaged_or_not_the_workers_own_is_compiled_again_and_replaced() {
     entries.sort();
     for (n, entry) in entries.iter().enumerate().skip(1) {
         let bytes = std::fs::read(entry).unwrap();
-        let damaged = if n % 2 == 0 {
-            bytes[..bytes.len() / 2].to_vec()
-        } else {
-            vec![0x5a; bytes.len()]
+        let damaged = match n % 3 {
+            0 => bytes[..bytes.len() / 2].to_vec(),
+            1 => vec![0x5a; bytes.len()],
+            _ => {
+                let mut bytes = bytes;
+                let middle = bytes.len() / 2;
+                bytes[middle] ^= 1;
+                bytes
+            }
         };
         std::fs::write(entry, damaged).unwrap();
     }
@@ -173,6 +182,12 @@ fn an_entry_damaged_or_not_the_workers_own_is_compiled_again_and_replaced() {
     std::fs::remove_dir_all(&cache).unwrap();
     let mut again = Worker::start_with_cache(&cache, &flags);
     let url = load(&mut again, "again", &wasm);
+    assert_eq!(
+        compiles(&again),
+        vec![(0, compiled)],
+        "every entry compiled again, none counted reused: {}",
+        again.log()
+    );
     // It runs: the handler traps after calling every function, as built.
     assert_eq!(get(&url, "/").status, 500);
     assert_eq!(again.close().code(), Some(0));

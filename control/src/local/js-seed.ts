@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { MAKING_NAME } from '@session-relay/common/js-seed-making'
 import type { Logger } from '../logger.js'
 import { childEnv, startNode, stopChild } from './children.js'
 
@@ -69,8 +70,7 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
       createInterface({ input: maker.stdout! }).on('line', (line) => {
         keep(line)
         const dir = /^working in (.+)$/.exec(line)?.[1]
-        if (dir !== undefined && dirname(dir) === deps.dir && /^\.making-[A-Za-z0-9]{6}$/.test(basename(dir)))
-          work = dir
+        if (dir !== undefined && dirname(dir) === deps.dir && MAKING_NAME.test(basename(dir))) work = dir
         if (line.startsWith('not removed ')) deps.logger.warn({ output: line }, 'js engine seed: an old one stays')
         if (/^(making seed|seed |no seed)/.test(line)) for (const listener of listeners) listener(line)
       })

@@ -7,12 +7,16 @@
 //!
 //! What is read here becomes native code the worker runs: the directory is the cache's, held
 //! to the same trust (the worker's own, nobody else's to write), each file checked as well.
+//! Each entry carries the sha256 of its bytes (`HEADER`), checked at every read: Cranelift
+//! takes whatever decodes as the function's code, so without it a file cut short or altered
+//! on disk counted as reused while wasmtime compiled it again, or, still decoding, ran altered.
 //! Bounded: past `max_bytes` written, the entries are removed and the cache starts again
 //! (a miss only costs a compile), so it never grows past about that much.
 
 use super::trust::{Untrusted, prepare_dir, trusted_file};
 use crate::log;
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -24,6 +28,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// functions' entries of that order: this holds many engines' (componentize-js versions) and
 /// the go and rust applications' beside them.
 pub const FUNCTIONS_MAX_BYTES: u64 = 1 << 30;
+
+/// Before each entry's bytes: this, then their sha256. An entry without it (a file of an
+/// older worker, or one damaged) is no entry.
+const MAGIC: &[u8; 8] = b"wfunc\x00\x00\x01";
+const HEADER: usize = MAGIC.len() + 32;
+
+/// The header `insert` writes before `value`.
+fn header(value: &[u8]) -> Vec<u8> {
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&Sha256::digest(value));
+    header
+}
+
+/// The value of an entry's file, when its header holds.
+fn value_of(mut bytes: Vec<u8>) -> Option<Vec<u8>> {
+    let (head, value) = bytes.split_at_checked(HEADER)?;
+    if head != header(value) {
+        return None;
+    }
+    bytes.drain(..HEADER);
+    Some(bytes)
+}
 
 /// Functions taken from the cache and compiled, since the worker started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,12 +124,24 @@ impl wasmtime::CacheStore for FunctionCache {
         let found = trusted_file(&path)
             .ok()
             .and_then(|()| std::fs::read(&path).ok());
-        match found {
-            Some(bytes) => {
+        let Some(bytes) = found else {
+            self.compiled.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let size = bytes.len() as u64;
+        match value_of(bytes) {
+            Some(value) => {
                 self.reused.fetch_add(1, Ordering::Relaxed);
-                Some(Cow::Owned(bytes))
+                Some(Cow::Owned(value))
             }
             None => {
+                // Damaged: wasmtime compiles it again and the insert writes it anew; removed
+                // meanwhile so that no other compile reads it. A whole entry renamed in since
+                // the read goes too, which costs one more compile.
+                if std::fs::remove_file(&path).is_ok() {
+                    let mut bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+                    *bytes = bytes.saturating_sub(size);
+                }
                 self.compiled.fetch_add(1, Ordering::Relaxed);
                 None
             }
@@ -110,7 +149,8 @@ impl wasmtime::CacheStore for FunctionCache {
     }
 
     fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
-        let size = value.len() as u64;
+        let header = header(&value);
+        let size = (header.len() + value.len()) as u64;
         {
             let mut bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
             if *bytes + size > self.max_bytes {
@@ -130,7 +170,10 @@ impl wasmtime::CacheStore for FunctionCache {
             .create_new(true)
             .mode(0o600)
             .open(&aside)
-            .and_then(|mut file| file.write_all(&value))
+            .and_then(|mut file| {
+                file.write_all(&header)?;
+                file.write_all(&value)
+            })
             .and_then(|_| std::fs::rename(&aside, &path));
         if written.is_err() {
             let _ = std::fs::remove_file(&aside);
@@ -177,6 +220,51 @@ mod tests {
         drop(cache);
         let again = FunctionCache::open(&dir, 10_000).unwrap();
         assert!(*again.bytes.lock().unwrap() > 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_entry_is_no_entry_and_goes() {
+        let dir =
+            std::env::temp_dir().join(format!("functions-cache-damaged-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = FunctionCache::open(&dir, 10_000).unwrap();
+        let value: Vec<u8> = (0..200u8).collect();
+        type Damage = fn(Vec<u8>) -> Vec<u8>;
+        let damages: [(&str, Damage); 4] = [
+            ("cut short", |mut bytes| {
+                bytes.truncate(bytes.len() - 1);
+                bytes
+            }),
+            ("one byte changed", |mut bytes| {
+                bytes[HEADER + 7] ^= 1;
+                bytes
+            }),
+            ("its sum changed", |mut bytes| {
+                bytes[MAGIC.len()] ^= 1;
+                bytes
+            }),
+            // As an older worker wrote it.
+            ("no header", |bytes| bytes[HEADER..].to_vec()),
+        ];
+        for (n, (what, damage)) in damages.iter().enumerate() {
+            let key = [n as u8];
+            assert!(cache.insert(&key, value.clone()));
+            assert_eq!(cache.get(&key).as_deref(), Some(&value[..]), "{what}");
+            let path = cache.path(&key);
+            std::fs::write(&path, damage(std::fs::read(&path).unwrap())).unwrap();
+            let before = cache.counts();
+            assert!(cache.get(&key).is_none(), "{what}");
+            assert_eq!(
+                cache.counts(),
+                Counts {
+                    reused: before.reused,
+                    compiled: before.compiled + 1
+                },
+                "{what}: counted compiled"
+            );
+            assert!(!path.exists(), "{what}: removed");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
