@@ -62,8 +62,10 @@ t.test(
         id: 'hello',
         metadata: { allowed_outbound_hosts: [] },
         source: { content_type: 'application/wasm', digest: manifest.layers[0]!.digest },
+        config: { greeting: '{{ greeting }}' },
       },
     ])
+    t.same(lock.variables, { greeting: { default: 'hello' } }, "the template's variables.toml, locked")
     t.ok(manifest.layers[0]!.size > 1_000_000, 'the wasm layer holds a real component')
 
     let started = Date.now()
