@@ -423,28 +423,26 @@ pub fn pong_server() -> u16 {
     port
 }
 
-/// The clock ticks of CPU (user and system) process `pid` has used.
-pub fn cpu_ticks(pid: u32) -> u64 {
+/// The numbers of /proc/`pid`/stat after the command's name, from its state (field 3) on.
+fn stat_numbers(pid: u32) -> Vec<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
+    stat.rsplit(')')
         .next()
         .unwrap()
         .split_whitespace()
-        .collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+        .map(|field| field.parse::<u64>().unwrap_or(0))
+        .collect()
+}
+
+/// The clock ticks of CPU (user and system) process `pid` has used.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let fields = stat_numbers(pid);
+    fields[11] + fields[12]
 }
 
 /// The minor page faults process `pid` has taken.
 pub fn minor_faults(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    fields[7].parse::<u64>().unwrap()
+    stat_numbers(pid)[7]
 }
 
 /// A wasi:http handler component in the text format around `core_module`, the fields of its
