@@ -22,11 +22,11 @@ t.test('init, deploy, invoke, vars, logs, builds, apps, a failed build, delete',
   writeFileSync(
     index,
     readFileSync(index, 'utf8').replace(
-      "  const greeting = variable('greeting', 'hello')",
+      "  const greeting = get('greeting')",
       [
         "  if (path === '/teapot') return new Response('short and stout\\n', { status: 418 })",
         "  if (path === '/echo') return new Response(await request.arrayBuffer(), { headers: { 'content-type': 'application/octet-stream' } })",
-        "  const greeting = variable('greeting', 'hello')",
+        "  const greeting = get('greeting')",
       ].join('\n'),
     ),
   )
