@@ -111,18 +111,14 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   }
   if (files['spin.toml'] === undefined) throw new BuildFailure('the source archive has no spin.toml')
   let manifest: SpinManifest
-  try {
-    manifest = parseSpinToml(files['spin.toml'])
-  } catch (error) {
-    throw new BuildFailure((error as Error).message)
-  }
-  if (manifest.components.length === 0) throw new BuildFailure('the application has no functions')
   let declared: ComponentVariables
   try {
+    manifest = parseSpinToml(files['spin.toml'])
     declared = declaredVariables(manifest, files)
   } catch (error) {
     throw new BuildFailure((error as Error).message)
   }
+  if (manifest.components.length === 0) throw new BuildFailure('the application has no functions')
   log(
     `building ${request.application} (${request.language}, build ${request.buildId}): ${manifest.components.length} function(s)\n`,
   )

@@ -3,6 +3,7 @@
 // defaults (spin/src/function-variables.ts), each mapped into the config of the component that
 // declared it, as spin.toml's `[variables]` and `[component.X.variables]` would be.
 import type { LockedApp } from '@session-relay/spin/format'
+import { configReading } from '@session-relay/spin/format'
 import type { DeclaredVariables } from '@session-relay/spin/function-variables'
 import { FUNCTION_VARIABLES_FILE, parseFunctionVariables } from '@session-relay/spin/function-variables'
 import type { SpinManifest } from './spin-toml.js'
@@ -62,20 +63,13 @@ export function lockedAppOf(manifest: SpinManifest, declared: ComponentVariables
       },
     })),
     components: manifest.components.map((component) => {
-      const config = configOf(declared.get(component.id))
+      const config = configReading(Object.keys(declared.get(component.id) ?? {}))
       return {
         id: component.id,
         metadata: { allowed_outbound_hosts: component.allowedOutboundHosts },
         source: { content_type: 'application/wasm', source: `file://${component.source}` },
-        ...(config === undefined ? {} : { config }),
+        ...(Object.keys(config).length === 0 ? {} : { config }),
       }
     }),
   }
-}
-
-function configOf(variables: DeclaredVariables | undefined): Record<string, string> | undefined {
-  if (variables === undefined || Object.keys(variables).length === 0) return undefined
-  const config: Record<string, string> = {}
-  for (const name of Object.keys(variables).sort()) config[name] = `{{ ${name} }}`
-  return config
 }

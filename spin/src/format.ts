@@ -62,3 +62,14 @@ export type LockedApp = {
   triggers: LockedTrigger[]
   components: LockedComponent[]
 }
+
+/**
+ * A component's lock `config` reading each of `names` as the application variable of that name
+ * (`"{{ name }}"`), sorted. The builder's lock and a relock write it alike, so relocking with a
+ * name the build already declared gives the same bytes.
+ */
+export function configReading(names: Iterable<string>): Record<string, string> {
+  const config: Record<string, string> = {}
+  for (const name of [...new Set(names)].sort()) config[name] = `{{ ${name} }}`
+  return config
+}

@@ -12,7 +12,7 @@
 // provider), which the SpinApp's `variables` set on the pod.
 import { sha256Digest } from './digest.js'
 import type { ImageConfig, ImageManifest, LockedApp } from './format.js'
-import { LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE } from './format.js'
+import { configReading, LOCKED_APP_DIGEST_LABEL, LOCKED_APP_MEDIA_TYPE, MANIFEST_MEDIA_TYPE } from './format.js'
 import { parseRef, pinnedRef } from './ref.js'
 import { isVariableName } from './variable-name.js'
 import type { ArtifactStore } from './artifact-store.js'
@@ -176,9 +176,7 @@ function withVariables(app: LockedApp, names: string[], secret: ReadonlySet<stri
     triggers,
     components: components.map((component) => {
       const { config: old, ...rest } = component
-      const config: Record<string, string> = {}
-      const keys = [...Object.keys(old ?? {}).filter((key) => defaults.has(key)), ...names]
-      for (const key of [...new Set(keys)].sort()) config[key] = `{{ ${key} }}`
+      const config = configReading([...Object.keys(old ?? {}).filter((key) => defaults.has(key)), ...names])
       return Object.keys(config).length === 0 ? rest : { ...rest, config }
     }),
   }
