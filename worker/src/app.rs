@@ -40,8 +40,9 @@ pub struct App {
     pub digests: Vec<String>,
     /// Its turns at the instance pool (`limits.maxConcurrentRequests`, `maxQueuedRequests`).
     pub admission: Admission,
-    /// Some component runs Winch's code: Cranelift's is on its way (`baseline.rs`).
-    pub baseline: bool,
+    /// The wasm of the components that run Winch's code: Cranelift's is on its way
+    /// (`baseline.rs`).
+    pub on_winch: Vec<PathBuf>,
 }
 
 /// What every application is built with, the same for all of them.
@@ -92,7 +93,7 @@ pub fn build(
     shared: &Shared,
     stats: Arc<Stats>,
 ) -> Result<App, LoadError> {
-    let mut on_baseline = false;
+    let mut on_winch = Vec::new();
     let app_id: Arc<str> = request.app.as_str().into();
     let app_in_flight = Counter::new(caps::PER_APP);
     let lock = LockedApp::from_value(request.lock)?;
@@ -136,7 +137,7 @@ pub fn build(
         // A component links only with its own engine's linkers.
         let own_linkers = match baseline {
             Some(baseline) if baseline.compiled(&compiled) => {
-                on_baseline = true;
+                on_winch.push(path.clone());
                 &baseline.linkers
             }
             _ => linkers,
@@ -206,6 +207,6 @@ pub fn build(
         router,
         components,
         digests,
-        baseline: on_baseline,
+        on_winch,
     })
 }

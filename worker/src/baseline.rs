@@ -1,8 +1,9 @@
 //! `--baseline-first`: an application whose components were never compiled answers first from
-//! Winch's code, compiled in a fraction of Cranelift's time, while Cranelift compiles it on a
-//! thread of its own; the application then moves to Cranelift's code (`slot.rs`), as a
-//! redeploy does: requests in flight finish on the code they started on. Only Cranelift's form
-//! is written to the compiled cache: the next load of the digest maps it and Winch is not used.
+//! Winch's code, compiled in a fraction of Cranelift's time, while Cranelift compiles it in a
+//! process of its own at the lowest priority (`compile_apart.rs`); the application then moves
+//! to Cranelift's code (`slot.rs`), as a redeploy does: requests in flight finish on the code
+//! they started on. Only Cranelift's form is written to the compiled cache: the next load of
+//! the digest maps it and Winch is not used.
 
 use crate::cache::{CacheError, Compiled, ComponentCache, Lookup};
 use crate::executor::Linkers;
@@ -13,44 +14,26 @@ use std::path::Path;
 use std::time::Instant;
 use wasmtime::Engine;
 
-/// Nice 10 for the calling thread (Linux schedules threads apart, by their own tid); a failure
-/// leaves it at the process's priority.
-fn lower_priority() {
-    // SAFETY: gettid and setpriority only read and set the calling thread's scheduling value.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-    }
-}
-
 pub struct Baseline {
     pub engine: Engine,
     /// Linked against the baseline engine: a component links only with its own engine's.
     pub linkers: Linkers,
-    /// Cranelift's compiles behind baseline loads, one at a time and in order: on two cores a
-    /// second beside it would take the CPU the first answers need.
+    /// Cranelift's compiles behind baseline loads, one at a time and in order: each is a
+    /// process of hundreds of MB while it compiles, and one is all a build beside it should meet.
     pub optimize: LoadPool,
-    /// Where those compiles' functions are compiled: wasmtime compiles a module's functions
-    /// on rayon's pool, and on the global one the next build's Winch compile queued behind
-    /// every function of a background compile (a js second deploy waited 8.7 s at load 17).
-    /// One thread at a lower priority: the rest of the machine answers and builds first.
-    pub background: rayon::ThreadPool,
+    /// The worker's flags, for its compile processes: the same engine and cache.
+    pub flags: Vec<String>,
 }
 
 impl Baseline {
-    pub fn new() -> wasmtime::Result<Baseline> {
+    pub fn new(flags: Vec<String>) -> wasmtime::Result<Baseline> {
         let engine = crate::engine::baseline_engine()?;
         crate::engine::start_ticker(&engine);
         Ok(Baseline {
             linkers: Linkers::new(&engine)?,
             engine,
             optimize: LoadPool::new("optimize", 1),
-            background: rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .thread_name(|_| "optimize-compile".into())
-                .start_handler(|_| lower_priority())
-                .build()
-                .map_err(|e| wasmtime::format_err!("the optimizing thread: {e}"))?,
+            flags,
         })
     }
 

@@ -4,7 +4,7 @@
 use crate::outbound::address::{AddressPolicy, BadCidr};
 use std::path::PathBuf;
 
-pub const USAGE: &str = "usage: worker --cache-dir DIR [--functions-cache-dir DIR] [--baseline-first] [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--memory-budget-bytes N] [--resolver IP:PORT] [--threads N]";
+pub const USAGE: &str = "usage: worker --cache-dir DIR [--functions-cache-dir DIR] [--baseline-first] [--allow-private-outbound CIDR,...] [--max-instances N] [--max-memory-bytes N] [--memory-budget-bytes N] [--resolver IP:PORT] [--threads N]\n       worker compile WASM --cache-dir DIR [flags]: compiles one component into the cache at the lowest priority, as --baseline-first does in the background, and exits when done or when its stdin closes";
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -8,6 +8,7 @@ mod app;
 mod baseline;
 mod budget;
 mod cache;
+mod compile_apart;
 mod config;
 mod engine;
 mod executor;
@@ -40,7 +41,16 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 const LOAD_THREADS: usize = 2;
 
 fn main() {
-    let config = match config::Config::parse(std::env::args().skip(1)) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let apart = match compile_apart::parse(&mut args) {
+        Some(Err(e)) => {
+            eprintln!("{e}\n{}", config::USAGE);
+            std::process::exit(2);
+        }
+        Some(Ok(wasm)) => Some(wasm),
+        None => None,
+    };
+    let config = match config::Config::parse(args.iter().cloned()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}\n{}", config::USAGE);
@@ -66,6 +76,9 @@ fn main() {
                 }
             }
         });
+    if let Some(wasm) = apart {
+        std::process::exit(compile_apart::run(&wasm, &config, functions));
+    }
     // Before any request: with no OTEL_* endpoint this sets nothing up at all.
     telemetry::start();
     // Set here, so tokio reads no TOKIO_WORKER_THREADS from the environment.
@@ -74,7 +87,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let code = runtime.block_on(run(config, functions));
+    let code = runtime.block_on(run(config, functions, args));
     // The spans still queued leave before the process does.
     telemetry::shutdown();
     std::process::exit(code);
@@ -93,7 +106,12 @@ enum StartError {
     Resolver(outbound::resolve::ResolverError),
 }
 
-async fn run(config: config::Config, functions: Option<Arc<cache::FunctionCache>>) -> i32 {
+/// `args`: the worker's flags, which its compile processes are given too.
+async fn run(
+    config: config::Config,
+    functions: Option<Arc<cache::FunctionCache>>,
+    args: Vec<String>,
+) -> i32 {
     // Replies and events, one line each, written to stdout in the order they come.
     let (replies, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
     let setup = || -> Result<protocol::Worker, StartError> {
@@ -103,7 +121,7 @@ async fn run(config: config::Config, functions: Option<Arc<cache::FunctionCache>
         let cache = cache::ComponentCache::new(&config.cache_dir, engine, functions.clone());
         let names = outbound::resolve::Names::new(config.resolver).map_err(StartError::Resolver)?;
         let baseline = match config.baseline_first {
-            true => Some(baseline::Baseline::new().map_err(StartError::Baseline)?),
+            true => Some(baseline::Baseline::new(args.clone()).map_err(StartError::Baseline)?),
             false => None,
         };
         let loader = slot::Loader {

@@ -6,12 +6,14 @@
 use crate::app::{self, App, LoadRequest, Shared};
 use crate::baseline::Baseline;
 use crate::cache::ComponentCache;
+use crate::compile_apart::{self, ApartError};
 use crate::executor::Linkers;
 use crate::load_error::LoadError;
 use crate::load_pool::LoadPool;
 use crate::log;
 use crate::stats::Stats;
 use serde_json::json;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::WeakUnboundedSender;
 
@@ -53,33 +55,38 @@ impl Loader {
             .await?
     }
 
-    /// Cranelift's build of an application loaded with Winch's code, on the one optimizing
-    /// thread, behind the compiles before it.
+    /// Cranelift's build of an application loaded with Winch's code: its components compiled
+    /// in a compile process (`compile_apart.rs`), one at a time behind the compiles before
+    /// it, then the application built again from the cache's files.
     async fn optimize(
         self: &Arc<Self>,
         request: LoadRequest,
+        on_winch: Vec<PathBuf>,
         stats: Arc<Stats>,
-    ) -> Option<Result<App, LoadError>> {
+    ) -> Option<Result<App, OptimizeError>> {
         let loader = self.clone();
         let baseline = self.baseline.as_ref()?;
+        let flags = baseline.flags.clone();
         let built = baseline
             .optimize
             .run(move || {
+                for wasm in &on_winch {
+                    compile_apart::compile(wasm, &flags)?;
+                }
                 let Loader {
                     cache,
                     linkers,
                     shared,
-                    baseline,
                     ..
                 } = &*loader;
-                let build = || app::build(request, cache, linkers, None, shared, stats);
-                match baseline {
-                    Some(baseline) => baseline.background.install(build),
-                    None => build(),
-                }
+                Ok(app::build(request, cache, linkers, None, shared, stats)?)
             })
             .await;
-        Some(built.map_err(LoadError::from).and_then(|built| built))
+        Some(
+            built
+                .map_err(|e| OptimizeError::Load(e.into()))
+                .and_then(|built| built),
+        )
     }
 
     fn event(&self, event: serde_json::Value) {
@@ -87,6 +94,15 @@ impl Loader {
             let _ = events.send(event.to_string());
         }
     }
+}
+
+/// Why an application stays on Winch's code.
+#[derive(Debug, thiserror::Error)]
+enum OptimizeError {
+    #[error(transparent)]
+    Apart(#[from] ApartError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
 }
 
 pub struct Slot {
@@ -108,7 +124,7 @@ impl Slot {
     pub async fn load(loader: &Arc<Loader>, request: LoadRequest) -> Result<Arc<Slot>, LoadError> {
         let stats = Arc::new(Stats::default());
         let app = loader.build(request.clone(), stats.clone(), true).await?;
-        let baseline = app.baseline;
+        let on_winch = app.on_winch.clone();
         let slot = Arc::new(Slot {
             id: app.scope.id.clone(),
             stats,
@@ -118,8 +134,8 @@ impl Slot {
             waking: tokio::sync::Mutex::new(()),
             loader: loader.clone(),
         });
-        if baseline {
-            tokio::spawn(Slot::optimize(Arc::downgrade(&slot)));
+        if !on_winch.is_empty() {
+            tokio::spawn(Slot::optimize(Arc::downgrade(&slot), on_winch));
         }
         Ok(slot)
     }
@@ -129,7 +145,7 @@ impl Slot {
     /// those in flight end on Winch's code. The compile fills the cache even when the slot
     /// has gone meanwhile (replaced, unloaded): the next load of the digest maps it. An idle
     /// application is left idle; it wakes on Cranelift's file.
-    async fn optimize(slot: std::sync::Weak<Slot>) {
+    async fn optimize(slot: std::sync::Weak<Slot>, on_winch: Vec<PathBuf>) {
         let Some((loader, request, stats, id)) = slot.upgrade().map(|s| {
             (
                 s.loader.clone(),
@@ -141,7 +157,7 @@ impl Slot {
             return;
         };
         let started = std::time::Instant::now();
-        let built = match loader.optimize(request, stats).await {
+        let built = match loader.optimize(request, on_winch, stats).await {
             Some(Ok(app)) => app,
             Some(Err(e)) => {
                 log::error(
@@ -155,7 +171,7 @@ impl Slot {
         let ms = started.elapsed().as_millis() as u64;
         let swapped = slot.upgrade().is_some_and(|slot| {
             let mut loaded = slot.loaded.lock().unwrap();
-            let on_baseline = loaded.as_ref().is_some_and(|app| app.baseline);
+            let on_baseline = loaded.as_ref().is_some_and(|app| !app.on_winch.is_empty());
             if on_baseline {
                 *loaded = Some(Arc::new(built));
             }

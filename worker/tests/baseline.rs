@@ -1,11 +1,13 @@
 //! --baseline-first: a component never compiled answers from Winch's code while Cranelift
-//! compiles it on the worker's one optimizing thread, then the application moves to
-//! Cranelift's code (its log line says so) and only Cranelift's form is in the cache.
+//! compiles it in a process of its own at the lowest priority, one at a time, then the
+//! application moves to Cranelift's code (its log line says so) and only Cranelift's form is in
+//! the cache.
 //!
-//! The optimizing thread is held by the order it works in, not by time: the first
-//! application's wasm is a FIFO, read once by its load and again by its Cranelift build, which
-//! waits there until the test writes the bytes again. The probe's Cranelift build queues
-//! behind it, so every request before that write is answered by Winch's code.
+//! The optimizing is held by the order it works in, not by time: the first application's wasm
+//! is a FIFO, read once by its load, again by its compile process, which waits there until the
+//! test writes the bytes again, and a third time by the worker to map what was compiled. The
+//! probe's Cranelift build queues behind it, so every request before that write is answered by
+//! Winch's code.
 
 mod common;
 
@@ -54,6 +56,38 @@ fn hold_optimizer(worker: &mut Worker, name: &str) -> PathBuf {
     load(worker, "holder", "holder", &fifo);
     fed.join().unwrap();
     fifo
+}
+
+/// Lets the holder's Cranelift build go: its compile process reads the FIFO, then the worker.
+/// One after the other: two writers at once would hand one reader both.
+fn release_optimizer(worker: &Worker, fifo: &Path) -> std::thread::JoinHandle<()> {
+    feed(fifo, holder_bytes()).join().unwrap();
+    // Its line comes once it has read the FIFO to the end and closed it.
+    assert!(
+        eventually(|| !cranelift_compiles(worker).is_empty()),
+        "{}",
+        worker.log()
+    );
+    feed(fifo, holder_bytes())
+}
+
+fn cranelift_compiles(worker: &Worker) -> Vec<Value> {
+    lines(worker, "component compiled")
+        .into_iter()
+        .filter(|l| l["compiler"] == "cranelift")
+        .collect()
+}
+
+/// Whether `done` comes true while a compile may take (seconds to a minute under load),
+/// polling what the worker writes.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    for _ in 0..3000 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
 }
 
 fn lines(worker: &Worker, msg: &str) -> Vec<Value> {
@@ -124,7 +158,7 @@ fn a_new_component_answers_from_winch_then_moves_to_cranelift() {
     assert_eq!(compiled_files(&cache), 0, "Winch's code is not cached");
 
     // The holder's bytes again: Cranelift builds it, then the probe, and each app moves.
-    let fed = feed(&fifo, holder_bytes());
+    let fed = release_optimizer(&worker, &fifo);
     assert!(until_line(&worker, "probe"), "{}", worker.log());
     fed.join().unwrap();
     let moved = lines(&worker, "application on Cranelift's code");
@@ -135,11 +169,7 @@ fn a_new_component_answers_from_winch_then_moves_to_cranelift() {
         "{}",
         worker.log()
     );
-    let cranelift: Vec<Value> = lines(&worker, "component compiled")
-        .into_iter()
-        .filter(|l| l["compiler"] == "cranelift")
-        .collect();
-    assert_eq!(cranelift.len(), 2, "{}", worker.log());
+    assert_eq!(cranelift_compiles(&worker).len(), 2, "{}", worker.log());
     assert_eq!(get(&url, "/?name=greeting").status, 200);
     assert_eq!(compiled_files(&cache), 2, "Cranelift's forms only");
     assert_eq!(worker.close().code(), Some(0));
@@ -156,20 +186,93 @@ fn a_new_component_answers_from_winch_then_moves_to_cranelift() {
     assert_eq!(again.close().code(), Some(0));
 }
 
-/// The line moving `app` to Cranelift's code, waited for as long as its compile may take
-/// (the probe's: seconds to a minute under load), polling the log the worker writes.
+/// The line moving `app` to Cranelift's code.
 fn until_line(worker: &Worker, app: &str) -> bool {
     let needle = json!(app);
-    for _ in 0..3000 {
-        if lines(worker, "application on Cranelift's code")
+    eventually(|| {
+        lines(worker, "application on Cranelift's code")
             .iter()
             .any(|l| l["app"] == needle)
-        {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    })
+}
+
+/// The fields of `/proc/PID/stat` after the command's name: state is the first, as `stat(5)`
+/// numbers them from 3.
+fn stat_fields(pid: u64) -> Vec<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    rest.split_whitespace().map(String::from).collect()
+}
+
+/// The nice of `/proc/PID/autogroup` (`/autogroup-2814 nice 19`), when the kernel has them.
+fn autogroup_nice(pid: u64) -> Option<i64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).ok()?;
+    text.split_whitespace().last()?.parse().ok()
+}
+
+/// Cranelift's background compile is a child process in a session of its own at nice 19, its
+/// autogroup at 19 too: the kernel shares the CPU between sessions first, so a build beside it
+/// (each step in its session) gets the machine, where a thread's nice alone gave it half. The
+/// worker's own priority is left alone. Read from the kernel while the child waits at the FIFO.
+#[test]
+fn cranelift_compiles_in_a_session_of_its_own_at_the_lowest_priority() {
+    let cache = scratch("apart");
+    let mut worker = Worker::start_with_cache(&cache, &["--baseline-first"]);
+    let fifo = hold_optimizer(&mut worker, "apart.fifo");
+    assert!(
+        eventually(|| !lines(&worker, "compiling apart").is_empty()),
+        "{}",
+        worker.log()
+    );
+    let child = lines(&worker, "compiling apart")[0]["pid"]
+        .as_u64()
+        .unwrap();
+    let worker_pid = u64::from(worker.pid());
+    let fields = stat_fields(child);
+    // stat(5): ppid is field 4, session 6, nice 19.
+    assert_eq!(fields[1], worker_pid.to_string(), "the worker's child");
+    assert_eq!(fields[3], child.to_string(), "a session of its own");
+    assert_eq!(fields[16], "19", "its nice");
+    let worker_fields = stat_fields(worker_pid);
+    assert_ne!(worker_fields[3], fields[3]);
+    let own = stat_fields(u64::from(std::process::id()));
+    assert_eq!(worker_fields[16], own[16], "the worker's own is left alone");
+    if let Some(nice) = autogroup_nice(child) {
+        assert_eq!(nice, 19, "its autogroup's");
+        assert_eq!(
+            autogroup_nice(worker_pid),
+            autogroup_nice(u64::from(std::process::id()))
+        );
     }
-    false
+
+    let fed = release_optimizer(&worker, &fifo);
+    assert!(until_line(&worker, "holder"), "{}", worker.log());
+    fed.join().unwrap();
+    assert_eq!(worker.close().code(), Some(0));
+}
+
+/// The compile process exits when the worker goes, its stdin closed: killed outright here,
+/// while the compile waits at the FIFO.
+#[test]
+fn a_compile_process_ends_with_its_worker() {
+    let cache = scratch("orphan");
+    let mut worker = Worker::start_with_cache(&cache, &["--baseline-first"]);
+    let _fifo = hold_optimizer(&mut worker, "orphan.fifo");
+    assert!(
+        eventually(|| !lines(&worker, "compiling apart").is_empty()),
+        "{}",
+        worker.log()
+    );
+    let child = lines(&worker, "compiling apart")[0]["pid"]
+        .as_u64()
+        .unwrap();
+    drop(worker);
+    // Gone once reaped, a zombie until then.
+    let ended = || {
+        std::fs::read_to_string(format!("/proc/{child}/stat"))
+            .map_or(true, |_| stat_fields(child)[0] == "Z")
+    };
+    assert!(eventually(ended), "the compile process outlived its worker");
 }
 
 #[test]
@@ -253,7 +356,7 @@ fn max_instances_bounds_winch_instances_and_cranelift_ones_beside_them() {
 
     // Cranelift's code, beside the three instances of Winch's still held: the pool is empty,
     // but the bound is the worker's.
-    let fed = feed(&fifo, holder_bytes());
+    let fed = release_optimizer(&worker, &fifo);
     assert!(
         until_line(&worker, "one") && until_line(&worker, "two"),
         "{}",
