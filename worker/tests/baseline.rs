@@ -210,23 +210,26 @@ fn autogroup_nice(pid: u64) -> Option<i64> {
     text.split_whitespace().last()?.parse().ok()
 }
 
+/// A worker whose compile process waits at the holder's FIFO `name`, and that process's pid.
+fn compile_waiting(name: &str) -> (Worker, PathBuf, u64) {
+    let mut worker = Worker::start_with_cache(&scratch(name), &["--baseline-first"]);
+    let fifo = hold_optimizer(&mut worker, &format!("{name}.fifo"));
+    assert!(
+        eventually(|| !lines(&worker, "compiling apart").is_empty()),
+        "{}",
+        worker.log()
+    );
+    let child = lines(&worker, "compiling apart")[0]["pid"].as_u64();
+    (worker, fifo, child.unwrap())
+}
+
 /// Cranelift's background compile is a child process in a session of its own at nice 19, its
 /// autogroup at 19 too: the kernel shares the CPU between sessions first, so a build beside it
 /// (each step in its session) gets the machine, where a thread's nice alone gave it half. The
 /// worker's own priority is left alone. Read from the kernel while the child waits at the FIFO.
 #[test]
 fn cranelift_compiles_in_a_session_of_its_own_at_the_lowest_priority() {
-    let cache = scratch("apart");
-    let mut worker = Worker::start_with_cache(&cache, &["--baseline-first"]);
-    let fifo = hold_optimizer(&mut worker, "apart.fifo");
-    assert!(
-        eventually(|| !lines(&worker, "compiling apart").is_empty()),
-        "{}",
-        worker.log()
-    );
-    let child = lines(&worker, "compiling apart")[0]["pid"]
-        .as_u64()
-        .unwrap();
+    let (worker, fifo, child) = compile_waiting("apart");
     let worker_pid = u64::from(worker.pid());
     let fields = stat_fields(child);
     // stat(5): ppid is field 4, session 6, nice 19.
@@ -255,17 +258,7 @@ fn cranelift_compiles_in_a_session_of_its_own_at_the_lowest_priority() {
 /// while the compile waits at the FIFO.
 #[test]
 fn a_compile_process_ends_with_its_worker() {
-    let cache = scratch("orphan");
-    let mut worker = Worker::start_with_cache(&cache, &["--baseline-first"]);
-    let _fifo = hold_optimizer(&mut worker, "orphan.fifo");
-    assert!(
-        eventually(|| !lines(&worker, "compiling apart").is_empty()),
-        "{}",
-        worker.log()
-    );
-    let child = lines(&worker, "compiling apart")[0]["pid"]
-        .as_u64()
-        .unwrap();
+    let (worker, _fifo, child) = compile_waiting("orphan");
     drop(worker);
     // Gone once reaped, a zombie until then.
     let ended = || {
