@@ -49,11 +49,16 @@ impl GuestOutput {
         // All of a request's lines in one write: a syscall per request, not per line.
         let mut text = String::new();
         for line in String::from_utf8_lossy(&captured.bytes).lines() {
-            log::push_line(
+            log::push_text_line(
                 &mut text,
                 "info",
                 "guest output",
-                json!({"app": app, "component": component, "stream": stream, "line": line}),
+                &[
+                    ("app", app),
+                    ("component", component),
+                    ("stream", stream),
+                    ("line", line),
+                ],
             );
         }
         if captured.dropped > 0 {
