@@ -28,8 +28,9 @@ pub const SUBCOMMAND: &str = "compile";
 const LOWEST: libc::c_int = 19;
 
 /// The kernel takes one autogroup nice a tenth of a second from an unprivileged process,
-/// machine-wide (EAGAIN meanwhile): a few tries, then the compile goes on at its threads' nice.
-const AUTOGROUP_TRIES: u32 = 5;
+/// machine-wide (EAGAIN meanwhile): tries for about two seconds, since other workers' compiles
+/// may start in the same moment, then the compile goes on at its threads' nice.
+const AUTOGROUP_TRIES: u32 = 20;
 const AUTOGROUP_WAIT: Duration = Duration::from_millis(110);
 
 /// Why a compile apart did not fill the cache.
