@@ -175,4 +175,23 @@ t.test('every session command shape against a relay with auth disabled', async (
   const missing = await relayCli(t, ['session', 'get', 'no-such-session', '--server', relay.http], env)
   t.equal(missing.code, 1)
   t.equal(missing.err, 'relay session: get session no-such-session: 404 session not found\n')
+  // One session id in 64 begins with a dash (16 random bytes in base64url): it is an id, not
+  // an option, wherever it stands, and a slot token that does is a token.
+  const dashed = '-Hq2_x9-aZ0bY1cX2dW3eV'
+  for (const args of [
+    ['session', 'get', dashed, '--server', relay.http],
+    ['session', '--server', relay.http, 'get', dashed, '--json'],
+    ['session', 'delete', dashed, '--server', relay.http],
+  ]) {
+    const answer = await relayCli(t, args, env)
+    t.equal(answer.code, 1, answer.err)
+    t.match(answer.err, new RegExp(`^relay session: (get|delete) session ${dashed}: 404 session not found\n$`))
+  }
+  const attached = await relayCli(
+    t,
+    ['attach', '--token', '-tTq2_x9-aZ0bY1cX2dW3eV'.slice(0, 22), `${relay.ws}/relay/${dashed}`],
+    env,
+  )
+  t.equal(attached.code, 1, attached.err)
+  t.notMatch(attached.err, /usage|ambiguous|Unknown option/)
 })

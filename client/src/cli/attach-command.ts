@@ -1,10 +1,10 @@
 // relay attach: stdin to the peer, the peer to stdout.
 import { readFile } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
-import { parseArgs } from 'node:util'
 import { attach } from '../attach.js'
 import type { Connection } from '../connection.js'
 import { RelayError } from '../errors.js'
+import { parseCommand } from './args.js'
 import type { Io } from './context.js'
 import { progressLine } from './progress.js'
 import { recreateByCommand } from './recreate-command.js'
@@ -17,17 +17,12 @@ export async function attachCommand(args: string[], io: Io): Promise<number> {
   const help = HELP.attach as string
   let parsed
   try {
-    parsed = parseArgs({
-      args,
-      options: {
-        server: { type: 'string' },
-        token: { type: 'string' },
-        'token-file': { type: 'string' },
-        text: { type: 'boolean' },
-        'recreate-command': { type: 'string' },
-      },
-      strict: true,
-      allowPositionals: true,
+    parsed = parseCommand(args, {
+      server: { type: 'string' },
+      token: { type: 'string' },
+      'token-file': { type: 'string' },
+      text: { type: 'boolean' },
+      'recreate-command': { type: 'string' },
     })
   } catch (error) {
     throw new UsageError((error as Error).message, help)

@@ -1,6 +1,6 @@
 // relay session create|list|get|delete, and relay pair.
-import { parseArgs } from 'node:util'
 import type { CreatedSession, Session } from '../types.js'
+import { parseCommand } from './args.js'
 import type { Io } from './context.js'
 import { adminFor, serverOf } from './context.js'
 import { relayLauncher } from './launcher.js'
@@ -161,12 +161,7 @@ function parse(
   help: string,
 ): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
   try {
-    return parseArgs({
-      args,
-      options: { server: { type: 'string' }, ...options },
-      strict: true,
-      allowPositionals: true,
-    })
+    return parseCommand(args, { server: { type: 'string' }, ...options })
   } catch (error) {
     throw new UsageError((error as Error).message, help)
   }
