@@ -26,6 +26,7 @@ export function buildRequestOf(config: BuilderConfig, workDir: string, log: (tex
       fileSizeBytes: config.stepFileBytes,
       processes: config.stepProcesses,
       tmpBytes: config.stepTmpBytes,
+      lowestPriority: config.lowestPriority,
     },
     log,
   }

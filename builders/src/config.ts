@@ -27,6 +27,7 @@ export type BuilderConfig = {
   stepFileBytes: number
   stepProcesses: number
   stepTmpBytes: number
+  lowestPriority: boolean
 }
 
 const required =
@@ -196,6 +197,14 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
     default: '512MiB',
     parse: parsePositiveBytes,
     help: "size of a step's private /tmp",
+  },
+  {
+    key: 'lowestPriority',
+    env: 'BUILD_LOWEST_PRIORITY',
+    flag: '--build-lowest-priority',
+    default: 'false',
+    parse: parseBoolean,
+    help: 'every step at the lowest CPU priority (its autogroup and nice 19), behind all else',
   },
   {
     key: 'maxStepOutputBytes',

@@ -89,6 +89,7 @@ async function build(t: Test, language: Language, archivePath: string, ref?: str
       fileSizeBytes: 1024 ** 3,
       processes: 512,
       tmpBytes: 64 * 1024 ** 2,
+      lowestPriority: false,
     },
     log: () => {},
   }

@@ -16,6 +16,7 @@ const limits = {
   fileSizeBytes: 1024 ** 2,
   processes: 512,
   tmpBytes: 16 * 1024 ** 2,
+  lowestPriority: false,
 }
 
 t.test('under umask 077 the step as 65534 reads its own passwd entry: its home in the cache', async (t) => {

@@ -2,6 +2,7 @@
 // and the real bubblewrap around a command, as root (privileged, dropping to 65534) and as an
 // unprivileged user (a user namespace): who it runs as, what it sees, its limits.
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,7 +10,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { buildSteps } from '@session-relay/builders/languages'
 import type { BuildStep } from '@session-relay/builders/languages'
-import { sandboxCommand } from '@session-relay/builders/sandbox/bwrap'
+import { SANDBOX_UID, sandboxCommand } from '@session-relay/builders/sandbox/bwrap'
 import type { SandboxSpec } from '@session-relay/builders/sandbox/bwrap'
 import { confine } from '@session-relay/builders/sandbox/policy'
 import type { SandboxContext } from '@session-relay/builders/sandbox/policy'
@@ -20,6 +21,7 @@ const limits = {
   fileSizeBytes: 1024 ** 2,
   processes: 512,
   tmpBytes: 16 * 1024 ** 2,
+  lowestPriority: false,
 }
 const context: SandboxContext = {
   mode: 'bwrap',
@@ -155,7 +157,11 @@ t.test("in an image the pod is the sandbox: a fetch gets the pod's proxy, nothin
 })
 
 /** Runs `script` with sh in a sandbox of the machine's /usr; `as` spawns bwrap as that uid. */
-async function inSandbox(t: Test, script: string, options: { privileged: boolean; as?: number }): Promise<string> {
+async function inSandbox(
+  t: Test,
+  script: string,
+  options: { privileged: boolean; as?: number; lowestPriority?: boolean },
+): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'sandbox-test-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   await chmod(dir, 0o777)
@@ -166,7 +172,7 @@ async function inSandbox(t: Test, script: string, options: { privileged: boolean
     cwd: '/work',
     env: { PATH: '/usr/bin:/bin' },
     network: false,
-    limits,
+    limits: { ...limits, lowestPriority: options.lowestPriority ?? false },
     privileged: options.privileged,
   }
   const { command, args } = sandboxCommand(spec, 'sh', ['-c', script])
@@ -219,4 +225,26 @@ t.test('as an unprivileged user: a user namespace maps it to 65534, with the sam
   t.match(out, /big=1048576/)
   const nested = await inSandbox(t, 'unshare --user true 2>&1 || echo refused', { privileged: false, as: 65534 })
   t.match(nested, /refused/, 'no user namespace inside')
+})
+
+// Its autogroup's nice, and the nice of the shell and of a process it starts (stat's 19th field).
+const PRIORITY = [
+  'echo autogroup=$(sed "s/.* nice //" /proc/self/autogroup)',
+  'echo nice=$(cut -d" " -f19 /proc/self/stat)',
+  'sh -c \'echo child=$(cut -d" " -f19 /proc/self/stat)\'',
+  'echo uid=$(id -u)',
+  'grep -E "^(NoNewPrivs|CapEff):" /proc/self/status | tr -s "\\t" " "',
+].join('; ')
+
+t.test('lowest priority: the step and its children at nice 19 in an autogroup of nice 19', async (t) => {
+  const ours = readFileSync('/proc/self/autogroup', 'utf8')
+  for (const privileged of [true, false]) {
+    const as = privileged ? {} : { as: SANDBOX_UID }
+    const out = await inSandbox(t, PRIORITY, { privileged, lowestPriority: true, ...as })
+    t.match(out, /autogroup=19\nnice=19\nchild=19\nuid=65534\n/, privileged ? 'as root' : 'as an unprivileged user')
+    t.match(out, /CapEff: 0000000000000000\nNoNewPrivs: 1\n/, 'dropped as without it')
+    const normal = await inSandbox(t, PRIORITY, { privileged, ...as })
+    t.match(normal, /autogroup=0\nnice=0\nchild=0\n/, 'without it, the default')
+  }
+  t.equal(readFileSync('/proc/self/autogroup', 'utf8'), ours, "the builder's own autogroup untouched")
 })
