@@ -1,6 +1,8 @@
 // The js engine seed through the local runtime (control/src/local/js-seed.ts), the real builder
-// and maker on embedded defaults: the machine's first js build makes the seed in the toolchains
-// directory and waits for it, then starts from a copy; a second application's first build (ts
+// and maker on embedded defaults but the tests' `--local-js-seed first-build` (test-env.ts; the
+// default, from the start, is local-js-seed-start.test.ts's): the machine's first js build
+// makes the seed in the toolchains directory and waits for it, then starts from a copy; a
+// second application's first build (ts
 // here) finds the compiled engine already in its own cache home, the seed's bytes, without
 // making anything; the seed is never the sandbox user's; an application's later build asks
 // for no seed. Needs root and bubblewrap, as the local runtime's builds.

@@ -123,6 +123,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       rustScript: shippedProgram('scripts/rust-wasm-root.sh'),
     })
   const jsSeed = localJsSeed({ dir: join(toolchainsDir, 'js-engine-seed'), builder, logger })
+  if (config.localJsSeed === 'start') jsSeed.start()
   const builds = createLocalBuilds({
     db,
     logger,

@@ -15,6 +15,7 @@ export type LocalSettings = {
   localWorker: string // '' : the project's cargo build of worker/
   localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
   localToolchainsDir: string // '' : {dataDir}/toolchains
+  localJsSeed: JsSeedWhen // when the machine's js engine seed is made, if it is missing
   localGoProxy: string // where a machine without Go fetches the pinned one
   rustRoot: string // RUST_ROOT, the builder's own setting; '' : the checkout's, else prepared
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
@@ -34,7 +35,15 @@ export type LocalRuntimeConfig = LocalSettings &
   Pick<RuntimeSettings, 'buildTimeoutMs' | 'invokeTimeoutMs'> &
   Pick<PolicySettings, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
 
+/** From the start at the lowest priority, or by the first js or ts build that needs it. */
+export type JsSeedWhen = 'start' | 'first-build'
+
 const setting = rowOf<LocalSettings>()
+
+function parseJsSeedWhen(text: string): JsSeedWhen {
+  if (text !== 'start' && text !== 'first-build') throw new Error('expected start or first-build')
+  return text
+}
 
 function parseIdleTimeout(text: string): number {
   const ms = parseDuration(text)
@@ -105,6 +114,14 @@ export const localSettings = [
     default: '',
     parse: anyText,
     help: "local runtime: Go, the rust root, the js engine seed builds prepare; empty: the data dir's",
+  }),
+  setting({
+    key: 'localJsSeed',
+    env: 'PLATFORM_LOCAL_JS_SEED',
+    flag: '--local-js-seed',
+    default: 'start',
+    parse: parseJsSeedWhen,
+    help: 'local runtime: make the js engine seed from the start (lowest priority) or at the first js build',
   }),
   setting({
     key: 'localGoProxy',
