@@ -1,5 +1,5 @@
 // npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--baseline-first true|false]
-//   [--toolchains-dir DIR] [--settle] [--json]
+//   [--toolchains-dir DIR] [--js-seed start|first-build] [--wait-for-seed] [--settle] [--json]
 //
 // Source to answer (issue 43): the control plane as the compiled binary on its embedded
 // defaults (PGlite, the local runtime, the real builder in its sandbox, the real worker), a fresh
@@ -16,6 +16,10 @@
 // second run's js first deploy is a new application's on a machine that has the seed (the
 // first run's made it); a directory whose js-engine-seed is a file has none (builds compile the
 // engine as before the seed). Empty: the fresh data directory's, the seed made by the first deploy.
+// --js-seed (PLATFORM_LOCAL_JS_SEED): when the control plane makes a missing seed, from its
+// start (the default, at the lowest priority) or at the first js build. --wait-for-seed: the
+// first deploy starts once the seed is ready (a person who started the control plane and then
+// wrote a function); without it, it starts as soon as the control plane answers.
 // --settle: the second deploy waits for the worker to have moved the first build to Cranelift's
 // code (a person edits for longer than that compile); without it, it starts at once, beside
 // the compile in the background.
@@ -40,11 +44,14 @@ const baselineFirst = option('--baseline-first', 'true')
 const toolchainsDir = option('--toolchains-dir', '')
 const asJson = argv.includes('--json')
 const settle = argv.includes('--settle')
+const jsSeed = option('--js-seed', 'start')
+const waitForSeed = argv.includes('--wait-for-seed')
 const TIMEOUT_MS = 900_000
 
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-deploy-'))
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
+const spawned = performance.now()
 const control = spawnLocalControl({
   dataDir,
   port,
@@ -53,6 +60,7 @@ const control = spawnLocalControl({
   stdout: 'pipe',
   env: {
     PLATFORM_LOCAL_BASELINE_FIRST: baselineFirst,
+    PLATFORM_LOCAL_JS_SEED: jsSeed,
     ...(worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker }),
     ...(toolchainsDir === '' ? {} : { PLATFORM_LOCAL_TOOLCHAINS_DIR: toolchainsDir }),
   },
@@ -61,9 +69,16 @@ const compiles: CompileLog = []
 // When the worker moved an application to Cranelift's code (`--settle` waits for one).
 let optimized = 0
 let onOptimized = (): void => {}
+// When the seed maker ended, ms after the control plane was spawned (--wait-for-seed waits for it).
+let seedEnded: number | null = null
+let onSeedEnded = (): void => {}
 createInterface({ input: control.stdout! }).on('line', (line) => {
   try {
-    const parsed = JSON.parse(line) as { worker?: { msg?: string; ms?: number; compiler?: string } }
+    const parsed = JSON.parse(line) as { msg?: string; worker?: { msg?: string; ms?: number; compiler?: string } }
+    if (parsed.msg === 'js engine seed ready' || parsed.msg === 'no js engine seed: js builds compile the engine') {
+      seedEnded = performance.now() - spawned
+      onSeedEnded()
+    }
     if (parsed.worker?.msg === "application on Cranelift's code") {
       optimized++
       onOptimized()
@@ -87,6 +102,7 @@ try {
     if (tries > 600) throw new Error('the control plane did not start')
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+  if (waitForSeed) await new Promise<void>((resolve) => (seedEnded !== null ? resolve() : (onSeedEnded = resolve)))
   for (const language of languages) {
     const name = `bench-${language}`
     const app = await controlApi(base, 'POST', '/applications', { name, language, runtime: 'wasmkube' })
@@ -136,13 +152,16 @@ try {
 const s = (ms: number): string => (ms / 1000).toFixed(1)
 if (asJson) {
   process.stdout.write(
-    `${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, baselineFirst, settle, rows }, null, 2)}\n`,
+    `${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, baselineFirst, settle, jsSeed, waitForSeed, seedEndedMs: seedEnded, rows }, null, 2)}\n`,
   )
 } else {
   process.stdout.write(
     `load average before ${load.join(' ')}, after ${loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
+  )
+  process.stdout.write(
+    `js seed: ${jsSeed}${waitForSeed ? ', first deploy once it was ready' : ''}; the maker ended ${seedEnded === null ? 'never' : `${s(seedEnded)} s after the control plane was spawned`}\n`,
   )
   process.stdout.write(
     '| language | deploy | total s | put | queue | build steps | push | build end | compile before the answer (worker) | to first 200 |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n',
