@@ -145,9 +145,11 @@ export function sandboxCommand(
 // builder's own would not reach the step. The step's first process lowers its new autogroup
 // (allowed to any owner; the kernel takes one such change a tenth of a second machine-wide,
 // so it tries again for two seconds) and its own nice, which every process it starts keeps.
+// It runs before setpriv, as root when the builder is: its programs by absolute path, from the
+// read-only root, whatever the step's PATH says.
 const LOWEST_PRIORITY =
   'i=0; while [ -e /proc/self/autogroup ] && ! { echo 19 >/proc/self/autogroup; } 2>/dev/null && [ $i -lt 20 ]; ' +
-  'do i=$((i + 1)); sleep 0.11; done; exec nice -n 19 "$@"'
+  'do i=$((i + 1)); /usr/bin/sleep 0.11; done; exec /usr/bin/nice -n 19 "$@"'
 
 const MADE = new Set(['/', '/usr', '/proc', '/dev', '/tmp', '/run'])
 
