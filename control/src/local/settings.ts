@@ -121,7 +121,7 @@ export const localSettings = [
     flag: '--local-js-seed',
     default: 'start',
     parse: parseJsSeedWhen,
-    help: 'local runtime: make the js engine seed from the start (lowest priority) or at the first js build',
+    help: 'local runtime: make the js engine seed at the start (lowest priority) or first js build',
   }),
   setting({
     key: 'localGoProxy',
