@@ -145,6 +145,9 @@ t.test(
       [],
       `no secret in any of the ${answers.length} answers`,
     )
+    // Stopped first: the worker's background compile writes its function cache through files
+    // renamed into place, which a scan meanwhile could list and then not find.
+    await control.close()
     const stored = filesUnder(control.store.dataDir).filter((path) => {
       const bytes = readFileSync(path)
       return bytes.includes(TOKEN) || bytes.includes(GREETING_SECRET)
