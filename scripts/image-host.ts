@@ -87,9 +87,10 @@ export type Podman = {
 export function podmanOn(root: string, runRoot: string): Podman {
   const global = ['--root', root, '--runroot', runRoot, '--events-backend', 'file', '--cgroup-manager', 'cgroupfs']
   const podman = async (args: string[], opts?: CommandOptions): Promise<string> => {
+    const command = args[0] === 'build' ? ['build', ...buildUlimits(), ...args.slice(1)] : args
     for (let attempt = 1; ; attempt++) {
       try {
-        return await run('podman', [...global, ...args], opts)
+        return await run('podman', [...global, ...command], opts)
       } catch (error) {
         if (attempt >= 3 || !isTransient((error as Error).message)) throw error
         process.stdout.write(
@@ -100,6 +101,16 @@ export function podmanOn(root: string, runRoot: string): Podman {
   }
   podman.sync = (args: string[]) => runSync('podman', [...global, ...args])
   return podman
+}
+
+/**
+ * buildah's chroot isolation gives each RUN step 1024 open files, soft and hard, whatever this
+ * process has: `npm ci` in the relay image's build failed with EMFILE at that once (CI, on a
+ * loaded machine). The steps get this process's own hard limit, the most podman may set here.
+ */
+function buildUlimits(): string[] {
+  const hard = /^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]
+  return hard === undefined ? [] : ['--ulimit', `nofile=${hard}:${hard}`]
 }
 
 /**
