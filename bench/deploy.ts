@@ -75,7 +75,7 @@ let onSeedEnded = (): void => {}
 createInterface({ input: control.stdout! }).on('line', (line) => {
   try {
     const parsed = JSON.parse(line) as { msg?: string; worker?: { msg?: string; ms?: number; compiler?: string } }
-    if (parsed.msg === 'js engine seed ready' || parsed.msg === 'no js engine seed: js builds compile the engine') {
+    if (parsed.msg === 'js engine seed ready' || parsed.msg?.startsWith('no js engine seed') === true) {
       seedEnded = performance.now() - spawned
       onSeedEnded()
     }

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
 import { createLogger } from '@session-relay/control/logger'
-import { localJsSeed } from '@session-relay/control/local/js-seed'
+import { NOT_MADE_AT_START, localJsSeed } from '@session-relay/control/local/js-seed'
 import type { LocalJsSeed } from '@session-relay/control/local/js-seed'
 import { scratchDir } from '../helpers/control-process.js'
 import { until } from '../helpers/wait.js'
@@ -148,11 +148,7 @@ process.exitCode = first ? 1 : 0
 `
   })
   maker.seed.start()
-  await until(
-    () => maker.logs.some((entry) => entry.msg === 'no js engine seed: js builds compile the engine'),
-    30_000,
-    'the failure',
-  )
+  await until(() => maker.logs.some((entry) => entry.msg === NOT_MADE_AT_START), 30_000, 'the failure')
   const written: string[] = []
   await maker.seed.prepare(join(maker.dir, 'app-cache'), (line) => written.push(line))
   t.same(runs(maker.dir), ['true', 'unset'], 'a second maker, at the build priority')

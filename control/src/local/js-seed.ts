@@ -21,6 +21,9 @@ import { MAKING_NAME } from '@session-relay/common/js-seed-making'
 import type { Logger } from '../logger.js'
 import { childEnv, startNode, stopChild } from './children.js'
 
+/** The warning of a maker from the start that failed. */
+export const NOT_MADE_AT_START = 'no js engine seed at the start: the first js build that needs one tries again'
+
 export type LocalJsSeed = {
   /** Makes the seed now, at the lowest priority, unless one is being made already. */
   start(): void
@@ -90,7 +93,12 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
         const ms = Date.now() - started
         if (closed) deps.logger.info({ ms }, 'js engine seed: the maker stopped with the control plane')
         else if (code === 0) deps.logger.info({ ms }, 'js engine seed ready')
-        else deps.logger.warn({ ms, code, output: last.join('\n') }, 'no js engine seed: js builds compile the engine')
+        else
+          deps.logger.warn(
+            { ms, code, output: last.join('\n') },
+            // One from the start is tried again by the first build that needs it (below).
+            lowestPriority ? NOT_MADE_AT_START : 'no js engine seed: js builds compile the engine',
+          )
         // A maker that ends removes its work itself; one killed (by close, or the kernel)
         // cannot. Its sandboxed steps die with it (bwrap --die-with-parent), maybe a moment
         // later: a file they write meanwhile leaves a directory not empty, and rm tries again.
