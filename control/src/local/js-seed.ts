@@ -43,13 +43,15 @@ export type LocalJsSeedDeps = {
 export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
   // The seed being made (or made): whether it is there now.
   let making: Promise<boolean> | null = null
-  let fromStart = false
+  // The one `start` began, while it is `making`: a build waiting on it says so.
+  let atStart: Promise<boolean> | null = null
   let child: ChildProcess | null = null
   let closed = false
   const listeners = new Set<(line: string) => void>()
   const env = { JS_ENGINE_SEEDS: deps.dir }
 
-  const make = (lowestPriority: boolean): Promise<boolean> =>
+  // One from the start runs its steps at the lowest priority.
+  const make = (fromStart: boolean): Promise<boolean> =>
     new Promise((resolve) => {
       let program: string
       try {
@@ -64,10 +66,10 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
         return
       }
       const started = Date.now()
-      const makerEnv = lowestPriority ? { ...env, BUILD_LOWEST_PRIORITY: 'true' } : env
+      const makerEnv = fromStart ? { ...env, BUILD_LOWEST_PRIORITY: 'true' } : env
       const maker = startNode(program, [], { cwd: dirname(program), env: childEnv(makerEnv) })
       child = maker
-      deps.logger.info({ pid: maker.pid, lowestPriority }, 'making the js engine seed')
+      deps.logger.info({ pid: maker.pid, lowestPriority: fromStart }, 'making the js engine seed')
       // The maker's last output, for the warning when it fails: its stdout's lines and its
       // stderr's chunks alike, at most 20 of them whatever it prints.
       const last: string[] = []
@@ -92,12 +94,12 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
         child = null
         const ms = Date.now() - started
         if (closed) deps.logger.info({ ms }, 'js engine seed: the maker stopped with the control plane')
-        else if (code === 0) deps.logger.info({ ms }, 'js engine seed ready')
+        else if (made) deps.logger.info({ ms }, 'js engine seed ready')
         else
           deps.logger.warn(
             { ms, code, output: last.join('\n') },
             // One from the start is tried again by the first build that needs it (below).
-            lowestPriority ? NOT_MADE_AT_START : 'no js engine seed: js builds compile the engine',
+            fromStart ? NOT_MADE_AT_START : 'no js engine seed: js builds compile the engine',
           )
         // A maker that ends removes its work itself; one killed (by close, or the kernel)
         // cannot. Its sandboxed steps die with it (bwrap --die-with-parent), maybe a moment
@@ -117,9 +119,8 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
   return {
     start() {
       if (closed || making !== null) return
-      fromStart = true
       const started = make(true)
-      making = started
+      making = atStart = started
       // Tried once more by the next build that needs it, at that build's priority.
       void started.then((made) => {
         if (!made && making === started) making = null
@@ -132,9 +133,8 @@ export function localJsSeed(deps: LocalJsSeedDeps): LocalJsSeed {
       if (closed) return env
       if (making === null) {
         write("js engine: preparing the machine's seed (once per machine and componentize-js version)\n")
-        fromStart = false
         making = make(false)
-      } else if (fromStart && child !== null) {
+      } else if (making === atStart && child !== null) {
         write("js engine: waiting for the machine's seed, being made since the start at the lowest priority\n")
       }
       const say = (line: string): void => write(`js engine: ${line}\n`)
