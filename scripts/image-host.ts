@@ -86,8 +86,9 @@ export type Podman = {
  */
 export function podmanOn(root: string, runRoot: string): Podman {
   const global = ['--root', root, '--runroot', runRoot, '--events-backend', 'file', '--cgroup-manager', 'cgroupfs']
+  const ulimits = buildUlimits()
   const podman = async (args: string[], opts?: CommandOptions): Promise<string> => {
-    const command = args[0] === 'build' ? ['build', ...buildUlimits(), ...args.slice(1)] : args
+    const command = args[0] === 'build' ? ['build', ...ulimits, ...args.slice(1)] : args
     for (let attempt = 1; ; attempt++) {
       try {
         return await run('podman', [...global, ...command], opts)
