@@ -25,6 +25,8 @@ import { confine } from './sandbox/policy.js'
 import { BuildFailure } from './failure.js'
 import { checkPackageJson, findEntry } from './js-package.js'
 import { copySeed } from './js-seed.js'
+import { preinitBind } from './js-preinit.js'
+import type { Bind } from './sandbox/bwrap.js'
 import { engineFiles, engineSeedKey } from './js-seed-key.js'
 import type { ComponentVariables } from './locked-app.js'
 import { declaredVariables, lockedAppOf } from './locked-app.js'
@@ -49,6 +51,8 @@ export type BuildRequest = {
   rustRoot: string
   /** js, ts: the machine's engine seeds (js-seed.ts), copied into a cache that has no home yet; null: none. */
   engineSeeds: string | null
+  /** js, ts in bwrap: the pre-initializer run in place of componentize-js's wizer (js-preinit.ts); null: wizer. */
+  preinitializer: string | null
   limits: StepLimits
   /** bwrap: every step in its own sandbox (the local runtime); pod: the builder image's pod is the sandbox. */
   sandbox: SandboxMode
@@ -128,6 +132,7 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   if ((request.language === 'js' || request.language === 'ts') && request.engineSeeds !== null)
     await seedEngineCache(request.engineSeeds, join(request.dependencyCache, 'home'), log)
   const wasm = new Map<string, Uint8Array>()
+  const preinit = await preinitializer(request)
   const sandbox = await prepareSandbox({
     mode: request.sandbox,
     language: request.language,
@@ -136,6 +141,7 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
     rustRoot: request.rustRoot,
     builderDir: builderDir(),
     nodeModules: request.language === 'js' || request.language === 'ts' ? builderNodeModules() : null,
+    preinit,
     limits: request.sandboxLimits,
   })
   try {
@@ -212,6 +218,16 @@ async function buildComponent(
     await access(join(dir, COMPONENT_FILE))
   } catch {
     throw new BuildFailure(`function ${name}: the build left no ${COMPONENT_FILE}`)
+  }
+}
+
+async function preinitializer(request: BuildRequest): Promise<Bind | null> {
+  if (request.preinitializer === null || (request.language !== 'js' && request.language !== 'ts')) return null
+  if (request.sandbox !== 'bwrap') throw new BuildFailure('a js pre-initializer runs only in the bwrap sandbox')
+  try {
+    return await preinitBind(request.preinitializer, buildToolsDir())
+  } catch (error) {
+    throw new BuildFailure((error as Error).message)
   }
 }
 

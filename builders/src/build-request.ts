@@ -18,6 +18,7 @@ export function buildRequestOf(config: BuilderConfig, workDir: string, log: (tex
     dependencyCache: config.dependencyCache !== '' ? config.dependencyCache : join(workDir, '.deps'),
     rustRoot: rustRoot(config.rustRoot),
     engineSeeds: config.engineSeeds === '' ? null : config.engineSeeds,
+    preinitializer: config.preinitializer === '' ? null : config.preinitializer,
     limits: { timeoutMs: config.stepTimeoutMs, maxOutputBytes: config.maxStepOutputBytes },
     sandbox: config.sandbox,
     sandboxLimits: {

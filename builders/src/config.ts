@@ -21,6 +21,7 @@ export type BuilderConfig = {
   dependencyCache: string
   rustRoot: string
   engineSeeds: string
+  preinitializer: string
   sandbox: SandboxMode
   stepCpuSeconds: number
   stepMemoryBytes: number
@@ -149,6 +150,14 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
     default: '',
     parse: anyText,
     help: 'js, ts: the engine seeds directory (make-js-seed.js) new caches start from; empty: none',
+  },
+  {
+    key: 'preinitializer',
+    env: 'JS_PREINITIALIZER',
+    flag: '--js-preinitializer',
+    default: '',
+    parse: anyText,
+    help: "js, ts (bwrap): the worker's preinit, run as componentize-js's wizer; empty: wizer's own",
   },
   {
     key: 'sandbox',

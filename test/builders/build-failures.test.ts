@@ -79,6 +79,7 @@ async function build(t: Test, language: Language, archivePath: string, ref?: str
     workDir: join(workDir, 'work'),
     dependencyCache: join(workDir, 'deps'),
     engineSeeds: null,
+    preinitializer: null,
     rustRoot: '/',
     limits: { timeoutMs: 60_000, maxOutputBytes: 100_000 },
     // As in an image (the pod is the sandbox): the stand-ins above run as they are, from PATH.

@@ -31,6 +31,7 @@ const context: SandboxContext = {
   cache: '/c',
   builderDir: '/b',
   nodeModules: '/b/node_modules',
+  preinit: null,
   node: '/opt/node/bin/node',
   goRoot: '/opt/go',
   rustRoot: '/r',
@@ -86,6 +87,26 @@ t.test('js: no network, the function writable, the builder read-only, an environ
   t.notOk(step.args.includes('/run/fetch.sock'), 'no proxy')
   t.match(step.shown, /^\/opt\/node\/bin\/node \/b\/dist\/js-bundle\.js .* \(sandboxed, no network\)$/)
 })
+
+t.test(
+  "js with a pre-initializer: it is bound read-only over componentize-js's wizer, after node_modules",
+  async (t) => {
+    const wizer = '/b/node_modules/@bytecodealliance/wizer-linux-x64/wizer'
+    const steps = buildSteps('js', '/w/functions/f', {
+      toolchain,
+      entry: 'src/index.js',
+      displayPrefix: 'functions/f/',
+    })
+    for (const step of steps) {
+      const args = confine(step, 'js', { ...context, preinit: { from: '/x/preinit', to: wizer } }).args
+      const readOnly = binds(args, '--ro-bind')
+      t.same(readOnly.at(-1), ['/x/preinit', wizer], `${step.name}: the last bind, so nothing binds over it`)
+      t.ok(readOnly.findIndex(([, to]) => to === '/b/node_modules') < readOnly.length - 1)
+    }
+    const go = confine(compiledSteps('go', '/c')[1]!, 'go', { ...context, preinit: { from: '/x/preinit', to: wizer } })
+    t.notOk(go.args.includes('/x/preinit'), 'only js and ts steps see it')
+  },
+)
 
 t.test('go: the fetch reaches the proxy through the bridge; the compile has no network', async (t) => {
   const [tidy, compile] = compiledSteps('go', '/c')

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
@@ -16,6 +16,8 @@ import { stopAtTeardown } from './stop-child.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const WORKER = process.env.WORKER_BIN ?? join(root, '.cache/worker/target/release/worker')
+/** The js builds' pre-initializer the worker's cargo build makes beside it (builders/src/js-preinit.ts). */
+export const PREINIT = join(dirname(WORKER), 'preinit')
 
 type Worker = {
   /** Sends one command and waits for its reply. */

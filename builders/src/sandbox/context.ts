@@ -5,7 +5,7 @@ import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readdir, realpath, rm, wri
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
-import type { SandboxLimits } from './bwrap.js'
+import type { Bind, SandboxLimits } from './bwrap.js'
 import { SANDBOX_UID } from './bwrap.js'
 import type { SandboxContext, SandboxMode } from './policy.js'
 
@@ -20,6 +20,8 @@ export type SandboxSetup = {
   builderDir: string
   /** js and ts: the builder's node_modules (the go and rust images carry no js toolchain). */
   nodeModules: string | null
+  /** js, ts: the pre-initializer's bind over componentize-js's wizer (js-preinit.ts), or null. */
+  preinit: Bind | null
   limits: SandboxLimits
 }
 
@@ -43,6 +45,7 @@ export async function prepareSandbox(setup: SandboxSetup): Promise<SandboxContex
     cache: setup.cache,
     builderDir: setup.builderDir,
     nodeModules: setup.nodeModules === null ? null : await realpath(setup.nodeModules),
+    preinit: setup.preinit,
     node: await realpath(process.execPath),
     goRoot: setup.language === 'go' && setup.mode === 'bwrap' ? await goRoot() : null,
     rustRoot: setup.language === 'rust' ? await realpath(setup.rustRoot).catch(() => setup.rustRoot) : null,

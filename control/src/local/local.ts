@@ -3,8 +3,8 @@
 // the configured registry), deployments loaded into one worker process, each on a loopback
 // port. At start it fails the builds a previous process left running; the reconcile
 // (domain/reconcile.ts) brings the deployed applications back up.
-import { mkdirSync, rmSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import type { LocalRuntimeConfig } from './settings.js'
 import type { ConcurrencyInForce, ResourcesT } from '../model/app-settings.js'
 import type { Logger } from '../logger.js'
@@ -122,6 +122,18 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
       checkoutRustRoot: shippedProgram('.cache/rust-wasm/current'),
       rustScript: shippedProgram('scripts/rust-wasm-root.sh'),
     })
+  // The worker's build makes the js builds' pre-initializer beside it (js-preinit.ts in the
+  // builder); a worker from elsewhere may come without one, and js builds then use wizer.
+  const jsPreinit = (): Record<string, string> => {
+    let worker: string
+    try {
+      worker = workerProgram(config.localWorker)
+    } catch {
+      return {}
+    }
+    const preinit = join(dirname(worker), 'preinit')
+    return existsSync(preinit) ? { JS_PREINITIALIZER: preinit } : {}
+  }
   const jsSeed = localJsSeed({ dir: join(toolchainsDir, 'js-engine-seed'), builder, logger })
   if (config.localJsSeed === 'start') jsSeed.start()
   const builds = createLocalBuilds({
@@ -136,7 +148,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     finish: deps.finish,
     prepare: async (language, write, cache) => ({
       ...(await prepared.prepare(language, write)),
-      ...(language === 'js' || language === 'ts' ? await jsSeed.prepare(cache, write) : {}),
+      ...(language === 'js' || language === 'ts' ? { ...(await jsSeed.prepare(cache, write)), ...jsPreinit() } : {}),
     }),
   })
   const metrics = deps.metrics ?? null

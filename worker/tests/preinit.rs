@@ -1,0 +1,200 @@
+//! The pre-initializer (src/bin/preinit), run as componentize-js runs it: the module's state
+//! after its init function becomes the output's starting state, WASI works while it runs (as
+//! wizer gives it), other imports are traps, errors are printed in wizer's words, and the
+//! compiled module is kept in `$HOME/.cache/preinit`, its sum checked before use.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use wasmtime::{Engine, Instance, Module, Store};
+
+const PREINIT: &str = env!("CARGO_BIN_EXE_preinit");
+
+/// Counts its environment (WASI) into a global, writes 42 at memory[16] and sets another
+/// global to 7. It imports a function it never calls, as the js engine imports its
+/// component's interfaces.
+const MODULE: &str = r#"(module
+  (import "wasi_snapshot_preview1" "environ_sizes_get" (func $environ_sizes (param i32 i32) (result i32)))
+  (import "spin:app/never" "call" (func $never))
+  (memory (export "memory") 1)
+  (global $seven (export "seven") (mut i32) (i32.const 0))
+  (global $vars (export "vars") (mut i32) (i32.const -1))
+  (func (export "init")
+    (drop (call $environ_sizes (i32.const 0) (i32.const 4)))
+    (global.set $vars (i32.load (i32.const 0)))
+    (i32.store8 (i32.const 16) (i32.const 42))
+    (global.set $seven (i32.const 7)))
+  (func (export "trap") unreachable)
+  (func (export "read") (result i32) (i32.load8_u (i32.const 16))))"#;
+
+struct Run {
+    dir: PathBuf,
+}
+
+impl Run {
+    fn new(name: &str) -> Run {
+        let dir = std::env::temp_dir().join(format!("preinit-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("home")).unwrap();
+        fs::write(dir.join("in.wasm"), wat::parse_str(MODULE).unwrap()).unwrap();
+        Run { dir }
+    }
+
+    fn preinit(&self, args: &[&str]) -> Output {
+        Command::new(PREINIT)
+            .args(args)
+            .env_clear()
+            .env("HOME", self.dir.join("home"))
+            .env("ONE_VARIABLE", "1")
+            .output()
+            .unwrap()
+    }
+
+    fn init(&self, init: &str, inherit_env: bool) -> Output {
+        let out = format!("-o={}", self.dir.join("out.wasm").display());
+        let input = self.dir.join("in.wasm");
+        let env = format!("--inherit-env={inherit_env}");
+        self.preinit(&[
+            "--allow-wasi",
+            "--init-func",
+            init,
+            &env,
+            "--wasm-bulk-memory=true",
+            &out,
+            input.to_str().unwrap(),
+        ])
+    }
+
+    fn cache(&self) -> Vec<PathBuf> {
+        let dir = self.dir.join("home/.cache/preinit");
+        let mut entries: Vec<PathBuf> = fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        entries.sort();
+        entries
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The output's exports as they start, with no init run and no imports at all.
+fn started(path: &Path) -> (i32, i32, i32, bool) {
+    let engine = Engine::default();
+    let module = Module::from_file(&engine, path).unwrap();
+    assert_eq!(module.imports().len(), 2, "the imports stay as they were");
+    let mut store = Store::new(&engine, ());
+    // Neither import is called from here on: a dummy of each type lets it instantiate.
+    let mut linker = wasmtime::Linker::new(&engine);
+    linker.define_unknown_imports_as_traps(&module).unwrap();
+    let instance: Instance = linker.instantiate(&mut store, &module).unwrap();
+    let seven = instance
+        .get_global(&mut store, "seven")
+        .unwrap()
+        .get(&mut store)
+        .unwrap_i32();
+    let vars = instance
+        .get_global(&mut store, "vars")
+        .unwrap()
+        .get(&mut store)
+        .unwrap_i32();
+    let read = instance
+        .get_typed_func::<(), i32>(&mut store, "read")
+        .unwrap();
+    let byte = read.call(&mut store, ()).unwrap();
+    (
+        seven,
+        vars,
+        byte,
+        instance.get_func(&mut store, "init").is_some(),
+    )
+}
+
+#[test]
+fn the_state_after_init_is_the_start() {
+    let run = Run::new("state");
+    let output = run.init("init", true);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        started(&run.dir.join("out.wasm")),
+        (7, 2, 42, false),
+        "HOME and ONE_VARIABLE seen; init gone"
+    );
+
+    let output = run.init("init", false);
+    assert!(output.status.success());
+    assert_eq!(
+        started(&run.dir.join("out.wasm")).1,
+        0,
+        "no environment unless inherited"
+    );
+}
+
+#[test]
+fn a_trap_is_told_in_wizers_words() {
+    let run = Run::new("trap");
+    let output = run.init("trap", false);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // componentize-js finds the user's error by this prefix (componentize.js, WIZER_ERROR_CAUSE_PREFIX).
+    assert!(
+        stderr.starts_with("Error: the `trap` function trapped\n\nCaused by:"),
+        "{stderr}"
+    );
+    assert!(!run.dir.join("out.wasm").exists());
+}
+
+#[test]
+fn a_command_line_it_does_not_know_is_refused() {
+    let run = Run::new("flags");
+    let output = run.preinit(&["--preload=a=b", "-o=x", "in.wasm"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "preinit: unknown flag --preload\n"
+    );
+}
+
+#[test]
+fn the_compiled_module_is_kept_and_a_damaged_one_compiled_again() {
+    let run = Run::new("cache");
+    assert!(run.init("init", false).status.success());
+    let entries = run.cache();
+    assert_eq!(entries.len(), 1, "one entry");
+    let written = fs::metadata(&entries[0]).unwrap().modified().unwrap();
+
+    assert!(run.init("init", false).status.success());
+    assert_eq!(run.cache(), entries);
+    assert_eq!(
+        fs::metadata(&entries[0]).unwrap().modified().unwrap(),
+        written,
+        "read, not written again"
+    );
+
+    // A byte of its code changed, still a file wasmtime would map: refused by its sum.
+    let mut bytes = fs::read(&entries[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&entries[0], &bytes).unwrap();
+    let output = run.init("init", false);
+    assert!(output.status.success());
+    assert_eq!(started(&run.dir.join("out.wasm")), (7, 0, 42, false));
+    assert_ne!(
+        fs::read(&entries[0]).unwrap(),
+        bytes,
+        "compiled again and replaced"
+    );
+
+    // A stale entry (another module's) goes when the next one is written.
+    fs::write(run.dir.join("home/.cache/preinit/0000.cwasm"), b"old").unwrap();
+    fs::remove_file(&entries[0]).unwrap();
+    assert!(run.init("init", false).status.success());
+    assert_eq!(run.cache(), entries, "the one entry");
+}
