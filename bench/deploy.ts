@@ -1,5 +1,5 @@
 // npm run bench:deploy -- [--languages js,ts,go,rust] [--worker PATH] [--baseline-first true|false]
-//   [--toolchains-dir DIR] [--js-seed start|first-build] [--wait-for-seed] [--settle] [--json]
+//   [--toolchains-dir DIR] [--preinit true|false] [--settle] [--json]
 //
 // Source to answer (issue 43): the control plane as the compiled binary on its embedded
 // defaults (PGlite, the local runtime, the real builder in its sandbox, the real worker), a fresh
@@ -12,14 +12,10 @@
 // --worker runs another worker binary (PLATFORM_LOCAL_WORKER): the "before" column (with
 // --baseline-first false for a worker older than that flag). --baseline-first false: the worker
 // compiles each build with Cranelift before it answers (PLATFORM_LOCAL_BASELINE_FIRST).
-// --toolchains-dir (PLATFORM_LOCAL_TOOLCHAINS_DIR) keeps the js engine seed between runs: a
-// second run's js first deploy is a new application's on a machine that has the seed (the
-// first run's made it); a directory whose js-engine-seed is a file has none (builds compile the
-// engine as before the seed). Empty: the fresh data directory's, the seed made by the first deploy.
-// --js-seed (PLATFORM_LOCAL_JS_SEED): when the control plane makes a missing seed, from its
-// start (the default, at the lowest priority) or at the first js build. --wait-for-seed: the
-// first deploy starts once the seed is ready (a person who started the control plane and then
-// wrote a function); without it, it starts as soon as the control plane answers.
+// --toolchains-dir (PLATFORM_LOCAL_TOOLCHAINS_DIR) keeps the Go toolchain and the rust root
+// between runs. Empty: the fresh data directory's.
+// --preinit false: js builds run componentize-js's own wizer, not the worker's preinit (the
+// worker is run through a directory of its own, with no preinit beside it): the "before".
 // --settle: the second deploy waits for the worker to have moved the first build to Cranelift's
 // code (a person edits for longer than that compile); without it, it starts at once, beside
 // the compile in the background.
@@ -44,11 +40,19 @@ const baselineFirst = option('--baseline-first', 'true')
 const toolchainsDir = option('--toolchains-dir', '')
 const asJson = argv.includes('--json')
 const settle = argv.includes('--settle')
-const jsSeed = option('--js-seed', 'start')
-const waitForSeed = argv.includes('--wait-for-seed')
+const preinit = option('--preinit', 'true') !== 'false'
 const TIMEOUT_MS = 900_000
 
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-deploy-'))
+// The local runtime runs the preinit it finds beside the worker (control/src/local/local.ts).
+const workerPath = (): string => {
+  const path = worker !== '' ? worker : join(ROOT, '.cache/worker/target/release/worker')
+  if (preinit) return path
+  const alone = join(dataDir, 'worker-alone')
+  mkdirSync(alone)
+  symlinkSync(path, join(alone, 'worker'))
+  return join(alone, 'worker')
+}
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
 const spawned = performance.now()
@@ -60,8 +64,7 @@ const control = spawnLocalControl({
   stdout: 'pipe',
   env: {
     PLATFORM_LOCAL_BASELINE_FIRST: baselineFirst,
-    PLATFORM_LOCAL_JS_SEED: jsSeed,
-    ...(worker === '' ? {} : { PLATFORM_LOCAL_WORKER: worker }),
+    ...(worker === '' && preinit ? {} : { PLATFORM_LOCAL_WORKER: workerPath() }),
     ...(toolchainsDir === '' ? {} : { PLATFORM_LOCAL_TOOLCHAINS_DIR: toolchainsDir }),
   },
 })
@@ -69,16 +72,9 @@ const compiles: CompileLog = []
 // When the worker moved an application to Cranelift's code (`--settle` waits for one).
 let optimized = 0
 let onOptimized = (): void => {}
-// When the seed maker ended, ms after the control plane was spawned (--wait-for-seed waits for it).
-let seedEnded: number | null = null
-let onSeedEnded = (): void => {}
 createInterface({ input: control.stdout! }).on('line', (line) => {
   try {
     const parsed = JSON.parse(line) as { msg?: string; worker?: { msg?: string; ms?: number; compiler?: string } }
-    if (parsed.msg === 'js engine seed ready' || parsed.msg?.startsWith('no js engine seed') === true) {
-      seedEnded = performance.now() - spawned
-      onSeedEnded()
-    }
     if (parsed.worker?.msg === "application on Cranelift's code") {
       optimized++
       onOptimized()
@@ -90,6 +86,8 @@ createInterface({ input: control.stdout! }).on('line', (line) => {
 })
 
 type Row = { language: string; deploy: 'first' | 'second'; phases: Phases }
+// When the control plane first answered, ms after it was spawned.
+let startedMs = 0
 const rows: Row[] = []
 const load = loadavg().map((l) => l.toFixed(2))
 try {
@@ -102,7 +100,7 @@ try {
     if (tries > 600) throw new Error('the control plane did not start')
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  if (waitForSeed) await new Promise<void>((resolve) => (seedEnded !== null ? resolve() : (onSeedEnded = resolve)))
+  startedMs = performance.now() - spawned
   for (const language of languages) {
     const name = `bench-${language}`
     const app = await controlApi(base, 'POST', '/applications', { name, language, runtime: 'wasmkube' })
@@ -152,7 +150,7 @@ try {
 const s = (ms: number): string => (ms / 1000).toFixed(1)
 if (asJson) {
   process.stdout.write(
-    `${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, baselineFirst, settle, jsSeed, waitForSeed, seedEndedMs: seedEnded, rows }, null, 2)}\n`,
+    `${JSON.stringify({ loadBefore: load, loadAfter: loadavg(), worker, baselineFirst, settle, preinit, startedMs, rows }, null, 2)}\n`,
   )
 } else {
   process.stdout.write(
@@ -161,7 +159,7 @@ if (asJson) {
       .join(' ')}\n`,
   )
   process.stdout.write(
-    `js seed: ${jsSeed}${waitForSeed ? ', first deploy once it was ready' : ''}; the maker ended ${seedEnded === null ? 'never' : `${s(seedEnded)} s after the control plane was spawned`}\n`,
+    `js pre-initializer: ${preinit ? "the worker's preinit" : "componentize-js's wizer"}; the control plane answered ${s(startedMs)} s after it was spawned\n`,
   )
   process.stdout.write(
     '| language | deploy | total s | put | queue | build steps | push | build end | compile before the answer (worker) | to first 200 |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n',

@@ -3,7 +3,7 @@
 // manifest and push it. Returns the digest-pinned reference; throws a BuildFailure whose
 // message is the short reason for the termination log.
 import { createRequire } from 'node:module'
-import { constants, createReadStream, existsSync } from 'node:fs'
+import { constants, createReadStream } from 'node:fs'
 import { access, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,17 +17,14 @@ import { buildSteps, COMPONENT_FILE, rustArtifact } from './languages.js'
 import { ADAPTER_PATH } from '@session-relay/spin/toolchains'
 import type { StepLimits, StepResult } from './run-step.js'
 import { runStep } from './run-step.js'
-import type { SandboxLimits } from './sandbox/bwrap.js'
+import type { Bind, SandboxLimits } from './sandbox/bwrap.js'
 import { ownForSandbox, prepareSandbox } from './sandbox/context.js'
 import { startFetchProxy } from './sandbox/fetch-proxy.js'
 import type { SandboxContext, SandboxMode } from './sandbox/policy.js'
 import { confine } from './sandbox/policy.js'
 import { BuildFailure } from './failure.js'
 import { checkPackageJson, findEntry } from './js-package.js'
-import { copySeed } from './js-seed.js'
 import { preinitBind } from './js-preinit.js'
-import type { Bind } from './sandbox/bwrap.js'
-import { engineFiles, engineSeedKey } from './js-seed-key.js'
 import type { ComponentVariables } from './locked-app.js'
 import { declaredVariables, lockedAppOf } from './locked-app.js'
 import { buildableFiles } from './source-files.js'
@@ -49,8 +46,6 @@ export type BuildRequest = {
   dependencyCache: string
   /** rust: the toolchain root (toolchains.ts); '/' when the builder's own root is it. */
   rustRoot: string
-  /** js, ts: the machine's engine seeds (js-seed.ts), copied into a cache that has no home yet; null: none. */
-  engineSeeds: string | null
   /** js, ts in bwrap: the pre-initializer run in place of componentize-js's wizer (js-preinit.ts); null: wizer. */
   preinitializer: string | null
   limits: StepLimits
@@ -129,8 +124,6 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   if (request.language === 'js' || request.language === 'ts') {
     await symlink(builderNodeModules(), join(request.workDir, 'node_modules'), 'dir')
   }
-  if ((request.language === 'js' || request.language === 'ts') && request.engineSeeds !== null)
-    await seedEngineCache(request.engineSeeds, join(request.dependencyCache, 'home'), log)
   const wasm = new Map<string, Uint8Array>()
   const preinit = await preinitializer(request)
   const sandbox = await prepareSandbox({
@@ -229,25 +222,6 @@ async function preinitializer(request: BuildRequest): Promise<Bind | null> {
   } catch (error) {
     throw new BuildFailure((error as Error).message)
   }
-}
-
-// An application's first js build (its cache has no home yet) starts from the machine's seed,
-// when there is a sound one; whatever goes wrong, the build compiles the engine as before.
-async function seedEngineCache(seeds: string, home: string, log: (text: string) => void): Promise<void> {
-  if (existsSync(home)) return
-  let reason: string | null
-  let key = ''
-  try {
-    key = await engineSeedKey(await engineFiles(buildToolsDir()))
-    reason = await copySeed(seeds, key, home)
-  } catch (error) {
-    reason = (error as Error).message
-  }
-  log(
-    reason === null
-      ? `js engine: compiled code copied from the machine's seed ${key.slice(0, 12)}\n`
-      : `js engine: no seed used (${reason}); this build compiles the engine\n`,
-  )
 }
 
 // Where a step finds the application's cache: the directory itself, or in the rust toolchain

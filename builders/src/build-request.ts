@@ -1,5 +1,4 @@
-// The build a builder's settings ask for: main.ts's one, and make-js-seed.ts's build of the
-// platform's own template, which must run exactly as an application's build runs.
+// The build a builder's settings ask for.
 import { join } from 'node:path'
 import { rustRoot } from '@session-relay/spin/toolchains'
 import type { BuildRequest } from './build-app.js'
@@ -17,7 +16,6 @@ export function buildRequestOf(config: BuilderConfig, workDir: string, log: (tex
     workDir,
     dependencyCache: config.dependencyCache !== '' ? config.dependencyCache : join(workDir, '.deps'),
     rustRoot: rustRoot(config.rustRoot),
-    engineSeeds: config.engineSeeds === '' ? null : config.engineSeeds,
     preinitializer: config.preinitializer === '' ? null : config.preinitializer,
     limits: { timeoutMs: config.stepTimeoutMs, maxOutputBytes: config.maxStepOutputBytes },
     sandbox: config.sandbox,

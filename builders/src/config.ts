@@ -20,7 +20,6 @@ export type BuilderConfig = {
   maxStepOutputBytes: number
   dependencyCache: string
   rustRoot: string
-  engineSeeds: string
   preinitializer: string
   sandbox: SandboxMode
   stepCpuSeconds: number
@@ -142,14 +141,6 @@ export const settings: ReadonlyArray<Setting<BuilderConfig>> = [
     default: '',
     parse: anyText,
     help: 'rust: the toolchain root; empty: .cache/rust-wasm/current',
-  },
-  {
-    key: 'engineSeeds',
-    env: 'JS_ENGINE_SEEDS',
-    flag: '--js-engine-seeds',
-    default: '',
-    parse: anyText,
-    help: 'js, ts: the engine seeds directory (make-js-seed.js) new caches start from; empty: none',
   },
   {
     key: 'preinitializer',

@@ -78,7 +78,6 @@ async function build(t: Test, language: Language, archivePath: string, ref?: str
     insecureRegistry: false,
     workDir: join(workDir, 'work'),
     dependencyCache: join(workDir, 'deps'),
-    engineSeeds: null,
     preinitializer: null,
     rustRoot: '/',
     limits: { timeoutMs: 60_000, maxOutputBytes: 100_000 },

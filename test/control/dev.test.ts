@@ -11,7 +11,6 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { withTimeout } from '../helpers/wait.js'
 import { stopAtTeardown } from '../helpers/stop-child.js'
-import { TEST_ENV } from '../helpers/test-env.js'
 
 const devJs = fileURLToPath(new URL('../../dist/scripts/dev.js', import.meta.url))
 
@@ -32,7 +31,6 @@ function startDev(t: Test, extraEnv: Record<string, string> = {}, args: string[]
     RELAY_ADDR: '127.0.0.1:0',
     PLATFORM_ADDR: '127.0.0.1:0',
     PLATFORM_DATA_DIR: join(dir, 'data'),
-    ...TEST_ENV,
     ...extraEnv,
   })
   const child = spawn(process.execPath, [devJs, ...args], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })

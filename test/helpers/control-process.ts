@@ -5,7 +5,6 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { processRunner } from './process.js'
-import { TEST_ENV } from './test-env.js'
 
 const controlMainJs = fileURLToPath(new URL('../../control/dist/main.js', import.meta.url))
 export const controlHealthcheckJs = fileURLToPath(new URL('../../control/dist/healthcheck.js', import.meta.url))
@@ -13,7 +12,6 @@ export const controlHealthcheckJs = fileURLToPath(new URL('../../control/dist/he
 export const controlProcess = processRunner({
   mainJs: controlMainJs,
   ownEnv: /^PLATFORM_/,
-  testEnv: TEST_ENV,
   listening: 'control plane listening',
 })
 

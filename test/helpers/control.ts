@@ -13,7 +13,6 @@ import type { ControlConfig } from '@session-relay/control/config'
 import { createLogger } from '@session-relay/control/logger'
 import { startControlPlane } from '@session-relay/control/server'
 import type { ControlServer, ServerDeps } from '@session-relay/control/server'
-import { TEST_ENV } from './test-env.js'
 import { until } from './wait.js'
 
 export type Engine = 'pglite' | 'postgres'
@@ -114,7 +113,7 @@ export async function startTestControl(
   const store = opts.store ?? (await freshStore(t, engine))
   const config = parseConfig(
     ['--addr', '127.0.0.1:0', '--data-dir', store.dataDir, '--database-url', store.databaseUrl, ...flags],
-    TEST_ENV,
+    {},
   )
   const lines: string[] = []
   const logger = createLogger(config.logLevel, {

@@ -24,8 +24,6 @@ export type ProcessSpec = {
   mainJs: string
   /** Environment variables that would configure the process, dropped from the parent's. */
   ownEnv: RegExp
-  /** Settings every test's process gets unless the test gives its own. */
-  testEnv?: Record<string, string>
   /** The log message that carries the port once it listens. */
   listening: string
 }
@@ -45,7 +43,7 @@ export function processRunner(spec: ProcessSpec) {
     for (const [key, value] of Object.entries(process.env)) {
       if (!spec.ownEnv.test(key) && !/^TAP/.test(key)) env[key] = value
     }
-    return { ...env, ...spec.testEnv, ...extra }
+    return { ...env, ...extra }
   }
 
   function launch(t: Test, args: string[], env: Record<string, string>) {

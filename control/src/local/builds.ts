@@ -46,14 +46,9 @@ export type LocalBuildsDeps = {
   finish: FinishBuild
   /**
    * The builder's environment for the language, its toolchain prepared first when missing
-   * (toolchains.ts, and js-seed.ts for js and ts), progress written to the build's log; `cache`
-   * is the application's dependency cache. None when absent.
+   * (toolchains.ts), progress written to the build's log. None when absent.
    */
-  prepare?: (
-    language: BuildApplication['language'],
-    write: (text: string) => void,
-    cache: string,
-  ) => Promise<Record<string, string>>
+  prepare?: (language: BuildApplication['language'], write: (text: string) => void) => Promise<Record<string, string>>
 }
 
 export type LocalBuilds = {
@@ -150,7 +145,7 @@ export function createLocalBuilds(deps: LocalBuildsDeps): LocalBuilds {
     const dependencyCache = join(deps.cacheDir, app.clusterName)
     try {
       // Before the builder and its deadline: the first build on a machine may wait minutes here.
-      toolchain = (await deps.prepare?.(app.language, (text) => log.write(Buffer.from(text)), dependencyCache)) ?? {}
+      toolchain = (await deps.prepare?.(app.language, (text) => log.write(Buffer.from(text)))) ?? {}
       // A preparation that ended because the control plane is stopping starts no builder.
       if (closing) throw new Error('closing')
     } catch (error) {

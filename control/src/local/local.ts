@@ -17,7 +17,6 @@ import type { LocalBuilds } from './builds.js'
 import { createLocalBuilds } from './builds.js'
 import type { LocalHosts } from './hosts.js'
 import { createLocalHosts } from './hosts.js'
-import { localJsSeed } from './js-seed.js'
 import { instanceMemoryBytes } from './memory-limit.js'
 import { workerSampler } from './metrics-sampler.js'
 import type { ToolchainCheck } from './programs.js'
@@ -134,8 +133,6 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     const preinit = join(dirname(worker), 'preinit')
     return existsSync(preinit) ? { JS_PREINITIALIZER: preinit } : {}
   }
-  const jsSeed = localJsSeed({ dir: join(toolchainsDir, 'js-engine-seed'), builder, logger })
-  if (config.localJsSeed === 'start') jsSeed.start()
   const builds = createLocalBuilds({
     db,
     logger,
@@ -146,9 +143,9 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     timeoutMs: config.buildTimeoutMs,
     env,
     finish: deps.finish,
-    prepare: async (language, write, cache) => ({
+    prepare: async (language, write) => ({
       ...(await prepared.prepare(language, write)),
-      ...(language === 'js' || language === 'ts' ? { ...(await jsSeed.prepare(cache, write)), ...jsPreinit() } : {}),
+      ...(language === 'js' || language === 'ts' ? jsPreinit() : {}),
     }),
   })
   const metrics = deps.metrics ?? null
@@ -177,7 +174,7 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
     },
     async close() {
       prepared.close()
-      await Promise.all([builds.close(), jsSeed.close()])
+      await builds.close()
       await hosts.close()
     },
   }

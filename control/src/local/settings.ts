@@ -15,7 +15,6 @@ export type LocalSettings = {
   localWorker: string // '' : the project's cargo build of worker/
   localCacheDir: string // '' : {dataDir}/runtime/worker/compiled
   localToolchainsDir: string // '' : {dataDir}/toolchains
-  localJsSeed: JsSeedWhen // when the machine's js engine seed is made, if it is missing
   localGoProxy: string // where a machine without Go fetches the pinned one
   rustRoot: string // RUST_ROOT, the builder's own setting; '' : the checkout's, else prepared
   localAllowPrivateOutbound: string[] // CIDR ranges functions may reach although internal
@@ -35,15 +34,7 @@ export type LocalRuntimeConfig = LocalSettings &
   Pick<RuntimeSettings, 'buildTimeoutMs' | 'invokeTimeoutMs'> &
   Pick<PolicySettings, 'localMaxConcurrentRequests' | 'localMaxQueuedRequests'>
 
-/** From the start at the lowest priority, or by the first js or ts build that needs it. */
-export type JsSeedWhen = 'start' | 'first-build'
-
 const setting = rowOf<LocalSettings>()
-
-function parseJsSeedWhen(text: string): JsSeedWhen {
-  if (text !== 'start' && text !== 'first-build') throw new Error('expected start or first-build')
-  return text
-}
 
 function parseIdleTimeout(text: string): number {
   const ms = parseDuration(text)
@@ -113,15 +104,7 @@ export const localSettings = [
     flag: '--local-toolchains-dir',
     default: '',
     parse: anyText,
-    help: "local runtime: Go, the rust root, the js engine seed builds prepare; empty: the data dir's",
-  }),
-  setting({
-    key: 'localJsSeed',
-    env: 'PLATFORM_LOCAL_JS_SEED',
-    flag: '--local-js-seed',
-    default: 'start',
-    parse: parseJsSeedWhen,
-    help: 'local runtime: make the js engine seed at the start (lowest priority) or first js build',
+    help: "local runtime: the Go and rust toolchains builds prepare; empty: the data dir's",
   }),
   setting({
     key: 'localGoProxy',
