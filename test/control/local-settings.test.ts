@@ -1,7 +1,7 @@
 // The two settings the local runtime shares with the builder by the builder's own names,
 // DOCKER_CONFIG and RUST_ROOT, read through the settings table like every other (issue 41): a
 // flag reaches the builder child and the toolchain check without the process's environment.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -10,6 +10,7 @@ import { createApp, firstFunction, startTestControl } from '../helpers/control.j
 import { writeStandIns } from '../fixtures/local-programs.js'
 import { SHARED_COMPILED } from '../helpers/worker-probe.js'
 import { toolchainCheck } from '@session-relay/control/local/programs'
+import { LEFTOVER_JS_SEED } from '@session-relay/control/local/local'
 
 // A control plane start and a build take several seconds each on a loaded machine.
 t.setTimeout(180_000)
@@ -67,4 +68,22 @@ t.test('--rust-root: the root a rust build is checked against, named when it is 
   const refused = await control.call('POST', `/applications/${app.id}/builds`)
   t.equal(refused.status, 503)
   t.match(refused.body, { error: `rust builds need the wasm32 Rust toolchain root: none at ${root} ` })
+})
+
+t.test('a js engine seed left by an older control plane goes at the start; the toolchains stay', async (t) => {
+  const toolchains = scratch(t)
+  mkdirSync(join(toolchains, LEFTOVER_JS_SEED, 'key', 'home'), { recursive: true })
+  writeFileSync(join(toolchains, LEFTOVER_JS_SEED, 'key', 'files.json'), '{}')
+  mkdirSync(join(toolchains, 'go'))
+  await startTestControl(t, 'pglite', [
+    '--dev-insecure-skip-auth',
+    '--runtime',
+    'local',
+    '--local-cache-dir',
+    SHARED_COMPILED,
+    '--local-toolchains-dir',
+    toolchains,
+  ])
+  t.notOk(existsSync(join(toolchains, LEFTOVER_JS_SEED)), 'the seed is gone')
+  t.ok(existsSync(join(toolchains, 'go')), 'the rest of the directory is kept')
 })

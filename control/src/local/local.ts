@@ -24,6 +24,9 @@ import { programPath, shippedProgram, toolchainCheck, workerProgram } from './pr
 import type { LocalToolchains } from './toolchains.js'
 import { localToolchains } from './toolchains.js'
 
+/** The toolchains directory's js engine seed, left by control planes before preinit. */
+export const LEFTOVER_JS_SEED = 'js-engine-seed'
+
 export type LocalRuntime = {
   builds: LocalBuilds
   hosts: LocalHosts
@@ -109,6 +112,9 @@ export async function startLocalRuntime(deps: LocalRuntimeDeps): Promise<LocalRu
   })
   const toolchainsDir =
     config.localToolchainsDir !== '' ? resolve(config.localToolchainsDir) : join(resolve(config.dataDir), 'toolchains')
+  // Control planes before the js builds' preinit kept a js engine seed here (about 20 MB a
+  // componentize-js version); nothing reads it now.
+  rmSync(join(toolchainsDir, LEFTOVER_JS_SEED), { recursive: true, force: true })
   const prepared =
     deps.prepared ??
     localToolchains({
