@@ -3,9 +3,11 @@
 // plugin reads the wit worlds of the package.json there. Arguments: none; writes
 // component.wasm in the cwd.
 import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { shippedWizer } from '@session-relay/builders/js-preinit'
 
 /** The builder's own bundle step (builders/src/js-bundle.ts), compiled: what a js build runs. */
 const BUNDLE_SCRIPT = fileURLToPath(new URL('../../builders/dist/js-bundle.js', import.meta.url))
@@ -15,6 +17,13 @@ const buildTools = dirname(require.resolve('@spinframework/build-tools/package.j
 execFileSync(process.execPath, [BUNDLE_SCRIPT, 'src/index.js', 'dist/bundle.js'], {
   stdio: ['ignore', 'ignore', 'inherit'],
 })
-execFileSync(process.execPath, [join(buildTools, 'dist/index.js'), '-i', 'dist/bundle.js', '-o', 'component.wasm'], {
-  stdio: ['ignore', 'ignore', 'inherit'],
-})
+const j2w = [process.execPath, join(buildTools, 'dist/index.js'), '-i', 'dist/bundle.js', '-o', 'component.wasm']
+// As the local builder does (builders/src/js-preinit.ts): the worker's preinit in the place of
+// componentize-js's wizer, bound over it in a mount namespace of this command's own; with
+// BENCH_WORKER_PREINIT=false, or no preinit built, wizer as shipped.
+const preinit = fileURLToPath(new URL('../../.cache/worker/target/release/preinit', import.meta.url))
+const command =
+  process.env.BENCH_WORKER_PREINIT !== 'false' && existsSync(preinit)
+    ? ['bwrap', '--dev-bind', '/', '/', '--ro-bind', preinit, await shippedWizer(buildTools), ...j2w]
+    : j2w
+execFileSync(command[0]!, command.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] })

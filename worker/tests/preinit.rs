@@ -1,7 +1,8 @@
 //! The pre-initializer (src/bin/preinit), run as componentize-js runs it: the module's state
 //! after its init function becomes the output's starting state, WASI works while it runs (as
 //! wizer gives it), other imports are traps, errors are printed in wizer's words, and the
-//! compiled module is kept in `$HOME/.cache/preinit`, its sum checked before use.
+//! compiled module is kept in `$HOME/.cache/preinit`, its sum checked before use, and the
+//! module's applied data segments are left out where no code can name them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ const MODULE: &str = r#"(module
     (global.set $vars (i32.load (i32.const 0)))
     (i32.store8 (i32.const 16) (i32.const 42))
     (global.set $seven (i32.const 7)))
+  (data (i32.const 100) "abc")
   (func (export "trap") unreachable)
   (func (export "read") (result i32) (i32.load8_u (i32.const 16))))"#;
 
@@ -33,10 +35,14 @@ struct Run {
 
 impl Run {
     fn new(name: &str) -> Run {
+        Run::with(name, MODULE)
+    }
+
+    fn with(name: &str, module: &str) -> Run {
         let dir = std::env::temp_dir().join(format!("preinit-test-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("home")).unwrap();
-        fs::write(dir.join("in.wasm"), wat::parse_str(MODULE).unwrap()).unwrap();
+        fs::write(dir.join("in.wasm"), wat::parse_str(module).unwrap()).unwrap();
         Run { dir }
     }
 
@@ -197,4 +203,62 @@ fn the_compiled_module_is_kept_and_a_damaged_one_compiled_again() {
     fs::remove_file(&entries[0]).unwrap();
     assert!(run.init("init", false).status.success());
     assert_eq!(run.cache(), entries, "the one entry");
+}
+
+/// The output's data segments: (passive, length) each, and the DataCount section's count.
+fn data_segments(path: &Path) -> (Vec<(bool, usize)>, Option<u32>) {
+    let wasm = fs::read(path).unwrap();
+    let (mut segments, mut count) = (Vec::new(), None);
+    for payload in wasmparser::Parser::new(0).parse_all(&wasm) {
+        match payload.unwrap() {
+            wasmparser::Payload::DataCountSection { count: n, .. } => count = Some(n),
+            wasmparser::Payload::DataSection(reader) => {
+                for data in reader {
+                    let data = data.unwrap();
+                    segments.push((
+                        matches!(data.kind, wasmparser::DataKind::Passive),
+                        data.data.len(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    (segments, count)
+}
+
+#[test]
+fn applied_data_segments_go_where_no_code_names_one() {
+    let run = Run::new("trim");
+    assert!(run.init("init", false).status.success());
+    let (segments, count) = data_segments(&run.dir.join("out.wasm"));
+    assert!(
+        segments.iter().all(|&(passive, _)| !passive),
+        "no empty passive segment: {segments:?}"
+    );
+    assert_eq!(count, None);
+    assert_eq!(started(&run.dir.join("out.wasm")), (7, 0, 42, false));
+
+    // With `memory.init` naming a segment by its index, every index must stay: the module is
+    // kept whole (wasmtime-wizer refuses `data.drop`, the other instruction that names one).
+    let named = MODULE.replace(
+        r#"(func (export "trap") unreachable)"#,
+        r#"(func (export "trap") unreachable)
+           (data $kept "xyz")
+           (func (export "copy") (memory.init $kept (i32.const 0) (i32.const 0) (i32.const 3)))"#,
+    );
+    let run = Run::with("trim-named", &named);
+    let output = run.init("init", false);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (segments, count) = data_segments(&run.dir.join("out.wasm"));
+    assert_eq!(
+        segments[..2],
+        [(true, 0), (true, 3)],
+        "the applied segment, kept empty, and the passive one"
+    );
+    assert_eq!(count, Some(u32::try_from(segments.len()).unwrap()));
 }

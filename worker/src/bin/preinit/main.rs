@@ -14,11 +14,13 @@
 //! What it does, as wizer does: instantiate the module with WASI preview 1 (stdio inherited,
 //! the directories given, the environment if asked) and every other import a trap, call
 //! `_initialize` if exported and then the init function, and write the module with its
-//! memories and globals as they are now, the init function's export removed. An error is
+//! memories and globals as they are now, the init function's export removed, and no empty
+//! data segment where nothing can refer to one (`trim.rs`). An error is
 //! printed as wizer prints it, which componentize-js reads to show the user's own error.
 
 mod args;
 mod cache;
+mod trim;
 
 use std::future::Future;
 use std::pin::pin;
@@ -118,6 +120,7 @@ fn run(args: &args::Args) -> wasmtime::Result<()> {
             instance,
         },
     ))?;
+    let snapshot = trim::drop_empty_passive_data(snapshot)?;
     std::fs::write(&args.output, snapshot)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(())
