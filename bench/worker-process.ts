@@ -18,6 +18,8 @@ export const DEFAULT_WORKER = join(TARGET_DIR, 'release/worker')
  * Built templates and the worker's compiled components: kept across runs, never committed.
  * BENCH_WORKER_CACHE moves it, and BENCH_WORKER_TEMPLATE builds another js template (a
  * directory laid out as spin/templates/js), so an A/B against an older template keeps its own.
+ * Components are built with the worker's preinit, as the local builder builds them
+ * (js-template-build.ts); BENCH_WORKER_PREINIT=false builds a cache's with componentize-js's wizer.
  */
 export const CACHE = process.env.BENCH_WORKER_CACHE ?? join(ROOT, '.cache/bench-worker')
 const TEMPLATE = process.env.BENCH_WORKER_TEMPLATE ?? join(ROOT, 'spin/templates/js')
