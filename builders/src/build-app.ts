@@ -17,14 +17,15 @@ import { buildSteps, COMPONENT_FILE, rustArtifact } from './languages.js'
 import { ADAPTER_PATH } from '@session-relay/spin/toolchains'
 import type { StepLimits, StepResult } from './run-step.js'
 import { runStep } from './run-step.js'
-import type { Bind, SandboxLimits } from './sandbox/bwrap.js'
+import type { SandboxLimits } from './sandbox/bwrap.js'
 import { ownForSandbox, prepareSandbox } from './sandbox/context.js'
 import { startFetchProxy } from './sandbox/fetch-proxy.js'
 import type { SandboxContext, SandboxMode } from './sandbox/policy.js'
 import { confine } from './sandbox/policy.js'
 import { BuildFailure } from './failure.js'
 import { checkPackageJson, findEntry } from './js-package.js'
-import { preinitBind } from './js-preinit.js'
+import type { PreinitBinds } from './js-preinit.js'
+import { preinitBinds } from './js-preinit.js'
 import type { ComponentVariables } from './locked-app.js'
 import { declaredVariables, lockedAppOf } from './locked-app.js'
 import { buildableFiles } from './source-files.js'
@@ -46,7 +47,7 @@ export type BuildRequest = {
   dependencyCache: string
   /** rust: the toolchain root (toolchains.ts); '/' when the builder's own root is it. */
   rustRoot: string
-  /** js, ts in bwrap: the pre-initializer run in place of componentize-js's wizer (js-preinit.ts); null: wizer. */
+  /** js, ts in bwrap: the pre-initializer run in place of componentize-js's wizer, with its adapter (js-preinit.ts); null: neither. */
   preinitializer: string | null
   limits: StepLimits
   /** bwrap: every step in its own sandbox (the local runtime); pod: the builder image's pod is the sandbox. */
@@ -126,26 +127,30 @@ export async function buildApplication(request: BuildRequest): Promise<string> {
   }
   const wasm = new Map<string, Uint8Array>()
   const preinit = await preinitializer(request)
-  const sandbox = await prepareSandbox({
-    mode: request.sandbox,
-    language: request.language,
-    workDir: request.workDir,
-    cache: request.dependencyCache,
-    rustRoot: request.rustRoot,
-    builderDir: builderDir(),
-    nodeModules: request.language === 'js' || request.language === 'ts' ? builderNodeModules() : null,
-    preinit,
-    limits: request.sandboxLimits,
-  })
   try {
-    for (const component of manifest.components) {
-      const workdir = component.workdir ?? dirname(component.source)
-      const dir = join(request.workDir, workdir)
-      await buildComponent(request, sandbox, component.id, dir, `${workdir}/`)
-      wasm.set(component.id, await readFile(join(dir, COMPONENT_FILE)))
+    const sandbox = await prepareSandbox({
+      mode: request.sandbox,
+      language: request.language,
+      workDir: request.workDir,
+      cache: request.dependencyCache,
+      rustRoot: request.rustRoot,
+      builderDir: builderDir(),
+      nodeModules: request.language === 'js' || request.language === 'ts' ? builderNodeModules() : null,
+      preinit: preinit?.binds ?? [],
+      limits: request.sandboxLimits,
+    })
+    try {
+      for (const component of manifest.components) {
+        const workdir = component.workdir ?? dirname(component.source)
+        const dir = join(request.workDir, workdir)
+        await buildComponent(request, sandbox, component.id, dir, `${workdir}/`)
+        wasm.set(component.id, await readFile(join(dir, COMPONENT_FILE)))
+      }
+    } finally {
+      await sandbox.dispose()
     }
   } finally {
-    await sandbox.dispose()
+    await preinit?.dispose()
   }
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
   const pushStarted = Date.now()
@@ -214,11 +219,11 @@ async function buildComponent(
   }
 }
 
-async function preinitializer(request: BuildRequest): Promise<Bind | null> {
+async function preinitializer(request: BuildRequest): Promise<PreinitBinds | null> {
   if (request.preinitializer === null || (request.language !== 'js' && request.language !== 'ts')) return null
   if (request.sandbox !== 'bwrap') throw new BuildFailure('a js pre-initializer runs only in the bwrap sandbox')
   try {
-    return await preinitBind(request.preinitializer, buildToolsDir())
+    return await preinitBinds(request.preinitializer, buildToolsDir())
   } catch (error) {
     throw new BuildFailure((error as Error).message)
   }

@@ -2,14 +2,18 @@
 // real parts: the builder program in its bwrap sandbox, the preinit binary the worker's cargo
 // build makes, the component loaded into the real worker. What shows preinit ran and wizer
 // did not: its compiled engine in the application's cache home (.cache/preinit), where wizer
-// would have left wasmtime's cache (.cache/wasmtime).
+// would have left wasmtime's cache (.cache/wasmtime). And preinit's adapter in jco's place:
+// the component imports WASI at the version of the worker's wasmtime, not jco's.
+import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
 import t from 'tap'
 import type { Test } from 'tap'
-import { shippedWizer } from '@session-relay/builders/js-preinit'
+import { shippedAdapter, shippedWizer } from '@session-relay/builders/js-preinit'
 import { buildToolsDir } from '@session-relay/builders/build-app'
 import { templateFiles } from '@session-relay/spin/templates'
 import { runBuilder, sourceArchive } from '../helpers/spin-processes.js'
@@ -51,6 +55,18 @@ t.test("componentize-js's wizer is found where componentize-js finds it", async 
   t.ok((await stat(wizer)).isFile())
 })
 
+t.test("jco's adapter is found where componentize-js takes it from", async (t) => {
+  const adapter = shippedAdapter(buildToolsDir())
+  // jco's own answer, from the jco found there.
+  const api = join(dirname(dirname(adapter)), 'src/api.js')
+  const jco = (await import(pathToFileURL(api).href)) as { preview1AdapterReactorPath: () => URL }
+  t.equal(adapter, jco.preview1AdapterReactorPath().pathname)
+})
+
+// The WASI version a preview 1 adapter (or a component linking it) imports wasi:cli/stdout at.
+const stdoutVersion = (wasm: Buffer): string | undefined =>
+  /wasi:cli\/stdout@([0-9.]+)/.exec(wasm.toString('latin1'))?.[1]
+
 t.test(
   'the template, pre-initialized by preinit, answers; its next build reuses the compiled engine',
   { timeout: 2 * BUILD_TIMEOUT },
@@ -67,6 +83,13 @@ t.test(
     const response = await fetch(`${served.url}/hello`)
     t.equal(response.status, 200)
     t.equal(await response.text(), 'hello from hello\n', "the snapshot's code runs in the worker")
+
+    await promisify(execFile)(PREINIT, ['--write-adapter', join(dir, 'adapter.wasm')])
+    const ours = stdoutVersion(await readFile(join(dir, 'adapter.wasm')))
+    const jcos = stdoutVersion(await readFile(shippedAdapter(buildToolsDir())))
+    t.ok(ours !== undefined && jcos !== undefined && ours !== jcos, `the two adapters differ (${ours}, ${jcos})`)
+    const component = await readFile(served.components.hello!)
+    t.equal(stdoutVersion(component), ours, "the component links the worker's wasmtime's adapter")
 
     await rm(join(dir, 'images'), { recursive: true })
     const second = await build(t, dir, templateFiles('js', 'hello'))

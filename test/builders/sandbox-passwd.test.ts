@@ -39,7 +39,7 @@ t.test('under umask 077 the step as 65534 reads its own passwd entry: its home i
       rustRoot: '/',
       builderDir: builder,
       nodeModules: join(builder, 'node_modules'),
-      preinit: null,
+      preinit: [],
       limits,
     })
     t.teardown(() => sandbox.dispose())

@@ -31,7 +31,7 @@ const context: SandboxContext = {
   cache: '/c',
   builderDir: '/b',
   nodeModules: '/b/node_modules',
-  preinit: null,
+  preinit: [],
   node: '/opt/node/bin/node',
   goRoot: '/opt/go',
   rustRoot: '/r',
@@ -89,22 +89,34 @@ t.test('js: no network, the function writable, the builder read-only, an environ
 })
 
 t.test(
-  "js with a pre-initializer: it is bound read-only over componentize-js's wizer, after node_modules",
+  "js with a pre-initializer: it and its adapter are bound read-only over componentize-js's, after node_modules",
   async (t) => {
     const wizer = '/b/node_modules/@bytecodealliance/wizer-linux-x64/wizer'
+    const adapter = '/b/node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.reactor.wasm'
+    const preinit = [
+      { from: '/x/preinit', to: wizer },
+      { from: '/t/adapter.wasm', to: adapter },
+    ]
     const steps = buildSteps('js', '/w/functions/f', {
       toolchain,
       entry: 'src/index.js',
       displayPrefix: 'functions/f/',
     })
     for (const step of steps) {
-      const args = confine(step, 'js', { ...context, preinit: { from: '/x/preinit', to: wizer } }).args
+      const args = confine(step, 'js', { ...context, preinit }).args
       const readOnly = binds(args, '--ro-bind')
-      t.same(readOnly.at(-1), ['/x/preinit', wizer], `${step.name}: the last bind, so nothing binds over it`)
-      t.ok(readOnly.findIndex(([, to]) => to === '/b/node_modules') < readOnly.length - 1)
+      t.same(
+        readOnly.slice(-2),
+        [
+          ['/x/preinit', wizer],
+          ['/t/adapter.wasm', adapter],
+        ],
+        `${step.name}: the last binds, so nothing binds over them`,
+      )
+      t.ok(readOnly.findIndex(([, to]) => to === '/b/node_modules') < readOnly.length - 2)
     }
-    const go = confine(compiledSteps('go', '/c')[1]!, 'go', { ...context, preinit: { from: '/x/preinit', to: wizer } })
-    t.notOk(go.args.includes('/x/preinit'), 'only js and ts steps see it')
+    const go = confine(compiledSteps('go', '/c')[1]!, 'go', { ...context, preinit })
+    t.notOk(go.args.includes('/x/preinit') || go.args.includes('/t/adapter.wasm'), 'only js and ts steps see them')
   },
 )
 

@@ -64,12 +64,12 @@ export async function serveImage(
   t: Test,
   image: string,
   options: { dockerConfigDir?: string } = {},
-): Promise<{ url: string; digest: string; log: () => string }> {
+): Promise<{ url: string; digest: string; log: () => string; components: Record<string, string> }> {
   const dir = await mkdtemp(join(tmpdir(), 'worker-app-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const app = await unpackSpinApp(image, dir, { dockerConfigDir: options.dockerConfigDir ?? null })
   const worker = await startWorker(t)
   const reply = await worker.send({ op: 'load', app: 'app', lock: app.lockedApp, components: app.components })
   if (reply.ok !== true) throw new Error(`the worker refused ${image}: ${JSON.stringify(reply)}\n${worker.log()}`)
-  return { url: String(reply.url), digest: app.digest, log: worker.log }
+  return { url: String(reply.url), digest: app.digest, log: worker.log, components: app.components }
 }

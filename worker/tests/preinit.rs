@@ -2,7 +2,8 @@
 //! after its init function becomes the output's starting state, WASI works while it runs (as
 //! wizer gives it), other imports are traps, errors are printed in wizer's words, and the
 //! compiled module is kept in `$HOME/.cache/preinit`, its sum checked before use, and the
-//! module's applied data segments are left out where no code can name them.
+//! module's applied data segments are left out where no code can name them. Asked for it, it
+//! writes wasmtime's WASI preview 1 adapter for the builder.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -166,6 +167,54 @@ fn a_command_line_it_does_not_know_is_refused() {
         String::from_utf8_lossy(&output.stderr),
         "preinit: unknown flag --preload\n"
     );
+}
+
+/// The adapter the builder links in the place of jco's: this wasmtime's own, byte for byte,
+/// which copies with `memory.copy` where jco's copies byte loop by byte loop.
+#[test]
+fn it_writes_wasmtimes_preview1_adapter() {
+    let run = Run::new("adapter");
+    let path = run.dir.join("adapter.wasm");
+    let output = run.preinit(&["--write-adapter", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let written = fs::read(&path).unwrap();
+    assert_eq!(
+        written,
+        wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER
+    );
+    let (mut exports, mut copies) = (Vec::new(), 0);
+    for payload in wasmparser::Parser::new(0).parse_all(&written) {
+        match payload.unwrap() {
+            wasmparser::Payload::ExportSection(section) => {
+                exports.extend(section.into_iter().map(|e| e.unwrap().name.to_string()))
+            }
+            wasmparser::Payload::CodeSectionEntry(body) => {
+                let mut reader = body.get_operators_reader().unwrap();
+                while !reader.eof() {
+                    if let wasmparser::Operator::MemoryCopy { .. } = reader.read().unwrap() {
+                        copies += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for name in ["fd_write", "fd_fdstat_get", "environ_get", "clock_time_get"] {
+        assert!(
+            exports.iter().any(|e| e == name),
+            "no {name} in {exports:?}"
+        );
+    }
+    assert!(copies > 0, "no memory.copy in the adapter");
+
+    for args in [&["--write-adapter"][..], &["--write-adapter", "a", "b"]] {
+        let output = run.preinit(args);
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            "preinit: --write-adapter takes one path\n"
+        );
+    }
 }
 
 #[test]

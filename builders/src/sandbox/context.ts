@@ -20,8 +20,8 @@ export type SandboxSetup = {
   builderDir: string
   /** js and ts: the builder's node_modules (the go and rust images carry no js toolchain). */
   nodeModules: string | null
-  /** js, ts: the pre-initializer's bind over componentize-js's wizer (js-preinit.ts), or null. */
-  preinit: Bind | null
+  /** js, ts: the pre-initializer's binds over componentize-js's tools (js-preinit.ts), or none. */
+  preinit: Bind[]
   limits: SandboxLimits
 }
 

@@ -27,8 +27,9 @@ export type SandboxContext = {
   /** The builder's package directory (its dist/ and package.json), its node_modules (js, ts), the Node binary. */
   builderDir: string
   nodeModules: string | null
-  /** js, ts: the pre-initializer, bound read-only over componentize-js's wizer; null: wizer runs. */
-  preinit: Bind | null
+  /** js, ts: the pre-initializer and its adapter, bound read-only over componentize-js's own
+   * (js-preinit.ts); empty: componentize-js's wizer and adapter. */
+  preinit: Bind[]
   node: string
   /** Go's root (GOROOT), when the build is go. */
   goRoot: string | null
@@ -121,7 +122,7 @@ function hostSpec(step: BuildStep, language: string, context: SandboxContext): S
     // Where the build directory's node_modules link points: the builder's packages, found
     // upward from the function's directory (the build directory itself stays out of sight).
     readOnly.push({ from: context.nodeModules, to: join(context.workDir, 'node_modules') })
-    if (context.preinit !== null) readOnly.push(context.preinit)
+    readOnly.push(...context.preinit)
   }
   readOnly.push(...cache.readOnly)
   const env: Record<string, string> = { ...(step.env as Record<string, string>) }

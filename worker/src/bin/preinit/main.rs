@@ -17,7 +17,10 @@
 //! memories and globals as they are now, the init function's export removed, and no empty
 //! data segment where nothing can refer to one (`trim.rs`). An error is
 //! printed as wizer prints it, which componentize-js reads to show the user's own error.
+//!
+//! It also hands the builder the WASI adapter to link with (`--write-adapter`, `adapter.rs`).
 
+mod adapter;
 mod args;
 mod cache;
 mod trim;
@@ -33,7 +36,11 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 fn main() -> ExitCode {
-    let args = match args::parse(std::env::args().skip(1)) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some(adapter::FLAG) {
+        return adapter::write(&argv[1..]);
+    }
+    let args = match args::parse(argv) {
         Ok(args) => args,
         Err(message) => {
             eprintln!("preinit: {message}");
