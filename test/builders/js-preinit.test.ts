@@ -108,6 +108,19 @@ t.test("an error in the function's top level reaches the build log", { timeout: 
   t.match(result.log, 'the top level broke')
 })
 
+t.test("a top level that never ends is stopped by the step's CPU limit", { timeout: BUILD_TIMEOUT }, async (t) => {
+  const dir = await tempDir(t)
+  const files = templateFiles('js', 'hello')
+  files['src/index.js'] = `${files['src/index.js']}\nwhile (true) {}\n`
+  const result = await build(t, dir, files, { BUILD_STEP_CPU: '8s' })
+  t.not(result.code, 0, 'the build fails')
+  t.match(
+    result.log,
+    "preinit: out of CPU time (8 s, the build step's limit): the function's top level, run once at build time, did not finish",
+    'the log says why',
+  )
+})
+
 t.test('a pre-initializer that is not there fails the build, naming it', async (t) => {
   const dir = await tempDir(t)
   const result = await build(t, dir, templateFiles('js', 'hello'), { JS_PREINITIALIZER: join(dir, 'nothing') })

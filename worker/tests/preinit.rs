@@ -169,6 +169,45 @@ fn a_command_line_it_does_not_know_is_refused() {
     );
 }
 
+/// A top level that never ends, under the step's RLIMIT_CPU (2 s, soft and hard alike, as
+/// prlimit sets it): preinit says why it stops, one second early, where the kernel's SIGKILL
+/// at the hard limit said nothing.
+#[test]
+fn a_top_level_that_never_ends_is_told_when_the_cpu_limit_comes() {
+    use std::os::unix::process::CommandExt;
+    let run = Run::with(
+        "endless",
+        r#"(module (memory (export "memory") 1) (func (export "init") (loop $l (br $l))))"#,
+    );
+    let mut command = Command::new(PREINIT);
+    command
+        .args(["--init-func", "init", "-o", "out.wasm", "in.wasm"])
+        .current_dir(&run.dir)
+        .env_clear()
+        .env("HOME", run.dir.join("home"));
+    // SAFETY: setrlimit is async-signal-safe, the only call between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2,
+                rlim_max: 2,
+            };
+            if libc::setrlimit(libc::RLIMIT_CPU, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "preinit: out of CPU time (2 s, the build step's limit): the function's top level, \
+         run once at build time, did not finish\n"
+    );
+    assert!(!run.dir.join("out.wasm").exists());
+}
+
 /// The adapter the builder links in the place of jco's: this wasmtime's own, byte for byte,
 /// which copies with `memory.copy` where jco's copies byte loop by byte loop.
 #[test]

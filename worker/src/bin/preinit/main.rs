@@ -23,6 +23,7 @@
 mod adapter;
 mod args;
 mod cache;
+mod cpu_limit;
 mod trim;
 
 use std::future::Future;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    cpu_limit::explain_when_out();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
