@@ -5,10 +5,10 @@
 // sandbox puts it in the shipped binary's place, read-only, for the js steps: componentize-js
 // has no option to run another.
 //
-// The same way, the WASI preview 1 adapter componentize-js links (jco's) is replaced by the one
-// of the worker's wasmtime, which preinit writes (`--write-adapter`): jco's copies memory byte
-// loop by byte loop where wasmtime's uses `memory.copy`, about 3 µs of each request that logs
-// (bench/RESULTS.md), and its WASI version is the one the worker implements.
+// The same way, the WASI preview 1 adapter componentize-js links (jco's) is replaced by
+// wasmtime 36's, the rust builds' own, which preinit writes (`--write-adapter`): jco's copies
+// memory byte loop by byte loop where wasmtime's uses `memory.copy`, about 3 µs of each request
+// that logs (bench/RESULTS.md).
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'

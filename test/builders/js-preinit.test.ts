@@ -89,7 +89,7 @@ t.test(
     const jcos = stdoutVersion(await readFile(shippedAdapter(buildToolsDir())))
     t.ok(ours !== undefined && jcos !== undefined && ours !== jcos, `the two adapters differ (${ours}, ${jcos})`)
     const component = await readFile(served.components.hello!)
-    t.equal(stdoutVersion(component), ours, "the component links the worker's wasmtime's adapter")
+    t.equal(stdoutVersion(component), ours, "the component links preinit's adapter")
 
     await rm(join(dir, 'images'), { recursive: true })
     const second = await build(t, dir, templateFiles('js', 'hello'))

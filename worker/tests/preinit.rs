@@ -208,7 +208,7 @@ fn a_top_level_that_never_ends_is_told_when_the_cpu_limit_comes() {
     assert!(!run.dir.join("out.wasm").exists());
 }
 
-/// The adapter the builder links in the place of jco's: this wasmtime's own, byte for byte,
+/// The adapter the builder links in the place of jco's: the provider crate's, byte for byte,
 /// which copies with `memory.copy` where jco's copies byte loop by byte loop.
 #[test]
 fn it_writes_wasmtimes_preview1_adapter() {
