@@ -112,6 +112,18 @@ for (const language of ['js', 'go', 'rust']) {
   })
 }
 
+// One WASI preview 1 adapter for every build that links one: the rust image's, the local rust
+// root's (scripts/rust-wasm-root.sh) and the one preinit writes for local js builds
+// (worker/Cargo.toml). They import the WASI version the hosts provide; a drift would not fail a build.
+t.test('the rust builds and preinit pin the same preview 1 adapter', async (t) => {
+  const image = /^ARG ADAPTER_VERSION=(\S+)$/m.exec(read('builders/Dockerfile.rust'))?.[1]
+  const root = /^ADAPTER_VERSION=(\S+)$/m.exec(read('scripts/rust-wasm-root.sh'))?.[1]
+  const preinit = /^wasi-preview1-component-adapter-provider = "=(\S+)"$/m.exec(read('worker/Cargo.toml'))?.[1]
+  t.match(image, FULL_VERSION)
+  t.equal(root, image, 'scripts/rust-wasm-root.sh')
+  t.equal(preinit, image, 'worker/Cargo.toml')
+})
+
 t.test('each check finds what it is for', async (t) => {
   const good = read('builders/Dockerfile.js')
   const cases: Array<[string, string, RegExp]> = [
