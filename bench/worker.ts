@@ -1,4 +1,4 @@
-// npm run bench:worker -- [--duration 10s] [--apps 10] [--rounds 3] [--worker PATH] [--threads N] [--json]
+// npm run bench:worker -- [--duration 10s] [--apps 10] [--rounds 5] [--worker PATH] [--threads N] [--json]
 //
 // The wasmtime worker (worker/) serving the js template against a plain Node `http` server
 // answering a short text, started in the same run on the same cores (issue 28's figures, each
@@ -8,7 +8,9 @@
 // URL (the worker loads it again from disk, scale to zero as the local runtime does it), and worker
 // start to first answer with compiled components cached. Then the template's CPU per request
 // against a plain handler built the same way (no variable read, no log line) on the same worker,
-// `--rounds` interleaved runs at concurrency 32, medians (issue 43). The worker is built (cargo, release)
+// `--rounds` pairs of runs at concurrency 32, the template's then the plain handler's, and the
+// ratio is the median of each pair's own ratio: the machine's load drifts between pairs by more
+// than the template's cost moves, and a pair sees the same load twice (issue 43). The worker is built (cargo, release)
 // and the template components are built and compiled once into .cache/bench-worker; a first
 // run takes minutes for that, later ones about a minute plus (4 + 2 x rounds) x duration.
 import { spawn } from 'node:child_process'
@@ -32,7 +34,7 @@ import {
   templateComponent,
 } from './worker-process.js'
 
-const options = { durationMs: 10_000, apps: 10, rounds: 3, worker: '', threads: '' }
+const options = { durationMs: 10_000, apps: 10, rounds: 5, worker: '', threads: '' }
 const { json } = readFlags(process.argv.slice(2), {
   '--duration': (v) => {
     options.durationMs = parseDuration(v)
@@ -217,6 +219,7 @@ function report(f: Figures): void {
   const cpu = (loads: Load[]): number => median(loads.map((l) => l.cpuMsPerRequest))
   const rate = (loads: Load[]): number => median(loads.map((l) => l.requestsPerSec))
   const [templateCpu, plainCpu] = [cpu(f.vsPlain.template), cpu(f.vsPlain.plain)]
+  const pairedCpu = median(f.vsPlain.template.map((t, i) => t.cpuMsPerRequest / f.vsPlain.plain[i]!.cpuMsPerRequest))
   const rows: [string, string, string, string, string][] = [
     [
       'p50, 2,000 sequential requests',
@@ -255,10 +258,10 @@ function report(f: Figures): void {
       '',
     ],
     [
-      `template vs plain handler: CPU per request, c32 (median of ${options.rounds})`,
+      `template vs plain handler: CPU per request, c32 (medians; ratio: median of ${options.rounds} pairs)`,
       `${templateCpu.toFixed(3)} ms`,
       `${plainCpu.toFixed(3)} ms (plain)`,
-      `${(templateCpu / plainCpu).toFixed(2)}x`,
+      `${pairedCpu.toFixed(2)}x`,
       'within 1.3x',
     ],
     [
