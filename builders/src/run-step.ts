@@ -2,6 +2,7 @@
 // output goes to the build log (our stdout) as it comes, and the end of it is kept for the
 // failure reason.
 import { spawn } from 'node:child_process'
+import { constants } from 'node:os'
 
 export type Step = {
   /** Shown in the build log. */
@@ -12,6 +13,8 @@ export type Step = {
   env?: NodeJS.ProcessEnv
   /** How the build log shows the command, when not as run (a sandboxed step shows its own command). */
   shown?: string
+  /** RLIMIT_CPU of the step's processes, seconds, when it runs under one: named when one meets it. */
+  cpuSeconds?: number
 }
 
 export type StepLimits = { timeoutMs: number; maxOutputBytes: number }
@@ -63,11 +66,30 @@ export function runStep(step: Step, limits: StepLimits, log: (text: string) => v
         log(`<== ${step.name}: ${Date.now() - started} ms\n`)
         return resolve({ ok: true, reason: '', output: tail })
       }
+      const cpu =
+        step.cpuSeconds !== undefined && outOfCpu(code, signal, tail)
+          ? `: a process of the step used its ${step.cpuSeconds} s of CPU time, the build step's limit`
+          : ''
       resolve({
         ok: false,
-        reason: `${step.name} failed (${code === null ? `signal ${String(signal)}` : `exit ${code}`})`,
+        reason: `${step.name} failed (${code === null ? `signal ${String(signal)}` : `exit ${code}`})${cpu}`,
         output: tail,
       })
     })
   })
+}
+
+/**
+ * Whether a step failed on RLIMIT_CPU: the kernel's SIGXCPU at the soft limit ended a process.
+ * The step's own process (bwrap, which exits 128 + the signal of the command it ran), or a
+ * child whose parent says so: cargo prints `SIGXCPU`, go `CPU time limit exceeded`. The output
+ * is the step's own, so a step can claim it falsely; it changes only the message.
+ */
+function outOfCpu(code: number | null, signal: NodeJS.Signals | null, output: string): boolean {
+  return (
+    signal === 'SIGXCPU' ||
+    code === 128 + constants.signals.SIGXCPU ||
+    output.includes('SIGXCPU') ||
+    output.includes('CPU time limit exceeded')
+  )
 }

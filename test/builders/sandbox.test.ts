@@ -10,7 +10,8 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { buildSteps } from '@session-relay/builders/languages'
 import type { BuildStep } from '@session-relay/builders/languages'
-import { SANDBOX_UID, sandboxCommand } from '@session-relay/builders/sandbox/bwrap'
+import { runStep } from '@session-relay/builders/run-step'
+import { SANDBOX_UID, sandboxCommand, sandboxedStep } from '@session-relay/builders/sandbox/bwrap'
 import type { SandboxSpec } from '@session-relay/builders/sandbox/bwrap'
 import { confine } from '@session-relay/builders/sandbox/policy'
 import type { SandboxContext } from '@session-relay/builders/sandbox/policy'
@@ -189,25 +190,38 @@ t.test("in an image the pod is the sandbox: a fetch gets the pod's proxy, nothin
   t.equal(compile.env?.CARGO_NET_OFFLINE, 'true')
 })
 
-/** Runs `script` with sh in a sandbox of the machine's /usr; `as` spawns bwrap as that uid. */
-async function inSandbox(
-  t: Test,
-  script: string,
-  options: { privileged: boolean; as?: number; lowestPriority?: boolean },
-): Promise<string> {
+/** A directory the sandbox's user can write, removed after the test. */
+async function workDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'sandbox-test-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   await chmod(dir, 0o777)
-  const spec: SandboxSpec = {
+  return dir
+}
+
+/** A sandbox of the machine's /usr with `dir` writable as /work. */
+function hostSpec(dir: string, privileged: boolean, stepLimits = limits): SandboxSpec {
+  return {
     root: { kind: 'host' },
     readOnly: [],
     writable: [{ from: dir, to: '/work' }],
     cwd: '/work',
     env: { PATH: '/usr/bin:/bin' },
     network: false,
-    limits: { ...limits, lowestPriority: options.lowestPriority ?? false },
-    privileged: options.privileged,
+    limits: stepLimits,
+    privileged,
   }
+}
+
+/** Runs `script` with sh in a sandbox of the machine's /usr; `as` spawns bwrap as that uid. */
+async function inSandbox(
+  t: Test,
+  script: string,
+  options: { privileged: boolean; as?: number; lowestPriority?: boolean },
+): Promise<string> {
+  const spec = hostSpec(await workDir(t), options.privileged, {
+    ...limits,
+    lowestPriority: options.lowestPriority ?? false,
+  })
   const { command, args } = sandboxCommand(spec, 'sh', ['-c', script])
   const child = spawn(command, args, {
     cwd: '/',
@@ -237,7 +251,7 @@ t.test('as root: bwrap privileged drops to 65534, no capabilities, no new privil
   t.match(out, /uid=65534 gid=65534/)
   t.match(out, /NoNewPrivs: 1/)
   t.match(out, /CapEff: 0000000000000000/)
-  t.match(out, /Max cpu time 60 60 seconds/)
+  t.match(out, /Max cpu time 60 61 seconds/, 'SIGXCPU at the limit, SIGKILL a second later')
   t.match(out, /Max file size 1048576 1048576 bytes/)
   t.match(out, /Max processes 512 512 processes/)
   t.match(out, /Max address space 8589934592 8589934592 bytes/)
@@ -280,4 +294,25 @@ t.test('lowest priority: the step and its children at nice 19 in an autogroup of
     t.match(normal, /autogroup=0\nnice=0\nchild=0\n/, 'without it, the default')
   }
   t.equal(readFileSync('/proc/self/autogroup', 'utf8'), ours, "the builder's own autogroup untouched")
+})
+
+t.test('a step that uses its CPU time fails saying so; another failure does not', async (t) => {
+  const dir = await workDir(t)
+  const spec = hostSpec(dir, true, { ...limits, cpuSeconds: 1 })
+  const run = (script: string): ReturnType<typeof runStep> =>
+    runStep(
+      sandboxedStep({ name: 'compile', command: 'sh', args: ['-c', script], cwd: dir }, spec),
+      { timeoutMs: 60_000, maxOutputBytes: 10_000 },
+      () => {},
+    )
+  const limit = "a process of the step used its 1 s of CPU time, the build step's limit"
+  const spinning = await run('while :; do :; done')
+  t.equal(spinning.reason, `compile failed (exit 152): ${limit}`, 'the step itself, ended by SIGXCPU')
+  // As cargo reports a rustc the kernel ended.
+  const child = await run(
+    'sh -c "while :; do :; done"; echo "(signal: 24, SIGXCPU: CPU time limit exceeded)"; exit 101',
+  )
+  t.equal(child.reason, `compile failed (exit 101): ${limit}`, 'a child, as its parent reports it')
+  const other = await run('echo broken; exit 3')
+  t.equal(other.reason, 'compile failed (exit 3)')
 })

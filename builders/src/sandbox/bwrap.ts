@@ -125,7 +125,10 @@ export function sandboxCommand(
   return {
     command: 'prlimit',
     args: [
-      `--cpu=${limits.cpuSeconds}`,
+      // The soft limit a second under the hard one: at the soft limit the kernel sends SIGXCPU,
+      // which ends a process that does not handle it and tells its parent why (cargo and go say
+      // so, run-step.ts names the limit); at the hard limit, SIGKILL without a word.
+      `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
       `--as=${limits.addressSpaceBytes}`,
       `--fsize=${limits.fileSizeBytes}`,
       `--nproc=${limits.processes}`,
@@ -170,5 +173,13 @@ export function sandboxedStep(step: Step, spec: SandboxSpec): Step {
   const { command, args } = sandboxCommand(spec, step.command, step.args)
   // bwrap and prlimit are found on the builder's PATH; the step's environment is set inside.
   const shown = `${step.shown ?? [step.command, ...step.args].join(' ')} (sandboxed, ${spec.network ? 'network through the fetch proxy' : 'no network'})`
-  return { name: step.name, command, args, cwd: step.cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, shown }
+  return {
+    name: step.name,
+    command,
+    args,
+    cwd: step.cwd,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    shown,
+    cpuSeconds: spec.limits.cpuSeconds,
+  }
 }

@@ -1,9 +1,10 @@
-//! A build step's processes run under RLIMIT_CPU (builders/src/sandbox/bwrap.ts sets it, soft
-//! and hard alike). A function whose top level never ends meets it inside preinit, and the
-//! kernel ends a process at its hard limit with SIGKILL, without a word: componentize-js then
-//! fails with an empty "Failed to initialize component" and j2w exits 0, so the build log
-//! said only that no component was left. preinit lowers its own soft limit one second below
-//! the hard one, and the SIGXCPU that comes there prints why before it exits.
+//! A build step's processes run under RLIMIT_CPU (builders/src/sandbox/bwrap.ts sets the soft
+//! limit a second under the hard one). A function whose top level never ends meets it inside
+//! preinit. Ended by the kernel, at the soft limit's SIGXCPU or the hard limit's SIGKILL,
+//! preinit would leave componentize-js an empty "Failed to initialize component", and j2w
+//! exits 0, so the build log would say only that no component was left. preinit handles the
+//! SIGXCPU, printing why before it exits; given soft and hard limits alike (as prlimit sets
+//! one number), it first lowers its soft limit a second under the hard one.
 
 use std::sync::OnceLock;
 
@@ -30,10 +31,11 @@ pub fn explain_when_out() {
         return;
     }
     let soft = limit.rlim_cur.min(limit.rlim_max - 1);
+    // The limit as the step was given it: its soft limit, or the one number of both.
     let text = format!(
         "preinit: out of CPU time ({} s, the build step's limit): the function's top level, \
          run once at build time, did not finish\n",
-        limit.rlim_max
+        limit.rlim_cur
     );
     let _ = MESSAGE.set(text.into_bytes());
     let handler: extern "C" fn(libc::c_int) = out_of_cpu;
